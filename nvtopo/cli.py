@@ -1,0 +1,191 @@
+"""The command line: parses options and calls the library.  Nothing else lives here."""
+
+from __future__ import annotations
+
+import enum
+import functools
+import json
+import sys
+from typing import Any, Callable, Optional, TypeVar
+
+import typer
+
+from . import __version__
+from .errors import ExitStatus, NvtopoError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+app = typer.Typer(
+    name="nvtopo",
+    help=(
+        "How a GPU node is wired, and whether the wiring is what it should be.\n\n"
+        "Every command probes this machine, or reads a saved file with --from FILE: "
+        "a snapshot written by `nvtopo snapshot`, or a bare `nvidia-smi topo -m` text "
+        "pasted from a ticket (- reads standard input).\n\n"
+        "Examples:\n\n"
+        "  nvtopo show --example dgx-h100\n\n"
+        "  nvtopo show --from ticket-1234.txt\n\n"
+        "  nvidia-smi topo -m | nvtopo show --from -\n\n"
+        "  nvtopo snapshot -o node17.json\n\n"
+        "Exit status: 0 ok, 1 findings (check), 2 bad input or no data."
+    ),
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+class Format(str, enum.Enum):
+    table = "table"
+    json = "json"
+
+
+FROM_HELP = ("Read this file instead of probing: a snapshot, or a pasted `nvidia-smi topo` "
+             "text (recognised by content). '-' reads standard input.")
+TIMEOUT_HELP = "Seconds before a hung nvidia-smi is given up (live probing only)."
+
+
+def _err(message: str) -> None:
+    sys.stderr.write(f"nvtopo: error: {message}\n")
+
+
+def handles_errors(fn: F) -> F:
+    """Turn :class:`NvtopoError` into one line on stderr and exit status 2."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except NvtopoError as exc:
+            _err(str(exc))
+            raise typer.Exit(int(ExitStatus.ERROR)) from None
+        except BrokenPipeError:
+            raise typer.Exit(int(ExitStatus.OK)) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"nvtopo {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print the version and exit."),
+) -> None:
+    """nvtopo: GPU node topology."""
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console(highlight=False)
+
+
+def _print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    sys.stdout.flush()
+
+
+@app.command()
+@handles_errors
+def show(
+    from_: Optional[str] = typer.Option(None, "--from", "-f", metavar="FILE", help=FROM_HELP),
+    example: Optional[str] = typer.Option(
+        None, "--example", metavar="NAME",
+        help="Show a bundled example instead of this machine (dgx-h100)."),
+    fmt: Format = typer.Option(Format.table, "--format", help="table (Rich) or json (the model)."),
+    timeout: float = typer.Option(30.0, "--timeout", min=0.1, help=TIMEOUT_HELP),
+) -> None:
+    """Show the topology matrix, GPUs, NICs, legend and a summary.
+
+    Colours follow path quality: NV# (NVLink) strongest, then PIX, PXB, PHB,
+    NODE, and SYS weakest.  Wide matrices are split into GPU↔GPU, GPU↔NIC and
+    NIC↔NIC blocks that fit the terminal.
+
+    Examples:
+
+      nvtopo show --example dgx-h100
+
+      nvtopo show --from node17.json --format json
+
+      nvidia-smi topo -m | nvtopo show --from -
+    """
+    from . import snapshot
+    from .render import matrix
+
+    if from_ is not None and example is not None:
+        raise NvtopoError("use either --from or --example, not both", where="show")
+    if example is not None:
+        topo = snapshot.from_example(example)
+    elif from_ is not None:
+        topo = snapshot.load(from_)
+    else:
+        topo = snapshot.live(timeout=timeout)
+    if not topo.gpus and topo.matrix is None and topo.p2p is None:
+        why = "; ".join(n.message for n in topo.notes) or "no GPU facts"
+        raise NvtopoError(f"nothing to show: {why}", where=topo.origin.get("file") or "input")
+    if fmt is Format.json:
+        _print_json(topo.to_dict())
+    else:
+        matrix.print_topology(topo, _console())
+
+
+@app.command("snapshot")
+@handles_errors
+def snapshot_cmd(
+    output: Optional[str] = typer.Option(
+        None, "--output", "-o", metavar="FILE",
+        help="Write the snapshot here (atomically: temporary file, then rename). "
+             "Default: standard output."),
+    from_: Optional[str] = typer.Option(
+        None, "--from", "-f", metavar="FILE",
+        help="Turn a pasted `nvidia-smi topo` text (or a snapshot) into a snapshot file "
+             "instead of probing. '-' reads standard input."),
+    timeout: float = typer.Option(30.0, "--timeout", min=0.1, help=TIMEOUT_HELP),
+) -> None:
+    """Record the raw evidence of every probe in one JSON file.
+
+    The snapshot keeps what each probe saw (command, arguments, exit status,
+    stdout, stderr, duration, or why it could not run), not conclusions: every
+    command re-derives the model from it with --from, on any machine.
+
+    Examples:
+
+      nvtopo snapshot -o /var/lib/nvtopo/$(hostname).json
+
+      nvtopo snapshot --from ticket-1234.txt -o node17.json
+    """
+    from . import snapshot
+
+    if from_ is not None:
+        doc = snapshot.load_document(from_)
+    else:
+        doc = snapshot.take(timeout=timeout)
+        for name, ev in doc["probes"].items():
+            if ev.get("status") != "ok":
+                sys.stderr.write(f"nvtopo: note: {name}: {ev.get('error')} (recorded)\n")
+    text = snapshot.dumps(doc)
+    if output is None or output == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        snapshot.write_atomic(text, output)
+        sys.stderr.write(f"nvtopo: wrote {output}\n")
+
+
+def run() -> None:
+    """Console-script entry point."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.stderr.write("nvtopo: interrupted\n")
+        sys.exit(130)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    run()

@@ -1,0 +1,300 @@
+"""The Rich rendering of a topology: the colour matrix, device tables, legend, summary.
+
+Colours follow path quality: NVLink strongest (green) to SYS weakest (red).
+Matrices wider than the terminal are split into blocks (GPU×GPU, GPU×NIC,
+NIC×NIC; the NIC×GPU block mirrors GPU×NIC and is left out), each block
+wrapped into column chunks that fit.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from rich.console import Console, Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from ..model import P2P_STATUS, PATH_DESCRIPTIONS, Matrix, Topology, path_kind, path_rank
+
+PATH_STYLES: Dict[str, str] = {
+    "X": "dim",
+    "NV": "bold green",
+    "PIX": "green",
+    "PXB": "chartreuse3",
+    "PHB": "yellow",
+    "NODE": "dark_orange",
+    "SYS": "red",
+}
+P2P_STYLES: Dict[str, str] = {"X": "dim", "OK": "bold green", "U": "yellow"}
+UNKNOWN_STYLE = "bold magenta"
+MISSING = "?"
+
+
+def cell_style(token: Optional[str], p2p: bool = False) -> str:
+    if token is None:
+        return "dim"
+    if p2p:
+        if token in P2P_STYLES:
+            return P2P_STYLES[token]
+        return "bold red" if token in P2P_STATUS else UNKNOWN_STYLE
+    kind = path_kind(token)
+    return PATH_STYLES.get(kind, UNKNOWN_STYLE) if kind else UNKNOWN_STYLE
+
+
+def _cell_text(token: Optional[str], p2p: bool) -> Text:
+    return Text(MISSING if token is None else token, style=cell_style(token, p2p))
+
+
+def _is_gpu(label: str) -> bool:
+    return label.startswith("GPU") and label[3:].isdigit()
+
+
+def _symmetric(m: Matrix) -> bool:
+    n = len(m.devices)
+    return all(m.cells[i][j] == m.cells[j][i] or None in (m.cells[i][j], m.cells[j][i])
+               for i in range(n) for j in range(i + 1, n))
+
+
+def _block(m: Matrix, rows: Sequence[int], cols: Sequence[int], title: str, p2p: bool,
+           width: int) -> List[Table]:
+    """One block of the matrix, split into column chunks that fit ``width``."""
+    label_w = max([len(m.devices[r]) for r in rows] + [3])
+    widths = {c: max([len(m.devices[c])] + [len(m.cells[r][c] or MISSING) for r in rows])
+              for c in cols}
+    chunks: List[List[int]] = []
+    used = label_w + 4
+    for c in cols:
+        need = widths[c] + 1
+        if chunks and used + need <= width:
+            chunks[-1].append(c)
+            used += need
+        else:
+            chunks.append([c])
+            used = label_w + 4 + need
+    tables = []
+    for k, chunk in enumerate(chunks):
+        t_title = title
+        if len(chunks) > 1:
+            t_title = f"{title} ({m.devices[chunk[0]]}…{m.devices[chunk[-1]]})"
+        table = Table(title=t_title, title_justify="left", box=None, pad_edge=False,
+                      padding=(0, 1, 0, 0), show_edge=False, title_style="bold")
+        table.add_column("", style="bold", no_wrap=True, min_width=label_w)
+        for c in chunk:
+            table.add_column(m.devices[c], justify="center", no_wrap=True, min_width=widths[c],
+                             header_style="bold")
+        for r in rows:
+            table.add_row(m.devices[r], *[_cell_text(m.cells[r][c], p2p) for c in chunk])
+        tables.append(table)
+    return tables
+
+
+def matrix_tables(m: Matrix, width: int, p2p: bool = False) -> List[Table]:
+    """The matrix as one table when it fits, else as blocks and chunks."""
+    n = len(m.devices)
+    everything = list(range(n))
+    full_w = max(len(d) for d in m.devices) + 4 + sum(
+        max([len(m.devices[c])] + [len(m.cells[r][c] or MISSING) for r in everything]) + 1
+        for c in everything)
+    title = "P2P status" if p2p else "Topology matrix"
+    if full_w <= width:
+        return _block(m, everything, everything, title, p2p, width)
+    gpus = [i for i, d in enumerate(m.devices) if _is_gpu(d)]
+    others = [i for i, d in enumerate(m.devices) if not _is_gpu(d)]
+    if not gpus or not others or not _symmetric(m):
+        return _block(m, everything, everything, title, p2p, width)
+    out = _block(m, gpus, gpus, "GPU ↔ GPU", p2p, width)
+    out += _block(m, gpus, others, "GPU ↔ NIC", p2p, width)
+    out += _block(m, others, others, "NIC ↔ NIC", p2p, width)
+    return out
+
+
+def _nearest(topo: Topology, label: str, candidates: Sequence[str]) -> Tuple[List[str], Optional[str]]:
+    """Candidates with the best (lowest-rank) path from ``label``, and that path token."""
+    best: List[str] = []
+    best_tok = None
+    best_rank = None
+    for c in candidates:
+        tok = topo.path(label, c)
+        rank = path_rank(tok)
+        if rank is None or rank == 0:
+            continue
+        if best_rank is None or rank < best_rank:
+            best, best_tok, best_rank = [c], tok, rank
+        elif rank == best_rank:
+            best.append(c)
+    return best, best_tok
+
+
+def _styled(token: Optional[str]) -> Text:
+    return Text(token or MISSING, style=cell_style(token))
+
+
+def gpu_table(topo: Topology) -> Table:
+    nic_labels = [n.label for n in topo.nics]
+    names = {n.label: n.name for n in topo.nics}
+    table = Table(title="GPUs", title_justify="left", title_style="bold", box=None,
+                  pad_edge=False, padding=(0, 2, 0, 0), show_edge=False)
+    table.add_column("GPU", style="bold", no_wrap=True)
+    table.add_column("CPU affinity", overflow="fold")
+    table.add_column("NUMA", overflow="fold")
+    table.add_column("GPU NUMA", no_wrap=True)
+    table.add_column("NVLink", no_wrap=True)
+    if nic_labels:
+        table.add_column("nearest NIC", overflow="fold")
+    for g in topo.gpus:
+        counts = [topo.nvlink(g.index, o.index) for o in topo.gpus if o.index != g.index]
+        linked = [c for c in counts if c]
+        if topo.matrix is None:
+            nv = Text("unknown", style="dim")
+        elif not linked:
+            nv = Text("none", style="dim")
+        else:
+            lo, hi = min(linked), max(linked)
+            label = f"NV{lo}" if lo == hi else f"NV{lo}–NV{hi}"
+            nv = Text(f"{label} to {len(linked)}/{len(counts)}", style="green")
+        row: List[RenderableType] = [
+            g.label,
+            g.cpu_affinity or Text("—", style="dim"),
+            g.numa_affinity or Text("—", style="dim"),
+            str(g.gpu_numa_id) if g.gpu_numa_id is not None else Text("—", style="dim"),
+            nv,
+        ]
+        if nic_labels:
+            best, tok = _nearest(topo, g.label, nic_labels)
+            if best:
+                shown = ", ".join(_nic_ref(b, names) for b in best[:3])
+                if len(best) > 3:
+                    shown += f" +{len(best) - 3}"
+                row.append(Text.assemble(_styled(tok), " ", shown))
+            else:
+                row.append(Text("unknown", style="dim"))
+        table.add_row(*row)
+    return table
+
+
+def _nic_ref(label: str, names: Dict[str, str]) -> str:
+    name = names.get(label, label)
+    return label if name == label else f"{label} ({name})"
+
+
+def nic_table(topo: Topology) -> Table:
+    gpu_labels = [g.label for g in topo.gpus]
+    table = Table(title="NICs", title_justify="left", title_style="bold", box=None,
+                  pad_edge=False, padding=(0, 2, 0, 0), show_edge=False)
+    table.add_column("NIC", style="bold", no_wrap=True)
+    table.add_column("device", no_wrap=True)
+    table.add_column("nearest GPU", overflow="fold")
+    for n in topo.nics:
+        best, tok = _nearest(topo, n.label, gpu_labels)
+        near: RenderableType
+        if best:
+            near = Text.assemble(_styled(tok), " ", ", ".join(best))
+        else:
+            near = Text("unknown", style="dim")
+        table.add_row(n.label, n.name if n.name != n.label else Text("unknown", style="dim"),
+                      near)
+    return table
+
+
+def legend(topo: Topology) -> Table:
+    """The legend entries for the tokens that appear in the matrix."""
+    m = topo.p2p if topo.matrix is None else topo.matrix
+    p2p = topo.matrix is None
+    present: List[str] = []
+    if m is not None:
+        for row in m.cells:
+            for c in row:
+                key = c
+                if c is not None and not p2p and path_kind(c) == "NV":
+                    key = "NV#"
+                if key is not None and key not in present:
+                    present.append(key)
+    order = list(P2P_STATUS) if p2p else ["X", "NV#", "PIX", "PXB", "PHB", "NODE", "SYS", "SOC"]
+    table = Table.grid(padding=(0, 1))
+    table.add_column(no_wrap=True)
+    table.add_column(no_wrap=True)
+    table.add_column(overflow="fold")
+    for key in order:
+        if key in present:
+            desc = P2P_STATUS[key] if p2p else PATH_DESCRIPTIONS[key]
+            sample = "NV18" if key == "NV#" else key
+            table.add_row(Text("Legend:" if not table.row_count else "", style="bold"),
+                          Text(f"{key:<4}", style=cell_style(sample, p2p)), "= " + desc)
+    unknown = [k for k in present if k not in order]
+    if unknown:
+        table.add_row(Text("Legend:" if not table.row_count else "", style="bold"),
+                      Text(", ".join(unknown), style=UNKNOWN_STYLE),
+                      "= not a known token (kept as printed)")
+    return table
+
+
+def summary(topo: Topology) -> Text:
+    parts = [f"{len(topo.gpus)} GPU{'s' if len(topo.gpus) != 1 else ''}",
+             f"{len(topo.nics)} NIC{'s' if len(topo.nics) != 1 else ''}"]
+    n = len(topo.gpus)
+    pairs = n * (n - 1) // 2
+    if topo.matrix is not None:
+        linked = [p for p in topo.nvlinks if p.count > 0]
+        counts = sorted({p.count for p in linked})
+        what = f"{len(linked)}/{pairs} GPU pairs NVLink-connected"
+        if counts:
+            what += " (" + ", ".join(f"NV{c}" for c in counts) + ")"
+        parts.append(what)
+    elif topo.p2p is not None:
+        ok = sum(1 for _, _, tok in topo.p2p.pairs() if tok == "OK")
+        mode = f" ({topo.p2p.mode})" if topo.p2p.mode else ""
+        parts.append(f"P2P{mode} OK for {ok}/{pairs} GPU pairs")
+    numa = topo.numa_nodes()
+    if numa:
+        parts.append(f"{len(numa)} NUMA node{'s' if len(numa) != 1 else ''} ({', '.join(numa)})")
+    elif any("numa_affinity" in g.sources for g in topo.gpus):
+        parts.append("NUMA unknown (N/A)")
+    else:
+        parts.append("NUMA not reported")
+    return Text(" · ".join(parts), style="bold")
+
+
+def notes(topo: Topology) -> Optional[Text]:
+    if not topo.notes:
+        return None
+    text = Text()
+    for i, n in enumerate(topo.notes):
+        if i:
+            text.append("\n")
+        style = "yellow" if n.level == "warning" else "dim"
+        text.append(f"{n.level}: ", style=style)
+        text.append(n.message)
+    return text
+
+
+def render(topo: Topology, width: int) -> RenderableType:
+    """Everything ``nvtopo show`` prints, as one Rich renderable."""
+    parts: List[RenderableType] = []
+    origin = topo.origin.get("file") or topo.origin.get("kind")
+    host = topo.host.get("hostname")
+    head = Text("nvtopo", style="bold")
+    if origin:
+        head.append(f" · {origin}")
+    if host:
+        head.append(f" · host {host}")
+    parts.append(head)
+    m = topo.matrix if topo.matrix is not None else topo.p2p
+    if m is not None:
+        for t in matrix_tables(m, width, p2p=topo.matrix is None):
+            parts.append(Text(""))
+            parts.append(t)
+    if topo.gpus and topo.matrix is not None:
+        parts += [Text(""), gpu_table(topo)]
+    if topo.nics:
+        parts += [Text(""), nic_table(topo)]
+    if m is not None:
+        parts += [Text(""), legend(topo)]
+    note_text = notes(topo)
+    if note_text is not None:
+        parts += [Text(""), note_text]
+    parts += [Text(""), summary(topo)]
+    return Group(*parts)
+
+
+def print_topology(topo: Topology, console: Console) -> None:
+    console.print(render(topo, console.width))

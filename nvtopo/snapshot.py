@@ -1,0 +1,277 @@
+"""Snapshots: the raw evidence of every probe in one JSON file, and reading input back.
+
+A snapshot holds *evidence*, not conclusions: the command, its arguments,
+exit status, stdout, stderr and duration (or why it could not run).  The
+model is always re-derived from it (:func:`derive`), so a parser fix also
+applies to snapshots taken before the fix.
+
+Input for ``--from`` is a snapshot or a bare ``nvidia-smi topo`` text,
+recognised by content, not by file name; ``-`` reads standard input.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import os
+import platform
+import socket
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Dict, Optional, Tuple
+
+from . import __version__
+from .errors import NvtopoError
+from .model import Topology
+from .probes import topo_text
+
+SNAPSHOT_KIND = "nvtopo-snapshot"
+#: Version of the snapshot document layout.
+SNAPSHOT_SCHEMA = 1
+#: Larger inputs are refused: no real snapshot or topo text comes near this.
+MAX_INPUT_BYTES = 64 * 1024 * 1024
+
+
+# --- taking a snapshot -----------------------------------------------------------
+
+
+def host_facts() -> Dict[str, Any]:
+    """Hostname, kernel and time of the machine taking the snapshot."""
+    return {
+        "hostname": socket.gethostname(),
+        "kernel": platform.release(),
+        "os": platform.system(),
+        "machine": platform.machine(),
+        "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def take(timeout: float = topo_text.DEFAULT_TIMEOUT) -> Dict[str, Any]:
+    """Run every probe and return the snapshot document."""
+    started = time.monotonic()
+    probes = {topo_text.SOURCE: topo_text.capture(timeout=timeout)}
+    return {
+        "kind": SNAPSHOT_KIND,
+        "schema_version": SNAPSHOT_SCHEMA,
+        "nvtopo_version": __version__,
+        "host": host_facts(),
+        "duration_s": round(time.monotonic() - started, 3),
+        "probes": probes,
+    }
+
+
+def write_atomic(text: str, path: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename."""
+    target = Path(path)
+    directory = target.parent if str(target.parent) else Path(".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=str(directory))
+    except OSError as exc:
+        raise NvtopoError(f"cannot write here: {exc.strerror or exc}", where=path) from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except OSError as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise NvtopoError(f"cannot write: {exc.strerror or exc}", where=path) from None
+
+
+def dumps(doc: Dict[str, Any]) -> str:
+    return json.dumps(doc, indent=2, sort_keys=False) + "\n"
+
+
+# --- deriving the model --------------------------------------------------------------
+
+
+def derive(doc: Dict[str, Any], where: Optional[str] = None) -> Topology:
+    """Re-derive the model from a snapshot document's raw evidence."""
+    probes = doc.get("probes")
+    if not isinstance(probes, dict):
+        raise NvtopoError("corrupt snapshot: no \"probes\" object", where=where)
+    topo = Topology()
+    evidence = probes.get(topo_text.SOURCE)
+    if evidence is not None:
+        if not isinstance(evidence, dict):
+            raise NvtopoError(f"corrupt snapshot: probe {topo_text.SOURCE!r} is not an object",
+                              where=where)
+        topo = topo_text.derive(evidence)
+    host = doc.get("host")
+    topo.host = dict(host) if isinstance(host, dict) else {}
+    topo.origin = {"kind": "snapshot", "file": where,
+                   "nvtopo_version": doc.get("nvtopo_version")}
+    return topo
+
+
+# --- reading --from input -----------------------------------------------------------------
+
+
+def read_input(path: str) -> Tuple[str, str]:
+    """Read ``path`` (``-`` for stdin) as text; returns ``(text, where)``.
+
+    Raises :class:`NvtopoError` for missing, unreadable, empty, binary or
+    oversized input.
+    """
+    if path == "-":
+        where = "<stdin>"
+        data = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
+    else:
+        where = path
+        p = Path(path)
+        try:
+            if p.is_dir():
+                raise NvtopoError("is a directory, not a file", where=where)
+            with p.open("rb") as fh:
+                data = fh.read(MAX_INPUT_BYTES + 1)
+        except FileNotFoundError:
+            raise NvtopoError("no such file", where=where) from None
+        except PermissionError:
+            raise NvtopoError("permission denied", where=where) from None
+        except OSError as exc:
+            raise NvtopoError(f"cannot read: {exc.strerror or exc}", where=where) from None
+    if len(data) > MAX_INPUT_BYTES:
+        raise NvtopoError(f"file is larger than {MAX_INPUT_BYTES // (1024 * 1024)} MiB; "
+                          "not a snapshot or topo output", where=where)
+    return decode_bytes(data, where), where
+
+
+def decode_bytes(data: bytes, where: str) -> str:
+    """Decode input bytes: UTF-8, or UTF-16 with a BOM (PowerShell redirects)."""
+    if not data.strip():
+        raise NvtopoError("file is empty", where=where)
+    for bom, enc in ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
+                     (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16")):
+        if data.startswith(bom):
+            try:
+                return data.decode(enc)
+            except UnicodeDecodeError:
+                raise NvtopoError(f"not valid {enc.upper()} text", where=where) from None
+    if b"\x00" in data:
+        raise NvtopoError("binary file (contains NUL bytes); expected a snapshot or "
+                          "nvidia-smi topo text", where=where)
+    text = data.decode("utf-8", errors="replace")
+    bad = text.count("\ufffd")
+    if bad and bad > max(2, len(text) // 100):
+        raise NvtopoError("binary file (not UTF-8 text); expected a snapshot or "
+                          "nvidia-smi topo text", where=where)
+    return text
+
+
+def load_text(text: str, where: str) -> Topology:
+    """Turn input text into a model: a snapshot (JSON) or a bare topo text."""
+    if not text.strip():
+        raise NvtopoError("file is empty", where=where)
+    if text.lstrip("\ufeff \t\r\n").startswith("{"):
+        return derive(parse_snapshot(text, where), where)
+    try:
+        topo = topo_text.parse(text)
+    except topo_text.TopoParseError as exc:
+        raise NvtopoError(f"not an nvtopo snapshot or nvidia-smi topo output: {exc}",
+                          where=where) from None
+    topo.origin = {"kind": "topo-text", "file": where}
+    return topo
+
+
+def parse_snapshot(text: str, where: str) -> Dict[str, Any]:
+    """Decode and validate a snapshot document."""
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise NvtopoError(f"truncated or corrupt snapshot (JSON error at line {exc.lineno} "
+                          f"column {exc.colno}: {exc.msg})", where=where) from None
+    except RecursionError:
+        raise NvtopoError("corrupt snapshot (JSON nested too deeply)", where=where) from None
+    if not isinstance(doc, dict) or doc.get("kind") != SNAPSHOT_KIND:
+        raise NvtopoError(f"JSON but not an nvtopo snapshot (no \"kind\": \"{SNAPSHOT_KIND}\")",
+                          where=where)
+    version = doc.get("schema_version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise NvtopoError("corrupt snapshot: schema_version is missing or not a positive "
+                          "integer", where=where)
+    if version > SNAPSHOT_SCHEMA:
+        raise NvtopoError(f"snapshot schema version {version} is newer than this nvtopo "
+                          f"({__version__}) reads (up to {SNAPSHOT_SCHEMA}); upgrade nvtopo",
+                          where=where)
+    probes = doc.get("probes")
+    if not isinstance(probes, dict):
+        raise NvtopoError("corrupt snapshot: no \"probes\" object", where=where)
+    for name, ev in probes.items():
+        if not isinstance(ev, dict):
+            raise NvtopoError(f"corrupt snapshot: probe {name!r} is not an object", where=where)
+        for key in ("stdout", "stderr", "error"):
+            if ev.get(key) is not None and not isinstance(ev.get(key), str):
+                raise NvtopoError(f"corrupt snapshot: probe {name!r} field {key!r} is not text",
+                                  where=where)
+    return doc
+
+
+def load(path: str) -> Topology:
+    """Read ``--from`` input into a model."""
+    text, where = read_input(path)
+    return load_text(text, where)
+
+
+def from_text_evidence(text: str, where: str) -> Dict[str, Any]:
+    """Wrap a pasted topo text as a snapshot document (host unknown)."""
+    return {
+        "kind": SNAPSHOT_KIND,
+        "schema_version": SNAPSHOT_SCHEMA,
+        "nvtopo_version": __version__,
+        "host": {},
+        "imported_from": where,
+        "probes": {
+            topo_text.SOURCE: {
+                "command": "nvidia-smi",
+                "args": list(topo_text.DEFAULT_ARGS),
+                "exit_status": None,
+                "stdout": text,
+                "stderr": None,
+                "duration_s": None,
+                "status": "ok",
+                "error": None,
+            }
+        },
+    }
+
+
+def load_document(path: str) -> Dict[str, Any]:
+    """Read ``--from`` input as a snapshot document (a bare topo text is wrapped)."""
+    text, where = read_input(path)
+    if text.lstrip("\ufeff \t\r\n").startswith("{"):
+        return parse_snapshot(text, where)
+    if not topo_text.looks_like_topo(text):
+        load_text(text, where)  # raises the precise one-line error
+    return from_text_evidence(text, where)
+
+
+def live(timeout: float = topo_text.DEFAULT_TIMEOUT) -> Topology:
+    """Probe this machine.  Raises :class:`NvtopoError` when no source has any data."""
+    doc = take(timeout=timeout)
+    evidence = doc["probes"][topo_text.SOURCE]
+    if evidence["status"] != "ok":
+        hint = ("to audit a saved file instead: nvtopo show --from FILE (a snapshot, or a "
+                "pasted `nvidia-smi topo -m`; - reads stdin), or try: nvtopo show --example dgx-h100")
+        if evidence["status"] == "missing":
+            raise NvtopoError(f"no NVIDIA GPU here: {evidence['error']}; {hint}",
+                              where="live probe")
+        raise NvtopoError(f"{evidence['error']}; {hint}", where="live probe")
+    topo = derive(doc, where=None)
+    topo.origin = {"kind": "live"}
+    return topo
+
+
+def from_example(name: str) -> Topology:
+    from . import examples
+
+    topo = load_text(examples.read(name), f"example {name}")
+    topo.origin = {"kind": "example", "file": f"example {name}"}
+    return topo

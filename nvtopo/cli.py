@@ -12,6 +12,7 @@ import typer
 
 from . import __version__
 from .errors import ExitStatus, NvtopoError
+from .probes import ProbeOptions
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -125,7 +126,7 @@ def show(
     elif from_ is not None:
         topo = snapshot.load(from_)
     else:
-        topo = snapshot.live(timeout=timeout)
+        topo = snapshot.live(ProbeOptions(timeout=timeout))
     if not topo.gpus and topo.matrix is None and topo.p2p is None:
         why = "; ".join(n.message for n in topo.notes) or "no GPU facts"
         raise NvtopoError(f"nothing to show: {why}", where=topo.origin.get("file") or "input")
@@ -165,7 +166,7 @@ def snapshot_cmd(
     if from_ is not None:
         doc = snapshot.load_document(from_)
     else:
-        doc = snapshot.take(timeout=timeout)
+        doc = snapshot.take(ProbeOptions(timeout=timeout))
         for name, ev in doc["probes"].items():
             if ev.get("status") != "ok":
                 sys.stderr.write(f"nvtopo: note: {name}: {ev.get('error')} (recorded)\n")

@@ -87,6 +87,11 @@ def path_rank(token: Optional[str]) -> Optional[int]:
 
 # --- entities ----------------------------------------------------------------
 
+#: GPU fields that sources state and that are compared when merging sources.
+GPU_FACTS = ("name", "uuid", "pci_bus_id", "cpu_affinity", "numa_affinity", "gpu_numa_id")
+#: NIC fields likewise.
+NIC_FACTS = ("pci_bus_id", "numa_node")
+
 
 def _drop_none(d: Dict[str, Any]) -> Dict[str, Any]:
     return {k: v for k, v in d.items() if v is not None}
@@ -367,6 +372,68 @@ class Topology:
         self.notes.append(Note(code=code, message=message, source=source, level=level,
                                subject=subject))
 
+    # -- combining sources -------------------------------------------------------
+
+    def merge(self, other: "Topology") -> "Topology":
+        """Add the facts of another source's fragment to this model, in place.
+
+        A fact this model lacks is taken with its source.  A fact both state
+        differently is kept as this model has it and recorded in
+        :attr:`disagreements`: sources are never trusted blindly.
+        GPUs match by index, NICs by device name.
+        """
+        for g in other.gpus:
+            mine = self.gpu(g.index)
+            if mine is None:
+                self.gpus.append(g)
+                continue
+            for fld in GPU_FACTS:
+                _merge_fact(self, mine, g, fld, f"GPU{g.index}")
+            mine.extra.update(g.extra)
+        self.gpus.sort(key=lambda x: x.index)
+        for n in other.nics:
+            mine_nic = next((x for x in self.nics if x.name == n.name), None)
+            if mine_nic is None:
+                self.nics.append(n)
+                continue
+            for fld in NIC_FACTS:
+                _merge_fact(self, mine_nic, n, fld, n.name)
+            mine_nic.extra.update(n.extra)
+        for attr in ("matrix", "p2p"):
+            theirs = getattr(other, attr)
+            mine_m = getattr(self, attr)
+            if theirs is None:
+                continue
+            if mine_m is None:
+                setattr(self, attr, theirs)
+                continue
+            for a, b, tok in theirs.pairs():
+                have = mine_m.get(a, b) or mine_m.get(b, a)
+                if have is not None and tok is not None and have != tok:
+                    self.disagreements.append(Disagreement(
+                        subject=f"{a}-{b}", fact="p2p" if attr == "p2p" else "path",
+                        values={mine_m.source: have, theirs.source: tok},
+                        message=f"{mine_m.source} says {have}, {theirs.source} says {tok}"))
+        for p in other.nvlinks:
+            have_pair = next((q for q in self.nvlinks if {q.a, q.b} == {p.a, p.b}), None)
+            if have_pair is None:
+                self.nvlinks.append(p)
+            elif have_pair.count != p.count and have_pair.source != p.source:
+                self.disagreements.append(Disagreement(
+                    subject=f"GPU{p.a}-GPU{p.b}", fact="nvlink_count",
+                    values={have_pair.source: have_pair.count, p.source: p.count},
+                    message=f"{have_pair.source} says NV{have_pair.count}, "
+                            f"{p.source} says NV{p.count}"))
+        for src in other.sources:
+            if src not in self.sources:
+                self.sources.append(src)
+        for k, v in other.host.items():
+            self.host.setdefault(k, v)
+        self.notes.extend(other.notes)
+        self.disagreements.extend(other.disagreements)
+        self.extra.update(other.extra)
+        return self
+
     # -- serialisation ---------------------------------------------------------
 
     def to_dict(self) -> Dict[str, Any]:
@@ -411,3 +478,19 @@ class Topology:
             disagreements=[Disagreement.from_dict(x) for x in d.get("disagreements") or []],
             extra=dict(d.get("extra") or {}),
         )
+
+
+def _merge_fact(topo: Topology, mine: Any, theirs: Any, fld: str, subject: str) -> None:
+    """Take ``theirs.fld`` where ``mine`` lacks it; record a disagreement where both differ."""
+    new = getattr(theirs, fld)
+    src = theirs.sources.get(fld)
+    if src is None:
+        return
+    old = getattr(mine, fld)
+    if fld not in mine.sources or (old is None and new is not None):
+        setattr(mine, fld, new)
+        mine.sources[fld] = src
+    elif new is not None and old != new:
+        topo.disagreements.append(Disagreement(
+            subject=subject, fact=fld, values={mine.sources[fld]: old, src: new},
+            message=f"{mine.sources[fld]} says {old!r}, {src} says {new!r}"))

@@ -26,7 +26,8 @@ from typing import Any, Dict, Optional, Tuple
 from . import __version__
 from .errors import NvtopoError
 from .model import Topology
-from .probes import topo_text
+from . import probes as probes_pkg
+from .probes import ProbeOptions, topo_text
 
 SNAPSHOT_KIND = "nvtopo-snapshot"
 #: Version of the snapshot document layout.
@@ -49,10 +50,11 @@ def host_facts() -> Dict[str, Any]:
     }
 
 
-def take(timeout: float = topo_text.DEFAULT_TIMEOUT) -> Dict[str, Any]:
+def take(options: Optional[ProbeOptions] = None) -> Dict[str, Any]:
     """Run every probe and return the snapshot document."""
+    options = options or ProbeOptions()
     started = time.monotonic()
-    probes = {topo_text.SOURCE: topo_text.capture(timeout=timeout)}
+    probes = {name: probes_pkg.module(name).capture(options) for name in probes_pkg.PROBES}
     return {
         "kind": SNAPSHOT_KIND,
         "schema_version": SNAPSHOT_SCHEMA,
@@ -94,17 +96,27 @@ def dumps(doc: Dict[str, Any]) -> str:
 
 
 def derive(doc: Dict[str, Any], where: Optional[str] = None) -> Topology:
-    """Re-derive the model from a snapshot document's raw evidence."""
+    """Re-derive the model from a snapshot document's raw evidence.
+
+    Each probe's evidence goes through that probe's pure ``derive``; the
+    fragments are merged in :data:`nvtopo.probes.PROBES` order.  Evidence of
+    probes this version does not know is kept in the file and noted.
+    """
     probes = doc.get("probes")
     if not isinstance(probes, dict):
         raise NvtopoError("corrupt snapshot: no \"probes\" object", where=where)
     topo = Topology()
-    evidence = probes.get(topo_text.SOURCE)
-    if evidence is not None:
+    for name in probes_pkg.PROBES:
+        evidence = probes.get(name)
+        if evidence is None:
+            continue
         if not isinstance(evidence, dict):
-            raise NvtopoError(f"corrupt snapshot: probe {topo_text.SOURCE!r} is not an object",
-                              where=where)
-        topo = topo_text.derive(evidence)
+            raise NvtopoError(f"corrupt snapshot: probe {name!r} is not an object", where=where)
+        topo.merge(probes_pkg.module(name).derive(evidence))
+    unknown = sorted(set(probes) - set(probes_pkg.PROBES))
+    if unknown:
+        topo.note("source.unknown_probe", "snapshot holds evidence this nvtopo does not read: "
+                  + ", ".join(unknown), source="snapshot")
     host = doc.get("host")
     topo.host = dict(host) if isinstance(host, dict) else {}
     topo.origin = {"kind": "snapshot", "file": where,
@@ -253,9 +265,9 @@ def load_document(path: str) -> Dict[str, Any]:
     return from_text_evidence(text, where)
 
 
-def live(timeout: float = topo_text.DEFAULT_TIMEOUT) -> Topology:
+def live(options: Optional[ProbeOptions] = None) -> Topology:
     """Probe this machine.  Raises :class:`NvtopoError` when no source has any data."""
-    doc = take(timeout=timeout)
+    doc = take(options)
     evidence = doc["probes"][topo_text.SOURCE]
     if evidence["status"] != "ok":
         hint = ("to audit a saved file instead: nvtopo show --from FILE (a snapshot, or a "

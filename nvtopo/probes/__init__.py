@@ -1,0 +1,42 @@
+"""Probes: one source per module, each split into *capture* and a pure *derive*.
+
+Every probe module exposes:
+
+* ``SOURCE``: its name in snapshots and in the model's ``sources`` (``topo-text``);
+* ``capture(options: ProbeOptions) -> dict``: run the tool or read the files and
+  return the raw evidence, never raising for the expected failures (missing tool,
+  no permission, timeout): those are recorded in the evidence;
+* ``derive(evidence: dict) -> Topology``: a pure function from that evidence to
+  a model fragment, merged with the other sources' fragments by
+  :meth:`nvtopo.model.Topology.merge`.
+
+:data:`PROBES` lists them in the order their facts are merged: the first source
+to state a fact provides it, and later sources that disagree are recorded as
+disagreements.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Dict, Optional
+
+#: source name -> module, in merge order.
+PROBES: Dict[str, str] = {
+    "topo-text": "nvtopo.probes.topo_text",
+}
+
+
+@dataclass
+class ProbeOptions:
+    """Options every probe may read; each uses what applies to it."""
+
+    #: Seconds before an external call (nvidia-smi, NVML) is given up.
+    timeout: float = 30.0
+    #: Directory playing the role of /sys (``--sysfs-root``).
+    sysfs_root: Optional[str] = None
+
+
+def module(name: str) -> ModuleType:
+    return importlib.import_module(PROBES[name])

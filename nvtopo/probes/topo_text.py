@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from . import ProbeOptions
 from ..model import GPU, NIC, Matrix, NVLinkPair, Topology, nvlink_count
 
 SOURCE = "topo-text"
@@ -38,7 +39,7 @@ class TopoParseError(ValueError):
 # --- capture -----------------------------------------------------------------
 
 
-def capture(timeout: float = DEFAULT_TIMEOUT, args: Sequence[str] = DEFAULT_ARGS,
+def capture(options: Optional["ProbeOptions"] = None, args: Sequence[str] = DEFAULT_ARGS,
             executable: str = "nvidia-smi") -> Dict[str, object]:
     """Run ``nvidia-smi topo -m`` and return its raw evidence.
 
@@ -46,6 +47,7 @@ def capture(timeout: float = DEFAULT_TIMEOUT, args: Sequence[str] = DEFAULT_ARGS
     non-zero exit or a hang are recorded in ``error`` (with ``status``
     ``missing``, ``failed`` or ``timeout``) so that snapshots keep them.
     """
+    timeout = options.timeout if options is not None else DEFAULT_TIMEOUT
     argv = [executable, *args]
     evidence: Dict[str, object] = {
         "command": executable,
@@ -343,6 +345,7 @@ def parse(text: str) -> Topology:
     gpu_aff: Dict[str, Dict[str, Optional[str]]] = {}
     nic_aff: Dict[str, Dict[str, Optional[str]]] = {}
     seen_rows = set()
+    short: Dict[Tuple[int, Tuple[str, ...]], List[str]] = {}
     for line_no, toks, tabbed in row_toks:
         label = toks[0].text
         if label in seen_rows:
@@ -366,17 +369,17 @@ def parse(text: str) -> Topology:
         for j, tok in enumerate(row_cells):
             cells[r][j] = tok
         if len(row_cells) < n:
-            missing = devices[len(row_cells):]
-            if header_idx is None or label not in row_only or len(row_cells) < len(header_devices):
-                topo.note("topo.short_row", f"row {label} has {len(row_cells)} of {n} cells; "
-                          "no value printed for " + ", ".join(missing), level="warning",
-                          subject=label)
+            short.setdefault((len(row_cells), tuple(devices[len(row_cells):])), []).append(label)
         values = _assign_affinity(toks[k:], aff_cols, tabbed, topo, label)
         if _GPU_LABEL_RE.match(label):
             gpu_aff[label] = values
         elif any(v for v in values.values()):
             nic_aff[label] = values
 
+    for (count, missing), labels in short.items():
+        topo.note("topo.short_row", f"row{'s' if len(labels) > 1 else ''} {', '.join(labels)} "
+                  f"{'have' if len(labels) > 1 else 'has'} {count} of {n} cells; nothing printed "
+                  "for " + ", ".join(missing), level="warning", subject=labels[0])
     for lab in devices:
         if lab not in seen_rows:
             topo.note("topo.missing_row", f"no row for {lab}: its paths come only from its "

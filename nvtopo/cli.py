@@ -82,9 +82,18 @@ def main(
 
 
 def _console() -> Any:
+    import os
+
     from rich.console import Console
 
-    return Console(highlight=False)
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            # The reader went away (`| head`): not a failure of ours, and exit 1 means findings.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            raise SystemExit(int(ExitStatus.OK))
+
+    return _Console(highlight=False)
 
 
 def _print_json(data: Any) -> None:

@@ -56,7 +56,7 @@ def _symmetric(m: Matrix) -> bool:
 
 
 def _block(m: Matrix, rows: Sequence[int], cols: Sequence[int], title: str, p2p: bool,
-           width: int) -> List[Table]:
+           width: int) -> List[RenderableType]:
     """One block of the matrix, split into column chunks that fit ``width``."""
     label_w = max([len(m.devices[r]) for r in rows] + [3])
     widths = {c: max([len(m.devices[c])] + [len(m.cells[r][c] or MISSING) for r in rows])
@@ -71,13 +71,14 @@ def _block(m: Matrix, rows: Sequence[int], cols: Sequence[int], title: str, p2p:
         else:
             chunks.append([c])
             used = label_w + 4 + need
-    tables = []
-    for k, chunk in enumerate(chunks):
+    tables: List[RenderableType] = []
+    for chunk in chunks:
         t_title = title
         if len(chunks) > 1:
-            t_title = f"{title} ({m.devices[chunk[0]]}…{m.devices[chunk[-1]]})"
-        table = Table(title=t_title, title_justify="left", box=None, pad_edge=False,
-                      padding=(0, 1, 0, 0), show_edge=False, title_style="bold")
+            first, last = m.devices[chunk[0]], m.devices[chunk[-1]]
+            t_title += f" ({first})" if first == last else f" ({first}…{last})"
+        tables.append(Text(t_title, style="bold", no_wrap=True, overflow="ellipsis"))
+        table = Table(box=None, pad_edge=False, padding=(0, 1, 0, 0), show_edge=False)
         table.add_column("", style="bold", no_wrap=True, min_width=label_w)
         for c in chunk:
             table.add_column(m.devices[c], justify="center", no_wrap=True, min_width=widths[c],
@@ -88,7 +89,7 @@ def _block(m: Matrix, rows: Sequence[int], cols: Sequence[int], title: str, p2p:
     return tables
 
 
-def matrix_tables(m: Matrix, width: int, p2p: bool = False) -> List[Table]:
+def matrix_tables(m: Matrix, width: int, p2p: bool = False) -> List[RenderableType]:
     """The matrix as one table when it fits, else as blocks and chunks."""
     n = len(m.devices)
     everything = list(range(n))
@@ -281,7 +282,8 @@ def render(topo: Topology, width: int) -> RenderableType:
     m = topo.matrix if topo.matrix is not None else topo.p2p
     if m is not None:
         for t in matrix_tables(m, width, p2p=topo.matrix is None):
-            parts.append(Text(""))
+            if isinstance(t, Text):
+                parts.append(Text(""))
             parts.append(t)
     if topo.gpus and topo.matrix is not None:
         parts += [Text(""), gpu_table(topo)]

@@ -54,7 +54,7 @@ PATH_DESCRIPTIONS = {
     "SOC": "Old drivers' name for SYS: PCIe as well as the SMP link between CPU sockets",
 }
 
-_NV_RE = re.compile(r"^NV(\d+)$")
+_NV_RE = re.compile(r"^NV(\d{1,4})$")
 
 
 def path_kind(token: Optional[str]) -> Optional[str]:

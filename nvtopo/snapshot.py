@@ -202,6 +202,8 @@ def parse_snapshot(text: str, where: str) -> Dict[str, Any]:
                           f"column {exc.colno}: {exc.msg})", where=where) from None
     except RecursionError:
         raise NvtopoError("corrupt snapshot (JSON nested too deeply)", where=where) from None
+    except ValueError as exc:  # e.g. an integer too long to convert
+        raise NvtopoError(f"corrupt snapshot ({exc})", where=where) from None
     if not isinstance(doc, dict) or doc.get("kind") != SNAPSHOT_KIND:
         raise NvtopoError(f"JSON but not an nvtopo snapshot (no \"kind\": \"{SNAPSHOT_KIND}\")",
                           where=where)

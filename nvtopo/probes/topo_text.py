@@ -133,25 +133,30 @@ _ANSI_RE = re.compile(
 _CTRL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _PREFIX_RE = re.compile(r"^[ \t]*(?:#+|//+|/\*+|\*+/?|>+|;+|--+)(?=[ \t]|$)[ \t]?")
 
-_PATH_TOKEN_RE = re.compile(r"^(?:X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC)$")
+_PATH_TOKEN_RE = re.compile(r"^(?:X|NV\d{1,4}|PIX|PXB|PHB|NODE|SYS|SOC)$")
 _P2P_TOKENS = frozenset({"OK", "CNS", "GNS", "TNS", "NS", "DR", "U"})
 _CELL_ALT = r"NV\d+|NODE|PIX|PXB|PHB|SYS|SOC|CNS|GNS|TNS|NS|OK|DR|X|U"
 _GLUED_CELLS_RE = re.compile(rf"(?:{_CELL_ALT})+")
 _ONE_CELL_RE = re.compile(_CELL_ALT)
 _AFFINITY_LIKE_RE = re.compile(r"^(?:N/A|\d[\d,\-]*)?$")
 _LABEL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9]*(?:[_.-][A-Za-z0-9]+)*$")
-_GPU_LABEL_RE = re.compile(r"^GPU(\d+)$")
+_GPU_LABEL_RE = re.compile(r"^GPU(\d{1,6})$")
 _GLUED_LABEL_RE = re.compile(r"GPU\d+|NIC\d+|[a-z]+\d*_(?:[a-z]+_)?\d+")
 _GLUED_HEADER_START_RE = re.compile(r"^GPU\d+(?:GPU\d+|NIC\d+|[A-Za-z][\w.-]*\d)*$")
 _DEVICE_NAME_RE = re.compile(r"^[A-Za-z][\w.-]*\d$")
 _AFF_COL_RE = re.compile(r"CPU\s*Affinity|NUMA\s*Affinity|GPU\s*NUMA\s*ID", re.I)
 _NIC_MAP_RE = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
-_LEGEND_RE = re.compile(r"^\s*(X|SOC|SYS|NODE|PHB|PXB|PIX|NV#|OK|CNS|GNS|TNS|NS|DR|U)\s*=\s*(.*?)\s*$")
+_LEGEND_RE = re.compile(r"^\s*(X|SOC|SYS|NODE|PHB|PXB|PIX|NV#|OK|CNS|GNS|TNS|NS|DR|U)\s*=\s*(.*)$")
 _CMD_RE = re.compile(r"nvidia-smi\s+topo\s+(.*)$")
 _P2P_MODE_RE = re.compile(r"(?:-p2p|--p2pstatus)[ =]+([rwnap])\b")
 
-AFFINITY_FIELDS = {"cpu affinity": "cpu_affinity", "numa affinity": "numa_affinity",
-                   "gpu numa id": "gpu_numa_id"}
+AFFINITY_FIELDS = {"cpuaffinity": "cpu_affinity", "numaaffinity": "numa_affinity",
+                   "gpunumaid": "gpu_numa_id"}
+_COLUMN_TITLES = {"cpu_affinity": "CPU Affinity", "numa_affinity": "NUMA Affinity",
+                  "gpu_numa_id": "GPU NUMA ID"}
+_NUMA_ID_RE = re.compile(r"^[0-9]{1,9}$")
+#: Larger matrices are refused: the biggest real nodes print a few hundred devices.
+MAX_DEVICES = 1024
 
 
 def clean_text(text: str) -> List[str]:
@@ -307,7 +312,7 @@ def parse(text: str) -> Topology:
     if header_idx is not None:
         hline = lines[header_idx]
         for m in _AFF_COL_RE.finditer(hline):
-            key = re.sub(r"\s+", " ", m.group().lower())
+            key = re.sub(r"\s+", "", m.group().lower())
             aff_cols.append((AFFINITY_FIELDS[key], m.start()))
         parts = _AFF_COL_RE.split(hline)
         dev_toks, _ = _tokens(parts[0])
@@ -322,17 +327,17 @@ def parse(text: str) -> Topology:
         topo.note("topo.no_header", "no header line: columns assumed to follow the row order",
                   level="warning")
 
-    dups = sorted({d for d in header_devices if header_devices.count(d) > 1})
+    dups = sorted({d for d in header_devices if header_devices.count(d) > 1}) \
+        if len(set(header_devices)) != len(header_devices) else []
     if dups:
         topo.note("topo.duplicate_column", "header names these devices twice: "
                   + ", ".join(dups) + " (first one used)", level="warning")
-    devices: List[str] = []
-    for d in header_devices:
-        if d not in devices:
-            devices.append(d)
+    devices = list(dict.fromkeys(header_devices))
     row_only = []
+    known = set(devices)
     for lab in row_labels:
-        if lab not in devices:
+        if lab not in known:
+            known.add(lab)
             devices.append(lab)
             row_only.append(lab)
     if header_idx is not None and row_only:
@@ -341,6 +346,9 @@ def parse(text: str) -> Topology:
                   "rows of the other devices where those printed more cells", level="warning")
 
     n = len(devices)
+    if n > MAX_DEVICES:
+        raise TopoParseError(f"matrix names {n} devices, more than the {MAX_DEVICES} nvtopo reads")
+    position = {d: i for i, d in enumerate(devices)}
     cells: List[List[Optional[str]]] = [[None] * n for _ in range(n)]
     gpu_aff: Dict[str, Dict[str, Optional[str]]] = {}
     nic_aff: Dict[str, Dict[str, Optional[str]]] = {}
@@ -365,7 +373,7 @@ def parse(text: str) -> Topology:
             topo.note("topo.extra_cells", f"row {label} has {len(row_cells)} cells for "
                       f"{n} devices; the extra ones are ignored", level="warning", subject=label)
             row_cells = row_cells[:n]
-        r = devices.index(label)
+        r = position[label]
         for j, tok in enumerate(row_cells):
             cells[r][j] = tok
         if len(row_cells) < n:
@@ -405,17 +413,22 @@ def parse(text: str) -> Topology:
     # -- devices into the model
     for lab in devices:
         m = _GPU_LABEL_RE.match(lab)
-        if m:
+        if m and topo.gpu(int(m.group(1))) is not None:
+            topo.note("topo.duplicate_gpu", f"{lab} has the same GPU index as "
+                      f"{topo.gpu(int(m.group(1))).label}; only the first is listed as a GPU",  # type: ignore[union-attr]
+                      level="warning", subject=lab)
+        elif m:
             gpu = GPU(index=int(m.group(1)), label=lab)
             values = gpu_aff.get(lab, {})
             for fld, _ in aff_cols:
                 raw = values.get(fld)
                 gpu.sources[fld] = SOURCE
                 if fld == "gpu_numa_id":
-                    if raw is not None and not raw.isdigit():
+                    valid = raw is not None and bool(_NUMA_ID_RE.match(raw))
+                    if raw is not None and not valid:
                         topo.note("topo.bad_value", f"GPU NUMA ID {raw!r} of {lab} is not a "
                                   "number; kept as unknown", level="warning", subject=lab)
-                    gpu.gpu_numa_id = int(raw) if raw is not None and raw.isdigit() else None
+                    gpu.gpu_numa_id = int(raw) if valid else None  # type: ignore[arg-type]
                 else:
                     setattr(gpu, fld, raw)
             topo.gpus.append(gpu)
@@ -475,7 +488,7 @@ def _assign_affinity(rest: List[_Tok], cols: List[Tuple[str, int]], tabbed: bool
         if len(fields) >= len(cols):
             assigned = list(zip([c for c, _ in cols], fields))
         else:
-            assigned = _by_position(fields, cols)
+            assigned = _by_position(fields, cols, topo, label)
     if len(fields) > len(cols):
         extra = [f.text for f in fields[len(cols):] if f.text]
         if extra:
@@ -487,19 +500,29 @@ def _assign_affinity(rest: List[_Tok], cols: List[Tuple[str, int]], tabbed: bool
     return values
 
 
-def _by_position(fields: List[_Tok], cols: List[Tuple[str, int]]) -> List[Tuple[str, _Tok]]:
-    """Assign fewer fields than columns by their position under the header."""
+def _by_position(fields: List[_Tok], cols: List[Tuple[str, int]], topo: Topology,
+                 label: str) -> List[Tuple[str, _Tok]]:
+    """Assign fewer fields than columns by their position under the header.
+
+    Where a value sits about as near to two column headings, the guess is
+    reported as a warning rather than made silently.
+    """
     out: List[Tuple[str, _Tok]] = []
     ci = 0
     for i, f in enumerate(fields):
         remaining_fields = len(fields) - i
+        candidates = list(range(ci, len(cols) - remaining_fields + 1))
         best = ci
-        if f.start is not None:
-            best_d = None
-            for c in range(ci, len(cols) - remaining_fields + 1):
-                d = abs(cols[c][1] - f.start)
-                if best_d is None or d < best_d:
-                    best, best_d = c, d
+        if f.start is not None and candidates:
+            dist = sorted((abs(cols[c][1] - f.start), c) for c in candidates)
+            best = dist[0][1]
+            if len(dist) > 1 and dist[1][0] - dist[0][0] <= 2:
+                names = " or ".join(_COLUMN_TITLES[cols[c][0]]
+                                    for _, c in sorted(dist[:2], key=lambda x: x[1]))
+                topo.note("topo.ambiguous_field", f"row {label}: value {f.text!r} could be "
+                          f"{names} (some columns are empty and the alignment does not tell); "
+                          f"taken as {_COLUMN_TITLES[cols[best][0]]}", level="warning",
+                          subject=label)
         out.append((cols[best][0], f))
         ci = best + 1
     return out
@@ -586,7 +609,7 @@ def _legend(lines: List[str]) -> Tuple[Dict[str, str], Optional[str]]:
     legend: Dict[str, str] = {}
     last = None
     for line in lines:
-        m = _LEGEND_RE.match(line)
+        m = _LEGEND_RE.match(line.rstrip())
         if m:
             last = m.group(1)
             legend[last] = m.group(2)

@@ -722,3 +722,36 @@ def machines() -> Iterator[str]:
 
 __all__ = ["FakeNvmlLib", "install", "reset_pynvml", "load_machine", "compile_machine",
            "machine_fake", "machines", "FALLBACK_MAX_LINKS"]
+
+
+def record(machine: Any, timeout: float = 10.0) -> Dict[str, Any]:
+    """Run the real probe against a fixture machine and return its evidence (JSON-clean).
+
+    ``no-nvml`` makes ctypes' loader fail (there is no library to load), everything
+    else installs the fake C library; pynvml is reset afterwards either way.
+    """
+    from nvtopo.probes import ProbeOptions, nvml
+
+    desc = load_machine(machine) if isinstance(machine, str) else machine
+    saved = pynvml.CDLL
+    lib = None
+    try:
+        if desc.get("library") == "missing":
+            def no_library(*a: Any, **k: Any) -> Any:
+                raise OSError("libnvidia-ml.so.1: cannot open shared object file")
+            pynvml.CDLL = no_library
+            install(None)
+        else:
+            lib = machine_fake(desc)
+            install(lib)
+        return json.loads(json.dumps(nvml.capture(ProbeOptions(timeout=timeout))))
+    finally:
+        pynvml.CDLL = saved
+        if lib is not None:
+            lib.release()
+        reset_pynvml()
+
+
+def snapshot_doc(machine: Any) -> Dict[str, Any]:
+    return {"kind": "nvtopo-snapshot", "schema_version": 1, "nvtopo_version": "0.1.0",
+            "host": {"hostname": "fake"}, "probes": {"nvml": record(machine)}}

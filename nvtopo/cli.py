@@ -188,6 +188,60 @@ def snapshot_cmd(
         sys.stderr.write(f"nvtopo: wrote {output}\n")
 
 
+# --- links: per-GPU NVLink state from NVML (issue #3) ----------------------------------------
+
+
+@app.command()
+@handles_errors
+def links(
+    from_: Optional[str] = typer.Option(
+        None, "--from", "-f", metavar="FILE",
+        help="Read a snapshot (with NVML evidence) or pasted `nvidia-smi nvlink -s/-e/-c/-R` "
+             "or `nvidia-smi -q` text instead of probing. '-' reads standard input."),
+    gpu: Optional[int] = typer.Option(None, "--gpu", min=0, metavar="N",
+                                      help="Only this GPU (NVML index)."),
+    fmt: Format = typer.Option(Format.table, "--format", help="table (Rich) or json."),
+    timeout: float = typer.Option(30.0, "--timeout", min=0.1,
+                                  help="Seconds before the NVML probe is given up (live only)."),
+) -> None:
+    """Show every NVLink of every GPU: state, version, speed, remote end, error counters.
+
+    States: active; inactive (unused by design: MIG, a bridge using part of the
+    links, no peer attached); down (a link that should be up is not); not_supported
+    (no NVLink on this GPU); unknown.  The rule that decided is printed.
+    Nonzero error counters are shown in red.
+
+    Examples:
+
+      nvtopo links
+
+      nvtopo links --from node17.json --gpu 3
+
+      nvidia-smi nvlink -s | nvtopo links --from -
+    """
+    from . import snapshot
+    from .probes import nvml
+    from .render import links as render_links
+
+    if from_ is not None:
+        topo = snapshot.load(from_)
+        where = topo.origin.get("file") or from_
+    else:
+        evidence = nvml.capture(ProbeOptions(timeout=timeout))
+        if evidence["status"] == "unavailable":
+            raise NvtopoError(f"{evidence['error']}; to read a saved file instead: "
+                              "nvtopo links --from FILE", where="live probe")
+        topo = nvml.derive(evidence)
+        where = "live probe"
+        if evidence["status"] == "timeout":
+            sys.stderr.write(f"nvtopo: warning: {evidence['error']}\n")
+    doc = render_links.links_doc(topo, gpu=gpu, where=where)
+    if fmt is Format.json:
+        _print_json(doc)
+    else:
+        render_links.print_links(doc, _console())
+
+
 def run() -> None:
     """Console-script entry point."""
     try:

@@ -382,6 +382,9 @@ class Topology:
         :attr:`disagreements`: sources are never trusted blindly.
         GPUs match by index, NICs by device name.
         """
+        both_list_gpus = bool(self.gpus) and bool(other.gpus)
+        if both_list_gpus:
+            _presence(self, other)
         for g in other.gpus:
             mine = self.gpu(g.index)
             if mine is None:
@@ -480,6 +483,47 @@ class Topology:
         )
 
 
+def _presence(topo: Topology, other: Topology) -> None:
+    """A GPU one source lists and the other does not is a disagreement, not a merge."""
+    mine_src = ", ".join(s for s in topo.sources) or "model"
+    their_src = ", ".join(other.sources) or "other source"
+    mine_idx = {g.index for g in topo.gpus}
+    their_idx = {g.index for g in other.gpus}
+    for idx in sorted(mine_idx ^ their_idx):
+        here = idx in mine_idx
+        topo.disagreements.append(Disagreement(
+            subject=f"GPU{idx}", fact="presence",
+            values={mine_src: "present" if here else "absent",
+                    their_src: "absent" if here else "present"},
+            message=f"{mine_src if here else their_src} lists GPU{idx}, "
+                    f"{their_src if here else mine_src} does not"))
+
+
+_BDF_RE = re.compile(r"^\s*(?:([0-9a-fA-F]{1,8}):)?([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2})"
+                     r"(?:\.([0-7]))?\s*$")
+
+
+def pci_bdf(bus_id: Any) -> Optional[Tuple[int, int, int, int]]:
+    """A PCI bus id as ``(domain, bus, device, function)`` integers, or ``None``.
+
+    NVML (``00000000:1B:00.0``), nvidia-smi and sysfs (``0000:1b:00.0``) spell
+    the same device differently; compare these tuples, never the strings.
+    """
+    if not isinstance(bus_id, str):
+        return None
+    m = _BDF_RE.match(bus_id)
+    if not m:
+        return None
+    dom, bus, dev, fn = m.groups()
+    return (int(dom or "0", 16), int(bus, 16), int(dev, 16), int(fn or "0"))
+
+
+def _same(fld: str, a: Any, b: Any) -> bool:
+    if fld == "pci_bus_id" and pci_bdf(a) is not None and pci_bdf(b) is not None:
+        return pci_bdf(a) == pci_bdf(b)
+    return bool(a == b)
+
+
 def _merge_fact(topo: Topology, mine: Any, theirs: Any, fld: str, subject: str) -> None:
     """Take ``theirs.fld`` where ``mine`` lacks it; record a disagreement where both differ."""
     new = getattr(theirs, fld)
@@ -490,7 +534,7 @@ def _merge_fact(topo: Topology, mine: Any, theirs: Any, fld: str, subject: str) 
     if fld not in mine.sources or (old is None and new is not None):
         setattr(mine, fld, new)
         mine.sources[fld] = src
-    elif new is not None and old != new:
+    elif new is not None and not _same(fld, old, new):
         topo.disagreements.append(Disagreement(
             subject=subject, fact=fld, values={mine.sources[fld]: old, src: new},
             message=f"{mine.sources[fld]} says {old!r}, {src} says {new!r}"))

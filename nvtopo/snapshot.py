@@ -184,11 +184,19 @@ def load_text(text: str, where: str) -> Topology:
         raise NvtopoError("file is empty", where=where)
     if text.lstrip("\ufeff \t\r\n").startswith("{"):
         return derive(parse_snapshot(text, where), where)
+    from .probes import nvml_text
+
+    if nvml_text.looks_like(text) and not topo_text.looks_like_topo(text):
+        topo = nvml_text.derive_text(text)  # pasted nvidia-smi nvlink / -q text
+        topo.origin = {"kind": "nvml-text", "file": where}
+        return topo
     try:
         topo = topo_text.parse(text)
     except topo_text.TopoParseError as exc:
         raise NvtopoError(f"not an nvtopo snapshot or nvidia-smi topo output: {exc}",
                           where=where) from None
+    if nvml_text.looks_like(text):  # a topo matrix and nvlink text in one paste
+        topo.merge(nvml_text.derive_text(text))
     topo.origin = {"kind": "topo-text", "file": where}
     return topo
 
@@ -262,9 +270,24 @@ def load_document(path: str) -> Dict[str, Any]:
     text, where = read_input(path)
     if text.lstrip("\ufeff \t\r\n").startswith("{"):
         return parse_snapshot(text, where)
-    if not topo_text.looks_like_topo(text):
+    from .probes import nvml_text
+
+    is_topo = topo_text.looks_like_topo(text)
+    if not is_topo and nvml_text.looks_like(text):
+        doc = from_text_evidence(text, where)
+        doc["probes"] = {"nvml": nvml_text_evidence(text)}
+        return doc
+    if not is_topo:
         load_text(text, where)  # raises the precise one-line error
-    return from_text_evidence(text, where)
+    doc = from_text_evidence(text, where)
+    if nvml_text.looks_like(text):
+        doc["probes"]["nvml"] = nvml_text_evidence(text)
+    return doc
+
+
+def nvml_text_evidence(text: str) -> Dict[str, Any]:
+    """Pasted nvidia-smi nvlink / -q text kept as the NVML probe's evidence."""
+    return {"source": "nvml-text", "status": "ok", "stdout": text, "error": None}
 
 
 def live(options: Optional[ProbeOptions] = None) -> Topology:

@@ -25,6 +25,7 @@ from typing import Dict, Optional
 #: source name -> module, in merge order.
 PROBES: Dict[str, str] = {
     "topo-text": "nvtopo.probes.topo_text",
+    "nvml": "nvtopo.probes.nvml",
 }
 
 

@@ -1,0 +1,287 @@
+"""Pasted ``nvidia-smi nvlink -s/-e/-c/-R`` and ``nvidia-smi -q`` (PCI, Fabric) text.
+
+Tickets carry these more often than snapshots.  :func:`parse` reads any mix
+of them (one paste may hold several commands) into the same per-GPU NVLink
+record the NVML probe produces, under ``GPU.extra["nvml-text"]``, so
+``nvtopo links --from ticket.txt`` shows them.  The text says less than NVML:
+
+* ``-s`` says ``<inactive>`` but not whether by design or a fault, so such
+  links are ``inactive`` with rule ``text`` (never guessed ``down``);
+* ``-R`` numbers only the *active* links on the left (H100 PCIe sample):
+  with ``-s`` in the same paste the k-th ``-R`` line is mapped to the k-th
+  active link; without it the printed number is kept and a note says so;
+* the remote end is a bus id; it is a GPU only where ``-q`` in the same
+  paste names that bus id.
+
+Elisions (``...``, ``[...]``) and unknown lines are skipped.  Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, List, Optional
+
+from ..model import GPU, NVLinkPair, Topology, pci_bdf
+
+SOURCE = "nvml-text"
+
+_GPU_HDR = re.compile(r"^\s*GPU (\d+): (.+?) \(UUID: ([^)]*)\)\s*$")
+_Q_HDR = re.compile(r"^\s*GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
+_S_SPEED = re.compile(r"^\s*Link (\d+): ([\d.]+) GB/s\s*$")
+_S_INACTIVE = re.compile(r"^\s*Link (\d+): <inactive>\s*$", re.I)
+_ALL_INACTIVE = re.compile(r"Unable to retrieve NVLink information as all links are inActive",
+                           re.I)
+_R_LINE = re.compile(r"^\s*Link (\d+): Remote Device ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:"
+                     r"[0-9A-Fa-f]{2}\.[0-7]): Link (\d+)\s*$")
+_E_LINE = re.compile(r"^\s*Link (\d+): ([A-Za-z][A-Za-z ]*?) Errors?: (\d+)\s*$")
+_C_LINE = re.compile(r"^\s*Link (\d+), (.+?): (true|false)\s*$", re.I)
+_KV = re.compile(r"^(\s*)([A-Za-z][A-Za-z0-9 /()-]*?)\s*:\s*(.*?)\s*$")
+_ANY_LINK = re.compile(r"^\s*Link \d+[:,]")
+
+_CAPS = {"p2p is supported": "p2p", "access to system memory supported": "sysmem_access",
+         "p2p atomics supported": "p2p_atomics",
+         "system memory atomics supported": "sysmem_atomics", "sli is supported": "sli_bridge",
+         "link is supported": "valid"}
+_ERRORS = {"replay": "replay", "recovery": "recovery", "crc": "crc_flit",
+           "crc flit": "crc_flit", "crc data": "crc_data", "ecc data": "ecc", "ecc": "ecc"}
+
+
+def looks_like(text: str) -> bool:
+    """True when the text holds nvidia-smi nvlink or ``-q`` Fabric output."""
+    for line in text.splitlines():
+        if (_GPU_HDR.match(line) or _S_SPEED.match(line) or _S_INACTIVE.match(line)
+                or _R_LINE.match(line) or _E_LINE.match(line) or _C_LINE.match(line)
+                or _ALL_INACTIVE.search(line)):
+            return True
+    return bool(re.search(r"^\s*Fabric\s*$", text, re.M)
+                and re.search(r"^\s*State\s*:", text, re.M))
+
+
+def _slug(s: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", s.strip().lower()).strip("_")
+
+
+def _na(v: str) -> Optional[str]:
+    return None if v.strip() in ("", "N/A", "n/a") else v.strip()
+
+
+def parse(text: str) -> Dict[str, Any]:
+    """Per-GPU facts from the text: ``{index: {...}}`` plus the sections seen."""
+    gpus: Dict[int, Dict[str, Any]] = {}
+    sections: List[str] = []
+    cur: Optional[Dict[str, Any]] = None
+    q_count = 0
+    block: List[str] = []  # -q key path by indentation
+    indents: List[int] = []
+
+    def gpu(i: int) -> Dict[str, Any]:
+        return gpus.setdefault(i, {"index": i, "s": {}, "r": [], "e": {}, "c": {},
+                                   "all_inactive": False, "q": {}, "notes": []})
+
+    def seen(s: str) -> None:
+        if s not in sections:
+            sections.append(s)
+
+    for raw in text.replace("\r\n", "\n").split("\n"):
+        line = raw.rstrip()
+        if not line.strip() or line.strip() in ("...", "......", "[...]"):
+            continue
+        m = _GPU_HDR.match(line)
+        if m:
+            cur = gpu(int(m.group(1)))
+            cur["name"], cur["uuid"] = m.group(2).strip(), m.group(3).strip()
+            block, indents = [], []
+            continue
+        m = _Q_HDR.match(line)
+        if m:
+            cur = gpu(q_count)
+            q_count += 1
+            cur["bus_id"] = m.group(1)
+            block, indents = [], []
+            seen("-q")
+            continue
+        if cur is None:
+            cur = gpu(0) if (_ANY_LINK.match(line) or line.strip() == "Fabric") else None
+            if cur is None:
+                continue
+        if _ALL_INACTIVE.search(line):
+            cur["all_inactive"] = True
+            seen("nvlink -s")
+            continue
+        m = _S_SPEED.match(line)
+        if m:
+            cur["s"][int(m.group(1))] = float(m.group(2))
+            seen("nvlink -s")
+            continue
+        m = _S_INACTIVE.match(line)
+        if m:
+            cur["s"][int(m.group(1))] = None
+            seen("nvlink -s")
+            continue
+        m = _R_LINE.match(line)
+        if m:
+            cur["r"].append((int(m.group(1)), m.group(2), int(m.group(3))))
+            seen("nvlink -R")
+            continue
+        m = _E_LINE.match(line)
+        if m:
+            name = _ERRORS.get(m.group(2).strip().lower(), _slug(m.group(2)))
+            cur["e"].setdefault(int(m.group(1)), {})[name] = int(m.group(3))
+            seen("nvlink -e")
+            continue
+        m = _C_LINE.match(line)
+        if m:
+            cap = _CAPS.get(m.group(2).strip().lower(), _slug(m.group(2)))
+            cur["c"].setdefault(int(m.group(1)), {})[cap] = m.group(3).lower() == "true"
+            seen("nvlink -c")
+            continue
+        # -q: nested "Key : Value" blocks by indentation.
+        stripped = line.strip()
+        indent = len(line) - len(line.lstrip())
+        while indents and indent <= indents[-1]:
+            indents.pop()
+            block.pop()
+        kv = _KV.match(line)
+        if kv and kv.group(3) != "":
+            path = tuple(block) + (kv.group(2).strip(),)
+            cur["q"][" / ".join(path)] = kv.group(3)
+            if path[0] == "Fabric":
+                seen("-q fabric")
+        elif re.match(r"^[A-Za-z][A-Za-z0-9 /()-]*$", stripped):
+            block.append(stripped)
+            indents.append(indent)
+    return {"gpus": gpus, "sections": sections}
+
+
+def _fabric(q: Dict[str, str]) -> Optional[Dict[str, Any]]:
+    if "Fabric / State" not in q:
+        return None
+    state = _slug(q["Fabric / State"])
+    status = _na(q.get("Fabric / Status", ""))
+    uuid = _na(q.get("Fabric / ClusterUUID", ""))
+    clique = _na(q.get("Fabric / CliqueId", ""))
+    zero = uuid is not None and set(uuid.replace("-", "")) == {"0"}
+    health = {}
+    for k, v in q.items():
+        if k.startswith("Fabric / Health / ") and k != "Fabric / Health / Summary":
+            health[_slug(k[len("Fabric / Health / "):])] = _na(v)
+    summary = _na(q.get("Fabric / Health / Summary", ""))
+    out: Dict[str, Any] = {
+        "state": state, "status": _slug(status) if status else None,
+        "cluster_uuid": None if (uuid is None or zero) else uuid.lower(),
+        "clique_id": int(clique) if clique and clique.isdigit() else None,
+        "health": health or None, "health_summary": _slug(summary) if summary else None,
+    }
+    if uuid is None:  # old drivers print only State and Status
+        out["attached"] = None if state == "completed" and out["status"] == "success" else False
+    else:
+        out["attached"] = state == "completed" and out["status"] == "success" and not zero
+    out["healthy"] = bool(out["attached"]) and out["health_summary"] in (None, "healthy")
+    return out
+
+
+def _int(v: Optional[str]) -> Optional[int]:
+    if v is None:
+        return None
+    m = re.match(r"^\s*(\d+)", v)
+    return int(m.group(1)) if m else None
+
+
+def derive_text(text: str) -> Topology:
+    """The model fragment (source ``nvml-text``) from pasted text."""
+    parsed = parse(text)
+    topo = Topology(sources=[SOURCE])
+    topo.extra[SOURCE] = {"sections": parsed["sections"]}
+    by_bus = {pci_bdf(g.get("bus_id")): i for i, g in parsed["gpus"].items() if g.get("bus_id")}
+    counts: Dict[tuple, int] = {}
+    for i in sorted(parsed["gpus"]):
+        g = parsed["gpus"][i]
+        model = GPU(index=i)
+        for fld in ("name", "uuid"):
+            if g.get(fld):
+                setattr(model, fld, g[fld])
+                model.sources[fld] = SOURCE
+        q = g["q"]
+        if g.get("bus_id"):
+            model.pci_bus_id, model.sources["pci_bus_id"] = g["bus_id"], SOURCE
+        if q.get("Product Name") and not model.name:
+            model.name, model.sources["name"] = q["Product Name"], SOURCE
+        links = _links(g, by_bus, topo, counts)
+        active = [x for x in links if x["state"] == "active"]
+        speeds = [x["speed_mbps"] for x in active if x["speed_mbps"]]
+        status = "ok" if links else ("inactive" if g["all_inactive"] else "unknown")
+        nv = {"status": status, "total": len(links) if links else None,
+              "count_source": "text", "active": len(active),
+              "bandwidth_gbps_per_direction": round(sum(speeds) / 1000.0, 3)
+              if speeds and len(speeds) == len(active) else None,
+              "links": links}
+        if g["all_inactive"]:
+            nv["reason"] = ("nvidia-smi: all links are inactive (the link count is not "
+                            "printed); no bridge or peer attached, or every link is down")
+        pcie = {"current_gen": _int(q.get("PCI / GPU Link Info / PCIe Generation / Current")),
+                "max_gen": _int(q.get("PCI / GPU Link Info / PCIe Generation / Max")),
+                "gpu_max_gen": _int(q.get("PCI / GPU Link Info / PCIe Generation / Device Max")),
+                "current_width": _int(q.get("PCI / GPU Link Info / Link Width / Current")),
+                "max_width": _int(q.get("PCI / GPU Link Info / Link Width / Max")),
+                "replay_counter": _int(q.get("PCI / Replays Since Reset"))}
+        model.extra[SOURCE] = {
+            "index": i, "fault": None, "nvlink": nv, "fabric": _fabric(q),
+            "pcie": pcie if any(v is not None for v in pcie.values()) else None,
+            "pci": {"bus_id": g.get("bus_id")}, "notes": g["notes"],
+        }
+        topo.gpus.append(model)
+        for n in g["notes"]:
+            topo.note("nvml_text.r_numbering", n, source=SOURCE, subject=f"GPU{i}")
+    for (a, b), c in sorted(counts.items()):
+        topo.nvlinks.append(NVLinkPair(a, b, c, source=SOURCE))
+    if not topo.gpus:
+        topo.note("nvml_text.empty", "no GPU found in the nvidia-smi text", source=SOURCE,
+                  level="warning")
+    return topo
+
+
+def _links(g: Dict[str, Any], by_bus: Dict[Any, int], topo: Topology,
+           counts: Dict[tuple, int]) -> List[Dict[str, Any]]:
+    ids = sorted(set(g["s"]) | set(g["e"]) | set(g["c"]))
+    remote: Dict[int, tuple] = {}
+    if g["r"]:
+        if g["s"]:
+            active_ids = [k for k in sorted(g["s"]) if g["s"][k] is not None]
+            for k, r in enumerate(g["r"]):
+                if k < len(active_ids):
+                    remote[active_ids[k]] = r
+        else:
+            for r in g["r"]:
+                remote[r[0]] = r
+            g["notes"].append("nvlink -R numbers only active links; without nvlink -s in the "
+                              "same paste the printed link numbers are kept as they are")
+        ids = sorted(set(ids) | set(remote))
+    out = []
+    for lk in ids:
+        speed = g["s"].get(lk) if lk in g["s"] else None
+        if lk in g["s"]:
+            state = "active" if g["s"][lk] is not None else "inactive"
+        elif lk in remote:
+            state = "active"
+        else:
+            state = "unknown"
+        r = remote.get(lk)
+        rgpu = by_bus.get(pci_bdf(r[1])) if r else None
+        errors = g["e"].get(lk, {})
+        rec = {
+            "link": lk, "state": state, "raw_state": state,
+            "rule": "state" if state == "active" else ("text" if state == "inactive" else None),
+            "reason": "nvidia-smi prints <inactive>; by design or a fault cannot be told from "
+                      "this text" if state == "inactive" else None,
+            "version": None, "version_raw": None,
+            "speed_mbps": round(speed * 1000) if speed else None,
+            "remote": {"type": "gpu" if rgpu is not None else "unknown", "gpu_index": rgpu,
+                       "pci_bus_id": r[1] if r else None, "link": r[2] if r else None},
+            "errors": errors, "capabilities": g["c"].get(lk),
+        }
+        if rgpu is not None and state == "active":
+            key = (min(g["index"], rgpu), max(g["index"], rgpu))
+            if g["index"] < rgpu:
+                counts[key] = counts.get(key, 0) + 1
+        out.append(rec)
+    return out

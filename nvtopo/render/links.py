@@ -1,0 +1,174 @@
+"""``nvtopo links``: per GPU and NVLink, state, version, speed, remote end, error counters.
+
+:func:`links_doc` builds the JSON document (the contract in the README) from
+the model; :func:`print_links` renders it with Rich.  Both read only the
+model: NVML facts under ``GPU.extra["nvml"]``, pasted nvidia-smi text under
+``GPU.extra["nvml-text"]``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from ..errors import NvtopoError
+from ..model import Topology, pci_bdf
+
+#: Where link facts live in the model, in order of preference.
+LINK_SOURCES = ("nvml", "nvml-text")
+ERROR_NAMES = ("replay", "recovery", "crc_flit", "crc_data", "ecc")
+STATE_STYLES = {"active": "green", "inactive": "yellow", "down": "bold red",
+                "not_supported": "dim", "unknown": "magenta"}
+
+
+def _record(g: Any) -> Optional[Dict[str, Any]]:
+    for src in LINK_SOURCES:
+        rec = g.extra.get(src)
+        if isinstance(rec, dict) and "nvlink" in rec:
+            return dict(rec, source=src)
+    return None
+
+
+def links_doc(topo: Topology, gpu: Optional[int] = None, where: str = "input") -> Dict[str, Any]:
+    """The ``links`` JSON document.  Raises NvtopoError when there is no NVLink evidence."""
+    gpus: List[Dict[str, Any]] = []
+    for g in topo.gpus:
+        rec = _record(g)
+        if rec is None or (gpu is not None and g.index != gpu):
+            continue
+        nv = rec["nvlink"] or {}
+        links = []
+        for lk in nv.get("links", []):
+            links.append({
+                "link": lk["link"], "state": lk.get("state") or "unknown",
+                "version": lk.get("version"), "speed_mbps": lk.get("speed_mbps"),
+                "remote": dict(lk.get("remote") or {"type": "unknown", "gpu_index": None,
+                                                    "pci_bus_id": None, "link": None}),
+                "errors": dict(lk.get("errors") or {}),
+                "rule": lk.get("rule"), "reason": lk.get("reason"),
+            })
+        total = nv.get("total")
+        gpus.append({
+            "index": g.index, "name": g.name,
+            "active": sum(1 for x in links if x["state"] == "active"),
+            "total": total if isinstance(total, int) else len(links),
+            "nvlink": nv.get("status") or "unknown",
+            "reason": nv.get("reason"),
+            "bandwidth_gbps_per_direction": nv.get("bandwidth_gbps_per_direction"),
+            "fault": rec.get("fault"), "source": rec["source"],
+            "links": links,
+        })
+    if not gpus:
+        if gpu is not None and any(_record(g) for g in topo.gpus):
+            raise NvtopoError(f"no GPU {gpu} in the NVLink evidence", where=where)
+        why = "; ".join(n.message for n in topo.notes if n.source in LINK_SOURCES)
+        raise NvtopoError("no NVLink evidence (needs an NVML snapshot or pasted "
+                          "`nvidia-smi nvlink -s/-e/-c/-R` text)"
+                          + (f": {why}" if why else ""), where=where)
+    node = topo.extra.get("nvml") or {}
+    return {
+        "gpus": gpus,
+        "pairs": [{"a": p.a, "b": p.b, "count": p.count, "source": p.source}
+                  for p in topo.nvlinks if gpu is None or gpu in (p.a, p.b)],
+        "nvswitch": node.get("nvswitch"),
+        "incomplete": node.get("incomplete"),
+        "disagreements": [d.to_dict() for d in topo.disagreements
+                          if d.fact in ("nvlink_count", "path", "presence")],
+    }
+
+
+def short_bus_id(bus_id: Optional[str]) -> str:
+    """``00000000:07:00.0`` -> ``07:00.0`` (domain kept when non-zero)."""
+    bdf = pci_bdf(bus_id)
+    if bdf is None:
+        return bus_id or ""
+    dom, bus, dev, fn = bdf
+    return (f"{dom:04x}:" if dom else "") + f"{bus:02x}:{dev:02x}.{fn}"
+
+
+def _remote(r: Dict[str, Any]) -> str:
+    kind = r.get("type") or "unknown"
+    port = f" #{r['link']}" if r.get("link") is not None else ""
+    if kind == "gpu" and r.get("gpu_index") is not None:
+        return f"GPU{r['gpu_index']}{port}"
+    label = {"gpu": "GPU", "nvswitch": "NVSwitch", "npu": "IBM NPU"}.get(kind, "?")
+    bus = f" {short_bus_id(r['pci_bus_id'])}" if r.get("pci_bus_id") else ""
+    return f"{label}{bus}{port}" if (bus or port or kind != "unknown") else "–"
+
+
+def _errors(errs: Dict[str, Any]) -> Text:
+    out = Text()
+    for n, k in enumerate(ERROR_NAMES):
+        if n:
+            out.append("/", style="dim")
+        v = errs.get(k)
+        out.append("–" if v is None else str(v), style="bold red" if v else "")
+    return out
+
+
+def gpu_table(g: Dict[str, Any]) -> Table:
+    bw = g.get("bandwidth_gbps_per_direction")
+    title = f"GPU{g['index']} · {g.get('name') or '?'} · {g['active']}/{g['total']} active"
+    if bw:
+        title += f" · {bw:g} GB/s per direction"
+    table = Table(title=title, title_justify="left", box=None, pad_edge=False,
+                  padding=(0, 1), header_style="bold underline",
+                  show_edge=False)
+    table.add_column("Link", justify="right", no_wrap=True, min_width=4)
+    table.add_column("State", no_wrap=True)
+    table.add_column("Ver", no_wrap=True)
+    table.add_column("GB/s", justify="right", no_wrap=True)
+    table.add_column("Remote (#link)", no_wrap=True)
+    table.add_column("Errors rpl/rcv/crcF/crcD/ecc", no_wrap=True)
+    for lk in g["links"]:
+        speed = lk.get("speed_mbps")
+        table.add_row(
+            str(lk["link"]), Text(lk["state"], style=STATE_STYLES.get(lk["state"], "")),
+            lk.get("version") or "–", f"{speed / 1000:g}" if speed else "–",
+            _remote(lk["remote"]), _errors(lk["errors"]))
+    return table
+
+
+def print_links(doc: Dict[str, Any], console: Console) -> None:
+    for g in doc["gpus"]:
+        if g.get("fault"):
+            console.print(Text(f"GPU{g['index']}: {g['fault'].get('message')}",
+                               style="bold red"), soft_wrap=True)
+        if not g["links"]:
+            what = {"not_supported": "NVLink not supported on this GPU",
+                    "inactive": g.get("reason") or "all links inactive"}.get(
+                        g["nvlink"], "no NVLink facts")
+            console.print(Text(f"GPU{g['index']} · {g.get('name') or '?'} · {what}",
+                               style="dim" if g["nvlink"] == "not_supported" else "yellow"))
+            console.print()
+            continue
+        console.print(gpu_table(g))
+        reasons: Dict[str, List[int]] = {}
+        for lk in g["links"]:
+            if lk["state"] != "active" and lk.get("reason"):
+                reasons.setdefault(f"{lk['state']}: {lk['reason']}", []).append(lk["link"])
+        for why, ids in reasons.items():
+            style = "bold red" if why.startswith("down") else "yellow"
+            console.print(Text(f"  links {', '.join(map(str, ids))} {why}", style=style),
+                          soft_wrap=True)
+        bad = [(lk["link"], k, v) for lk in g["links"] for k, v in lk["errors"].items() if v]
+        if bad:
+            console.print(Text("  nonzero error counters: " + ", ".join(
+                f"link {i} {k}={v}" for i, k, v in bad), style="bold red"), soft_wrap=True)
+        console.print()
+    pairs = doc.get("pairs") or []
+    if pairs:
+        counts = sorted({p["count"] for p in pairs})
+        console.print(f"{len(pairs)} NVLink-connected GPU pairs (" + ", ".join(
+            f"NV{c}" for c in counts) + ")" + (" through NVSwitch" if doc.get("nvswitch")
+                                               else ""))
+    for d in doc.get("disagreements") or []:
+        console.print(Text(f"disagreement: {d['subject']} {d['fact']}: {d['message']}",
+                           style="bold yellow"))
+    if doc.get("incomplete"):
+        inc = doc["incomplete"]
+        console.print(Text(f"incomplete: NVML did not answer {inc.get('call')} before the "
+                           "deadline", style="bold red"))

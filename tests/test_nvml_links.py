@@ -1,0 +1,211 @@
+"""`nvtopo links` on every NVML recording and on pasted nvidia-smi nvlink / -q text."""
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import nvml_fake as F
+from nvtopo import snapshot
+from nvtopo.cli import app
+
+TEXT = Path(__file__).resolve().parent.parent / "fixtures" / "nvml-text"
+runner = CliRunner()
+
+
+def snap(tmp_path, machine):
+    path = tmp_path / f"{machine}.json"
+    path.write_text(json.dumps(F.snapshot_doc(machine)))
+    return str(path)
+
+
+def links(*args):
+    result = runner.invoke(app, ["links", *args], env={"COLUMNS": "100", "NO_COLOR": "1"})
+    return result.exit_code, result.stdout, result.stderr
+
+
+def check_contract(doc):
+    assert set(doc) >= {"gpus"}
+    for g in doc["gpus"]:
+        assert isinstance(g["index"], int) and isinstance(g["active"], int)
+        assert isinstance(g["total"], int) and (g["name"] is None or isinstance(g["name"], str))
+        assert g["active"] == sum(lk["state"] == "active" for lk in g["links"])
+        for lk in g["links"]:
+            assert isinstance(lk["link"], int)
+            assert lk["state"] in ("active", "inactive", "down", "not_supported", "unknown")
+            assert lk["version"] is None or isinstance(lk["version"], str)
+            r = lk["remote"]
+            assert r["type"] in ("gpu", "nvswitch", "npu", "unknown")
+            assert set(r) >= {"gpu_index", "pci_bus_id", "link"}
+            assert isinstance(lk["errors"], dict)
+
+
+EXPECT_TABLE = {
+    "dgx-h100": ["GPU0 · NVIDIA H100 80GB HBM3 · 18/18 active · 478.116 GB/s per direction",
+                 "NVSwitch 07:00.0 #0", "28 NVLink-connected GPU pairs (NV18) through NVSwitch"],
+    "dgx-h100-link-down": ["GPU3 · NVIDIA H100 80GB HBM3 · 17/18 active", "   5  down",
+                           "links 5 down: NVSwitch system",
+                           "nonzero error counters: link 2 replay=3, link 2 crc_flit=12",
+                           "3/0/12/0/0", "(NV17, NV18)"],
+    "dgx-h100-gpu-lost": ["GPU5: GPU 5 fell off the bus (GpuIsLost) at "
+                          "nvmlDeviceGetNvLinkRemotePciInfo(gpu5,7)", "8/18 active",
+                          "unknown: the GPU was lost before this link was read"],
+    "dgx-a100": ["12/12 active · 300 GB/s per direction", "3.1", "NVSwitch c4:00.0 #0"],
+    "dgx-a100-mig": ["GPU0 · NVIDIA A100-SXM4-80GB · 0/12 active",
+                     "inactive: MIG mode is enabled: NVLink is off by design"],
+    # Old driver: no speed or remote-port fields, so those print as unknown.
+    "dgx1-v100": ["GPU0 · Tesla V100-SXM2-32GB · 6/6 active  ", "  active  2.0     –  GPU3  ",
+                  "16 NVLink-connected GPU pairs (NV1, NV2)\n"],
+    "h100-pcie-bridge": ["12/18 active", "GPU1 #12",
+                         "links 4, 5, 10, 11, 16, 17 inactive: bridged pair with GPU 1"],
+    "consumer-no-nvlink": ["GPU0 · NVIDIA GeForce RTX 4090 · NVLink not supported on this GPU"],
+}
+
+
+@pytest.mark.parametrize("machine", sorted(EXPECT_TABLE))
+def test_links_table_for_each_recording(tmp_path, machine):
+    path = snap(tmp_path, machine)
+    code, out, err = links("--from", path)
+    assert code == 0, err
+    for expected in EXPECT_TABLE[machine]:
+        assert expected in out, f"{expected!r} not in:\n{out}"
+    code, out, _ = links("--from", path, "--format", "json")
+    assert code == 0
+    check_contract(json.loads(out))
+
+
+def test_links_json_details_for_a_down_link(tmp_path):
+    code, out, _ = links("--from", snap(tmp_path, "dgx-h100-link-down"), "--gpu", "3",
+                         "--format", "json")
+    doc = json.loads(out)
+    assert [g["index"] for g in doc["gpus"]] == [3]
+    g = doc["gpus"][0]
+    assert (g["active"], g["total"], g["name"]) == (17, 18, "NVIDIA H100 80GB HBM3")
+    l5 = g["links"][5]
+    assert (l5["state"], l5["rule"], l5["version"]) == ("down", "nvswitch", None)
+    assert g["links"][0]["remote"] == {"type": "nvswitch", "gpu_index": None,
+                                       "pci_bus_id": "00000000:07:00.0", "link": 15}
+    assert {p["count"] for p in doc["pairs"]} == {17}
+
+
+def test_links_without_nvml_evidence_is_a_one_line_error(tmp_path):
+    code, out, err = links("--from", snap(tmp_path, "no-nvml"))
+    assert code == 2 and out == ""
+    assert err.strip().count("\n") == 0
+    assert "no NVLink evidence" in err and "no NVIDIA driver" in err
+
+
+def test_links_unknown_gpu_is_an_error(tmp_path):
+    code, _, err = links("--from", snap(tmp_path, "dgx-h100"), "--gpu", "9")
+    assert code == 2 and "no GPU 9" in err
+
+
+def test_links_from_a_topo_text_says_what_is_missing():
+    code, _, err = links("--from", str(Path("nvtopo/examples/dgx-h100.txt").resolve()))
+    assert code == 2 and "no NVLink evidence" in err
+
+
+def test_show_and_snapshot_still_work_with_nvml_evidence(tmp_path):
+    path = snap(tmp_path, "dgx1-v100")
+    result = runner.invoke(app, ["show", "--from", path, "--format", "json"])
+    assert result.exit_code == 0
+    doc = json.loads(result.stdout)
+    assert doc["sources"] == ["nvml"] and doc["matrix"]["cells"][0][3] == "NV2"
+
+
+# --- pasted text --------------------------------------------------------------------
+
+
+def text_doc(name, *extra):
+    code, out, err = links("--from", str(TEXT / name), "--format", "json", *extra)
+    assert code == 0, err
+    doc = json.loads(out)
+    check_contract(doc)
+    return doc
+
+
+def test_nvlink_s_h100_pcie_partial_inactive():
+    doc = text_doc("nvlink_s_h100_pcie_bridge_partial_inactive.txt")
+    g = doc["gpus"][0]
+    assert (g["name"], g["active"], g["total"]) == ("NVIDIA H100 PCIe", 12, 18)
+    assert [lk["link"] for lk in g["links"] if lk["state"] == "inactive"] == \
+        [4, 5, 10, 11, 16, 17]
+    assert {lk["rule"] for lk in g["links"] if lk["state"] == "inactive"} == {"text"}
+    assert g["links"][0]["speed_mbps"] == 26562
+
+
+def test_nvlink_r_with_s_maps_active_only_numbering(tmp_path):
+    both = tmp_path / "ticket.txt"
+    both.write_text((TEXT / "nvlink_s_h100_pcie_bridge_partial_inactive.txt").read_text()
+                    + (TEXT / "nvlink_R_h100_pcie_bridge.txt").read_text())
+    code, out, _ = links("--from", str(both), "--format", "json")
+    g = json.loads(out)["gpus"][0]
+    by = {lk["link"]: lk["remote"] for lk in g["links"]}
+    assert by[6] == {"type": "unknown", "gpu_index": None, "pci_bus_id": "00000000:D5:00.0",
+                     "link": 6}
+    assert by[15]["link"] == 15 and by[4]["pci_bus_id"] is None
+
+
+def test_nvlink_r_alone_keeps_numbers_and_notes_it():
+    topo = snapshot.load(str(TEXT / "nvlink_R_h100_pcie_bridge.txt"))
+    assert "nvml_text.r_numbering" in [n.code for n in topo.notes]
+    topo = snapshot.load(str(TEXT / "nvlink_R_h100_hgx_nvswitch_excerpt.txt"))
+    links0 = topo.gpu(0).extra["nvml-text"]["nvlink"]["links"]
+    assert len(links0) == 18 and links0[8]["remote"]["pci_bus_id"] == "00000000:05:00.0"
+    assert links0[8]["remote"]["link"] == 46
+
+
+def test_nvlink_e_error_counters():
+    g = text_doc("nvlink_e_h100_excerpt.txt")["gpus"][0]
+    assert [lk["link"] for lk in g["links"]] == [0, 1, 17]  # "[...]" elision skipped
+    assert g["links"][2]["errors"] == {"replay": 0, "recovery": 0, "crc_flit": 0}
+
+
+def test_nvlink_c_capabilities_do_not_decide_liveness():
+    topo = snapshot.load(str(TEXT / "nvlink_c_h800_excerpt.txt"))
+    lk = topo.gpu(1).extra["nvml-text"]["nvlink"]["links"][0]
+    assert lk["capabilities"]["valid"] is False and lk["capabilities"]["p2p"] is True
+    assert lk["state"] == "unknown"  # -c says nothing about state
+
+
+def test_all_inactive_gpu_and_a6000_bridge():
+    doc = text_doc("nvlink_s_rtx_a6000_bridge_and_all_inactive.txt")
+    assert [(g["index"], g["active"], g["nvlink"]) for g in doc["gpus"]] == \
+        [(0, 4, "ok"), (1, 4, "ok"), (2, 0, "inactive")]
+    assert doc["gpus"][0]["bandwidth_gbps_per_direction"] == pytest.approx(4 * 14.062)
+
+
+def test_a100_integer_speed():
+    g = text_doc("nvlink_s_a100_sxm4_excerpt.txt")["gpus"][0]
+    assert g["links"][11]["speed_mbps"] == 25000
+
+
+def test_fabric_blocks_from_q():
+    ins = snapshot.load(str(TEXT / "nvidia_smi_q_fabric_insufficient_resources.txt"))
+    fab = ins.gpu(0).extra["nvml-text"]["fabric"]
+    assert (fab["state"], fab["status"], fab["attached"]) == (
+        "completed", "insufficient_resources", False)
+    assert fab["cluster_uuid"] is None and fab["clique_id"] == 0
+    prog = snapshot.load(str(TEXT / "nvidia_smi_q_fabric_in_progress_driver580.txt"))
+    fab = prog.gpu(0).extra["nvml-text"]["fabric"]
+    assert fab["state"] == "in_progress" and fab["attached"] is False
+    assert fab["health"]["partition_assigned"] is None
+    old = snapshot.load(str(TEXT / "nvidia_smi_q_h800_pci_and_fabric_excerpt.txt"))
+    g = old.gpu(0)
+    assert (g.name, g.pci_bus_id) == ("NVIDIA H800", "00000000:18:00.0")
+    rec = g.extra["nvml-text"]
+    assert rec["fabric"]["state"] == "completed" and rec["fabric"]["attached"] is None
+    assert rec["pcie"]["max_gen"] == 5 and rec["pcie"]["max_width"] == 16
+    assert rec["pcie"]["replay_counter"] == 0
+
+
+def test_snapshot_from_pasted_nvlink_text_round_trips(tmp_path):
+    src = TEXT / "nvlink_s_h100_pcie_bridge_partial_inactive.txt"
+    out = tmp_path / "s.json"
+    result = runner.invoke(app, ["snapshot", "--from", str(src), "-o", str(out)])
+    assert result.exit_code == 0
+    assert json.loads(out.read_text())["probes"]["nvml"]["stdout"] == src.read_text()
+    a = links("--from", str(src), "--format", "json")[1]
+    b = links("--from", str(out), "--format", "json")[1]
+    assert json.loads(a)["gpus"] == json.loads(b)["gpus"]

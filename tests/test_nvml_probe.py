@@ -1,0 +1,336 @@
+"""The NVML probe, driven only through the fake NVML C library (real pynvml wrappers)."""
+
+import ctypes
+import json
+import subprocess
+import sys
+
+import pynvml
+import pytest
+
+import nvml_fake as F
+from nvtopo import snapshot
+from nvtopo.probes import ProbeOptions, nvml
+
+
+@pytest.fixture
+def probe(monkeypatch):
+    """Run the live probe against a fixture machine; pynvml is reset afterwards."""
+    libs = []
+
+    def run(machine, timeout=10.0, **kw):
+        desc = F.load_machine(machine) if isinstance(machine, str) else machine
+        if desc.get("library") == "missing":
+            def no_library(*a, **k):
+                raise OSError("libnvidia-ml.so.1: cannot open shared object file")
+            monkeypatch.setattr(pynvml, "CDLL", no_library)
+            F.install(None)
+            lib = None
+        else:
+            lib = F.machine_fake(desc, **kw)
+            libs.append(lib)
+            F.install(lib)
+        ev = nvml.capture(ProbeOptions(timeout=timeout))
+        ev = json.loads(json.dumps(ev))  # what a snapshot file keeps
+        return ev, nvml.derive(ev), lib
+
+    yield run
+    for lib in libs:
+        lib.release()
+    F.reset_pynvml()
+
+
+def links(topo, i):
+    return topo.gpu(i).extra["nvml"]["nvlink"]
+
+
+def pairs(topo):
+    return {(p.a, p.b): p.count for p in topo.nvlinks}
+
+
+ALL = [m for m in F.machines()]
+
+
+@pytest.mark.parametrize("machine", ALL)
+def test_every_recording_probes_without_crash_and_replays_exactly(probe, machine):
+    ev, topo, lib = probe(machine)
+    assert ev["status"] in ("ok", "unavailable")
+    if lib is not None:
+        assert lib.misses == [], "the probe asked something the fixture does not describe"
+        # The recording is the fake: replaying the evidence asks and answers the same.
+        replay = F.FakeNvmlLib(ev["calls"], lose=F.load_machine(machine).get("lose"))
+        F.install(replay)
+        again = nvml.capture(ProbeOptions(timeout=10))
+        F.reset_pynvml()
+        assert replay.misses == []
+        assert json.loads(json.dumps(again["calls"])) == ev["calls"]
+        assert again["ncalls"] == ev["ncalls"]
+    # derive is pure: the same evidence gives the same model.
+    assert nvml.derive(ev).to_dict() == topo.to_dict()
+
+
+def test_dgx_h100_nvswitch_all_to_all_and_fabric(probe):
+    ev, topo, _ = probe("dgx-h100")
+    assert len(topo.gpus) == 8
+    g0 = topo.gpu(0)
+    assert (g0.name, g0.uuid, g0.pci_bus_id) == (
+        "NVIDIA H100 80GB HBM3", "GPU-01b2c3d4-0000-4000-8000-000000000000", "00000000:1B:00.0")
+    assert g0.sources["pci_bus_id"] == "nvml"
+    assert (g0.cpu_affinity, g0.numa_affinity, g0.gpu_numa_id) == ("0-55,112-167", "0", None)
+    assert topo.gpu(4).cpu_affinity == "56-111,168-223"
+    nv = links(topo, 0)
+    assert (nv["active"], nv["total"], nv["status"]) == (18, 18, "ok")
+    assert {lk["state"] for lk in nv["links"]} == {"active"}
+    assert {lk["version"] for lk in nv["links"]} == {"4.0"}
+    assert nv["links"][0]["remote"] == {"type": "nvswitch", "gpu_index": None,
+                                        "pci_bus_id": "00000000:07:00.0", "link": 0}
+    assert nv["bandwidth_gbps_per_direction"] == pytest.approx(18 * 26.562)
+    per_switch = topo.extra["nvml"]["switches"]
+    assert {bid: per["0"] for bid, per in per_switch.items()} == {
+        "00000000:05:00.0": 4, "00000000:06:00.0": 5, "00000000:07:00.0": 5,
+        "00000000:08:00.0": 4}
+    assert pairs(topo) == {(a, b): 18 for a in range(8) for b in range(a + 1, 8)}
+    assert all(p["rule"] == "nvswitch_min" for p in topo.extra["nvml"]["nvlink_pairs"])
+    assert topo.matrix.source == "nvml"
+    assert topo.matrix.get("GPU0", "GPU7") == "NV18"
+    fab = g0.extra["nvml"]["fabric"]
+    assert fab["state"] == "completed" and fab["status"] == "success"
+    assert fab["cluster_uuid"] == "7d3f1e0b-9a2c-4d5e-8f60-718293a4b5c6"
+    assert fab["clique_id"] == 32766 and fab["health_summary"] == "healthy"
+    assert fab["attached"] and fab["healthy"]
+    assert fab["health"]["degraded_bandwidth"] is False
+    assert fab["health"]["incorrect_configuration"] == "none"
+    p2p = topo.extra["nvml"]["p2p"]
+    assert p2p["read"]["cells"][0][1] == "OK" and p2p["nvlink"]["cells"][3][6] == "OK"
+    pcie = g0.extra["nvml"]["pcie"]
+    assert (pcie["max_gen"], pcie["max_width"], pcie["replay_counter"]) == (5, 16, 0)
+    assert g0.extra["nvml"]["architecture"] == "hopper"
+    assert g0.extra["nvml"]["compute_capability"] == "9.0"
+    assert g0.extra["nvml"]["mig"] == {"current": False, "pending": False}
+    assert topo.disagreements == [] and topo.notes == []
+    # Field values were batched: one call per GPU for 7 fields x 18 links.
+    assert "nvmlDeviceGetFieldValues(gpu0,165:17)" in ev["calls"]
+    assert "nvmlDeviceGetNvLinkState(gpu0,0)" not in ev["calls"]
+
+
+def test_dgx_a100_twelve_links_nvlink3_no_fabric(probe):
+    _, topo, _ = probe("dgx-a100")
+    assert pairs(topo) == {(a, b): 12 for a in range(8) for b in range(a + 1, 8)}
+    nv = links(topo, 5)
+    assert (nv["active"], nv["total"]) == (12, 12)
+    assert {lk["version"] for lk in nv["links"]} == {"3.1"}  # enum 5 is NVLink 3.1, not 5
+    assert {lk["remote"]["type"] for lk in nv["links"]} == {"nvswitch"}
+    g = topo.gpu(0).extra["nvml"]
+    assert g["fabric"] is None and g["unavailable"]["fabric"] == "not_supported"
+    assert topo.gpu(2).numa_affinity == "1"
+
+
+DGX1_MATRIX = """\
+X   NV1 NV1 NV2 NV2 SYS SYS SYS
+NV1 X   NV2 NV1 SYS NV2 SYS SYS
+NV1 NV2 X   NV2 SYS SYS NV1 SYS
+NV2 NV1 NV2 X   SYS SYS SYS NV1
+NV2 SYS SYS SYS X   NV1 NV1 NV2
+SYS NV2 SYS SYS NV1 X   NV2 NV1
+SYS SYS NV1 SYS NV1 NV2 X   NV2
+SYS SYS SYS NV1 NV2 NV1 NV2 X"""
+
+
+def test_dgx1_v100_direct_links_hybrid_cube_mesh(probe):
+    ev, topo, _ = probe("dgx1-v100")
+    assert [row for row in topo.matrix.cells] == [r.split() for r in DGX1_MATRIX.splitlines()]
+    nv = links(topo, 0)
+    assert (nv["active"], nv["total"]) == (6, 6)
+    remotes = sorted(lk["remote"]["gpu_index"] for lk in nv["links"])
+    assert remotes == [1, 2, 3, 3, 4, 4]
+    assert all(lk["remote"]["type"] == "gpu" for lk in nv["links"])
+    assert all(lk["version"] == "2.0" for lk in nv["links"])
+    # Old driver: per-link fields NotSupported, so the per-link functions answered.
+    assert ev["calls"]["nvmlDeviceGetFieldValues(gpu0,165:0)"]["error"] == "NotSupported"
+    assert ev["calls"]["nvmlDeviceGetNvLinkState(gpu0,0)"] == {"value": 1}
+    assert ev["calls"]["nvmlDeviceGetNvLinkErrorCounter(gpu0,0,0)"] == {"value": 0}
+    assert all(p["rule"] == "direct" for p in topo.extra["nvml"]["nvlink_pairs"] if p["count"])
+    assert topo.extra["nvml"]["nvswitch"] is False
+
+
+def test_h100_pcie_bridge_partial_links_are_inactive_by_design(probe):
+    _, topo, _ = probe("h100-pcie-bridge")
+    assert pairs(topo) == {(0, 1): 12}
+    nv = links(topo, 0)
+    assert (nv["active"], nv["total"]) == (12, 18)
+    inactive = [lk["link"] for lk in nv["links"] if lk["state"] == "inactive"]
+    assert inactive == [4, 5, 10, 11, 16, 17]
+    assert {lk["rule"] for lk in nv["links"] if lk["state"] == "inactive"} == {"bridge"}
+    assert not any(lk["state"] == "down" for lk in nv["links"])
+    l6 = nv["links"][6]
+    assert l6["remote"] == {"type": "gpu", "gpu_index": 1, "pci_bus_id": "00000000:D5:00.0",
+                            "link": 6}
+    fab = topo.gpu(0).extra["nvml"]["fabric"]
+    assert fab["state"] == "not_supported" and fab["attached"] is False
+
+
+def test_consumer_gpu_without_nvlink_is_not_supported_not_down(probe):
+    ev, topo, _ = probe("consumer-no-nvlink")
+    for i in (0, 1):
+        nv = links(topo, i)
+        assert nv["status"] == "not_supported" and nv["total"] == 0 and nv["links"] == []
+        assert topo.gpu(i).extra["nvml"]["unavailable"]["serial"] == "not_supported"
+        assert topo.gpu(i).extra["nvml"]["mig"] is None
+    # Field 91 unanswered: the probe asked link 0 and stopped at NotSupported.
+    assert ev["calls"]["nvmlDeviceGetNvLinkState(gpu0,0)"]["error"] == "NotSupported"
+    assert "nvmlDeviceGetNvLinkState(gpu0,1)" not in ev["calls"]
+    assert topo.nvlinks == []
+    assert topo.matrix.get("GPU0", "GPU1") == "PHB"
+    assert topo.extra["nvml"]["p2p"]["read"]["cells"][0][1] == "GNS"
+
+
+def test_mig_links_are_inactive_by_design(probe):
+    _, topo, _ = probe("dgx-a100-mig")
+    nv = links(topo, 0)
+    assert nv["active"] == 0
+    assert {(lk["state"], lk["rule"]) for lk in nv["links"]} == {("inactive", "mig")}
+    assert topo.gpu(0).extra["nvml"]["mig"] == {"current": True, "pending": True}
+    assert all(0 not in k for k in pairs(topo))
+    assert pairs(topo)[(1, 7)] == 12
+    assert topo.matrix.get("GPU0", "GPU1") == "PXB"
+
+
+def test_gpu_lost_mid_probe_is_a_gpu_fault_not_a_crash(probe):
+    ev, topo, _ = probe("dgx-h100-gpu-lost")
+    assert ev["status"] == "ok"
+    g5 = topo.gpu(5).extra["nvml"]
+    assert g5["fault"]["kind"] == "lost"
+    assert g5["fault"]["call"] == "nvmlDeviceGetNvLinkRemotePciInfo(gpu5,7)"
+    nv = g5["nvlink"]
+    assert [lk["state"] for lk in nv["links"][8:]] == ["unknown"] * 10
+    assert {lk["rule"] for lk in nv["links"][8:]} == {"gpu_lost"}
+    assert all(5 not in k for k in pairs(topo))
+    assert topo.matrix.get("GPU0", "GPU5") is None
+    assert pairs(topo)[(0, 7)] == 18
+    assert [n.code for n in topo.notes] == ["nvml.gpu_lost"]
+    assert not any("(gpu5," in k or ",gpu5," in k
+                   for k in ev["calls"] if k.startswith("nvmlDeviceGetP2PStatus"))
+
+
+def test_link_down_on_nvswitch_system(probe):
+    _, topo, _ = probe("dgx-h100-link-down")
+    nv = links(topo, 3)
+    assert (nv["active"], nv["total"]) == (17, 18)
+    down = [lk for lk in nv["links"] if lk["state"] == "down"]
+    assert [(lk["link"], lk["rule"]) for lk in down] == [(5, "nvswitch")]
+    assert pairs(topo)[(0, 3)] == 17 and pairs(topo)[(0, 1)] == 18
+    errs = links(topo, 1)["links"][2]["errors"]
+    assert errs == {"replay": 3, "recovery": 0, "crc_flit": 12, "crc_data": 0, "ecc": 0}
+
+
+def test_no_nvml_library_is_a_clear_unavailable_result(probe):
+    ev, topo, _ = probe("no-nvml")
+    assert ev["status"] == "unavailable"
+    assert "no NVIDIA driver" in ev["error"]
+    assert ev["calls"] == {"nvmlInit()": {"error": "LibraryNotFound", "code": 12}}
+    assert topo.gpus == [] and topo.extra["nvml"]["status"] == "unavailable"
+    assert [n.code for n in topo.notes] == ["nvml.unavailable"]
+
+
+def test_driver_not_loaded(probe):
+    ev, topo, _ = probe("driver-not-loaded")
+    assert ev["status"] == "unavailable" and "kernel driver not loaded" in ev["error"]
+
+
+def test_hung_call_is_bounded_and_named(probe):
+    desc = F.load_machine("dgx-a100")
+    desc["hang"] = ["nvmlDeviceGetNvLinkRemotePciInfo(gpu2,3)"]
+    ev, topo, _ = probe(desc, timeout=0.5)
+    assert ev["status"] == "timeout"
+    assert ev["pending"]["call"] == "nvmlDeviceGetNvLinkRemotePciInfo(gpu2,3)"
+    assert ev["pending"]["gpu"] == 2
+    assert "GPU 2" in ev["error"]
+    assert ev["duration_s"] < 5
+    assert topo.gpu(1).extra["nvml"]["nvlink"]["active"] == 12  # answers before the hang kept
+    assert topo.gpu(2).extra["nvml"]["fault"]["kind"] == "timeout"
+    assert "nvml.timeout" in [n.code for n in topo.notes]
+
+
+def test_no_permission_handle_is_counted_but_faulted(probe):
+    desc = F.load_machine("h100-pcie-bridge")
+    desc["gpus"][1]["handle_error"] = "NoPermission"
+    _, topo, _ = probe(desc)
+    assert topo.gpu(1).extra["nvml"]["fault"]["kind"] == "not_permitted"
+    assert topo.gpu(1).name is None
+    assert pairs(topo) == {}
+
+
+def test_function_missing_from_old_driver_is_not_supported(probe):
+    _, topo, _ = probe("dgx-h100", missing_symbols=("nvmlDeviceGetNumaNodeId",
+                                                     "nvmlDeviceGetGpuFabricInfoV"))
+    g = topo.gpu(0).extra["nvml"]
+    assert g["unavailable"]["numa_node_id"] == "not_supported"
+    assert g["unavailable"]["fabric"] == "not_supported"
+
+
+def test_link_count_field_missing_falls_back_to_invalid_argument_bound(probe):
+    desc = F.load_machine("h100-pcie-bridge")
+    desc["gpu_defaults"]["nvlink"]["count_field"] = False
+    ev, topo, _ = probe(desc)
+    assert links(topo, 0)["total"] == 18 and links(topo, 0)["count_source"] == "probe"
+    assert ev["calls"]["nvmlDeviceGetNvLinkState(gpu0,18)"]["error"] == "InvalidArgument"
+    assert pairs(topo) == {(0, 1): 12}
+
+
+def test_fake_rejects_the_p2p_tuple_index_like_the_c_library(probe):
+    probe("h100-pcie-bridge")  # leaves nothing initialised; set up a fresh fake
+    lib = F.machine_fake("h100-pcie-bridge")
+    F.install(lib)
+    pynvml.nvmlInit()
+    a, b = pynvml.nvmlDeviceGetHandleByIndex(0), pynvml.nvmlDeviceGetHandleByIndex(1)
+    assert pynvml.NVML_P2P_CAPS_INDEX_READ == (0,)
+    with pytest.raises(ctypes.ArgumentError):
+        pynvml.nvmlDeviceGetP2PStatus(a, b, pynvml.NVML_P2P_CAPS_INDEX_READ)
+    assert pynvml.nvmlDeviceGetP2PStatus(a, b, 0) == pynvml.NVML_P2P_STATUS_OK
+    with pytest.raises(pynvml.NVMLError_InvalidArgument):
+        pynvml.nvmlDeviceGetNvLinkState(a, 18)
+    with pytest.raises(pynvml.NVMLError_FunctionNotFound):
+        pynvml.nvmlDeviceGetPowerUsage(a)
+
+
+def test_fake_answers_uninitialized_before_init(probe):
+    F.install(F.machine_fake("dgx-h100"))
+    with pytest.raises(pynvml.NVMLError_Uninitialized):
+        pynvml.nvmlDeviceGetCount()
+
+
+def test_cross_check_topo_text_and_nvml_disagree(probe):
+    from nvtopo import examples
+
+    ev, _, _ = probe("dgx-h100-link-down")
+    doc = snapshot.from_text_evidence(examples.read("dgx-h100"), "example")
+    doc["probes"]["nvml"] = ev
+    topo = snapshot.derive(doc, "node.json")
+    assert topo.sources == ["topo-text", "nvml"]
+    facts = {(d.subject, d.fact): d.values for d in topo.disagreements}
+    assert facts[("GPU0-GPU3", "nvlink_count")] == {"topo-text": 18, "nvml": 17}
+    assert facts[("GPU0-GPU3", "path")] == {"topo-text": "NV18", "nvml": "NV17"}
+    assert ("GPU0-GPU1", "path") not in facts
+    assert topo.gpu(0).name == "NVIDIA H100 80GB HBM3"  # a fact only NVML states is taken
+
+
+def test_cross_check_gpu_present_in_one_source_only(probe):
+    from nvtopo import examples
+
+    ev, _, _ = probe("h100-pcie-bridge")
+    doc = snapshot.from_text_evidence(examples.read("dgx-h100"), "example")
+    doc["probes"]["nvml"] = ev
+    topo = snapshot.derive(doc, "node.json")
+    presence = [d for d in topo.disagreements if d.fact == "presence"]
+    assert [d.subject for d in presence] == [f"GPU{i}" for i in range(2, 8)]
+    assert presence[0].values == {"topo-text": "present", "nvml": "absent"}
+
+
+def test_derive_does_not_import_pynvml(probe, tmp_path):
+    ev, _, _ = probe("dgx-h100")
+    path = tmp_path / "snap.json"
+    path.write_text(json.dumps({"kind": "nvtopo-snapshot", "schema_version": 1,
+                                "probes": {"nvml": ev}}))
+    code = ("import sys; from nvtopo import snapshot; t = snapshot.load(sys.argv[1]); "
+            "assert len(t.gpus) == 8; assert 'pynvml' not in sys.modules, 'imported'")
+    subprocess.run([sys.executable, "-c", code, str(path)], check=True)

@@ -193,7 +193,7 @@ def load_text(text: str, where: str) -> Topology:
     try:
         topo = topo_text.parse(text)
     except topo_text.TopoParseError as exc:
-        raise NvtopoError(f"not an nvtopo snapshot or nvidia-smi topo output: {exc}",
+        raise NvtopoError(f"not an nvtopo snapshot, nvidia-smi topo or nvlink output: {exc}",
                           where=where) from None
     if nvml_text.looks_like(text):  # a topo matrix and nvlink text in one paste
         topo.merge(nvml_text.derive_text(text))

@@ -93,6 +93,26 @@ GPU_FACTS = ("name", "uuid", "pci_bus_id", "cpu_affinity", "numa_affinity", "gpu
 NIC_FACTS = ("pci_bus_id", "numa_node")
 
 
+_BUS_ID_RE = re.compile(r"^(?:([0-9a-fA-F]{1,8}):)?([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2})\.([0-7])$")
+
+
+def normalize_bus_id(bus_id: Any) -> Optional[Tuple[int, int, int, int]]:
+    """``00000000:1B:00.0`` (NVML), ``0000:1b:00.0`` (sysfs), ``1b:00.0`` -> ``(0, 27, 0, 0)``."""
+    if not isinstance(bus_id, str):
+        return None
+    m = _BUS_ID_RE.match(bus_id.strip())
+    if not m:
+        return None
+    return (int(m.group(1) or "0", 16), int(m.group(2), 16), int(m.group(3), 16),
+            int(m.group(4)))
+
+
+def _same_fact(fld: str, a: Any, b: Any) -> bool:
+    if fld == "pci_bus_id" and normalize_bus_id(a) is not None:
+        return normalize_bus_id(a) == normalize_bus_id(b)
+    return a == b
+
+
 def _drop_none(d: Dict[str, Any]) -> Dict[str, Any]:
     return {k: v for k, v in d.items() if v is not None}
 
@@ -407,7 +427,11 @@ class Topology:
             if mine_m is None:
                 setattr(self, attr, theirs)
                 continue
+            # a source that names NICs by device (mlx5_0) is compared with one that
+            # labels them NIC0 through the NIC's name
+            alias = {n.name: n.label for n in self.nics if n.name != n.label}
             for a, b, tok in theirs.pairs():
+                a, b = alias.get(a, a), alias.get(b, b)
                 have = mine_m.get(a, b) or mine_m.get(b, a)
                 if have is not None and tok is not None and have != tok:
                     self.disagreements.append(Disagreement(
@@ -490,7 +514,7 @@ def _merge_fact(topo: Topology, mine: Any, theirs: Any, fld: str, subject: str) 
     if fld not in mine.sources or (old is None and new is not None):
         setattr(mine, fld, new)
         mine.sources[fld] = src
-    elif new is not None and old != new:
+    elif new is not None and not _same_fact(fld, old, new):
         topo.disagreements.append(Disagreement(
             subject=subject, fact=fld, values={mine.sources[fld]: old, src: new},
             message=f"{mine.sources[fld]} says {old!r}, {src} says {new!r}"))

@@ -25,6 +25,8 @@ from typing import Dict, Optional
 #: source name -> module, in merge order.
 PROBES: Dict[str, str] = {
     "topo-text": "nvtopo.probes.topo_text",
+    "sysfs": "nvtopo.probes.sysfs",
+    "host": "nvtopo.probes.host",
 }
 
 

@@ -903,7 +903,7 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
             pa, pb = pci_by_label.get(da), pci_by_label.get(db)
             tok = path_level(pa, pb) if pa and pb else None
             cells[i][j] = cells[j][i] = tok
-            if tok is None:
+            if tok is None and pa is not None and pb is not None:
                 unknown_pairs.append(f"{da}-{db}")
     for h in hcas:
         paths = {g.label: cells[devices.index(g.label)][devices.index(h["name"])]

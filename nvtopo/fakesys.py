@@ -141,7 +141,12 @@ def load_file(path: str, dest: str) -> Dict[str, str]:
 
 
 def dump(evidence: Dict[str, Any], header: Iterable[str] = ()) -> str:
-    """A ``.sysfs`` archive of a sysfs evidence map (files, links, errors, empty dirs)."""
+    """A ``.sysfs`` archive of a sysfs evidence map (files, links, errors, empty dirs).
+
+    Names a directory listing holds but the probe never read (``lifespan``,
+    ``power``) become empty placeholder files, so listings survive; absent
+    files (ENOENT) are left out.
+    """
     lines = [f"# {h}" for h in header]
     body: Dict[str, str] = {}
     for path, content in (evidence.get("files") or {}).items():
@@ -153,8 +158,16 @@ def dump(evidence: Dict[str, Any], header: Iterable[str] = ()) -> str:
         if name == "ENOENT":
             continue  # absent: simply not there
         body[path] = f"{path} ! {name} {err.split(':', 1)[1].strip()}".rstrip()
-    for path, names in (evidence.get("dirs") or {}).items():
+    dirs = evidence.get("dirs") or {}
+    known = set(body) | set(dirs)
+    prefixes = {k.rsplit("/", i)[0] for k in known for i in range(1, k.count("/") + 1)}
+    for path, names in dirs.items():
         if not names and path not in body:
             body[path] = f"{path}/"
+        for n in names:
+            child = f"{path}/{n}"
+            if child not in known and child not in prefixes:
+                # listed but never read: an empty placeholder keeps the listing intact
+                body[child] = f"{child} =raw"
     lines.extend(body[k] for k in sorted(body))
     return "\n".join(lines) + "\n"

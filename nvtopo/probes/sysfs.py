@@ -103,13 +103,13 @@ def resolve_path(rel: str, readlink: Callable[[str], Optional[str]],
     hit = cache.get(rel)
     if hit is not None:
         return hit
-    cur = ""
-    for comp in rel.split("/"):
-        if not comp or comp == ".":
-            continue
-        if comp == "..":
-            cur = cur.rsplit("/", 1)[0] if "/" in cur else ""
-            continue
+    head, _, comp = rel.rpartition("/")
+    cur = resolve_path(head, readlink, cache, _depth) if head else ""
+    if not comp or comp == ".":
+        res = cur
+    elif comp == "..":
+        res = cur.rsplit("/", 1)[0] if "/" in cur else ""
+    else:
         key = f"{cur}/{comp}" if cur else comp
         res = cache.get(key)
         if res is None:
@@ -125,14 +125,17 @@ def resolve_path(rel: str, readlink: Callable[[str], Optional[str]],
                 res = resolve_path(f"{cur}/{target}" if cur else target, readlink, cache,
                                    _depth + 1)
             cache[key] = res
-        cur = res
-    cache[rel] = cur
-    return cur
+    cache[rel] = res
+    return res
 
 
 def _errno_text(exc: OSError) -> str:
     name = errno.errorcode.get(exc.errno or 0, "EIO")
     return f"{name}: {exc.strerror or os.strerror(exc.errno or errno.EIO)}"
+
+
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_CHUNK = 1 << 16
 
 
 class _LiveView:
@@ -162,7 +165,11 @@ class _LiveView:
         return resolve_path(rel, self._readlink, self._cache)
 
     def read(self, rel: str) -> Tuple[Optional[str], Optional[str]]:
-        real = self.resolve(rel)
+        # Resolve the directory (cached); open the file itself without following
+        # a symlink, and resolve only when it is one (ELOOP): one syscall saved
+        # per file, and no link is ever followed outside the root.
+        head, _, name = rel.rpartition("/")
+        real = f"{self.resolve(head)}/{name}" if head else name
         if real in self.files:
             return self.files[real], None
         if real in self.errors:
@@ -172,9 +179,12 @@ class _LiveView:
             self.errors[real] = fault
             return None, fault
         try:
-            with open(os.path.join(self.root, real), "rb") as fh:
-                data = fh.read()
+            data = self._read_bytes(real)
         except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                target = self.resolve(real)
+                if target != real:
+                    return self.read(target)
             err = _errno_text(exc)
             self.errors[real] = err
             return None, err
@@ -183,6 +193,16 @@ class _LiveView:
             text = text[:-1]
         self.files[real] = text
         return text, None
+
+    def _read_bytes(self, real: str) -> bytes:
+        fd = os.open(f"{self.root}/{real}", _OPEN_FLAGS)
+        try:
+            chunks = [os.read(fd, _CHUNK)]
+            while len(chunks[-1]) == _CHUNK:  # sysfs files can exceed a page: read to EOF
+                chunks.append(os.read(fd, _CHUNK))
+        finally:
+            os.close(fd)
+        return b"".join(chunks)
 
     def listdir(self, rel: str) -> Tuple[Optional[List[str]], Optional[str]]:
         real = self.resolve(rel)
@@ -225,6 +245,16 @@ class _EvidenceView:
         if real in self.files:
             return self.files[real], None
         return None, self.errors.get(real, "ENOENT: not in the evidence")
+
+    def _read_bytes(self, real: str) -> bytes:
+        fd = os.open(f"{self.root}/{real}", _OPEN_FLAGS)
+        try:
+            chunks = [os.read(fd, _CHUNK)]
+            while len(chunks[-1]) == _CHUNK:  # sysfs files can exceed a page: read to EOF
+                chunks.append(os.read(fd, _CHUNK))
+        finally:
+            os.close(fd)
+        return b"".join(chunks)
 
     def listdir(self, rel: str) -> Tuple[Optional[List[str]], Optional[str]]:
         real = self.resolve(rel)

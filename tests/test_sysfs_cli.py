@@ -1,7 +1,6 @@
 """`nvtopo ib`, `--sysfs-root` on show/snapshot, and the ib JSON contract, through the CLI."""
 
 import json
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -9,7 +8,8 @@ from typer.testing import CliRunner
 from nvtopo import fakesys
 from nvtopo.cli import app
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "sysfs"
+import sysfs_trees
+
 runner = CliRunner()
 
 
@@ -21,17 +21,16 @@ def no_nvidia_smi(monkeypatch):
     monkeypatch.setattr(tt.shutil, "which", lambda name: None)
 
 
-def tree(tmp_path, name):
-    root = tmp_path / name
-    fakesys.load_file(str(FIXTURES / f"{name}.sysfs"), str(root))
-    return str(root)
+@pytest.fixture
+def tree():
+    return lambda _tmp, name: sysfs_trees.tree(name)[0]
 
 
 def run(*args):
     return runner.invoke(app, list(args), env={"COLUMNS": "220"})
 
 
-def test_ib_table(tmp_path):
+def test_ib_table(tmp_path, tree):
     r = run("ib", "--sysfs-root", tree(tmp_path, "dgx-h100-faults"))
     assert r.exit_code == 0, r.output
     out = r.output
@@ -67,7 +66,7 @@ def _check_contract(doc):
 
 
 @pytest.mark.parametrize("name", ["dgx-h100", "dgx-a100", "roce-bond", "vm", "dgx-h100-faults"])
-def test_ib_json_contract(tmp_path, name):
+def test_ib_json_contract(tmp_path, name, tree):
     r = run("ib", "--sysfs-root", tree(tmp_path, name), "--format", "json")
     assert r.exit_code == 0, r.output
     doc = json.loads(r.output)
@@ -75,7 +74,7 @@ def test_ib_json_contract(tmp_path, name):
     assert doc["hcas"]
 
 
-def test_ib_json_values(tmp_path):
+def test_ib_json_values(tmp_path, tree):
     doc = json.loads(run("ib", "--sysfs-root", tree(tmp_path, "dgx-h100"), "--format",
                          "json").output)
     h = {x["name"]: x for x in doc["hcas"]}
@@ -89,7 +88,7 @@ def test_ib_json_values(tmp_path):
     assert len(doc["numa"]["nodes"]) == 2
 
 
-def test_snapshot_with_sysfs_root_then_ib_from_file(tmp_path):
+def test_snapshot_with_sysfs_root_then_ib_from_file(tmp_path, tree):
     root = tree(tmp_path, "roce-bond")
     snap = tmp_path / "snap.json"
     r = run("snapshot", "--sysfs-root", root, "-o", str(snap))
@@ -104,7 +103,7 @@ def test_snapshot_with_sysfs_root_then_ib_from_file(tmp_path):
     assert offline["numa"] == live["numa"] and offline["gpudirect"] == live["gpudirect"]
 
 
-def test_show_with_sysfs_root_has_pcie_facts(tmp_path):
+def test_show_with_sysfs_root_has_pcie_facts(tmp_path, tree):
     r = run("show", "--sysfs-root", tree(tmp_path, "dgx-h100-faults"))
     assert r.exit_code == 0, r.output
     rows = {ln.split()[0]: ln for ln in r.output.splitlines() if ln.startswith("GPU")

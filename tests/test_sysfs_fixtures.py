@@ -11,6 +11,8 @@ import pytest
 from nvtopo import fakesys, snapshot
 from nvtopo.probes import ProbeOptions, host, sysfs
 
+import sysfs_trees
+
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "sysfs"
 _CACHE = {}
 
@@ -18,8 +20,7 @@ _CACHE = {}
 def probe(name, tmp_path_factory):
     """Materialise a fixture, run the real capture over it, derive; cached per session."""
     if name not in _CACHE:
-        root = str(tmp_path_factory.mktemp(name))
-        faults = fakesys.load_file(str(FIXTURES / f"{name}.sysfs"), root)
+        root, faults = sysfs_trees.tree(name)
         ev = sysfs.capture(ProbeOptions(sysfs_root=root), faults=faults)
         _CACHE[name] = (root, ev, sysfs.derive(ev))
     return _CACHE[name]
@@ -352,8 +353,8 @@ def test_evidence_rederives_offline_and_round_trips(name, tmp_path_factory, tmp_
                    or "/pkeys/" in k for k in keys)
     assert all(not k.startswith("/") and ".." not in k.split("/") for k in keys)
     # the evidence dumped as an archive gives the same evidence when captured again
-    dest = tmp_path / "again"
-    faults = fakesys.materialize(fakesys.dump(ev), str(dest))
+    dest = sysfs_trees.scratch_dir()
+    faults = fakesys.materialize(fakesys.dump(ev), dest)
     ev2 = sysfs.capture(ProbeOptions(sysfs_root=str(dest)), faults=faults)
     for k in ("files", "links", "dirs", "errors"):
         assert ev2[k] == ev[k], k

@@ -45,6 +45,20 @@ class Format(str, enum.Enum):
 FROM_HELP = ("Read this file instead of probing: a snapshot, or a pasted `nvidia-smi topo` "
              "text (recognised by content). '-' reads standard input.")
 TIMEOUT_HELP = "Seconds before a hung nvidia-smi is given up (live probing only)."
+SYSFS_ROOT_HELP = ("Read this directory as /sys (live probing only): a host /sys mounted "
+                   "elsewhere in a container, or a copied tree audited offline.")
+
+
+def _probe_options(timeout: float, sysfs_root: Optional[str], from_: Optional[str],
+                   command: str) -> ProbeOptions:
+    """Options for live probing; checks ``--sysfs-root`` (exit 2 when it is no sysfs tree)."""
+    if sysfs_root is not None:
+        if from_ is not None:
+            raise NvtopoError("use either --from or --sysfs-root, not both", where=command)
+        from .probes import sysfs
+
+        sysfs.check_root(sysfs_root)
+    return ProbeOptions(timeout=timeout, sysfs_root=sysfs_root)
 
 
 def _err(message: str) -> None:
@@ -110,6 +124,8 @@ def show(
         help="Show a bundled example instead of this machine (dgx-h100)."),
     fmt: Format = typer.Option(Format.table, "--format", help="table (Rich) or json (the model)."),
     timeout: float = typer.Option(30.0, "--timeout", min=0.1, help=TIMEOUT_HELP),
+    sysfs_root: Optional[str] = typer.Option(None, "--sysfs-root", metavar="DIR",
+                                             help=SYSFS_ROOT_HELP),
 ) -> None:
     """Show the topology matrix, GPUs, NICs, legend and a summary.
 
@@ -130,12 +146,15 @@ def show(
 
     if from_ is not None and example is not None:
         raise NvtopoError("use either --from or --example, not both", where="show")
+    if example is not None and sysfs_root is not None:
+        raise NvtopoError("use either --example or --sysfs-root, not both", where="show")
+    options = _probe_options(timeout, sysfs_root, from_, "show")
     if example is not None:
         topo = snapshot.from_example(example)
     elif from_ is not None:
         topo = snapshot.load(from_)
     else:
-        topo = snapshot.live(ProbeOptions(timeout=timeout))
+        topo = snapshot.live(options)
     if not topo.gpus and topo.matrix is None and topo.p2p is None:
         why = "; ".join(n.message for n in topo.notes) or "no GPU facts"
         raise NvtopoError(f"nothing to show: {why}", where=topo.origin.get("file") or "input")
@@ -157,6 +176,8 @@ def snapshot_cmd(
         help="Turn a pasted `nvidia-smi topo` text (or a snapshot) into a snapshot file "
              "instead of probing. '-' reads standard input."),
     timeout: float = typer.Option(30.0, "--timeout", min=0.1, help=TIMEOUT_HELP),
+    sysfs_root: Optional[str] = typer.Option(None, "--sysfs-root", metavar="DIR",
+                                             help=SYSFS_ROOT_HELP),
 ) -> None:
     """Record the raw evidence of every probe in one JSON file.
 
@@ -172,10 +193,11 @@ def snapshot_cmd(
     """
     from . import snapshot
 
+    options = _probe_options(timeout, sysfs_root, from_, "snapshot")
     if from_ is not None:
         doc = snapshot.load_document(from_)
     else:
-        doc = snapshot.take(ProbeOptions(timeout=timeout))
+        doc = snapshot.take(options)
         for name, ev in doc["probes"].items():
             if ev.get("status") != "ok":
                 sys.stderr.write(f"nvtopo: note: {name}: {ev.get('error')} (recorded)\n")
@@ -240,6 +262,61 @@ def links(
         _print_json(doc)
     else:
         render_links.print_links(doc, _console())
+
+# --- nvtopo ib: InfiniBand / RoCE ports from sysfs (issue #4) -------------------------------
+
+
+@app.command("ib")
+@handles_errors
+def ib_cmd(
+    from_: Optional[str] = typer.Option(
+        None, "--from", "-f", metavar="FILE",
+        help="Read a snapshot (taken by `nvtopo snapshot`, with sysfs evidence) instead of "
+             "probing. '-' reads standard input."),
+    sysfs_root: Optional[str] = typer.Option(None, "--sysfs-root", metavar="DIR",
+                                             help=SYSFS_ROOT_HELP),
+    fmt: Format = typer.Option(Format.table, "--format",
+                               help="table (Rich) or json (the ib document)."),
+) -> None:
+    """One row per InfiniBand/RoCE port: state, rate, link layer, netdev, PCI, NUMA,
+    nearest GPU and nonzero error counters.
+
+    Reads /sys without root and without external tools (or DIR with
+    --sysfs-root).  InfiniBand vs RoCE is decided per port from link_layer.
+
+    Examples:
+
+      nvtopo ib
+
+      nvtopo ib --sysfs-root /host/sys --format json
+
+      nvtopo ib --from node17.json
+    """
+    from . import snapshot
+    from .probes import host, sysfs
+    from .render import ib
+
+    if from_ is not None:
+        _probe_options(30.0, sysfs_root, from_, "ib")
+        topo = snapshot.load(from_)
+        if not ib.has_sysfs(topo):
+            raise NvtopoError("holds no sysfs evidence (take a snapshot with `nvtopo snapshot` "
+                              "on the node, or read a copied tree with --sysfs-root DIR)",
+                              where=topo.origin.get("file") or from_)
+    else:
+        options = _probe_options(30.0, sysfs_root, None, "ib")
+        root = options.sysfs_root or sysfs.DEFAULT_ROOT
+        if not sysfs.looks_like_sysfs(root):
+            raise NvtopoError("is not a sysfs tree (no bus/, class/ or devices/); "
+                              "use --sysfs-root DIR or --from FILE", where=root)
+        doc = {"probes": {sysfs.SOURCE: sysfs.capture(options),
+                          host.SOURCE: host.capture(options)}}
+        topo = snapshot.derive(doc, where=None)
+        topo.origin = {"kind": "live", "sysfs_root": root}
+    if fmt is Format.json:
+        _print_json(ib.document(topo))
+    else:
+        ib.print_ib(topo, _console())
 
 
 def run() -> None:

@@ -410,7 +410,11 @@ class Topology:
             if mine_m is None:
                 setattr(self, attr, theirs)
                 continue
+            # a source that names NICs by device (mlx5_0) is compared with one that
+            # labels them NIC0 through the NIC's name
+            alias = {n.name: n.label for n in self.nics if n.name != n.label}
             for a, b, tok in theirs.pairs():
+                a, b = alias.get(a, a), alias.get(b, b)
                 have = mine_m.get(a, b) or mine_m.get(b, a)
                 if have is not None and tok is not None and have != tok:
                     self.disagreements.append(Disagreement(

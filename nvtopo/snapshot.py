@@ -118,7 +118,7 @@ def derive(doc: Dict[str, Any], where: Optional[str] = None) -> Topology:
         topo.note("source.unknown_probe", "snapshot holds evidence this nvtopo does not read: "
                   + ", ".join(unknown), source="snapshot")
     host = doc.get("host")
-    topo.host = dict(host) if isinstance(host, dict) else {}
+    topo.host = {**topo.host, **(dict(host) if isinstance(host, dict) else {})}
     topo.origin = {"kind": "snapshot", "file": where,
                    "nvtopo_version": doc.get("nvtopo_version")}
     return topo
@@ -294,6 +294,12 @@ def live(options: Optional[ProbeOptions] = None) -> Topology:
     """Probe this machine.  Raises :class:`NvtopoError` when no source has any data."""
     doc = take(options)
     evidence = doc["probes"][topo_text.SOURCE]
+    if evidence["status"] != "ok" and options is not None and options.sysfs_root:
+        # an explicit --sysfs-root tree is shown even without nvidia-smi here
+        topo = derive(doc, where=None)
+        if topo.gpus or topo.nics:
+            topo.origin = {"kind": "live", "sysfs_root": options.sysfs_root}
+            return topo
     if evidence["status"] != "ok":
         hint = ("to audit a saved file instead: nvtopo show --from FILE (a snapshot, or a "
                 "pasted `nvidia-smi topo -m`; - reads stdin), or try: nvtopo show --example dgx-h100")

@@ -26,6 +26,8 @@ from typing import Dict, Optional
 PROBES: Dict[str, str] = {
     "topo-text": "nvtopo.probes.topo_text",
     "nvml": "nvtopo.probes.nvml",
+    "sysfs": "nvtopo.probes.sysfs",
+    "host": "nvtopo.probes.host",
 }
 
 

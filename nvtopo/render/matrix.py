@@ -140,12 +140,16 @@ def gpu_table(topo: Topology) -> Table:
     table.add_column("NUMA", overflow="fold")
     table.add_column("GPU NUMA", no_wrap=True)
     table.add_column("NVLink", no_wrap=True)
+    pcie = any("sysfs" in g.extra for g in topo.gpus)
+    if pcie:
+        table.add_column("PCI", no_wrap=True)
+        table.add_column("PCIe link", overflow="fold")
     if nic_labels:
         table.add_column("nearest NIC", overflow="fold")
     for g in topo.gpus:
         counts = [topo.nvlink(g.index, o.index) for o in topo.gpus if o.index != g.index]
         linked = [c for c in counts if c]
-        if topo.matrix is None:
+        if topo.matrix is None or topo.matrix.source == "sysfs":
             nv = Text("unknown", style="dim")
         elif not linked:
             nv = Text("none", style="dim")
@@ -160,6 +164,9 @@ def gpu_table(topo: Topology) -> Table:
             str(g.gpu_numa_id) if g.gpu_numa_id is not None else Text("—", style="dim"),
             nv,
         ]
+        if pcie:
+            facts = g.extra.get("sysfs") or {}
+            row += [facts.get("pci_address") or Text("—", style="dim"), pcie_link_text(facts)]
         if nic_labels:
             best, tok = _nearest(topo, g.label, nic_labels)
             if best:
@@ -171,6 +178,30 @@ def gpu_table(topo: Topology) -> Table:
                 row.append(Text("unknown", style="dim"))
         table.add_row(*row)
     return table
+
+
+def pcie_link_text(facts: Dict[str, object]) -> Text:
+    """``Gen5 x16``, or current vs max (``Gen5 x8 of x16``, ``Gen3 of Gen5 x16``) from sysfs.
+
+    A narrower link than both ends allow is red; a slower one yellow (GPUs
+    lower their link speed when idle, so speed is judged only under load).
+    """
+    link = facts.get("link") if isinstance(facts, dict) else None
+    if not isinstance(link, dict) or link.get("current_gen") is None and \
+            link.get("current_width") is None:
+        return Text("unknown (no link attributes)", style="dim")
+    cg, cw, mg, mw = (link.get("current_gen"), link.get("current_width"), link.get("max_gen"),
+                      link.get("max_width"))
+    cur = f"Gen{cg if cg is not None else '?'} x{cw if cw is not None else '?'}"
+    text = Text(cur)
+    if link.get("width_below_max") or link.get("speed_below_max"):
+        text.append(f" (max Gen{mg if mg is not None else '?'} x{mw if mw is not None else '?'})")
+        hop = facts.get("narrowest_hop") if isinstance(facts, dict) else None
+        if link.get("width_below_max"):
+            text.stylize("bold red")
+        elif isinstance(hop, dict) and hop.get("speed_below_expected"):
+            text.stylize("yellow")
+    return text
 
 
 def _nic_ref(label: str, names: Dict[str, str]) -> str:
@@ -192,7 +223,8 @@ def nic_table(topo: Topology) -> Table:
             near = Text.assemble(_styled(tok), " ", ", ".join(best))
         else:
             near = Text("unknown", style="dim")
-        table.add_row(n.label, n.name if n.name != n.label else Text("unknown", style="dim"),
+        named = n.name != n.label or n.sources.get("name") == "sysfs"
+        table.add_row(n.label, n.name if named else Text("unknown", style="dim"),
                       near)
     return table
 
@@ -234,7 +266,9 @@ def summary(topo: Topology) -> Text:
              f"{len(topo.nics)} NIC{'s' if len(topo.nics) != 1 else ''}"]
     n = len(topo.gpus)
     pairs = n * (n - 1) // 2
-    if topo.matrix is not None:
+    if topo.matrix is not None and topo.matrix.source == "sysfs":
+        parts.append("NVLink unknown (sysfs only)")
+    elif topo.matrix is not None:
         linked = [p for p in topo.nvlinks if p.count > 0]
         counts = sorted({p.count for p in linked})
         what = f"{len(linked)}/{pairs} GPU pairs NVLink-connected"

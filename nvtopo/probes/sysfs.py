@@ -1,0 +1,1044 @@
+"""The sysfs probe: InfiniBand/RoCE ports, the PCI tree and NUMA, read from /sys.
+
+Everything here is readable without root and needs no external tool.  The
+probe reads a *sysfs root* (``/sys`` by default, or ``--sysfs-root DIR``
+where DIR plays the role of /sys, like node_exporter's ``--path.sysfs``):
+
+* ``class/infiniband/<dev>``: device attributes, the ``device`` link to the
+  PCI function (walking up to the nearest PCI address for auxiliary and
+  sub-function devices), netdevs (``device/net/*``), every ``ports/<n>``
+  (state, phys_state, rate, link_layer, lid, sm_lid, gids/0, counters,
+  hw_counters) and device-level ``hw_counters``;
+* ``bus/pci/devices``: GPUs, NICs, NVMe drives and bridges (link speed and
+  width, NUMA node, local CPUs, and the parent chain from the resolved path);
+* ``devices/system/node``: NUMA nodes, their CPUs and distances;
+* ``module/``: whether a GPUDirect RDMA peer-memory module is loaded.
+
+Two halves, kept apart, as for every probe:
+
+* :func:`capture` reads the tree and returns the raw evidence: a flat map of
+  the paths it read (relative to the root, symlinks resolved *inside* the
+  root) to their contents (``files``), link targets (``links``), directory
+  listings (``dirs``) and read errors (``errors``, e.g. ``EINVAL``);
+* :func:`derive` is a pure function from that evidence to a model fragment.
+
+Both run the same traversal (:func:`_collect`) over a *view*: the live tree
+in :func:`capture`, the recorded maps in :func:`derive`; so the evidence holds
+exactly the paths the probe reads, and ``--from`` re-derives everything.
+
+Symlinks are resolved link by link and absolute targets are re-rooted, so a
+copied tree never leads the probe into the live /sys (like psutil's
+``PROCFS_PATH`` and hwloc's fsroot: every read goes through the root).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import time
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from ..errors import NvtopoError
+from ..model import GPU, NIC, Matrix, Topology, path_rank
+
+SOURCE = "sysfs"
+DEFAULT_ROOT = "/sys"
+
+BDF_RE = re.compile(r"^([0-9a-f]{4,}):([0-9a-f]{2}):([0-9a-f]{2})\.([0-7])$")
+HOST_BRIDGE_RE = re.compile(r"^pci([0-9a-f]{4,}):([0-9a-f]{2})$")
+NODE_RE = re.compile(r"^node(\d+)$")
+
+VENDOR_NVIDIA = 0x10DE
+VENDOR_MELLANOX = 0x15B3
+
+#: Per-port error counters (PMA PortCounters), and the value at which each
+#: saturates (they stick at their maximum instead of wrapping).
+ERROR_COUNTERS: Dict[str, int] = {
+    "symbol_error": 0xFFFF,
+    "link_error_recovery": 0xFF,
+    "link_downed": 0xFF,
+    "port_rcv_errors": 0xFFFF,
+    "port_rcv_remote_physical_errors": 0xFFFF,
+    "port_rcv_switch_relay_errors": 0xFFFF,
+    "port_xmit_discards": 0xFFFF,
+    "port_xmit_constraint_errors": 0xFF,
+    "port_rcv_constraint_errors": 0xFF,
+    "local_link_integrity_errors": 0xF,
+    "excessive_buffer_overrun_errors": 0xF,
+    "VL15_dropped": 0xFFFF,
+}
+#: Other counters with a fixed width.
+OTHER_SATURATING = {"port_xmit_wait": 0xFFFFFFFF}
+#: Data counters count 4-byte words.
+DATA_COUNTERS = {"port_xmit_data": "xmit", "port_rcv_data": "rcv"}
+
+#: PCIe generation by transfer rate (GT/s).
+PCIE_GEN = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
+
+#: Device attributes read under class/infiniband/<dev>.
+HCA_ATTRS = ("node_type", "node_guid", "sys_image_guid", "fw_ver", "hca_type", "board_id")
+#: Port attributes read under ports/<n>.
+PORT_ATTRS = ("state", "phys_state", "rate", "link_layer", "lid", "sm_lid", "gids/0")
+#: PCI attributes read for GPUs, NICs, NVMe drives and bridges.
+PCI_ATTRS = ("device", "numa_node", "local_cpulist", "current_link_speed", "current_link_width",
+             "max_link_speed", "max_link_width")
+#: Peer-memory modules (GPUDirect RDMA) and GPUDirect Storage.
+MODULES = ("nvidia_peermem", "nv_peer_mem", "nvidia_fs")
+PEER_MEM_FILES = ("kernel/mm/memory_peers/nv_mem/version",)
+
+
+# --- path resolution inside the root ---------------------------------------------
+
+
+def resolve_path(rel: str, readlink: Callable[[str], Optional[str]],
+                 cache: Dict[str, str], _depth: int = 0) -> str:
+    """Resolve every symlink in ``rel`` (relative to the root), staying inside the root.
+
+    ``readlink(path)`` gives a link's target, or ``None`` when ``path`` is no
+    link.  Relative targets resolve against the link's directory; absolute
+    ones (``/sys/devices/...`` or ``/devices/...``) are re-rooted; ``..``
+    never climbs above the root.  Results are cached per path.
+    """
+    hit = cache.get(rel)
+    if hit is not None:
+        return hit
+    head, _, comp = rel.rpartition("/")
+    cur = resolve_path(head, readlink, cache, _depth) if head else ""
+    if not comp or comp == ".":
+        res = cur
+    elif comp == "..":
+        res = cur.rsplit("/", 1)[0] if "/" in cur else ""
+    else:
+        key = f"{cur}/{comp}" if cur else comp
+        res = cache.get(key)
+        if res is None:
+            target = readlink(key) if _depth < 40 else None
+            if target is None:
+                res = key
+            elif target.startswith("/"):
+                t = target.lstrip("/")
+                if t == "sys" or t.startswith("sys/"):
+                    t = t[3:].lstrip("/")
+                res = resolve_path(t, readlink, cache, _depth + 1)
+            else:
+                res = resolve_path(f"{cur}/{target}" if cur else target, readlink, cache,
+                                   _depth + 1)
+            cache[key] = res
+    cache[rel] = res
+    return res
+
+
+def _errno_text(exc: OSError) -> str:
+    name = errno.errorcode.get(exc.errno or 0, "EIO")
+    return f"{name}: {exc.strerror or os.strerror(exc.errno or errno.EIO)}"
+
+
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_CHUNK = 1 << 16
+
+
+class _LiveView:
+    """Reads a sysfs tree through its root and records everything it reads."""
+
+    def __init__(self, root: str, faults: Optional[Dict[str, str]] = None) -> None:
+        self.root = os.path.abspath(root)
+        self.files: Dict[str, str] = {}
+        self.links: Dict[str, str] = {}
+        self.dirs: Dict[str, List[str]] = {}
+        self.errors: Dict[str, str] = {}
+        self._cache: Dict[str, str] = {}
+        #: Injected read errors (resolved path -> "ERRNO: message"), for tests:
+        #: file modes cannot simulate EACCES when tests run as root, and no
+        #: plain file can simulate EINVAL.
+        self.faults = dict(faults or {})
+
+    def _readlink(self, key: str) -> Optional[str]:
+        try:
+            target = os.readlink(os.path.join(self.root, key))
+        except OSError:
+            return None
+        self.links[key] = target
+        return target
+
+    def resolve(self, rel: str) -> str:
+        return resolve_path(rel, self._readlink, self._cache)
+
+    def read(self, rel: str) -> Tuple[Optional[str], Optional[str]]:
+        # Resolve the directory (cached); open the file itself without following
+        # a symlink, and resolve only when it is one (ELOOP): one syscall saved
+        # per file, and no link is ever followed outside the root.
+        head, _, name = rel.rpartition("/")
+        real = f"{self.resolve(head)}/{name}" if head else name
+        if real in self.files:
+            return self.files[real], None
+        if real in self.errors:
+            return None, self.errors[real]
+        fault = self.faults.get(real)
+        if fault is not None:
+            self.errors[real] = fault
+            return None, fault
+        try:
+            data = self._read_bytes(real)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                target = self.resolve(real)
+                if target != real:
+                    return self.read(target)
+            err = _errno_text(exc)
+            self.errors[real] = err
+            return None, err
+        text = data.rstrip(b"\x00").decode("utf-8", errors="replace")
+        if text.endswith("\n"):
+            text = text[:-1]
+        self.files[real] = text
+        return text, None
+
+    def _read_bytes(self, real: str) -> bytes:
+        fd = os.open(f"{self.root}/{real}", _OPEN_FLAGS)
+        try:
+            chunks = [os.read(fd, _CHUNK)]
+            while len(chunks[-1]) == _CHUNK:  # sysfs files can exceed a page: read to EOF
+                chunks.append(os.read(fd, _CHUNK))
+        finally:
+            os.close(fd)
+        return b"".join(chunks)
+
+    def listdir(self, rel: str) -> Tuple[Optional[List[str]], Optional[str]]:
+        real = self.resolve(rel)
+        if real in self.dirs:
+            return self.dirs[real], None
+        if real in self.errors:
+            return None, self.errors[real]
+        fault = self.faults.get(real)
+        if fault is not None:
+            self.errors[real] = fault
+            return None, fault
+        try:
+            names = sorted(os.listdir(os.path.join(self.root, real)))
+        except OSError as exc:
+            err = _errno_text(exc)
+            self.errors[real] = err
+            return None, err
+        self.dirs[real] = names
+        return names, None
+
+
+class _EvidenceView:
+    """Answers the same questions from recorded evidence (pure, no I/O)."""
+
+    def __init__(self, evidence: Dict[str, Any]) -> None:
+        self.files: Dict[str, str] = _str_map(evidence.get("files"))
+        self.links: Dict[str, str] = _str_map(evidence.get("links"))
+        self.errors: Dict[str, str] = _str_map(evidence.get("errors"))
+        dirs = evidence.get("dirs")
+        self.dirs: Dict[str, List[str]] = {
+            k: [str(x) for x in v] for k, v in (dirs.items() if isinstance(dirs, dict) else [])
+            if isinstance(v, list)}
+        self._cache: Dict[str, str] = {}
+
+    def resolve(self, rel: str) -> str:
+        return resolve_path(rel, self.links.get, self._cache)
+
+    def read(self, rel: str) -> Tuple[Optional[str], Optional[str]]:
+        real = self.resolve(rel)
+        if real in self.files:
+            return self.files[real], None
+        return None, self.errors.get(real, "ENOENT: not in the evidence")
+
+    def _read_bytes(self, real: str) -> bytes:
+        fd = os.open(f"{self.root}/{real}", _OPEN_FLAGS)
+        try:
+            chunks = [os.read(fd, _CHUNK)]
+            while len(chunks[-1]) == _CHUNK:  # sysfs files can exceed a page: read to EOF
+                chunks.append(os.read(fd, _CHUNK))
+        finally:
+            os.close(fd)
+        return b"".join(chunks)
+
+    def listdir(self, rel: str) -> Tuple[Optional[List[str]], Optional[str]]:
+        real = self.resolve(rel)
+        if real in self.dirs:
+            return self.dirs[real], None
+        return None, self.errors.get(real, "ENOENT: not in the evidence")
+
+
+def _str_map(m: Any) -> Dict[str, str]:
+    if not isinstance(m, dict):
+        return {}
+    return {str(k): v for k, v in m.items() if isinstance(v, str)}
+
+
+# --- capture -----------------------------------------------------------------------
+
+
+def looks_like_sysfs(root: str) -> bool:
+    """True when ``root`` has at least one of sysfs's top-level directories."""
+    return any(os.path.isdir(os.path.join(root, d)) for d in ("bus", "class", "devices"))
+
+
+def check_root(root: str) -> None:
+    """Raise :class:`NvtopoError` when ``--sysfs-root`` is no sysfs tree."""
+    if not os.path.exists(root):
+        raise NvtopoError("no such directory (--sysfs-root)", where=root)
+    if not os.path.isdir(root):
+        raise NvtopoError("is not a directory (--sysfs-root wants a sysfs tree such as /sys)",
+                          where=root)
+    if not looks_like_sysfs(root):
+        raise NvtopoError("is not a sysfs tree: none of bus/, class/ or devices/ under it "
+                          "(--sysfs-root wants a directory that plays the role of /sys)",
+                          where=root)
+
+
+def capture(options: Optional[Any] = None, faults: Optional[Dict[str, str]] = None
+            ) -> Dict[str, Any]:
+    """Read the sysfs tree and return its raw evidence.
+
+    Never raises for the expected failures: a missing root, unreadable files
+    and vanished devices are recorded (``status``, ``errors``).
+    """
+    root = getattr(options, "sysfs_root", None) or DEFAULT_ROOT
+    evidence: Dict[str, Any] = {
+        "root": root,
+        "status": "ok",
+        "error": None,
+        "uid": os.getuid() if hasattr(os, "getuid") else None,
+        "duration_s": None,
+        "files": {},
+        "links": {},
+        "dirs": {},
+        "errors": {},
+    }
+    if not os.path.isdir(root) or not looks_like_sysfs(root):
+        evidence["status"] = "missing"
+        evidence["error"] = f"{root} is not a sysfs tree (no bus/, class/ or devices/)"
+        return evidence
+    start = time.monotonic()
+    view = _LiveView(root, faults)
+    _collect(view)
+    evidence["duration_s"] = round(time.monotonic() - start, 4)
+    evidence["files"] = view.files
+    evidence["links"] = view.links
+    evidence["dirs"] = view.dirs
+    evidence["errors"] = view.errors
+    return evidence
+
+
+# --- value parsers (pure) -------------------------------------------------------------
+
+
+def parse_enum(raw: Optional[str]) -> Tuple[Optional[int], Optional[str]]:
+    """``"4: ACTIVE"`` -> ``(4, "ACTIVE")``; ``"7: Phy Test"`` -> ``(7, "Phy Test")``."""
+    if raw is None:
+        return None, None
+    s = raw.strip()
+    m = re.match(r"^(\d+)\s*:\s*(.*)$", s)
+    if m:
+        return int(m.group(1)), (m.group(2).strip() or None)
+    return None, (s or None)
+
+
+_RATE_RE = re.compile(
+    r"^\s*(?P<num>\d+(?:\.\d+)?)\s*(?P<unit>[GM])[bB]/sec"
+    r"(?:\s*\(\s*(?P<lanes>\d+)X\s*(?P<speed>[A-Za-z0-9]+)?\s*\))?\s*$")
+
+
+def parse_rate(raw: Optional[str]) -> Dict[str, Any]:
+    """Parse a port ``rate`` in every form the kernels print.
+
+    ``400 Gb/sec (4X NDR)``, ``10 Gb/sec (4X)`` (old kernels), ``0 GB/sec``
+    (MLNX_OFED 4.3), ``2.5 Gb/sec (1X SDR)``, ``14.0625 Gb/sec (1X FDR)``,
+    ``200 Gb/sec (2X NDR)``, ``800 Gb/sec (4X XDR)``.  The raw string is kept;
+    ``gbps`` is ``None`` where the text is not a rate.
+    """
+    out: Dict[str, Any] = {"raw": raw, "gbps": None, "lanes": None, "width": None,
+                           "speed": None}
+    if raw is None:
+        return out
+    m = _RATE_RE.match(raw)
+    if not m:
+        return out
+    num = float(m.group("num"))
+    if m.group("unit") == "M":
+        num = num / 1000.0
+    out["gbps"] = int(num) if num.is_integer() else num
+    if m.group("lanes"):
+        out["lanes"] = int(m.group("lanes"))
+        out["width"] = f"{out['lanes']}X"
+    if m.group("speed"):
+        out["speed"] = m.group("speed").upper()
+    return out
+
+
+def parse_pcie_speed(raw: Optional[str]) -> Optional[float]:
+    """``"32.0 GT/s PCIe"`` (kernel >= 5.7) or ``"8 GT/s"`` (<= 5.6) -> GT/s; ``Unknown`` -> None."""
+    if raw is None:
+        return None
+    m = re.match(r"^\s*(\d+(?:\.\d+)?)\s*GT/s", raw)
+    return float(m.group(1)) if m else None
+
+
+def pcie_gen(gts: Optional[float]) -> Optional[int]:
+    return PCIE_GEN.get(gts) if gts is not None else None
+
+
+def _int(raw: Optional[str], base: int = 10) -> Optional[int]:
+    if raw is None:
+        return None
+    try:
+        return int(raw.strip(), base)
+    except ValueError:
+        return None
+
+
+def parse_bdf(bdf: str) -> Optional[Tuple[int, int, int, int]]:
+    m = BDF_RE.match(bdf.lower())
+    if not m:
+        return None
+    return (int(m.group(1), 16), int(m.group(2), 16), int(m.group(3), 16), int(m.group(4)))
+
+
+def cpulist_count(cpulist: Optional[str]) -> Optional[int]:
+    """Number of CPUs in a list such as ``0-55,112-167``; 0 for an empty list."""
+    if cpulist is None:
+        return None
+    n = 0
+    for part in cpulist.strip().split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if "-" in part:
+            a, _, b = part.partition("-")
+            if not (a.isdigit() and b.isdigit()):
+                return None
+            n += int(b) - int(a) + 1
+        elif part.isdigit():
+            n += 1
+        else:
+            return None
+    return n
+
+
+def natural_key(name: str) -> List[Any]:
+    """``mlx5_2`` before ``mlx5_10``."""
+    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name)]
+
+
+def _reason(err: Optional[str]) -> str:
+    if err is None:
+        return "unknown"
+    if err.startswith("ENOENT"):
+        return "missing (ENOENT)"
+    return err
+
+
+# --- the traversal (shared by capture and derive) ---------------------------------------
+
+
+def _pci_kind(vendor: Optional[int], cls: Optional[int]) -> Optional[str]:
+    if cls is None:
+        return None
+    base, sub = cls >> 16, (cls >> 8) & 0xFF
+    if vendor == VENDOR_NVIDIA and base == 0x03:
+        return "gpu"
+    if base == 0x02 and sub in (0x00, 0x07) and vendor == VENDOR_MELLANOX:
+        return "nic"
+    if base == 0x02 and sub == 0x07:
+        return "nic"
+    if base == 0x01 and sub == 0x08:
+        return "nvme"
+    if base == 0x06 and sub == 0x04:
+        return "bridge"
+    return None
+
+
+def _chain(real: str) -> Tuple[Optional[str], List[str]]:
+    """Host bridge (``pci0000:15``) and the BDFs from the root port down to the device."""
+    host = None
+    chain: List[str] = []
+    for comp in real.split("/"):
+        if host is None and HOST_BRIDGE_RE.match(comp):
+            host = comp
+            continue
+        if BDF_RE.match(comp):
+            chain.append(comp)
+    return host, chain
+
+
+def _collect(v: Any) -> Dict[str, Any]:
+    """Walk the tree through view ``v`` and return what was found, values still raw."""
+    out: Dict[str, Any] = {"pci": {}, "hcas": [], "numa": None, "modules": {}}
+
+    # -- PCI devices
+    names, err = v.listdir("bus/pci/devices")
+    out["pci_error"] = err if names is None else None
+    for name in names or []:
+        bdf = name.lower()
+        if not BDF_RE.match(bdf):
+            continue
+        base = f"bus/pci/devices/{name}"
+        cls_raw, cls_err = v.read(base + "/class")
+        ven_raw, _ = v.read(base + "/vendor")
+        cls, vendor = _int(cls_raw, 16), _int(ven_raw, 16)
+        kind = _pci_kind(vendor, cls)
+        if kind is None:
+            continue
+        real = v.resolve(base)
+        host, chain = _chain(real)
+        dev: Dict[str, Any] = {"bdf": bdf, "kind": kind, "vendor": vendor, "class": cls,
+                               "path": real, "host_bridge": host, "chain": chain,
+                               "attrs": {}, "errors": {}}
+        for attr in PCI_ATTRS:
+            val, aerr = v.read(f"{base}/{attr}")
+            if val is None:
+                dev["errors"][attr] = aerr
+            else:
+                dev["attrs"][attr] = val
+        out["pci"][bdf] = dev
+
+    # -- RDMA devices
+    devs, err = v.listdir("class/infiniband")
+    out["ib_error"] = err if devs is None else None
+    for name in devs or []:
+        base = f"class/infiniband/{name}"
+        hca: Dict[str, Any] = {"name": name, "path": v.resolve(base), "attrs": {}, "errors": {},
+                               "ports": [], "netdevs": [], "hw_counters": None}
+        for attr in HCA_ATTRS:
+            val, aerr = v.read(f"{base}/{attr}")
+            if val is None:
+                hca["errors"][attr] = aerr
+            else:
+                hca["attrs"][attr] = val
+        hca["device_path"] = v.resolve(base + "/device")
+        nets, _ = v.listdir(base + "/device/net")
+        for nd in nets or []:
+            entry: Dict[str, Any] = {"name": nd}
+            for attr in ("dev_port", "dev_id", "type"):
+                val, _ = v.read(f"{base}/device/net/{nd}/{attr}")
+                entry[attr] = val
+            hca["netdevs"].append(entry)
+        hca["hw_counters"] = _read_counter_dir(v, base + "/hw_counters")
+        ports, perr = v.listdir(base + "/ports")
+        if ports is None:
+            hca["errors"]["ports"] = perr
+        for p in sorted(ports or [], key=lambda s: (not s.isdigit(), int(s) if s.isdigit() else 0, s)):
+            if not p.isdigit():
+                continue
+            pbase = f"{base}/ports/{p}"
+            port: Dict[str, Any] = {"port": int(p), "attrs": {}, "errors": {}}
+            for attr in PORT_ATTRS:
+                val, aerr = v.read(f"{pbase}/{attr}")
+                if val is None:
+                    port["errors"][attr] = aerr
+                else:
+                    port["attrs"][attr] = val
+            if (port["attrs"].get("link_layer") or "").strip() == "Ethernet":
+                for attr in ("gid_attrs/ndevs/0", "gid_attrs/types/0"):
+                    val, aerr = v.read(f"{pbase}/{attr}")
+                    if val is None:
+                        port["errors"][attr] = aerr
+                    else:
+                        port["attrs"][attr] = val
+            port["counters"] = _read_counter_dir(v, pbase + "/counters")
+            port["hw_counters"] = _read_counter_dir(v, pbase + "/hw_counters")
+            hca["ports"].append(port)
+        out["hcas"].append(hca)
+
+    # -- NUMA
+    nodes, err = v.listdir("devices/system/node")
+    if nodes is not None:
+        numa: Dict[str, Any] = {"nodes": [], "online": v.read("devices/system/node/online")[0]}
+        for n in sorted((x for x in nodes if NODE_RE.match(x)), key=lambda s: int(s[4:])):
+            cpulist, cerr = v.read(f"devices/system/node/{n}/cpulist")
+            dist, derr = v.read(f"devices/system/node/{n}/distance")
+            numa["nodes"].append({"node": int(n[4:]), "cpulist": cpulist, "distance": dist,
+                                  "errors": {k: e for k, e in (("cpulist", cerr),
+                                                               ("distance", derr))
+                                             if e is not None and k}})
+        out["numa"] = numa
+    else:
+        out["numa_error"] = err
+
+    # -- GPUDirect modules
+    for mod in MODULES:
+        listing, _ = v.listdir(f"module/{mod}")
+        version = v.read(f"module/{mod}/version")[0] if listing and "version" in listing else None
+        out["modules"][mod] = {"loaded": listing is not None, "version": version}
+    for path in PEER_MEM_FILES:
+        out["modules"][path] = {"loaded": v.read(path)[0] is not None}
+    return out
+
+
+def _read_counter_dir(v: Any, path: str) -> Optional[Dict[str, Tuple[Optional[str], Optional[str]]]]:
+    names, _ = v.listdir(path)
+    if names is None:
+        return None
+    out = {}
+    for n in names:
+        if n == "lifespan":  # a writable cache setting, not a counter
+            continue
+        out[n] = v.read(f"{path}/{n}")
+    return out
+
+
+# --- derive (pure) ------------------------------------------------------------------------------
+
+
+def derive(evidence: Dict[str, Any]) -> Topology:
+    """Model facts from recorded sysfs evidence.  Pure: no I/O."""
+    topo = Topology(sources=[SOURCE])
+    status = evidence.get("status") or "ok"
+    if status != "ok":
+        topo.note("sysfs.unavailable", f"no sysfs facts: {evidence.get('error') or status}",
+                  source=SOURCE, level="warning")
+        return topo
+    raw = _collect(_EvidenceView(evidence))
+    return build(raw, root=evidence.get("root"), topo=topo)
+
+
+def _link(dev: Dict[str, Any]) -> Dict[str, Any]:
+    """Current and max link of one PCI device, parsed, with reasons for what is unknown."""
+    a, e = dev["attrs"], dev["errors"]
+    cur = parse_pcie_speed(a.get("current_link_speed"))
+    mx = parse_pcie_speed(a.get("max_link_speed"))
+    cw = _int(a.get("current_link_width"))
+    mw = _int(a.get("max_link_width"))
+    link: Dict[str, Any] = {
+        "current_gts": cur, "current_gen": pcie_gen(cur), "current_width": cw,
+        "max_gts": mx, "max_gen": pcie_gen(mx), "max_width": mw,
+        "raw": {k: a.get(k) for k in ("current_link_speed", "current_link_width",
+                                      "max_link_speed", "max_link_width")},
+    }
+    unknown = {}
+    for k in ("current_link_speed", "current_link_width", "max_link_speed", "max_link_width"):
+        if k in e:
+            unknown[k] = _reason(e[k])
+        elif a.get(k) is not None and (("speed" in k and parse_pcie_speed(a[k]) is None)
+                                       or ("width" in k and _int(a[k]) is None)):
+            unknown[k] = f"not a value: {a[k]!r}"
+    if unknown:
+        link["unknown"] = unknown
+    link["width_below_max"] = (cw < mw) if cw is not None and mw is not None else None
+    link["speed_below_max"] = (cur < mx) if cur is not None and mx is not None else None
+    return link
+
+
+def _hops(dev: Dict[str, Any], pci: Dict[str, Dict[str, Any]]) -> Tuple[List[Dict[str, Any]], bool]:
+    """PCIe links from the root port down to the device; ``paired`` False for odd layouts.
+
+    Below the root port, bridges come as switch upstream/downstream port pairs,
+    so the physical links are (root port, next), (downstream port, next), ...
+    """
+    chain = dev["chain"]
+    paired = len(chain) % 2 == 0 or len(chain) == 1
+    pairs: List[Tuple[str, str]] = []
+    if len(chain) >= 2:
+        if paired:
+            pairs = [(chain[i], chain[i + 1]) for i in range(0, len(chain) - 1, 2)]
+        else:
+            pairs = [(chain[-2], chain[-1])]
+    hops = []
+    for up, down in pairs:
+        u = pci.get(up)
+        d = pci.get(down)
+        ul = _link(u) if u else {}
+        dl = _link(d) if d else {}
+        cur = dl.get("current_gts") if dl.get("current_gts") is not None else ul.get("current_gts")
+        cw = dl.get("current_width") if dl.get("current_width") is not None else ul.get("current_width")
+        maxes = [x for x in (ul.get("max_gts"), dl.get("max_gts")) if x is not None]
+        widths = [x for x in (ul.get("max_width"), dl.get("max_width")) if x is not None]
+        exp = min(maxes) if maxes else None
+        ew = min(widths) if widths else None
+        hops.append({
+            "upstream": up, "downstream": down,
+            "current_gts": cur, "current_gen": pcie_gen(cur), "current_width": cw,
+            "expected_gts": exp, "expected_gen": pcie_gen(exp), "expected_width": ew,
+            "width_degraded": (cw < ew) if cw is not None and ew is not None else None,
+            "speed_below_expected": (cur < exp) if cur is not None and exp is not None else None,
+        })
+    return hops, paired
+
+
+def _narrowest(hops: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    known = [h for h in hops if h["current_gts"] is not None and h["current_width"] is not None]
+    if not known:
+        return None
+    return min(known, key=lambda h: (h["current_gts"] * h["current_width"],
+                                     -hops.index(h)))
+
+
+def _switches(dev: Dict[str, Any]) -> Optional[List[str]]:
+    """Switch upstream ports above the device, root first; ``None`` for unpaired layouts."""
+    above = dev["chain"][:-1]
+    if above and len(above) % 2 == 0:
+        return None
+    return above[1::2]
+
+
+def _numa(dev: Dict[str, Any]) -> Optional[int]:
+    n = _int(dev["attrs"].get("numa_node"))
+    return n if n is not None and n >= 0 else None
+
+
+def path_level(a: Dict[str, Any], b: Dict[str, Any]) -> Optional[str]:
+    """PIX/PXB/PHB/NODE/SYS between two PCI devices from the tree; ``None`` when unknown."""
+    if a["bdf"] == b["bdf"]:
+        return "X"
+    if a["bdf"].rsplit(".", 1)[0] == b["bdf"].rsplit(".", 1)[0]:
+        return "PIX"  # functions of one device (multi-port NIC)
+    if a["host_bridge"] is not None and a["host_bridge"] == b["host_bridge"]:
+        sa, sb = _switches(a), _switches(b)
+        if sa is None or sb is None:
+            return None
+        k = 0
+        while k < min(len(sa), len(sb)) and sa[k] == sb[k]:
+            k += 1
+        if k == 0:
+            return "PHB"
+        return "PIX" if (len(sa) - k) + (len(sb) - k) + 1 == 1 else "PXB"
+    if a["host_bridge"] is None or b["host_bridge"] is None:
+        return None
+    na, nb = _numa(a), _numa(b)
+    if na is None or nb is None:
+        return None
+    return "NODE" if na == nb else "SYS"
+
+
+def _pci_of(path: str) -> Tuple[Optional[str], str]:
+    """Nearest PCI address in a resolved device path, and what the parent is."""
+    comps = [c for c in path.split("/") if c]
+    if "virtual" in comps:
+        return None, "none"
+    for i in range(len(comps) - 1, -1, -1):
+        if BDF_RE.match(comps[i]):
+            return comps[i], ("pci" if i == len(comps) - 1 else "auxiliary")
+    return None, "none"
+
+
+def _counters(raw: Optional[Dict[str, Tuple[Optional[str], Optional[str]]]]) -> Dict[str, Any]:
+    out: Dict[str, Any] = {"values": {}, "unknown": {}, "saturated": []}
+    for name, (val, err) in sorted((raw or {}).items()):
+        n = _int(val)
+        if n is None:
+            out["values"][name] = None
+            out["unknown"][name] = _reason(err) if val is None else val.strip() or "empty"
+            continue
+        out["values"][name] = n
+        limit = ERROR_COUNTERS.get(name) or OTHER_SATURATING.get(name)
+        if (limit is not None and n >= limit) or n in (0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF):
+            out["saturated"].append(name)
+    return out
+
+
+def _port(p: Dict[str, Any], node_type: Optional[str]) -> Dict[str, Any]:
+    a, e = p["attrs"], p["errors"]
+    state_code, state = parse_enum(a.get("state"))
+    phys_code, phys = parse_enum(a.get("phys_state"))
+    rate = parse_rate(a.get("rate"))
+    layer = (a.get("link_layer") or "").strip() or None
+    unknown: Dict[str, str] = {}
+    for k in PORT_ATTRS + ("gid_attrs/ndevs/0",):
+        if k in e and not (k == "gid_attrs/ndevs/0" and layer != "Ethernet"):
+            unknown[k] = _reason(e[k])
+    if a.get("rate") is not None and rate["gbps"] is None:
+        unknown["rate"] = f"not a rate: {a['rate']!r}"
+    if layer == "InfiniBand":
+        transport = "IB"
+    elif layer == "Ethernet":
+        transport = "iWARP" if node_type == "RNIC" else "RoCE"
+    else:
+        transport = None
+    counters = _counters(p.get("counters"))
+    hw = _counters(p.get("hw_counters")) if p.get("hw_counters") is not None else None
+    errors_nonzero = {k: v for k, v in counters["values"].items()
+                      if k in ERROR_COUNTERS and v}
+    data = {}
+    for k, short in DATA_COUNTERS.items():
+        if k in counters["values"]:
+            v = counters["values"][k]
+            data[short] = v * 4 if v is not None else None
+    gid0 = (a.get("gids/0") or "").strip() or None
+    active = state == "ACTIVE"
+    port: Dict[str, Any] = {
+        "port": p["port"],
+        "state": state, "state_code": state_code,
+        "phys_state": phys, "phys_state_code": phys_code,
+        "rate_gbps": rate["gbps"] if active else None,
+        "rate": rate,
+        "link_layer": layer,
+        "transport": transport,
+        "netdev": None,
+        "lid": _int(a.get("lid"), 0) if a.get("lid") is not None else None,
+        "sm_lid": _int(a.get("sm_lid"), 0) if a.get("sm_lid") is not None else None,
+        "gid0": gid0,
+        "port_guid": (gid0.replace(":", "")[16:] if gid0 and len(gid0.replace(":", "")) == 32
+                      else None),
+        "gid0_type": (a.get("gid_attrs/types/0") or "").strip() or None,
+        "gid0_netdev": (a.get("gid_attrs/ndevs/0") or "").strip() or None,
+        "counters": counters["values"] if p.get("counters") is not None else None,
+        "counters_unknown": counters["unknown"],
+        "counters_saturated": counters["saturated"],
+        "error_counters": errors_nonzero,
+        "data_bytes": data,
+        "hw_counters": hw["values"] if hw else None,
+        "hw_counters_unknown": hw["unknown"] if hw else {},
+        "unknown": unknown,
+    }
+    if not active and rate["gbps"] is not None:
+        port["rate_note"] = "port not ACTIVE: the rate it shows is meaningless"
+    if p.get("counters") is None:
+        port["counters_note"] = "no counters/ directory (driver without PMA)"
+    return port
+
+
+def build(raw: Dict[str, Any], root: Optional[str] = None,
+          topo: Optional[Topology] = None) -> Topology:
+    """Turn collected raw values into a model fragment (GPUs, NICs, sysfs path matrix)."""
+    topo = topo if topo is not None else Topology(sources=[SOURCE])
+    pci: Dict[str, Dict[str, Any]] = raw["pci"]
+    info: Dict[str, Any] = {"root": root}
+
+    if raw.get("pci_error"):
+        topo.note("sysfs.no_pci", f"bus/pci/devices unreadable: {_reason(raw['pci_error'])}; "
+                  "no PCI facts", source=SOURCE, level="warning")
+
+    # -- per-device PCI facts
+    def pci_facts(dev: Dict[str, Any]) -> Dict[str, Any]:
+        hops, paired = _hops(dev, pci)
+        facts: Dict[str, Any] = {
+            "pci_address": dev["bdf"],
+            "device_id": dev["attrs"].get("device"),
+            "class": f"0x{dev['class']:06x}" if dev["class"] is not None else None,
+            "numa_node": _numa(dev),
+            "local_cpulist": dev["attrs"].get("local_cpulist"),
+            "host_bridge": dev["host_bridge"],
+            "chain": dev["chain"],
+            "link": _link(dev),
+            "hops": hops,
+            "narrowest_hop": _narrowest(hops),
+        }
+        if not paired:
+            facts["layout_note"] = "unpaired PCIe bridges above this device: switch count unknown"
+        raw_numa = dev["attrs"].get("numa_node")
+        if raw_numa is None:
+            facts["numa_unknown"] = _reason(dev["errors"].get("numa_node"))
+        elif _numa(dev) is None:
+            facts["numa_unknown"] = f"numa_node is {raw_numa.strip()} (no NUMA information)"
+        return facts
+
+    gpus = sorted((d for d in pci.values() if d["kind"] == "gpu"),
+                  key=lambda d: parse_bdf(d["bdf"]) or (0, 0, 0, 0))
+    gpu_labels: Dict[str, str] = {}
+    for i, dev in enumerate(gpus):
+        facts = pci_facts(dev)
+        label = f"GPU{i}"
+        gpu_labels[dev["bdf"]] = label
+        g = GPU(index=i, label=label, pci_bus_id=dev["bdf"], sources={"pci_bus_id": SOURCE})
+        if facts["local_cpulist"]:
+            g.cpu_affinity = facts["local_cpulist"].strip()
+            g.sources["cpu_affinity"] = SOURCE
+        if facts["numa_node"] is not None:
+            g.numa_affinity = str(facts["numa_node"])
+            g.sources["numa_affinity"] = SOURCE
+        g.extra[SOURCE] = facts
+        topo.gpus.append(g)
+    if gpus:
+        topo.note("sysfs.gpu_order", "sysfs numbers GPUs in PCI bus order (GPU0 = lowest bus "
+                  "id), as nvidia-smi does by default; other enumerations (CUDA_DEVICE_ORDER, "
+                  "CUDA_VISIBLE_DEVICES) may differ", source=SOURCE)
+
+    # -- HCAs
+    hcas: List[Dict[str, Any]] = []
+    for h in sorted(raw["hcas"], key=lambda x: natural_key(x["name"])):
+        a, e = h["attrs"], h["errors"]
+        nt_code, node_type = parse_enum(a.get("node_type"))
+        bdf, parent = _pci_of(h["device_path"])
+        if bdf is None:
+            bdf, parent2 = _pci_of(h["path"])
+            parent = parent2 if bdf else "none"
+        dev = pci.get(bdf) if bdf else None
+        hca: Dict[str, Any] = {
+            "name": h["name"],
+            "pci_address": bdf,
+            "numa_node": _numa(dev) if dev else None,
+            "parent": parent,
+            "soft": bdf is None,
+            "node_type": node_type,
+            "node_guid": (a.get("node_guid") or "").strip() or None,
+            "sys_image_guid": (a.get("sys_image_guid") or "").strip() or None,
+            "fw_ver": (a.get("fw_ver") or "").strip() or None,
+            "hca_type": (a.get("hca_type") or "").strip() or None,
+            "board_id": (a.get("board_id") or "").strip() or None,
+            "device_path": h["device_path"],
+            "netdevs": [],
+            "unknown": {k: _reason(v) for k, v in e.items()},
+        }
+        if dev is not None:
+            facts = pci_facts(dev)
+            hca["pci"] = {k: facts[k] for k in ("device_id", "class", "local_cpulist",
+                                                "host_bridge", "chain", "link",
+                                                "narrowest_hop")}
+            if "numa_unknown" in facts:
+                hca["numa_unknown"] = facts["numa_unknown"]
+        elif bdf is not None:
+            hca["pci"] = None
+            hca["pci_note"] = f"{bdf} not found under bus/pci/devices"
+        else:
+            hca["pci"] = None
+            hca["pci_note"] = "software RDMA device: no PCI parent"
+            topo.note("sysfs.soft_device", f"{h['name']} has no PCI parent (software RDMA "
+                      "device such as rxe or siw): no placement", source=SOURCE,
+                      subject=h["name"])
+        for nd in h["netdevs"]:
+            hca["netdevs"].append({"name": nd["name"], "dev_port": _int(nd.get("dev_port")),
+                                   "dev_id": _int(nd.get("dev_id"), 0) if nd.get("dev_id") else None,
+                                   "type": _int(nd.get("type"))})
+        hw = _counters(h["hw_counters"]) if h["hw_counters"] is not None else None
+        hca["hw_counters"] = hw["values"] if hw else None
+        ports = [_port(p, node_type) for p in h["ports"]]
+        for port in ports:
+            port["netdev"] = _port_netdev(port, hca["netdevs"])
+            if port["counters_unknown"]:
+                reasons = sorted(set(port["counters_unknown"].values()))
+                topo.note("sysfs.counters_unknown",
+                          f"{h['name']} port {port['port']}: {len(port['counters_unknown'])} "
+                          f"counters unreadable ({'; '.join(reasons)})", source=SOURCE,
+                          level="warning", subject=h["name"])
+            if port["counters_saturated"]:
+                topo.note("sysfs.counters_saturated",
+                          f"{h['name']} port {port['port']}: counters stuck at their maximum "
+                          f"(true value is at least that): {', '.join(port['counters_saturated'])}",
+                          source=SOURCE, level="warning", subject=h["name"])
+        if "ports" in e:
+            topo.note("sysfs.no_ports", f"{h['name']}: ports/ unreadable ({_reason(e['ports'])})",
+                      source=SOURCE, level="warning", subject=h["name"])
+        hca["ports"] = ports
+        hcas.append(hca)
+
+    # -- GPU <-> NIC paths from the tree
+    devices = [g.label for g in topo.gpus] + [h["name"] for h in hcas]
+    pci_by_label: Dict[str, Optional[Dict[str, Any]]] = {gpu_labels[d["bdf"]]: d for d in gpus}
+    for h in hcas:
+        pci_by_label[h["name"]] = pci.get(h["pci_address"]) if h["pci_address"] else None
+    n = len(devices)
+    cells: List[List[Optional[str]]] = [[None] * n for _ in range(n)]
+    unknown_pairs = []
+    for i, da in enumerate(devices):
+        cells[i][i] = "X"
+        for j in range(i + 1, n):
+            db = devices[j]
+            if da.startswith("GPU") and db.startswith("GPU") and da in gpu_labels.values() \
+                    and db in gpu_labels.values():
+                continue  # NVLink is invisible to sysfs: GPU<->GPU left unknown
+            pa, pb = pci_by_label.get(da), pci_by_label.get(db)
+            tok = path_level(pa, pb) if pa and pb else None
+            cells[i][j] = cells[j][i] = tok
+            if tok is None and pa is not None and pb is not None:
+                unknown_pairs.append(f"{da}-{db}")
+    for h in hcas:
+        paths = {g.label: cells[devices.index(g.label)][devices.index(h["name"])]
+                 for g in topo.gpus}
+        h["gpu_paths"] = paths
+        ranked = [(path_rank(t), lab) for lab, t in paths.items() if path_rank(t) is not None]
+        if ranked:
+            best = min(r for r, _ in ranked)
+            h["nearest_gpus"] = [lab for r, lab in ranked if r == best]
+            h["nearest_gpu_path"] = paths[h["nearest_gpus"][0]]
+        else:
+            h["nearest_gpus"] = []
+            h["nearest_gpu_path"] = None
+    if n and hcas:
+        topo.matrix = Matrix(devices=devices, cells=cells, source=SOURCE)
+        if len(topo.gpus) > 1:
+            topo.note("sysfs.no_nvlink", "sysfs does not show NVLink: GPU↔GPU paths are left "
+                      "unknown in the sysfs path matrix", source=SOURCE)
+        if unknown_pairs:
+            shown = ", ".join(unknown_pairs[:6]) + (
+                f" and {len(unknown_pairs) - 6} more" if len(unknown_pairs) > 6 else "")
+            topo.note("sysfs.path_unknown", f"PCI path level unknown for {len(unknown_pairs)} "
+                      f"device pairs (no PCI placement, NUMA node -1, or an unpaired bridge "
+                      f"layout): {shown}", source=SOURCE, level="warning")
+
+    for h in hcas:
+        nic = NIC(label=h["name"], name=h["name"], sources={"label": SOURCE, "name": SOURCE})
+        if h["pci_address"]:
+            nic.pci_bus_id = h["pci_address"]
+            nic.sources["pci_bus_id"] = SOURCE
+        if h["numa_node"] is not None:
+            nic.numa_node = h["numa_node"]
+            nic.sources["numa_node"] = SOURCE
+        nic.extra[SOURCE] = h
+        topo.nics.append(nic)
+
+    if raw.get("ib_error") is not None:
+        info["rdma"] = f"class/infiniband absent or unreadable: {_reason(raw['ib_error'])}"
+    elif not hcas:
+        info["rdma"] = "no RDMA devices"
+
+    # -- NVMe drives (GPUDirect Storage placement)
+    nvme = []
+    for dev in sorted((d for d in pci.values() if d["kind"] == "nvme"),
+                      key=lambda d: parse_bdf(d["bdf"]) or (0, 0, 0, 0)):
+        facts = pci_facts(dev)
+        paths = {gpu_labels[g["bdf"]]: path_level(dev, g) for g in gpus}
+        ranked = [(path_rank(t), lab) for lab, t in paths.items() if path_rank(t) is not None]
+        best = min((r for r, _ in ranked), default=None)
+        nvme.append({"pci_address": dev["bdf"], "numa_node": facts["numa_node"],
+                     "link": facts["link"], "narrowest_hop": facts["narrowest_hop"],
+                     "gpu_paths": paths,
+                     "nearest_gpus": [lab for r, lab in ranked if r == best]})
+    info["nvme"] = nvme
+
+    # -- NUMA
+    numa = raw.get("numa")
+    if numa is not None:
+        nodes = []
+        for nd in numa["nodes"]:
+            cpul = nd["cpulist"].strip() if nd["cpulist"] is not None else None
+            dist = None
+            if nd["distance"] is not None:
+                parts = nd["distance"].split()
+                dist = [int(x) for x in parts] if all(x.isdigit() for x in parts) else None
+            entry = {"node": nd["node"], "cpulist": cpul, "cpus": cpulist_count(cpul),
+                     "distances": dist}
+            if cpul == "":
+                entry["memory_only"] = True
+            if nd["errors"]:
+                entry["unknown"] = {k: _reason(v) for k, v in nd["errors"].items()}
+            nodes.append(entry)
+        info["numa"] = {"online": (numa["online"] or "").strip() or None, "nodes": nodes}
+    else:
+        info["numa"] = None
+        topo.note("sysfs.no_numa", "devices/system/node absent or unreadable "
+                  f"({_reason(raw.get('numa_error'))}): NUMA layout unknown", source=SOURCE)
+
+    # -- GPUDirect RDMA
+    mods = raw["modules"]
+    peermem = mods["nvidia_peermem"]["loaded"]
+    legacy = mods["nv_peer_mem"]["loaded"] or any(
+        v["loaded"] for k, v in mods.items() if k.startswith("kernel/"))
+    info["gpudirect"] = {
+        "nvidia_peermem": peermem,
+        "nvidia_peermem_version": mods["nvidia_peermem"].get("version"),
+        "nv_peer_mem": legacy,
+        "peermem_loaded": peermem or legacy,
+        "dmabuf": "unknown (not visible in sysfs)",
+        "nvidia_fs": mods["nvidia_fs"]["loaded"],
+    }
+    topo.extra[SOURCE] = info
+    return topo
+
+
+def _port_netdev(port: Dict[str, Any], netdevs: List[Dict[str, Any]]) -> Optional[str]:
+    """The netdev of a port: RoCE's GID 0 netdev, else the function's netdev for this port."""
+    if port.get("link_layer") == "Ethernet":
+        nd = port.get("gid0_netdev")
+        if nd:
+            return nd
+    cands = [n for n in netdevs
+             if (n["dev_port"] if n["dev_port"] is not None else (n["dev_id"] or 0))
+             == port["port"] - 1]
+    if not cands and len(netdevs) == 1:
+        cands = netdevs
+    cands.sort(key=lambda n: ("." in n["name"], n["name"]))  # pkey children (ib0.8001) last
+    return cands[0]["name"] if cands else None

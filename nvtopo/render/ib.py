@@ -1,0 +1,222 @@
+"""``nvtopo ib``: one row per InfiniBand/RoCE port, and its JSON document.
+
+Everything comes from the sysfs facts in the model (``NIC.extra["sysfs"]``,
+``GPU.extra["sysfs"]``, ``Topology.extra["sysfs"]``), enriched with the host
+probe's interface stats (``Topology.extra["host"]["net_if"]``) where present.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Dict, List, Optional
+
+from rich.console import Console, Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from ..model import Topology
+from .matrix import cell_style
+
+#: Version of the ``nvtopo ib --format json`` document.
+IB_SCHEMA_VERSION = 1
+
+STATE_STYLES = {"ACTIVE": "green", "DOWN": "bold red", "INIT": "yellow", "ARMED": "yellow"}
+PHYS_STYLES = {"LinkUp": "green", "Polling": "bold red", "Disabled": "bold red"}
+
+
+def has_sysfs(topo: Topology) -> bool:
+    return "sysfs" in topo.sources or "sysfs" in topo.extra
+
+
+def document(topo: Topology) -> Dict[str, Any]:
+    """The ``nvtopo ib --format json`` document (see README, "nvtopo ib")."""
+    info = topo.extra.get("sysfs") or {}
+    net_if = (topo.extra.get("host") or {}).get("net_if") or {}
+    hcas = []
+    for nic in topo.nics:
+        h = nic.extra.get("sysfs")
+        if not isinstance(h, dict):
+            continue
+        h = copy.deepcopy(h)
+        for p in h.get("ports", []):
+            st = net_if.get(p.get("netdev")) if p.get("netdev") else None
+            p["netdev_stats"] = dict(st, source="psutil") if isinstance(st, dict) else None
+        hcas.append(h)
+    gpus = []
+    for g in topo.gpus:
+        s = g.extra.get("sysfs")
+        if not isinstance(s, dict):
+            continue
+        gpus.append({"label": g.label, "index": g.index, "pci_address": s.get("pci_address"),
+                     "numa_node": s.get("numa_node"), "local_cpulist": s.get("local_cpulist"),
+                     "link": s.get("link"), "narrowest_hop": s.get("narrowest_hop")})
+    return {
+        "schema_version": IB_SCHEMA_VERSION,
+        "origin": dict(topo.origin),
+        "host": dict(topo.host),
+        "sysfs_root": info.get("root"),
+        "rdma": info.get("rdma"),
+        "hcas": hcas,
+        "gpus": gpus,
+        "nvme": info.get("nvme") or [],
+        "numa": info.get("numa"),
+        "gpudirect": info.get("gpudirect"),
+        "notes": [n.to_dict() for n in topo.notes if n.source in ("sysfs", "host")],
+        "disagreements": [d.to_dict() for d in topo.disagreements],
+    }
+
+
+def _dim(s: str) -> Text:
+    return Text(s, style="dim")
+
+
+def _rate_cell(p: Dict[str, Any], best: Dict[Optional[str], float], soft: bool = False) -> Text:
+    rate = p.get("rate") or {}
+    if p.get("rate_gbps") is None:
+        if p.get("state") != "ACTIVE" and rate.get("raw"):
+            return _dim(f"— ({rate['raw']})")
+        return _dim("?" if p.get("state") == "ACTIVE" else "—")
+    g = p["rate_gbps"]
+    parts = [f"{g:g} Gb/s"]
+    extra = " ".join(x for x in (rate.get("speed"), rate.get("width")) if x)
+    if extra:
+        parts.append(extra)
+    text = Text(" ".join(parts))
+    top = best.get(p.get("link_layer"))
+    if top is not None and g < top and not soft:
+        text.stylize("bold yellow")
+        text.append(f" (peers {top:g})", style="yellow")
+    return text
+
+
+def _errors_cell(p: Dict[str, Any]) -> Text:
+    text = Text()
+    sat = set(p.get("counters_saturated") or [])
+    items = []
+    for name, v in sorted((p.get("error_counters") or {}).items()):
+        items.append(Text(f"{name}={v}" + ("+" if name in sat else ""),
+                          style="bold red" if name in sat else "red"))
+    unknown = p.get("counters_unknown") or {}
+    if unknown:
+        items.append(Text(f"{len(unknown)} unreadable", style="magenta"))
+    if p.get("counters") is None:
+        items.append(_dim("no counters"))
+    for i, it in enumerate(items):
+        if i:
+            text.append(", ")
+        text.append_text(it)
+    return text if items else _dim("—")
+
+
+def port_table(doc: Dict[str, Any]) -> Table:
+    ports = [(h, p) for h in doc["hcas"] for p in h.get("ports", [])]
+    best: Dict[Optional[str], float] = {}
+    for h, p in ports:
+        if p.get("rate_gbps") is not None and not h.get("soft"):
+            best[p.get("link_layer")] = max(best.get(p.get("link_layer"), 0), p["rate_gbps"])
+    table = Table(title="RDMA ports", title_justify="left", title_style="bold", box=None,
+                  pad_edge=False, padding=(0, 2, 0, 0), show_edge=False)
+    for col in ("device", "port", "state", "phys state", "rate", "link layer", "netdev", "PCI",
+                "NUMA", "nearest GPU", "errors"):
+        table.add_column(col, no_wrap=col in ("device", "port", "PCI"),
+                         overflow="fold", style="bold" if col == "device" else None)
+    for h, p in ports:
+        state = p.get("state")
+        phys = p.get("phys_state")
+        layer = p.get("link_layer")
+        if layer is None:
+            layer_t = Text("?", style="magenta")
+        else:
+            layer_t = Text(f"{layer} ({p['transport']})" if p.get("transport") == "RoCE"
+                           else layer)
+        nd = p.get("netdev")
+        if nd:
+            nd_t = Text(nd)
+            st = p.get("netdev_stats")
+            if st:
+                nd_t.append(" up" if st.get("up") else " down",
+                            style="green" if st.get("up") else "red")
+                if st.get("speed_mbps"):
+                    nd_t.append(f" {st['speed_mbps'] // 1000}G", style="dim")
+        else:
+            nd_t = _dim("—")
+        near = h.get("nearest_gpus") or []
+        if near:
+            tok = h.get("nearest_gpu_path")
+            shown = ", ".join(near[:3]) + (f" +{len(near) - 3}" if len(near) > 3 else "")
+            near_t = Text.assemble(Text(tok or "?", style=cell_style(tok)), " ", shown)
+        else:
+            near_t = _dim("none" if h.get("soft") else "unknown")
+        numa = h.get("numa_node")
+        table.add_row(
+            h["name"], str(p["port"]),
+            Text(state or "?", style=STATE_STYLES.get(state or "", "magenta")),
+            Text(phys or "?", style=PHYS_STYLES.get(phys or "", "yellow")),
+            _rate_cell(p, best, bool(h.get("soft"))), layer_t, nd_t,
+            h.get("pci_address") or _dim("none (software)" if h.get("soft") else "?"),
+            str(numa) if numa is not None else _dim("?"),
+            near_t, _errors_cell(p))
+    return table
+
+
+def summary(doc: Dict[str, Any]) -> Text:
+    ports = [p for h in doc["hcas"] for p in h.get("ports", [])]
+    parts = [f"{len(doc['hcas'])} RDMA device{'s' if len(doc['hcas']) != 1 else ''}"]
+    layers: Dict[str, int] = {}
+    for p in ports:
+        key = {"InfiniBand": "InfiniBand", "Ethernet": "Ethernet"}.get(p.get("link_layer") or "",
+                                                                       "unknown layer")
+        layers[key] = layers.get(key, 0) + 1
+    parts.append(f"{len(ports)} port{'s' if len(ports) != 1 else ''}"
+                 + (" (" + ", ".join(f"{v} {k}" for k, v in layers.items()) + ")" if layers
+                    else ""))
+    states: Dict[str, int] = {}
+    for p in ports:
+        states[p.get("state") or "unknown"] = states.get(p.get("state") or "unknown", 0) + 1
+    if states:
+        parts.append(", ".join(f"{v} {k}" for k, v in states.items()))
+    gd = doc.get("gpudirect") or {}
+    if gd:
+        if gd.get("nvidia_peermem"):
+            parts.append("GPUDirect RDMA: nvidia_peermem loaded")
+        elif gd.get("nv_peer_mem"):
+            parts.append("GPUDirect RDMA: nv_peer_mem (legacy) loaded")
+        else:
+            parts.append("GPUDirect RDMA: no peermem module (dmabuf unknown)")
+    numa = doc.get("numa")
+    if numa and numa.get("nodes"):
+        parts.append(f"{len(numa['nodes'])} NUMA node{'s' if len(numa['nodes']) != 1 else ''}")
+    return Text(" · ".join(parts), style="bold")
+
+
+def render(topo: Topology) -> RenderableType:
+    doc = document(topo)
+    parts: List[RenderableType] = []
+    head = Text("nvtopo ib", style="bold")
+    where = topo.origin.get("file") or doc.get("sysfs_root")
+    if where:
+        head.append(f" · {where}")
+    if topo.host.get("hostname"):
+        head.append(f" · host {topo.host['hostname']}")
+    parts.append(head)
+    parts.append(Text(""))
+    if doc["hcas"]:
+        parts.append(port_table(doc))
+    else:
+        parts.append(_dim(f"No RDMA devices ({doc.get('rdma') or 'class/infiniband is empty'})."))
+    notes = [n for n in topo.notes if n.source in ("sysfs", "host") and n.level == "warning"]
+    notes += [n for n in topo.notes if n.code == "sysfs.gpu_order"] if doc["hcas"] else []
+    if notes or topo.disagreements:
+        parts.append(Text(""))
+        for n in notes:
+            parts.append(Text.assemble((f"{n.level}: ", "yellow" if n.level == "warning"
+                                        else "dim"), n.message))
+        for d in topo.disagreements:
+            parts.append(Text.assemble(("disagreement: ", "bold yellow"),
+                                       f"{d.subject} {d.fact}: {d.message}"))
+    parts += [Text(""), summary(doc)]
+    return Group(*parts)
+
+
+def print_ib(topo: Topology, console: Console) -> None:
+    console.print(render(topo))

@@ -1,0 +1,395 @@
+"""The real sysfs probe over each fixture tree (fixtures/sysfs/*.sysfs), every field asserted."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nvtopo import fakesys, snapshot
+from nvtopo.probes import ProbeOptions, host, sysfs
+
+import sysfs_trees
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "sysfs"
+_CACHE = {}
+
+
+def probe(name, tmp_path_factory):
+    """Materialise a fixture, run the real capture over it, derive; cached per session."""
+    if name not in _CACHE:
+        root, faults = sysfs_trees.tree(name)
+        ev = sysfs.capture(ProbeOptions(sysfs_root=root), faults=faults)
+        _CACHE[name] = (root, ev, sysfs.derive(ev))
+    return _CACHE[name]
+
+
+def hcas(topo):
+    return {n.name: n.extra["sysfs"] for n in topo.nics}
+
+
+def port1(topo, name):
+    return hcas(topo)[name]["ports"][0]
+
+
+# --- DGX H100 --------------------------------------------------------------------------------
+
+H100_MAP = {  # RDMA device -> (PCI address, NUMA node, IPoIB netdev, its GPU)
+    "mlx5_0": ("0000:18:00.0", 0, "ibp24s0", "GPU0"),
+    "mlx5_3": ("0000:40:00.0", 0, "ibp64s0", "GPU1"),
+    "mlx5_4": ("0000:4f:00.0", 0, "ibp79s0", "GPU2"),
+    "mlx5_5": ("0000:5e:00.0", 0, "ibp94s0", "GPU3"),
+    "mlx5_6": ("0000:9a:00.0", 1, "ibp154s0", "GPU4"),
+    "mlx5_9": ("0000:c0:00.0", 1, "ibp192s0", "GPU5"),
+    "mlx5_10": ("0000:ce:00.0", 1, "ibp206s0", "GPU6"),
+    "mlx5_11": ("0000:dc:00.0", 1, "ibp220s0", "GPU7"),
+}
+H100_STORAGE = {"mlx5_1": ("0000:29:00.0", 0, "enp41s0f0np0"),
+                "mlx5_2": ("0000:29:00.1", 0, "enp41s0f1np1"),
+                "mlx5_7": ("0000:aa:00.0", 1, "enp170s0f0np0"),
+                "mlx5_8": ("0000:aa:00.1", 1, "enp170s0f1np1")}
+
+
+def test_dgx_h100_hcas_and_ports(tmp_path_factory):
+    _, ev, topo = probe("dgx-h100", tmp_path_factory)
+    h = hcas(topo)
+    assert list(h) == [f"mlx5_{i}" for i in range(12)]  # natural order
+    for name, (bdf, numa, netdev, gpu) in H100_MAP.items():
+        x = h[name]
+        assert x["pci_address"] == bdf and x["numa_node"] == numa and x["parent"] == "pci"
+        assert x["soft"] is False and x["node_type"] == "CA"
+        assert x["hca_type"] == "MT4129" and x["fw_ver"] == "28.39.1002"
+        assert x["board_id"] == "MT_0000000838"
+        assert x["node_guid"].startswith("a088:c203:0074:") and x["sys_image_guid"] == x["node_guid"]
+        assert x["unknown"] == {}
+        assert x["nearest_gpus"] == [gpu] and x["nearest_gpu_path"] == "PIX"
+        assert x["pci"]["link"]["current_gen"] == 5 and x["pci"]["link"]["current_width"] == 16
+        assert x["netdevs"] == [{"name": netdev, "dev_port": 0, "dev_id": 0, "type": 32}]
+        [p] = x["ports"]
+        assert p["port"] == 1 and p["state"] == "ACTIVE" and p["state_code"] == 4
+        assert p["phys_state"] == "LinkUp" and p["phys_state_code"] == 5
+        assert p["rate_gbps"] == 400
+        assert p["rate"] == {"raw": "400 Gb/sec (4X NDR)", "gbps": 400, "lanes": 4,
+                             "width": "4X", "speed": "NDR"}
+        assert p["link_layer"] == "InfiniBand" and p["transport"] == "IB"
+        assert p["netdev"] == netdev
+        assert p["lid"] == 0x30 + int(name.split("_")[1]) and p["sm_lid"] == 1
+        assert p["gid0"] == "fe80:0000:0000:0000:" + x["node_guid"]
+        assert p["port_guid"] == x["node_guid"].replace(":", "")  # IB: port GUID = node GUID
+        assert p["error_counters"] == {} and p["counters_saturated"] == []
+        assert p["counters_unknown"] == {} and p["unknown"] == {}
+        assert len(p["counters"]) == 21 and p["counters"]["link_downed"] == 0
+        assert p["data_bytes"]["xmit"] == 4 * p["counters"]["port_xmit_data"]
+        assert p["data_bytes"]["rcv"] == 4 * p["counters"]["port_rcv_data"]
+        assert set(p["hw_counters"]) == {"out_of_buffer", "out_of_sequence", "packet_seq_err",
+                                         "local_ack_timeout_err", "rnr_nak_retry_err",
+                                         "req_cqe_error"}  # lifespan is not a counter
+    for name, (bdf, numa, netdev) in H100_STORAGE.items():
+        x = h[name]
+        assert (x["pci_address"], x["numa_node"]) == (bdf, numa)
+        assert x["pci"]["class"] == "0x020000"
+        p = x["ports"][0]
+        assert p["link_layer"] == "Ethernet" and p["transport"] == "RoCE"
+        assert p["rate_gbps"] == 200 and p["rate"]["speed"] == "HDR"
+        assert p["netdev"] == netdev and p["gid0_netdev"] == netdev
+        assert p["gid0_type"] == "IB/RoCE v1" and p["lid"] == 0
+        assert x["nearest_gpu_path"] == "NODE"
+        assert x["nearest_gpus"] == (["GPU0", "GPU1", "GPU2", "GPU3"] if numa == 0
+                                     else ["GPU4", "GPU5", "GPU6", "GPU7"])
+    assert [n.level for n in topo.notes if n.level == "warning"] == []
+
+
+def test_dgx_h100_gpus_numa_paths(tmp_path_factory):
+    _, ev, topo = probe("dgx-h100", tmp_path_factory)
+    # the BMC VGA (ASPEED) and the NVSwitches (class 0x0680) are not GPUs
+    assert [g.pci_bus_id for g in topo.gpus] == [
+        "0000:1b:00.0", "0000:43:00.0", "0000:52:00.0", "0000:61:00.0",
+        "0000:9d:00.0", "0000:c3:00.0", "0000:d1:00.0", "0000:df:00.0"]
+    for g in topo.gpus:
+        s = g.extra["sysfs"]
+        numa = 0 if g.index < 4 else 1
+        assert g.numa_affinity == str(numa) and s["numa_node"] == numa
+        assert g.cpu_affinity == ("0-55,112-167" if numa == 0 else "56-111,168-223")
+        assert g.sources["pci_bus_id"] == "sysfs"
+        assert s["link"]["current_gen"] == s["link"]["max_gen"] == 5
+        assert s["link"]["current_width"] == s["link"]["max_width"] == 16
+        assert s["link"]["raw"]["current_link_speed"] == "32.0 GT/s PCIe"
+        assert len(s["chain"]) == 4 and s["host_bridge"].startswith("pci0000:")
+        assert [h["width_degraded"] for h in s["hops"]] == [False, False]
+        assert s["narrowest_hop"]["current_gen"] == 5
+    m = topo.matrix
+    assert m.source == "sysfs" and m.devices[:8] == [f"GPU{i}" for i in range(8)]
+    assert m.get("GPU0", "GPU1") is None  # NVLink is invisible to sysfs
+    assert m.get("GPU0", "mlx5_0") == "PIX" and m.get("GPU0", "mlx5_3") == "NODE"
+    assert m.get("GPU0", "mlx5_6") == "SYS" and m.get("mlx5_1", "mlx5_2") == "PIX"
+    assert m.get("mlx5_0", "mlx5_3") == "NODE" and m.get("mlx5_0", "mlx5_11") == "SYS"
+    info = topo.extra["sysfs"]
+    assert info["numa"] == {"online": "0-1", "nodes": [
+        {"node": 0, "cpulist": "0-55,112-167", "cpus": 112, "distances": [10, 21]},
+        {"node": 1, "cpulist": "56-111,168-223", "cpus": 112, "distances": [21, 10]}]}
+    assert info["gpudirect"]["nvidia_peermem"] is True and info["gpudirect"]["peermem_loaded"]
+    assert info["gpudirect"]["nv_peer_mem"] is False
+    assert len(info["nvme"]) == 8
+    nv = info["nvme"][0]
+    assert nv["pci_address"] == "0000:19:00.0" and nv["nearest_gpus"] == ["GPU0"]
+    assert nv["gpu_paths"]["GPU0"] == "PIX"
+    # Gen4 x4 drive in a Gen5 x4 switch port: expected is the lower max, not degraded
+    assert nv["narrowest_hop"]["expected_gen"] == 4 and not nv["narrowest_hop"]["speed_below_expected"]
+
+
+def test_dgx_h100_agrees_with_the_bundled_topo_example(tmp_path_factory):
+    """Same machine from two sources: NICs mapped by name, no disagreement."""
+    from nvtopo import examples
+
+    _, ev, _ = probe("dgx-h100", tmp_path_factory)
+    doc = snapshot.from_text_evidence(examples.read("dgx-h100"), "example")
+    doc["probes"]["sysfs"] = ev
+    topo = snapshot.derive(doc, "x")
+    assert topo.sources == ["topo-text", "sysfs"]
+    assert topo.disagreements == []
+    assert topo.matrix.source == "topo-text"
+    nic = topo.nic("NIC3")
+    assert (nic.name, nic.pci_bus_id, nic.numa_node) == ("mlx5_3", "0000:40:00.0", 0)
+    assert nic.sources["pci_bus_id"] == "sysfs" and nic.extra["sysfs"]["nearest_gpus"] == ["GPU1"]
+    assert topo.gpu(5).pci_bus_id == "0000:c3:00.0"
+
+
+def test_disagreements_between_topo_and_sysfs_are_recorded(tmp_path_factory):
+    from nvtopo import examples
+
+    _, ev, _ = probe("dgx-h100", tmp_path_factory)
+    text = examples.read("dgx-h100")
+    lines = text.splitlines()
+    # GPU0's row: claim NUMA 1 and SYS to NIC0 (mlx5_0)
+    i = next(k for k, ln in enumerate(lines) if ln.startswith("GPU0 "))
+    lines[i] = lines[i].replace("PIX", "SYS", 1).replace("0               N/A",
+                                                          "1               N/A")
+    j = next(k for k, ln in enumerate(lines) if ln.startswith("NIC0 "))
+    lines[j] = lines[j].replace("PIX", "SYS", 1)
+    doc = snapshot.from_text_evidence("\n".join(lines) + "\n", "t")
+    doc["probes"]["sysfs"] = ev
+    topo = snapshot.derive(doc, "x")
+    facts = {(d.subject, d.fact): d.values for d in topo.disagreements}
+    assert facts[("GPU0-NIC0", "path")] == {"topo-text": "SYS", "sysfs": "PIX"}
+    assert facts[("GPU0", "numa_affinity")] == {"topo-text": "1", "sysfs": "0"}
+    assert len(facts) == 2
+
+
+# --- faults ----------------------------------------------------------------------------------------
+
+
+def test_faults_ports_down_polling_slow_and_unpopulated(tmp_path_factory):
+    _, _, topo = probe("dgx-h100-faults", tmp_path_factory)
+    p = port1(topo, "mlx5_3")
+    assert (p["state"], p["phys_state"], p["rate_gbps"]) == ("DOWN", "Disabled", None)
+    assert p["rate"]["raw"] == "10 Gb/sec (4X SDR)" and "meaningless" in p["rate_note"]
+    assert p["lid"] == 0xFFFF
+    p = port1(topo, "mlx5_4")
+    assert (p["state"], p["state_code"], p["phys_state"], p["phys_state_code"]) == \
+        ("DOWN", 1, "Polling", 2)
+    p = port1(topo, "mlx5_5")
+    assert (p["state"], p["rate_gbps"], p["rate"]["speed"]) == ("ACTIVE", 200, "HDR")
+    p = port1(topo, "mlx5_8")
+    assert (p["state"], p["phys_state"], p["rate"]["raw"], p["rate"]["gbps"], p["rate_gbps"]) == \
+        ("DOWN", "Disabled", "0 GB/sec", 0, None)
+    p = port1(topo, "mlx5_2")
+    assert p["link_layer"] is None and p["transport"] is None
+    assert p["unknown"] == {"link_layer": "missing (ENOENT)"}
+
+
+def test_faults_counters_saturated_unreadable_and_tar_padded(tmp_path_factory):
+    _, ev, topo = probe("dgx-h100-faults", tmp_path_factory)
+    p = port1(topo, "mlx5_6")
+    assert p["error_counters"] == {"link_downed": 255, "port_xmit_discards": 65535,
+                                   "symbol_error": 12}
+    assert p["counters_saturated"] == ["link_downed", "port_xmit_discards", "port_xmit_wait"]
+    p = port1(topo, "mlx5_9")
+    assert p["counters_unknown"] == {"port_rcv_errors": "EINVAL: Invalid argument",
+                                     "symbol_error": "EINVAL: Invalid argument"}
+    assert p["counters"]["symbol_error"] is None and p["counters"]["link_downed"] == 0
+    p = port1(topo, "mlx5_10")
+    assert p["counters_unknown"] == {"VL15_dropped": "N/A (no PMA)",
+                                     "link_downed": "EACCES: Permission denied"}
+    x = hcas(topo)["mlx5_11"]
+    assert x["unknown"] == {"hca_type": "EACCES: Permission denied",
+                            "board_id": "missing (ENOENT)"}
+    assert x["hca_type"] is None and x["board_id"] is None
+    p = x["ports"][0]
+    assert (p["state"], p["rate_gbps"], p["error_counters"]) == ("ACTIVE", 400, {"link_downed": 3})
+    # the evidence keeps the content without the NUL padding
+    state = [v for k, v in ev["files"].items() if k.endswith("mlx5_11/ports/1/state")]
+    assert state == ["4: ACTIVE"]
+    codes = [n.code for n in topo.notes if n.level == "warning"]
+    assert codes.count("sysfs.counters_unknown") == 2
+    assert codes.count("sysfs.counters_saturated") == 1
+
+
+def test_faults_gpu_link_x8_and_gen3(tmp_path_factory):
+    _, _, topo = probe("dgx-h100-faults", tmp_path_factory)
+    g3 = topo.gpu(3).extra["sysfs"]
+    assert (g3["link"]["current_width"], g3["link"]["max_width"]) == (8, 16)
+    assert g3["link"]["width_below_max"] is True and g3["link"]["speed_below_max"] is False
+    assert g3["narrowest_hop"]["width_degraded"] is True
+    assert g3["narrowest_hop"]["downstream"] == "0000:61:00.0"
+    g5 = topo.gpu(5).extra["sysfs"]
+    assert (g5["link"]["current_gen"], g5["link"]["max_gen"]) == (3, 5)
+    assert g5["link"]["speed_below_max"] is True and g5["link"]["width_below_max"] is False
+    assert g5["narrowest_hop"]["speed_below_expected"] is True
+    assert topo.gpu(0).extra["sysfs"]["link"]["width_below_max"] is False
+
+
+# --- DGX A100 ------------------------------------------------------------------------------------------
+
+
+def test_dgx_a100_nps4_pxb_and_old_kernel_text(tmp_path_factory):
+    _, ev, topo = probe("dgx-a100", tmp_path_factory)
+    info = topo.extra["sysfs"]
+    assert [n["node"] for n in info["numa"]["nodes"]] == list(range(8))
+    assert info["numa"]["nodes"][3]["cpulist"] == "48-63,176-191"
+    assert info["numa"]["nodes"][0]["distances"] == [10, 12, 12, 12, 32, 32, 32, 32]
+    assert [g.numa_affinity for g in topo.gpus] == ["3", "3", "1", "1", "7", "7", "5", "5"]
+    assert [g.pci_bus_id[5:7] for g in topo.gpus] == ["07", "0f", "47", "4e", "87", "90",
+                                                      "b7", "bd"]
+    g0 = topo.gpu(0).extra["sysfs"]
+    assert g0["link"]["raw"]["max_link_speed"] == "16 GT/s"  # kernel 5.4 text
+    assert g0["link"]["max_gen"] == 4 and g0["link"]["current_width"] == 16
+    assert len(g0["hops"]) == 3  # root port, two switch levels
+    h = hcas(topo)
+    compute = ["mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3", "mlx5_6", "mlx5_7", "mlx5_8", "mlx5_9"]
+    for k, name in enumerate(compute):
+        x = h[name]
+        p = x["ports"][0]
+        assert (p["link_layer"], p["rate_gbps"], p["rate"]["speed"], x["hca_type"]) == \
+            ("InfiniBand", 200, "HDR", "MT4123")
+        pair = [f"GPU{2 * (k // 2)}", f"GPU{2 * (k // 2) + 1}"]
+        assert x["nearest_gpus"] == pair and x["nearest_gpu_path"] == "PXB"
+        assert x["numa_node"] == [3, 1, 7, 5][k // 2]
+    for name in ("mlx5_4", "mlx5_5", "mlx5_10", "mlx5_11"):
+        p = h[name]["ports"][0]
+        assert (p["transport"], p["rate_gbps"], p["hw_counters"]) == ("RoCE", 100, None)
+        assert h[name]["nearest_gpu_path"] == "SYS"
+    assert h["mlx5_4"]["numa_node"] == 0 and h["mlx5_10"]["numa_node"] == 4
+    assert topo.matrix.get("GPU0", "GPU1") is None and topo.matrix.get("mlx5_0", "mlx5_1") == "PIX"
+    assert info["gpudirect"]["nvidia_peermem"] is False
+    assert info["gpudirect"]["nv_peer_mem"] is True and info["gpudirect"]["peermem_loaded"]
+
+
+# --- RoCE bond host -------------------------------------------------------------------------------------
+
+
+def test_roce_bond_sf_and_soft_device(tmp_path_factory):
+    _, _, topo = probe("roce-bond", tmp_path_factory)
+    h = hcas(topo)
+    assert list(h) == ["mlx5_2", "mlx5_bond_0", "rxe0"]
+    b = h["mlx5_bond_0"]
+    assert (b["pci_address"], b["parent"], b["hca_type"], b["numa_node"]) == \
+        ("0000:3d:00.0", "pci", "MT41692", 0)
+    p = b["ports"][0]
+    assert (p["link_layer"], p["transport"], p["netdev"], p["rate_gbps"]) == \
+        ("Ethernet", "RoCE", "bond0", 200)
+    assert b["netdevs"][0]["name"] == "enp61s0f0np0"
+    # BF-3 internal switch at Gen4 of Gen5: the narrowest hop shows it
+    assert b["pci"]["link"]["current_gen"] == 4 and b["pci"]["link"]["max_gen"] == 5
+    sf = h["mlx5_2"]
+    assert (sf["pci_address"], sf["parent"]) == ("0000:3d:00.0", "auxiliary")
+    assert sf["device_path"].endswith("/0000:3d:00.0/mlx5_core.sf.2")
+    assert sf["netdevs"] == [] and sf["ports"][0]["netdev"] == "enp61s0f0npf0sf2"
+    rxe = h["rxe0"]
+    assert (rxe["pci_address"], rxe["soft"], rxe["parent"], rxe["numa_node"]) == \
+        (None, True, "none", None)
+    assert rxe["nearest_gpus"] == [] and rxe["pci"] is None
+    p = rxe["ports"][0]
+    assert (p["rate_gbps"], p["rate"]["width"], p["netdev"]) == (2.5, "1X", "eno1")
+    assert p["counters"] is None and p["hw_counters"] == {"duplicate_request": 0,
+                                                         "rcvd_pkts": 1180, "sent_pkts": 1200}
+    rnic = [n for n in topo.nics if n.name == "rxe0"][0]
+    assert rnic.pci_bus_id is None and "pci_bus_id" not in rnic.sources
+    codes = [n.code for n in topo.notes]
+    assert "sysfs.soft_device" in codes and "sysfs.path_unknown" not in codes
+    assert topo.extra["sysfs"]["gpudirect"]["peermem_loaded"] is False
+    # GPUs idle at Gen1: speed below max, width intact
+    g = topo.gpu(0).extra["sysfs"]["link"]
+    assert (g["current_gen"], g["speed_below_max"], g["width_below_max"]) == (1, True, False)
+
+
+# --- VM -----------------------------------------------------------------------------------------------------
+
+
+def test_vm_numa_unknown_and_no_link_attributes(tmp_path_factory):
+    _, _, topo = probe("vm", tmp_path_factory)
+    assert [g.pci_bus_id for g in topo.gpus] == ["0000:00:05.0", "0001:00:00.0"]
+    for g in topo.gpus:
+        s = g.extra["sysfs"]
+        assert g.numa_affinity is None and "numa_affinity" not in g.sources
+        assert s["numa_node"] is None and "-1" in s["numa_unknown"]
+        assert s["link"]["current_gen"] is None and s["narrowest_hop"] is None
+        assert s["link"]["unknown"]["max_link_width"] == "missing (ENOENT)"
+    x = hcas(topo)["mlx5_0"]
+    assert x["numa_node"] is None and x["pci_address"] == "0000:00:06.0"
+    assert x["gpu_paths"] == {"GPU0": "PHB", "GPU1": None}  # other domain + NUMA -1: unknown
+    assert x["nearest_gpus"] == ["GPU0"]
+    assert x["ports"][0]["netdev"] == "ib0"
+    nic = topo.nics[0]
+    assert nic.numa_node is None and "numa_node" not in nic.sources
+    # non-node entries of devices/system/node are not nodes
+    assert [n["node"] for n in topo.extra["sysfs"]["numa"]["nodes"]] == [0]
+    assert any(n.code == "sysfs.path_unknown" and "GPU1-mlx5_0" in n.message for n in topo.notes)
+
+
+# --- evidence -----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["dgx-h100", "dgx-a100", "roce-bond", "vm", "dgx-h100-faults"])
+def test_evidence_rederives_offline_and_round_trips(name, tmp_path_factory, tmp_path):
+    root, ev, topo = probe(name, tmp_path_factory)
+    # JSON round trip, then derive: same model (a snapshot re-derives everything)
+    back = sysfs.derive(json.loads(json.dumps(ev)))
+    assert json.dumps(back.to_dict(), sort_keys=True) == json.dumps(topo.to_dict(), sort_keys=True)
+    # nothing outside the paths the probe reads: no config/vpd, no cap_mask, no pkeys
+    keys = set(ev["files"]) | set(ev["links"]) | set(ev["errors"]) | set(ev["dirs"])
+    assert not any(k.endswith(("/config", "/vpd", "/cap_mask", "/hw_rev", "lifespan"))
+                   or "/pkeys/" in k for k in keys)
+    assert all(not k.startswith("/") and ".." not in k.split("/") for k in keys)
+    # the evidence dumped as an archive gives the same evidence when captured again
+    dest = sysfs_trees.scratch_dir()
+    faults = fakesys.materialize(fakesys.dump(ev), dest)
+    ev2 = sysfs.capture(ProbeOptions(sysfs_root=str(dest)), faults=faults)
+    for k in ("files", "links", "dirs", "errors"):
+        assert ev2[k] == ev[k], k
+
+
+def test_generator_reproduces_committed_fixtures():
+    r = subprocess.run([sys.executable, str(FIXTURES / "generate.py"), "--check"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
+def test_host_probe_enriches_netdevs(tmp_path_factory):
+    from nvtopo.render import ib
+
+    _, ev, _ = probe("roce-bond", tmp_path_factory)
+    doc = {"probes": {"sysfs": ev, "host": {
+        "status": "ok", "hostname": "node7", "cpu_count_logical": 64, "cpu_count_physical": 32,
+        "memory_total_bytes": 2 ** 38,
+        "net_if": {"bond0": {"up": True, "speed_mbps": 200000, "mtu": 9000}}}}}
+    topo = snapshot.derive(doc, "x")
+    assert topo.host["hostname"] == "node7" and topo.host["cpu_count_logical"] == 64
+    d = ib.document(topo)
+    ports = {h["name"]: h["ports"][0] for h in d["hcas"]}
+    assert ports["mlx5_bond_0"]["netdev_stats"] == {"up": True, "speed_mbps": 200000,
+                                                   "mtu": 9000, "source": "psutil"}
+    assert ports["rxe0"]["netdev_stats"] is None  # eno1 not reported
+
+
+def test_host_probe_skips_a_copied_tree_and_reads_this_machine_otherwise(tmp_path):
+    ev = host.capture(ProbeOptions(sysfs_root=str(tmp_path)))
+    if os.path.isdir("/sys") and os.stat(str(tmp_path)).st_dev != os.stat("/sys").st_dev:
+        assert ev["status"] == "skipped" and "not this machine's sysfs" in ev["error"]
+    live = host.capture(ProbeOptions())
+    assert live["status"] == "ok"
+    assert live["cpu_count_logical"] >= 1 and live["memory_total_bytes"] > 0
+    assert isinstance(live["net_if"], dict)
+    topo = host.derive(live)
+    assert topo.host["cpu_count_logical"] == live["cpu_count_logical"]

@@ -291,25 +291,28 @@ def nvml_text_evidence(text: str) -> Dict[str, Any]:
 
 
 def live(options: Optional[ProbeOptions] = None) -> Topology:
-    """Probe this machine.  Raises :class:`NvtopoError` when no source has any data."""
+    """Probe this machine with every source.
+
+    Raises :class:`NvtopoError` when no source found a GPU (an explicit
+    ``--sysfs-root`` tree with NICs is shown all the same), saying why and
+    how to audit a file instead.
+    """
     doc = take(options)
-    evidence = doc["probes"][topo_text.SOURCE]
-    if evidence["status"] != "ok" and options is not None and options.sysfs_root:
-        # an explicit --sysfs-root tree is shown even without nvidia-smi here
-        topo = derive(doc, where=None)
-        if topo.gpus or topo.nics:
-            topo.origin = {"kind": "live", "sysfs_root": options.sysfs_root}
-            return topo
-    if evidence["status"] != "ok":
-        hint = ("to audit a saved file instead: nvtopo show --from FILE (a snapshot, or a "
-                "pasted `nvidia-smi topo -m`; - reads stdin), or try: nvtopo show --example dgx-h100")
-        if evidence["status"] == "missing":
-            raise NvtopoError(f"no NVIDIA GPU here: {evidence['error']}; {hint}",
-                              where="live probe")
-        raise NvtopoError(f"{evidence['error']}; {hint}", where="live probe")
     topo = derive(doc, where=None)
     topo.origin = {"kind": "live"}
-    return topo
+    if options is not None and options.sysfs_root:
+        topo.origin["sysfs_root"] = options.sysfs_root
+        if topo.nics:
+            return topo
+    if topo.gpus or topo.matrix is not None or topo.p2p is not None:
+        return topo
+    evidence = doc["probes"][topo_text.SOURCE]
+    hint = ("to audit a saved file instead: nvtopo show --from FILE (a snapshot, or a "
+            "pasted `nvidia-smi topo -m`; - reads stdin), or try: nvtopo show --example dgx-h100")
+    why = evidence.get("error") or "nvidia-smi topo -m listed no GPU"
+    if evidence.get("status") == "missing":
+        raise NvtopoError(f"no NVIDIA GPU here: {why}; {hint}", where="live probe")
+    raise NvtopoError(f"{why}; {hint}", where="live probe")
 
 
 def from_example(name: str) -> Topology:

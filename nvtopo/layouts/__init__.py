@@ -1,0 +1,161 @@
+"""Expected layouts: one JSON data file per system (see ``SCHEMA.md``).
+
+A layout states what a healthy node of a system looks like; what it does not
+state is not checked.  Bundled layouts live beside this module; users give
+their own with ``--layout-file``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+from ..errors import NvtopoError
+
+#: Version of the layout file format.
+LAYOUT_SCHEMA = 1
+
+_SECTIONS = ("gpus", "nvlink", "nics", "numa")
+
+
+@dataclass
+class Layout:
+    """A parsed layout file."""
+
+    name: str
+    data: Dict[str, Any]
+    #: Where it came from: ``bundled`` or the user's file path.
+    origin: str = "bundled"
+    title: str = ""
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+    def section(self, name: str) -> Dict[str, Any]:
+        """A section (``gpus``, ``nvlink``, ``nics``, ``numa``), ``{}`` when not stated."""
+        value = self.data.get(name)
+        return value if isinstance(value, dict) else {}
+
+    def get(self, path: str, default: Any = None) -> Any:
+        """A dotted lookup: ``get("nics.compute.rate_gbps")``; ``default`` when not stated."""
+        node: Any = self.data
+        for part in path.split("."):
+            if not isinstance(node, dict) or node.get(part) is None:
+                return default
+            node = node[part]
+        return node
+
+    def evidence(self, path: str) -> str:
+        """The evidence string of the innermost section of ``path`` that has one."""
+        parts = path.split(".")
+        for i in range(len(parts), 0, -1):
+            node = self.get(".".join(parts[:i]))
+            if isinstance(node, dict) and isinstance(node.get("evidence"), str):
+                return node["evidence"]
+        return ""
+
+    def inferred_only(self, path: str) -> bool:
+        """True when the evidence for ``path`` is only ``[I]`` (warn, never fail)."""
+        ev = self.evidence(path)
+        tags = re.findall(r"\[([SOI])\b", ev)
+        return bool(tags) and set(tags) == {"I"}
+
+
+def names() -> List[str]:
+    """Names of the bundled layouts."""
+    return sorted(p.name[:-5] for p in resources.files(__name__).iterdir()
+                  if p.name.endswith(".json"))
+
+
+def load(name: str) -> Layout:
+    """A bundled layout by name."""
+    if name not in names():
+        raise NvtopoError(f"no bundled layout named {name!r}; `nvtopo layouts` lists them",
+                          where="--layout")
+    text = (resources.files(__name__) / f"{name}.json").read_text(encoding="utf-8")
+    return parse(text, where=f"layout {name}", origin="bundled")
+
+
+def load_file(path: str) -> Layout:
+    """A user's layout file."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise NvtopoError("no such file", where=path) from None
+    except IsADirectoryError:
+        raise NvtopoError("is a directory, not a layout file", where=path) from None
+    except PermissionError:
+        raise NvtopoError("permission denied", where=path) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise NvtopoError(f"cannot read layout: {exc}", where=path) from None
+    return parse(text, where=path, origin=path)
+
+
+def parse(text: str, where: str, origin: str = "bundled") -> Layout:
+    """Parse and validate a layout document; one-line :class:`NvtopoError` when it is bad."""
+    if not text.strip():
+        raise NvtopoError("layout file is empty", where=where)
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise NvtopoError(f"layout is not valid JSON (line {exc.lineno} column {exc.colno}: "
+                          f"{exc.msg})", where=where) from None
+    except ValueError as exc:
+        raise NvtopoError(f"layout is not valid JSON ({exc})", where=where) from None
+    validate(doc, where)
+    return Layout(name=doc["name"], data=doc, origin=origin, title=doc.get("title") or doc["name"])
+
+
+def validate(doc: Any, where: str) -> None:
+    """Check the shape of a layout document (types of the keys it states)."""
+    def bad(msg: str) -> NvtopoError:
+        return NvtopoError(f"bad layout: {msg}", where=where)
+
+    if not isinstance(doc, dict):
+        raise bad("the document is not a JSON object")
+    schema = doc.get("schema")
+    if not isinstance(schema, int) or isinstance(schema, bool):
+        raise bad('"schema" must be an integer (1)')
+    if schema > LAYOUT_SCHEMA:
+        raise bad(f"schema {schema} is newer than this nvtopo reads ({LAYOUT_SCHEMA}); "
+                  "upgrade nvtopo")
+    if not isinstance(doc.get("name"), str) or not re.match(r"^[A-Za-z0-9][\w.-]*$", doc["name"]):
+        raise bad('"name" must be a short name (letters, digits, ".", "_", "-")')
+    for sec in _SECTIONS:
+        if doc.get(sec) is not None and not isinstance(doc[sec], dict):
+            raise bad(f'"{sec}" must be an object')
+    ints = ("gpus.count", "gpus.pcie.gen", "gpus.pcie.width", "nvlink.links_per_gpu",
+            "nvlink.nvswitch_count", "nvlink.pair_count", "nics.compute.count",
+            "nics.placement.gpus_per_compute_nic", "numa.nodes_with_gpus")
+    probe = Layout(name=str(doc["name"]), data=doc)
+    for path in ints:
+        v = probe.get(path)
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+            raise bad(f'"{path}" must be a non-negative integer')
+    rate = probe.get("nics.compute.rate_gbps")
+    if rate is not None and (not isinstance(rate, (int, float)) or isinstance(rate, bool)):
+        raise bad('"nics.compute.rate_gbps" must be a number')
+    pattern = probe.get("gpus.name_pattern")
+    if pattern is not None:
+        try:
+            re.compile(pattern)
+        except (re.error, TypeError):
+            raise bad('"gpus.name_pattern" is not a valid regular expression') from None
+    pairs = probe.get("nvlink.pairs")
+    if pairs is not None:
+        if not isinstance(pairs, dict) or not all(
+                isinstance(k, str) and re.match(r"^\d+-\d+$", k) and isinstance(v, int)
+                for k, v in pairs.items()):
+            raise bad('"nvlink.pairs" must map "A-B" GPU pairs to NVLink counts')
+    path = probe.get("nics.placement.gpu_to_nearest_compute_nic")
+    if path is not None and path not in ("PIX", "PXB", "PHB", "NODE", "SYS"):
+        raise bad('"nics.placement.gpu_to_nearest_compute_nic" must be PIX, PXB, PHB, NODE or SYS')
+    layer = probe.get("nics.compute.link_layer")
+    if layer is not None and layer not in ("InfiniBand", "Ethernet"):
+        raise bad('"nics.compute.link_layer" must be InfiniBand or Ethernet')
+    numa = probe.get("numa.gpu_numa")
+    if numa is not None and (not isinstance(numa, dict) or not all(
+            re.match(r"^\d+$", str(k)) and isinstance(v, int) for k, v in numa.items())):
+        raise bad('"numa.gpu_numa" must map GPU indexes to NUMA node numbers')

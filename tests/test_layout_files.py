@@ -1,0 +1,83 @@
+"""Layout files: every bundled one is valid; bad user files give one-line errors."""
+
+import json
+
+import pytest
+
+from nvtopo import layouts
+from nvtopo.errors import NvtopoError
+
+
+@pytest.mark.parametrize("name", layouts.names())
+def test_bundled_layouts_are_valid_and_named_after_their_file(name):
+    lay = layouts.load(name)
+    assert lay.name == name
+    assert lay.title
+    for sec in ("gpus", "nvlink", "nics", "numa"):
+        if lay.section(sec):
+            assert lay.evidence(sec) or all(
+                isinstance(v, dict) and "evidence" in v for v in lay.section(sec).values()
+                if isinstance(v, dict)), f"{name}: section {sec} without evidence"
+
+
+def test_dgx1_v100_cube_mesh_as_printed():
+    pairs = layouts.load("dgx-1-v100").get("nvlink.pairs")
+    nv2 = sorted(k for k, v in pairs.items() if v == 2)
+    assert nv2 == sorted(["0-3", "0-4", "1-2", "1-5", "2-3", "4-7", "5-6", "6-7"])
+    links = {g: 0 for g in range(8)}
+    for k, v in pairs.items():
+        a, b = map(int, k.split("-"))
+        links[a] += v
+        links[b] += v
+    assert set(links.values()) == {6}
+
+
+def test_lookup_helpers():
+    lay = layouts.load("dgx-h100")
+    assert lay.get("nics.compute.rate_gbps") == 400
+    assert lay.get("nvlink.pairs") is None
+    assert lay.get("no.such.key", "d") == "d"
+    assert "H100UG" in lay.evidence("gpus.pcie.gen")
+    inferred = layouts.Layout("x", {"numa": {"gpu_numa": {}, "evidence": "[I]"}})
+    assert inferred.inferred_only("numa.gpu_numa")
+    assert not lay.inferred_only("numa")
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("", "empty"),
+    ("{", "not valid JSON"),
+    ("[]", "not a JSON object"),
+    ('{"name": "x"}', "schema"),
+    ('{"schema": 99, "name": "x"}', "newer"),
+    ('{"schema": 1, "name": "a b"}', "name"),
+    ('{"schema": 1, "name": "x", "gpus": {"count": -1}}', "gpus.count"),
+    ('{"schema": 1, "name": "x", "gpus": {"name_pattern": "("}}', "regular expression"),
+    ('{"schema": 1, "name": "x", "nvlink": {"pairs": {"0_1": 2}}}', "nvlink.pairs"),
+    ('{"schema": 1, "name": "x", "nics": {"placement": {"gpu_to_nearest_compute_nic": "NV4"}}}',
+     "PIX"),
+    ('{"schema": 1, "name": "x", "nics": {"compute": {"link_layer": "RoCE"}}}', "link_layer"),
+    ('{"schema": 1, "name": "x", "numa": {"gpu_numa": {"a": 1}}}', "gpu_numa"),
+])
+def test_bad_layout_files(tmp_path, text, needle):
+    f = tmp_path / "mine.json"
+    f.write_text(text)
+    with pytest.raises(NvtopoError) as exc:
+        layouts.load_file(str(f))
+    assert needle in str(exc.value)
+    assert str(exc.value).startswith(str(f))
+    assert "\n" not in str(exc.value)
+
+
+def test_user_layout_file_round_trip(tmp_path):
+    doc = layouts.load("dgx-a100").data
+    f = tmp_path / "mine.json"
+    f.write_text(json.dumps(dict(doc, name="mine")))
+    lay = layouts.load_file(str(f))
+    assert lay.name == "mine" and lay.origin == str(f)
+
+
+def test_missing_layout_names():
+    with pytest.raises(NvtopoError, match="no bundled layout"):
+        layouts.load("nosuch")
+    with pytest.raises(NvtopoError, match="no such file"):
+        layouts.load_file("/nonexistent/layout.json")

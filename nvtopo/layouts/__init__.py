@@ -152,6 +152,12 @@ def validate(doc: Any, where: str) -> None:
     path = probe.get("nics.placement.gpu_to_nearest_compute_nic")
     if path is not None and path not in ("PIX", "PXB", "PHB", "NODE", "SYS"):
         raise bad('"nics.placement.gpu_to_nearest_compute_nic" must be PIX, PXB, PHB, NODE or SYS')
+    gpu_nic = probe.get("nics.placement.gpu_nic")
+    if gpu_nic is not None and (not isinstance(gpu_nic, dict) or not all(
+            re.match(r"^\d+$", str(k)) and (isinstance(v, str) or (
+                isinstance(v, list) and all(isinstance(x, str) for x in v)))
+            for k, v in gpu_nic.items())):
+        raise bad('"nics.placement.gpu_nic" must map GPU indexes to NIC names (or lists)')
     layer = probe.get("nics.compute.link_layer")
     if layer is not None and layer not in ("InfiniBand", "Ethernet"):
         raise bad('"nics.compute.link_layer" must be InfiniBand or Ethernet')

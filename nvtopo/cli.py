@@ -61,8 +61,15 @@ def _probe_options(timeout: float, sysfs_root: Optional[str], from_: Optional[st
     return ProbeOptions(timeout=timeout, sysfs_root=sysfs_root)
 
 
+def _say(line: str) -> None:
+    """One line on stderr, flushed (test runners and pipes must see it)."""
+    sys.stdout.flush()
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
 def _err(message: str) -> None:
-    sys.stderr.write(f"nvtopo: error: {message}\n")
+    _say(f"nvtopo: error: {message}")
 
 
 def handles_errors(fn: F) -> F:
@@ -200,14 +207,14 @@ def snapshot_cmd(
         doc = snapshot.take(options)
         for name, ev in doc["probes"].items():
             if ev.get("status") != "ok":
-                sys.stderr.write(f"nvtopo: note: {name}: {ev.get('error')} (recorded)\n")
+                _say(f"nvtopo: note: {name}: {ev.get('error')} (recorded)")
     text = snapshot.dumps(doc)
     if output is None or output == "-":
         sys.stdout.write(text)
         sys.stdout.flush()
     else:
         snapshot.write_atomic(text, output)
-        sys.stderr.write(f"nvtopo: wrote {output}\n")
+        _say(f"nvtopo: wrote {output}")
 
 
 # --- links: per-GPU NVLink state from NVML (issue #3) ----------------------------------------
@@ -256,7 +263,7 @@ def links(
         topo = nvml.derive(evidence)
         where = "live probe"
         if evidence["status"] == "timeout":
-            sys.stderr.write(f"nvtopo: warning: {evidence['error']}\n")
+            _say(f"nvtopo: warning: {evidence['error']}")
     doc = render_links.links_doc(topo, gpu=gpu, where=where)
     if fmt is Format.json:
         _print_json(doc)

@@ -380,20 +380,11 @@ class Topology:
         A fact this model lacks is taken with its source.  A fact both state
         differently is kept as this model has it and recorded in
         :attr:`disagreements`: sources are never trusted blindly.
-        GPUs match by index, NICs by device name.
+        GPUs match by PCI bus id where both sources know it (compared as
+        integers), else by index; NICs match by device name.  A GPU one
+        source lists and the other does not is a ``presence`` disagreement.
         """
-        both_list_gpus = bool(self.gpus) and bool(other.gpus)
-        if both_list_gpus:
-            _presence(self, other)
-        for g in other.gpus:
-            mine = self.gpu(g.index)
-            if mine is None:
-                self.gpus.append(g)
-                continue
-            for fld in GPU_FACTS:
-                _merge_fact(self, mine, g, fld, f"GPU{g.index}")
-            mine.extra.update(g.extra)
-        self.gpus.sort(key=lambda x: x.index)
+        relabel = self._merge_gpus(other)
         for n in other.nics:
             mine_nic = next((x for x in self.nics if x.name == n.name), None)
             if mine_nic is None:
@@ -407,6 +398,9 @@ class Topology:
             mine_m = getattr(self, attr)
             if theirs is None:
                 continue
+            if any(relabel.get(d, d) != d for d in theirs.devices):
+                theirs = Matrix(devices=[relabel.get(d, d) for d in theirs.devices],
+                                cells=theirs.cells, source=theirs.source, mode=theirs.mode)
             if mine_m is None:
                 setattr(self, attr, theirs)
                 continue
@@ -421,7 +415,12 @@ class Topology:
                         subject=f"{a}-{b}", fact="p2p" if attr == "p2p" else "path",
                         values={mine_m.source: have, theirs.source: tok},
                         message=f"{mine_m.source} says {have}, {theirs.source} says {tok}"))
+        index_map = {int(k[3:]): int(v[3:]) for k, v in relabel.items()
+                     if k[3:].isdigit() and v[3:].isdigit()}
         for p in other.nvlinks:
+            if index_map:
+                p = NVLinkPair(a=index_map.get(p.a, p.a), b=index_map.get(p.b, p.b),
+                               count=p.count, source=p.source)
             have_pair = next((q for q in self.nvlinks if {q.a, q.b} == {p.a, p.b}), None)
             if have_pair is None:
                 self.nvlinks.append(p)
@@ -440,6 +439,58 @@ class Topology:
         self.disagreements.extend(other.disagreements)
         self.extra.update(other.extra)
         return self
+
+    def _merge_gpus(self, other: "Topology") -> Dict[str, str]:
+        """Merge the GPUs of ``other``; returns its labels renamed to this model's."""
+        relabel: Dict[str, str] = {}
+        by_bdf = {pci_bdf(g.pci_bus_id): g for g in self.gpus if pci_bdf(g.pci_bus_id)}
+        matched = set()
+        unmatched: List[GPU] = []
+        for g in other.gpus:
+            key = pci_bdf(g.pci_bus_id)
+            if key is not None and by_bdf:
+                mine = by_bdf.get(key)
+            else:
+                mine = self.gpu(g.index)
+                if mine is not None and key is not None and pci_bdf(mine.pci_bus_id) not in (None, key):
+                    mine = None
+            if mine is None or id(mine) in matched:
+                unmatched.append(g)
+                continue
+            matched.add(id(mine))
+            relabel[g.label] = mine.label
+            for fld in GPU_FACTS:
+                _merge_fact(self, mine, g, fld, mine.label)
+            mine.extra.update(g.extra)
+        mine_src = ", ".join(self.sources) or "model"
+        their_src = ", ".join(other.sources) or "other source"
+        had_gpus = bool(self.gpus)
+        if had_gpus and other.gpus:
+            for g in self.gpus:
+                if id(g) not in matched:
+                    self.disagreements.append(Disagreement(
+                        subject=g.label, fact="presence",
+                        values={mine_src: "present", their_src: "absent"},
+                        message=f"{mine_src} lists {g.label}"
+                                + (f" ({g.pci_bus_id})" if g.pci_bus_id else "")
+                                + f", {their_src} does not"))
+        taken = {g.index for g in self.gpus}
+        for g in unmatched:
+            where = f" at {g.pci_bus_id}" if g.pci_bus_id else ""
+            if had_gpus:
+                self.disagreements.append(Disagreement(
+                    subject=g.label if not where else f"GPU{where}", fact="presence",
+                    values={mine_src: "absent", their_src: "present"},
+                    message=f"{their_src} lists {g.label}{where}, {mine_src} does not"))
+            if g.index in taken:
+                # Its index is another GPU's here: keep it out of the GPU list, and give its
+                # matrix row a label of its own.
+                relabel[g.label] = f"GPU[{g.pci_bus_id or g.label}]"
+                continue
+            taken.add(g.index)
+            self.gpus.append(g)
+        self.gpus.sort(key=lambda x: x.index)
+        return relabel
 
     # -- serialisation ---------------------------------------------------------
 
@@ -485,22 +536,6 @@ class Topology:
             disagreements=[Disagreement.from_dict(x) for x in d.get("disagreements") or []],
             extra=dict(d.get("extra") or {}),
         )
-
-
-def _presence(topo: Topology, other: Topology) -> None:
-    """A GPU one source lists and the other does not is a disagreement, not a merge."""
-    mine_src = ", ".join(s for s in topo.sources) or "model"
-    their_src = ", ".join(other.sources) or "other source"
-    mine_idx = {g.index for g in topo.gpus}
-    their_idx = {g.index for g in other.gpus}
-    for idx in sorted(mine_idx ^ their_idx):
-        here = idx in mine_idx
-        topo.disagreements.append(Disagreement(
-            subject=f"GPU{idx}", fact="presence",
-            values={mine_src: "present" if here else "absent",
-                    their_src: "absent" if here else "present"},
-            message=f"{mine_src if here else their_src} lists GPU{idx}, "
-                    f"{their_src if here else mine_src} does not"))
 
 
 _BDF_RE = re.compile(r"^\s*(?:([0-9a-fA-F]{1,8}):)?([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2})"

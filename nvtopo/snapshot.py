@@ -54,12 +54,23 @@ def take(options: Optional[ProbeOptions] = None) -> Dict[str, Any]:
     """Run every probe and return the snapshot document."""
     options = options or ProbeOptions()
     started = time.monotonic()
-    probes = {name: probes_pkg.module(name).capture(options) for name in probes_pkg.PROBES}
+    foreign = options.foreign_root()
+    probes: Dict[str, Any] = {}
+    for name in probes_pkg.PROBES:
+        if foreign and name in probes_pkg.MACHINE_PROBES:
+            probes[name] = {"status": "skipped", "error": (
+                f"not run: --sysfs-root {options.sysfs_root} is another machine's sysfs tree, "
+                "and this machine's answers would not describe it")}
+        else:
+            probes[name] = probes_pkg.module(name).capture(options)
+    host = host_facts()
+    if foreign:
+        host = {"hostname": None, "time": host["time"], "sysfs_root": options.sysfs_root}
     return {
         "kind": SNAPSHOT_KIND,
         "schema_version": SNAPSHOT_SCHEMA,
         "nvtopo_version": __version__,
-        "host": host_facts(),
+        "host": host,
         "duration_s": round(time.monotonic() - started, 3),
         "probes": probes,
     }
@@ -112,7 +123,20 @@ def derive(doc: Dict[str, Any], where: Optional[str] = None) -> Topology:
             continue
         if not isinstance(evidence, dict):
             raise NvtopoError(f"corrupt snapshot: probe {name!r} is not an object", where=where)
-        topo.merge(probes_pkg.module(name).derive(evidence))
+        if evidence.get("status") == "skipped":
+            topo.note(f"source.{name}_skipped", f"{name}: {evidence.get('error') or 'not run'}",
+                      source=name)
+            continue
+        try:
+            fragment = probes_pkg.module(name).derive(evidence)
+        except NvtopoError as exc:
+            raise NvtopoError(exc.message, where=where) from None
+        except (TypeError, ValueError, KeyError, AttributeError, IndexError,
+                RecursionError, OverflowError) as exc:
+            # Evidence of the right shape holds values of the wrong type: say so, no traceback.
+            raise NvtopoError(f"corrupt snapshot: the {name} evidence cannot be read "
+                              f"({type(exc).__name__}: {exc})", where=where) from None
+        topo.merge(fragment)
     unknown = sorted(set(probes) - set(probes_pkg.PROBES))
     if unknown:
         topo.note("source.unknown_probe", "snapshot holds evidence this nvtopo does not read: "

@@ -102,3 +102,38 @@ def test_merge_fills_gaps_and_records_disagreements():
     assert facts[("GPU0-GPU1", "path")] == {"topo-text": "NV4", "nvml": "NV3"}
     assert facts[("GPU0-GPU1", "nvlink_count")] == {"topo-text": 4, "nvml": 3}
     assert t.nvlink(1, 0) == 4
+
+
+def test_merge_matches_gpus_by_bus_id_not_by_position():
+    buses = ["0000:1b:00.0", "0000:43:00.0", "0000:52:00.0"]
+    # NVML lost the first GPU (say it is bound to vfio): it numbers the other two 0 and 1
+    nvml = Topology(gpus=[GPU(i, pci_bus_id=b.upper().replace("0000:", "00000000:"),
+                              sources={"pci_bus_id": "nvml"}) for i, b in enumerate(buses[1:])],
+                    sources=["nvml"])
+    # sysfs numbers GPUs in PCI order and sees all three
+    sysfs = Topology(gpus=[GPU(i, pci_bus_id=b, sources={"pci_bus_id": "sysfs"},
+                               extra={"sysfs": {"bus": b}}) for i, b in enumerate(buses)],
+                     matrix=Matrix(["GPU0", "GPU1", "GPU2", "mlx5_0"],
+                                   [["X", None, None, "SYS"], [None, "X", None, "PIX"],
+                                    [None, None, "X", "NODE"], ["SYS", "PIX", "NODE", "X"]],
+                                   source="sysfs"),
+                     sources=["sysfs"])
+    t = Topology().merge(nvml).merge(sysfs)
+    assert [g.index for g in t.gpus] == [0, 1]
+    assert t.gpu(0).extra["sysfs"]["bus"] == "0000:43:00.0"
+    assert t.gpu(1).extra["sysfs"]["bus"] == "0000:52:00.0"
+    facts = [(d.subject, d.fact) for d in t.disagreements]
+    assert facts == [("GPU at 0000:1b:00.0", "presence")]
+    # the sysfs matrix is relabelled to the merged GPU numbers
+    assert t.matrix.devices[:3] == ["GPU[0000:1b:00.0]", "GPU0", "GPU1"]
+    assert t.path("GPU0", "mlx5_0") == "PIX" and t.path("GPU[0000:1b:00.0]", "mlx5_0") == "SYS"
+
+
+def test_merge_presence_both_ways_by_index_without_bus_ids():
+    a = Topology(gpus=[GPU(0), GPU(1)], sources=["topo-text"])
+    b = Topology(gpus=[GPU(1), GPU(2)], sources=["nvml"])
+    t = Topology().merge(a).merge(b)
+    pres = {d.subject: d.values for d in t.disagreements if d.fact == "presence"}
+    assert pres == {"GPU0": {"topo-text": "present", "nvml": "absent"},
+                    "GPU2": {"topo-text": "absent", "nvml": "present"}}
+    assert [g.index for g in t.gpus] == [0, 1, 2]

@@ -18,6 +18,7 @@ disagreements.
 from __future__ import annotations
 
 import importlib
+import os
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Dict, Optional
@@ -39,6 +40,23 @@ class ProbeOptions:
     timeout: float = 30.0
     #: Directory playing the role of /sys (``--sysfs-root``).
     sysfs_root: Optional[str] = None
+
+    def foreign_root(self) -> bool:
+        """True when ``--sysfs-root`` names a tree that is not this machine's /sys.
+
+        Then the probes that ask this machine (nvidia-smi, NVML, psutil) are not
+        run: their answers would describe the auditing machine, not the tree.
+        """
+        if self.sysfs_root is None:
+            return False
+        try:
+            return not os.path.samefile(self.sysfs_root, "/sys")
+        except OSError:
+            return True
+
+
+#: Probes that ask this machine rather than read the sysfs tree.
+MACHINE_PROBES = ("topo-text", "nvml", "host")
 
 
 def module(name: str) -> ModuleType:

@@ -140,3 +140,16 @@ def test_capture_of_a_missing_root_is_recorded_not_raised(tmp_path):
     topo = sysfs.derive(ev)
     assert topo.gpus == [] and topo.nics == []
     assert [n.code for n in topo.notes] == ["sysfs.unavailable"]
+
+
+def test_one_bus_id_parser_and_no_io_in_the_evidence_view():
+    # sysfs has no bus-id parser of its own: nvtopo.model.pci_bdf is the one
+    assert not hasattr(sysfs, "parse_bdf") and not hasattr(sysfs, "BDF_RE")
+    # the evidence view is pure: no file reader (the old copy used a root it never had)
+    assert not hasattr(sysfs._EvidenceView, "_read_bytes")
+    assert sysfs.sysfs_bdf("0000:1b:00.0") == pci_bdf("0000:1b:00.0") == (0, 0x1B, 0, 0)
+    assert sysfs.sysfs_bdf("10000:e1:00.7") == (0x10000, 0xE1, 0, 7)  # VMD domain
+    # only the kernel's spelling names a PCI device in a sysfs path
+    for name in ("00000000:1B:00.0", "1b:00.0", "0000:1b:00", "12:34", "pci0000:15",
+                 "0000:1B:00.0", "mlx5_core.sf.2", "0:0:0:0", ""):
+        assert sysfs.sysfs_bdf(name) is None, name

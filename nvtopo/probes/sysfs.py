@@ -40,12 +40,11 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..errors import NvtopoError
-from ..model import GPU, NIC, Matrix, Topology, path_rank
+from ..model import GPU, NIC, Matrix, Topology, path_rank, pci_bdf
 
 SOURCE = "sysfs"
 DEFAULT_ROOT = "/sys"
 
-BDF_RE = re.compile(r"^([0-9a-f]{4,}):([0-9a-f]{2}):([0-9a-f]{2})\.([0-7])$")
 HOST_BRIDGE_RE = re.compile(r"^pci([0-9a-f]{4,}):([0-9a-f]{2})$")
 NODE_RE = re.compile(r"^node(\d+)$")
 
@@ -246,16 +245,6 @@ class _EvidenceView:
             return self.files[real], None
         return None, self.errors.get(real, "ENOENT: not in the evidence")
 
-    def _read_bytes(self, real: str) -> bytes:
-        fd = os.open(f"{self.root}/{real}", _OPEN_FLAGS)
-        try:
-            chunks = [os.read(fd, _CHUNK)]
-            while len(chunks[-1]) == _CHUNK:  # sysfs files can exceed a page: read to EOF
-                chunks.append(os.read(fd, _CHUNK))
-        finally:
-            os.close(fd)
-        return b"".join(chunks)
-
     def listdir(self, rel: str) -> Tuple[Optional[List[str]], Optional[str]]:
         real = self.resolve(rel)
         if real in self.dirs:
@@ -391,11 +380,18 @@ def _int(raw: Optional[str], base: int = 10) -> Optional[int]:
         return None
 
 
-def parse_bdf(bdf: str) -> Optional[Tuple[int, int, int, int]]:
-    m = BDF_RE.match(bdf.lower())
-    if not m:
+def sysfs_bdf(name: str) -> Optional[Tuple[int, int, int, int]]:
+    """The PCI address of a sysfs name (``0000:1b:00.0``), or ``None`` for any other name.
+
+    Parsed by :func:`nvtopo.model.pci_bdf`, the one bus-id parser, and accepted
+    only in the kernel's own spelling (lower case, 4+ digit domain, function):
+    that parser also takes NVML's and short forms, which no sysfs path
+    component uses (and names such as ``12:34`` must not pass for a device).
+    """
+    t = pci_bdf(name)
+    if t is None or name != f"{t[0]:04x}:{t[1]:02x}:{t[2]:02x}.{t[3]}":
         return None
-    return (int(m.group(1), 16), int(m.group(2), 16), int(m.group(3), 16), int(m.group(4)))
+    return t
 
 
 def cpulist_count(cpulist: Optional[str]) -> Optional[int]:
@@ -460,7 +456,7 @@ def _chain(real: str) -> Tuple[Optional[str], List[str]]:
         if host is None and HOST_BRIDGE_RE.match(comp):
             host = comp
             continue
-        if BDF_RE.match(comp):
+        if sysfs_bdf(comp):
             chain.append(comp)
     return host, chain
 
@@ -474,7 +470,7 @@ def _collect(v: Any) -> Dict[str, Any]:
     out["pci_error"] = err if names is None else None
     for name in names or []:
         bdf = name.lower()
-        if not BDF_RE.match(bdf):
+        if not sysfs_bdf(bdf):
             continue
         base = f"bus/pci/devices/{name}"
         cls_raw, cls_err = v.read(base + "/class")
@@ -710,7 +706,7 @@ def _pci_of(path: str) -> Tuple[Optional[str], str]:
     if "virtual" in comps:
         return None, "none"
     for i in range(len(comps) - 1, -1, -1):
-        if BDF_RE.match(comps[i]):
+        if sysfs_bdf(comps[i]):
             return comps[i], ("pci" if i == len(comps) - 1 else "auxiliary")
     return None, "none"
 
@@ -827,7 +823,7 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
         return facts
 
     gpus = sorted((d for d in pci.values() if d["kind"] == "gpu"),
-                  key=lambda d: parse_bdf(d["bdf"]) or (0, 0, 0, 0))
+                  key=lambda d: sysfs_bdf(d["bdf"]) or (0, 0, 0, 0))
     gpu_labels: Dict[str, str] = {}
     for i, dev in enumerate(gpus):
         facts = pci_facts(dev)
@@ -978,7 +974,7 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
     # -- NVMe drives (GPUDirect Storage placement)
     nvme = []
     for dev in sorted((d for d in pci.values() if d["kind"] == "nvme"),
-                      key=lambda d: parse_bdf(d["bdf"]) or (0, 0, 0, 0)):
+                      key=lambda d: sysfs_bdf(d["bdf"]) or (0, 0, 0, 0)):
         facts = pci_facts(dev)
         paths = {gpu_labels[g["bdf"]]: path_level(dev, g) for g in gpus}
         ranked = [(path_rank(t), lab) for lab, t in paths.items() if path_rank(t) is not None]

@@ -393,3 +393,69 @@ def test_host_probe_skips_a_copied_tree_and_reads_this_machine_otherwise(tmp_pat
     assert isinstance(live["net_if"], dict)
     topo = host.derive(live)
     assert topo.host["cpu_count_logical"] == live["cpu_count_logical"]
+
+
+# --- absent vs software devices ------------------------------------------------------------------
+
+
+def test_faults_vanished_hca_is_absent_not_a_software_device(tmp_path_factory):
+    _, ev, topo = probe("dgx-h100-faults", tmp_path_factory)
+    assert "mlx5_12" not in hcas(topo) and len(topo.nics) == 12
+    info = topo.extra["sysfs"]
+    assert info["absent_devices"] == {"mlx5_12": "dangling link, the device is gone (ENOENT)"}
+    [note] = [n for n in topo.notes if n.code == "sysfs.device_absent"]
+    assert note.level == "warning" and note.subject == "mlx5_12"
+    assert "class/infiniband/mlx5_12 is absent or unreadable" in note.message
+    assert not any(n.code == "sysfs.soft_device" for n in topo.notes)
+
+
+SOFT_AND_ABSENT = """\
+bus/pci/devices/
+devices/system/node/node0/cpulist = 0-3
+class/infiniband/rxe0 -> ../../devices/virtual/infiniband/rxe0
+devices/virtual/infiniband/rxe0/node_type = 1: CA
+devices/virtual/infiniband/rxe0/ports/1/state = 4: ACTIVE
+devices/virtual/infiniband/rxe0/ports/1/link_layer = Ethernet
+class/infiniband/mlx5_99 -> ../../devices/pci0000:15/0000:15:01.0/0000:16:00.0/infiniband/mlx5_99
+class/infiniband/stray = not a device
+"""
+
+
+def test_dangling_link_and_plain_file_are_absent_a_real_soft_device_is_soft(tmp_path):
+    fakesys.materialize(SOFT_AND_ABSENT, str(tmp_path))
+    ev = sysfs.capture(ProbeOptions(sysfs_root=str(tmp_path)))
+    for topo in (sysfs.derive(ev), sysfs.derive(json.loads(json.dumps(ev)))):
+        h = hcas(topo)
+        assert list(h) == ["rxe0"]  # only the directory is a device
+        assert (h["rxe0"]["soft"], h["rxe0"]["parent"], h["rxe0"]["pci_address"]) == \
+            (True, "none", None)
+        info = topo.extra["sysfs"]
+        assert info["absent_devices"] == {
+            "mlx5_99": "dangling link, the device is gone (ENOENT)",
+            "stray": "not a directory (ENOTDIR)"}
+        assert info.get("rdma") is None
+        notes = {(n.code, n.subject) for n in topo.notes}
+        assert ("sysfs.soft_device", "rxe0") in notes
+        assert ("sysfs.device_absent", "mlx5_99") in notes and \
+            ("sysfs.device_absent", "stray") in notes
+        assert ("sysfs.soft_device", "mlx5_99") not in notes
+    # only absent entries: no devices, and the answer says why
+    dest = sysfs_trees.scratch_dir()
+    fakesys.materialize(SOFT_AND_ABSENT.replace("class/infiniband/rxe0 ->", "unused/rxe0 ->"),
+                        dest)
+    topo = sysfs.derive(sysfs.capture(ProbeOptions(sysfs_root=dest)))
+    assert topo.nics == []
+    assert topo.extra["sysfs"]["rdma"] == ("no RDMA devices (2 listed but absent or "
+                                           "unreadable: mlx5_99, stray)")
+
+
+def test_evidence_without_device_listings_reads_devices_as_before(tmp_path_factory):
+    """Snapshots taken before device directories were listed still show their devices."""
+    _, ev, topo = probe("roce-bond", tmp_path_factory)
+    old = json.loads(json.dumps(ev))
+    real = {k for k in old["dirs"] if k.endswith(("/infiniband/mlx5_2", "/infiniband/rxe0",
+                                                   "/infiniband/mlx5_bond_0"))}
+    assert len(real) == 3
+    for k in real:
+        del old["dirs"][k]
+    assert list(hcas(sysfs.derive(old))) == ["mlx5_2", "mlx5_bond_0", "rxe0"]

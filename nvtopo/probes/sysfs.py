@@ -223,6 +223,10 @@ class _LiveView:
         return names, None
 
 
+#: What the evidence view answers for a path the capture never read.
+NOT_RECORDED = "ENOENT: not in the evidence"
+
+
 class _EvidenceView:
     """Answers the same questions from recorded evidence (pure, no I/O)."""
 
@@ -243,13 +247,13 @@ class _EvidenceView:
         real = self.resolve(rel)
         if real in self.files:
             return self.files[real], None
-        return None, self.errors.get(real, "ENOENT: not in the evidence")
+        return None, self.errors.get(real, NOT_RECORDED)
 
     def listdir(self, rel: str) -> Tuple[Optional[List[str]], Optional[str]]:
         real = self.resolve(rel)
         if real in self.dirs:
             return self.dirs[real], None
-        return None, self.errors.get(real, "ENOENT: not in the evidence")
+        return None, self.errors.get(real, NOT_RECORDED)
 
 
 def _str_map(m: Any) -> Dict[str, str]:
@@ -428,6 +432,17 @@ def _reason(err: Optional[str]) -> str:
     return err
 
 
+def _absent_reason(err: Optional[str]) -> str:
+    """Why a ``class/infiniband`` entry is no device directory."""
+    if err is None:
+        return "unknown"
+    if err.startswith("ENOENT"):
+        return "dangling link, the device is gone (ENOENT)"
+    if err.startswith("ENOTDIR"):
+        return "not a directory (ENOTDIR)"
+    return err
+
+
 # --- the traversal (shared by capture and derive) ---------------------------------------
 
 
@@ -495,8 +510,16 @@ def _collect(v: Any) -> Dict[str, Any]:
     # -- RDMA devices
     devs, err = v.listdir("class/infiniband")
     out["ib_error"] = err if devs is None else None
+    out["ib_absent"] = {}
     for name in devs or []:
         base = f"class/infiniband/{name}"
+        # A name whose entry is no directory (a dangling link: the device vanished; a
+        # stray file in a copied tree) is absent or unreadable, not a device.  Evidence
+        # taken before this listing was recorded has none: the device is read as before.
+        listing, lerr = v.listdir(base)
+        if listing is None and lerr != NOT_RECORDED:
+            out["ib_absent"][name] = lerr
+            continue
         hca: Dict[str, Any] = {"name": name, "path": v.resolve(base), "attrs": {}, "errors": {},
                                "ports": [], "netdevs": [], "hw_counters": None}
         for attr in HCA_ATTRS:
@@ -966,10 +989,19 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
         nic.extra[SOURCE] = h
         topo.nics.append(nic)
 
+    absent = {name: _absent_reason(err) for name, err in
+              sorted((raw.get("ib_absent") or {}).items(), key=lambda x: natural_key(x[0]))}
+    info["absent_devices"] = absent
+    for name, why in absent.items():
+        topo.note("sysfs.device_absent", f"class/infiniband/{name} is absent or unreadable "
+                  f"({why}): not counted as an RDMA device", source=SOURCE, level="warning",
+                  subject=name)
     if raw.get("ib_error") is not None:
         info["rdma"] = f"class/infiniband absent or unreadable: {_reason(raw['ib_error'])}"
     elif not hcas:
-        info["rdma"] = "no RDMA devices"
+        info["rdma"] = "no RDMA devices" + (
+            f" ({len(absent)} listed but absent or unreadable: {', '.join(absent)})"
+            if absent else "")
 
     # -- NVMe drives (GPUDirect Storage placement)
     nvme = []

@@ -56,6 +56,7 @@ def document(topo: Topology) -> Dict[str, Any]:
         "host": dict(topo.host),
         "sysfs_root": info.get("root"),
         "rdma": info.get("rdma"),
+        "absent_devices": dict(info.get("absent_devices") or {}),
         "hcas": hcas,
         "gpus": gpus,
         "nvme": info.get("nvme") or [],

@@ -1,6 +1,7 @@
 """`nvtopo ib`, `--sysfs-root` on show/snapshot, and the ib JSON contract, through the CLI."""
 
 import json
+import os
 
 import pytest
 from typer.testing import CliRunner
@@ -130,6 +131,22 @@ def test_show_example_unchanged_without_sysfs():
     assert "PCIe link" not in r.output and "NV18" in r.output
 
 
+def make_runner():
+    """A runner that keeps stderr apart (click 8.1, as on Python 3.9, mixes them by default)."""
+    try:
+        return CliRunner(mix_stderr=False)
+    except TypeError:
+        return CliRunner()
+
+
+def _one_line_error(r, start):
+    assert r.exit_code == 2, (r.stdout, r.stderr)
+    assert r.stdout == "" and "Traceback" not in r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith(start), lines
+    return lines[0]
+
+
 @pytest.mark.parametrize("make", ["file", "empty-dir", "missing"])
 @pytest.mark.parametrize("cmd", [["ib"], ["show"], ["snapshot"]])
 def test_bad_sysfs_root_is_one_line_exit_2(tmp_path, make, cmd):
@@ -138,11 +155,55 @@ def test_bad_sysfs_root_is_one_line_exit_2(tmp_path, make, cmd):
         target.write_text("hello\n")
     elif make == "empty-dir":
         target.mkdir()
-    r = run(*cmd, "--sysfs-root", str(target))
-    assert r.exit_code == 2
-    lines = [ln for ln in r.output.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith(f"nvtopo: error: {target}: ")
-    assert "Traceback" not in r.output
+    r = make_runner().invoke(app, [*cmd, "--sysfs-root", str(target)], env={"COLUMNS": "220"})
+    _one_line_error(r, f"nvtopo: error: --sysfs-root {target}: ")
+
+
+@pytest.mark.parametrize("cmd", [["ib"], ["show"], ["snapshot"]])
+def test_empty_sysfs_root_is_named(cmd):
+    r = make_runner().invoke(app, [*cmd, "--sysfs-root", ""])
+    line = _one_line_error(r, "nvtopo: error: --sysfs-root '': ")
+    assert line == "nvtopo: error: --sysfs-root '': no such directory"
+
+
+#: Trees that are no sysfs tree though they have bus/, class/ or devices/ (the old rule
+#: took any one of them), and what the error says.
+NOT_SYSFS = {
+    # /proc: bus/ and sys/ are directories, but devices is a file (and so is bus/pci/devices)
+    "proc-like": ("bus/pci/devices = 0000\tmlx5_core\ndevices = Character devices:\n"
+                  "sys/kernel/hostname = node7\n", "no devices/ directory"),
+    "class-only": ("class/net/\n", "no devices/ directory"),
+    "devices-only": ("devices/pci0000:00/\n", "neither bus/ nor class/"),
+    "no-markers": ("devices/virtual/\nbus/usb/\nclass/net/\n",
+                   "none of devices/system/, bus/pci/devices/, class/infiniband/"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NOT_SYSFS))
+def test_a_tree_without_what_sysfs_has_is_refused(tmp_path, name):
+    text, why = NOT_SYSFS[name]
+    fakesys.materialize(text, str(tmp_path))
+    r = make_runner().invoke(app, ["ib", "--sysfs-root", str(tmp_path)])
+    line = _one_line_error(r, f"nvtopo: error: --sysfs-root {tmp_path}: is not a sysfs tree (")
+    assert why in line
+
+
+def test_proc_is_not_a_sysfs_tree():
+    if not os.path.isdir("/proc/bus"):
+        pytest.skip("no /proc/bus here")
+    r = make_runner().invoke(app, ["ib", "--sysfs-root", "/proc"])
+    _one_line_error(r, "nvtopo: error: --sysfs-root /proc: is not a sysfs tree (")
+
+
+@pytest.mark.parametrize("text", [
+    "devices/system/node/node0/cpulist = 0-3\nclass/net/\n",     # NUMA only
+    "devices/pci0000:00/\nbus/pci/devices/\n",                    # PCI only
+    "devices/virtual/\nclass/infiniband/\n",                      # RDMA class only
+])
+def test_minimal_sysfs_trees_are_accepted(tmp_path, text):
+    fakesys.materialize(text, str(tmp_path))
+    r = run("ib", "--sysfs-root", str(tmp_path))
+    assert r.exit_code == 0 and "No RDMA devices" in r.output, r.output
 
 
 def test_ib_from_input_without_sysfs_evidence(tmp_path):

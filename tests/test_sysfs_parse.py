@@ -153,3 +153,12 @@ def test_one_bus_id_parser_and_no_io_in_the_evidence_view():
     for name in ("00000000:1B:00.0", "1b:00.0", "0000:1b:00", "12:34", "pci0000:15",
                  "0000:1B:00.0", "mlx5_core.sf.2", "0:0:0:0", ""):
         assert sysfs.sysfs_bdf(name) is None, name
+
+
+def test_capture_of_an_empty_or_proc_like_root_is_missing_not_the_live_sys(tmp_path):
+    ev = sysfs.capture(ProbeOptions(sysfs_root=""))
+    assert ev["status"] == "missing" and ev["root"] == "" and ev["files"] == {}
+    assert ev["error"] == "'' is not a sysfs tree (no such directory)"
+    fakesys.materialize("bus/pci/devices = x\ndevices = Character devices:\n", str(tmp_path))
+    ev = sysfs.capture(ProbeOptions(sysfs_root=str(tmp_path)))
+    assert ev["status"] == "missing" and "no devices/ directory" in ev["error"]

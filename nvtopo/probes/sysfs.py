@@ -36,6 +36,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+import shlex
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -265,22 +266,57 @@ def _str_map(m: Any) -> Dict[str, str]:
 # --- capture -----------------------------------------------------------------------
 
 
+#: Directories only a sysfs tree has (at least one must be there; see :func:`why_not_sysfs`).
+SYSFS_MARKERS = ("devices/system", "bus/pci/devices", "class/infiniband")
+
+
+def why_not_sysfs(root: str) -> Optional[str]:
+    """Why directory ``root`` cannot be a sysfs tree, or ``None`` when it can.
+
+    The rule: ``devices/`` is a directory, so is ``bus/`` or ``class/``, and so
+    is at least one of :data:`SYSFS_MARKERS` (``devices/system``,
+    ``bus/pci/devices``, ``class/infiniband``).  Every real /sys has all of
+    them; a copied or minimal tree needs only what it is read for.  /proc is
+    refused: it has ``bus/`` but its ``devices`` is a file.
+    """
+    def isdir(rel: str) -> bool:
+        return os.path.isdir(os.path.join(root, rel))
+
+    if not isdir("devices"):
+        return "no devices/ directory"
+    if not (isdir("bus") or isdir("class")):
+        return "devices/ but neither bus/ nor class/"
+    if not any(isdir(m) for m in SYSFS_MARKERS):
+        return f"none of {', '.join(m + '/' for m in SYSFS_MARKERS)}"
+    return None
+
+
 def looks_like_sysfs(root: str) -> bool:
-    """True when ``root`` has at least one of sysfs's top-level directories."""
-    return any(os.path.isdir(os.path.join(root, d)) for d in ("bus", "class", "devices"))
+    """True when directory ``root`` passes the rule of :func:`why_not_sysfs`."""
+    return why_not_sysfs(root) is None
+
+
+def _path_shown(root: str) -> str:
+    """A path as the user could type it: an empty or odd path stays visible, on one line."""
+    return shlex.quote(root) if root.isprintable() else repr(root)
+
+
+def _option_shown(root: str) -> str:
+    return f"--sysfs-root {_path_shown(root)}"
 
 
 def check_root(root: str) -> None:
-    """Raise :class:`NvtopoError` when ``--sysfs-root`` is no sysfs tree."""
-    if not os.path.exists(root):
-        raise NvtopoError("no such directory (--sysfs-root)", where=root)
+    """Raise :class:`NvtopoError` when ``--sysfs-root`` is no sysfs tree (exit 2, one line)."""
+    where = _option_shown(root)
+    if not root or not os.path.exists(root):
+        raise NvtopoError("no such directory", where=where)
     if not os.path.isdir(root):
-        raise NvtopoError("is not a directory (--sysfs-root wants a sysfs tree such as /sys)",
-                          where=root)
-    if not looks_like_sysfs(root):
-        raise NvtopoError("is not a sysfs tree: none of bus/, class/ or devices/ under it "
-                          "(--sysfs-root wants a directory that plays the role of /sys)",
-                          where=root)
+        raise NvtopoError("is not a directory (a sysfs tree such as /sys is wanted)",
+                          where=where)
+    why = why_not_sysfs(root)
+    if why is not None:
+        raise NvtopoError(f"is not a sysfs tree ({why}); the directory must play the role "
+                          "of /sys", where=where)
 
 
 def capture(options: Optional[Any] = None, faults: Optional[Dict[str, str]] = None
@@ -290,7 +326,9 @@ def capture(options: Optional[Any] = None, faults: Optional[Dict[str, str]] = No
     Never raises for the expected failures: a missing root, unreadable files
     and vanished devices are recorded (``status``, ``errors``).
     """
-    root = getattr(options, "sysfs_root", None) or DEFAULT_ROOT
+    root = getattr(options, "sysfs_root", None)
+    if root is None:
+        root = DEFAULT_ROOT
     evidence: Dict[str, Any] = {
         "root": root,
         "status": "ok",
@@ -302,9 +340,10 @@ def capture(options: Optional[Any] = None, faults: Optional[Dict[str, str]] = No
         "dirs": {},
         "errors": {},
     }
-    if not os.path.isdir(root) or not looks_like_sysfs(root):
+    why = why_not_sysfs(root) if root and os.path.isdir(root) else "no such directory"
+    if why is not None:
         evidence["status"] = "missing"
-        evidence["error"] = f"{root} is not a sysfs tree (no bus/, class/ or devices/)"
+        evidence["error"] = f"{_path_shown(root)} is not a sysfs tree ({why})"
         return evidence
     start = time.monotonic()
     view = _LiveView(root, faults)

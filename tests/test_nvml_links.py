@@ -11,7 +11,18 @@ from nvtopo import snapshot
 from nvtopo.cli import app
 
 TEXT = Path(__file__).resolve().parent.parent / "fixtures" / "nvml-text"
-runner = CliRunner()
+
+
+def make_runner() -> CliRunner:
+    """stderr apart from stdout: click < 8.2 (the newest for Python 3.9) needs
+    ``mix_stderr=False``; click >= 8.2 always separates them and has no such argument."""
+    try:
+        return CliRunner(mix_stderr=False)  # type: ignore[call-arg]
+    except TypeError:
+        return CliRunner()
+
+
+runner = make_runner()
 
 
 def snap(tmp_path, machine):

@@ -225,3 +225,31 @@ def test_ib_without_rdma_devices_is_an_answer_not_an_error(tmp_path):
     assert r.exit_code == 0 and "No RDMA devices" in r.output
     doc = json.loads(run("ib", "--sysfs-root", str(root), "--format", "json").output)
     assert doc["hcas"] == [] and "class/infiniband absent" in doc["rdma"]
+
+
+def test_ib_says_why_devices_have_no_placement(tmp_path, tree):
+    """A software device is a note (no placement by design); a missing PCI function a warning."""
+    r = run("ib", "--sysfs-root", tree(tmp_path, "roce-bond"))
+    assert r.exit_code == 0, r.output
+    notes = [ln for ln in r.output.splitlines() if ln.startswith(("note: ", "warning: "))]
+    assert "note: rxe0 has no PCI parent (software RDMA device such as rxe or siw): no " \
+           "placement, by design" in notes
+    assert not any(ln.startswith("warning: ") for ln in notes)
+    # an HCA whose PCI function is not under bus/pci/devices (a partial copy)
+    root = tmp_path / "partial"
+    fakesys.materialize(
+        "bus/pci/devices/\ndevices/system/node/node0/cpulist = 0-3\n"
+        "class/infiniband/mlx5_0 -> ../../devices/pci0000:15/0000:15:01.0/0000:16:00.0/"
+        "infiniband/mlx5_0\n"
+        "devices/pci0000:15/0000:15:01.0/0000:16:00.0/infiniband/mlx5_0/device -> ../../../"
+        "0000:16:00.0\n"
+        "devices/pci0000:15/0000:15:01.0/0000:16:00.0/infiniband/mlx5_0/ports/1/state = "
+        "4: ACTIVE\n", str(root))
+    r = run("ib", "--sysfs-root", str(root))
+    assert r.exit_code == 0, r.output
+    assert ("warning: mlx5_0: its PCI function 0000:16:00.0 is not under bus/pci/devices: "
+            "no placement (NUMA node, PCIe link and nearest GPU unknown)") in r.output
+    doc = json.loads(run("ib", "--sysfs-root", str(root), "--format", "json").output)
+    [h] = doc["hcas"]
+    assert (h["pci_address"], h["soft"], h["numa_node"]) == ("0000:16:00.0", False, None)
+    assert [n["code"] for n in doc["notes"] if n["level"] == "warning"] == ["sysfs.pci_missing"]

@@ -459,3 +459,44 @@ def test_evidence_without_device_listings_reads_devices_as_before(tmp_path_facto
     for k in real:
         del old["dirs"][k]
     assert list(hcas(sysfs.derive(old))) == ["mlx5_2", "mlx5_bond_0", "rxe0"]
+
+
+E810 = """\
+devices/system/node/node1/cpulist = 32-63
+devices/pci0000:17/0000:17:02.0/class = 0x060400
+devices/pci0000:17/0000:17:02.0/vendor = 0x8086
+devices/pci0000:17/0000:17:02.0/max_link_speed = 16.0 GT/s PCIe
+devices/pci0000:17/0000:17:02.0/max_link_width = 16
+devices/pci0000:17/0000:17:02.0/0000:18:00.0/class = 0x020000
+devices/pci0000:17/0000:17:02.0/0000:18:00.0/vendor = 0x8086
+devices/pci0000:17/0000:17:02.0/0000:18:00.0/device = 0x159b
+devices/pci0000:17/0000:17:02.0/0000:18:00.0/numa_node = 1
+devices/pci0000:17/0000:17:02.0/0000:18:00.0/local_cpulist = 32-63
+devices/pci0000:17/0000:17:02.0/0000:18:00.0/current_link_speed = 16.0 GT/s PCIe
+devices/pci0000:17/0000:17:02.0/0000:18:00.0/current_link_width = 8
+devices/pci0000:17/0000:17:02.0/0000:18:00.0/max_link_speed = 16.0 GT/s PCIe
+devices/pci0000:17/0000:17:02.0/0000:18:00.0/max_link_width = 8
+devices/pci0000:17/0000:17:02.0/0000:18:00.0/infiniband/rdmap24s0f0/node_type = 4: RNIC
+devices/pci0000:17/0000:17:02.0/0000:18:00.0/infiniband/rdmap24s0f0/device -> ../../../0000:18:00.0
+devices/pci0000:17/0000:17:02.0/0000:18:00.0/infiniband/rdmap24s0f0/ports/1/state = 4: ACTIVE
+devices/pci0000:17/0000:17:02.0/0000:18:00.0/infiniband/rdmap24s0f0/ports/1/link_layer = Ethernet
+bus/pci/devices/0000:17:02.0 -> ../../../devices/pci0000:17/0000:17:02.0
+bus/pci/devices/0000:18:00.0 -> ../../../devices/pci0000:17/0000:17:02.0/0000:18:00.0
+class/infiniband/rdmap24s0f0 -> ../../devices/pci0000:17/0000:17:02.0/0000:18:00.0/infiniband/rdmap24s0f0
+"""
+
+
+def test_rdma_device_on_another_vendors_ethernet_function_is_placed(tmp_path):
+    """irdma (Intel E810, class 0x0200 from vendor 0x8086): its PCI function is read too."""
+    fakesys.materialize(E810, str(tmp_path))
+    ev = sysfs.capture(ProbeOptions(sysfs_root=str(tmp_path)))
+    topo = sysfs.derive(ev)
+    x = hcas(topo)["rdmap24s0f0"]
+    assert (x["pci_address"], x["numa_node"], x["soft"], x["parent"]) == \
+        ("0000:18:00.0", 1, False, "pci")
+    assert x["pci"]["class"] == "0x020000" and x["pci"]["link"]["current_width"] == 8
+    assert x["ports"][0]["transport"] == "iWARP"
+    assert not [n for n in topo.notes if n.level == "warning"]
+    assert topo.nics[0].numa_node == 1 and topo.nics[0].sources["numa_node"] == "sysfs"
+    assert json.dumps(sysfs.derive(json.loads(json.dumps(ev))).to_dict(), sort_keys=True) == \
+        json.dumps(topo.to_dict(), sort_keys=True)

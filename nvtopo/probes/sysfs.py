@@ -515,6 +515,23 @@ def _chain(real: str) -> Tuple[Optional[str], List[str]]:
     return host, chain
 
 
+def _read_pci(v: Any, base: str, bdf: str, kind: str, vendor: Optional[int],
+              cls: Optional[int]) -> Dict[str, Any]:
+    """The placement facts of one PCI function (``base`` = ``bus/pci/devices/<bdf>``)."""
+    real = v.resolve(base)
+    host, chain = _chain(real)
+    dev: Dict[str, Any] = {"bdf": bdf, "kind": kind, "vendor": vendor, "class": cls,
+                           "path": real, "host_bridge": host, "chain": chain,
+                           "attrs": {}, "errors": {}}
+    for attr in PCI_ATTRS:
+        val, aerr = v.read(f"{base}/{attr}")
+        if val is None:
+            dev["errors"][attr] = aerr
+        else:
+            dev["attrs"][attr] = val
+    return dev
+
+
 def _collect(v: Any) -> Dict[str, Any]:
     """Walk the tree through view ``v`` and return what was found, values still raw."""
     out: Dict[str, Any] = {"pci": {}, "hcas": [], "numa": None, "modules": {}}
@@ -533,18 +550,7 @@ def _collect(v: Any) -> Dict[str, Any]:
         kind = _pci_kind(vendor, cls)
         if kind is None:
             continue
-        real = v.resolve(base)
-        host, chain = _chain(real)
-        dev: Dict[str, Any] = {"bdf": bdf, "kind": kind, "vendor": vendor, "class": cls,
-                               "path": real, "host_bridge": host, "chain": chain,
-                               "attrs": {}, "errors": {}}
-        for attr in PCI_ATTRS:
-            val, aerr = v.read(f"{base}/{attr}")
-            if val is None:
-                dev["errors"][attr] = aerr
-            else:
-                dev["attrs"][attr] = val
-        out["pci"][bdf] = dev
+        out["pci"][bdf] = _read_pci(v, base, bdf, kind, vendor, cls)
 
     # -- RDMA devices
     devs, err = v.listdir("class/infiniband")
@@ -601,6 +607,14 @@ def _collect(v: Any) -> Dict[str, Any]:
             port["hw_counters"] = _read_counter_dir(v, pbase + "/hw_counters")
             hca["ports"].append(port)
         out["hcas"].append(hca)
+        # The PCI function of an RDMA device is read whatever its class and vendor (an
+        # Intel E810 or a Broadcom NIC is class 0x0200 from another vendor than 0x15b3).
+        bdf = _pci_of(hca["device_path"])[0] or _pci_of(hca["path"])[0]
+        if bdf is not None and bdf not in out["pci"] and bdf in (names or ()):
+            base = f"bus/pci/devices/{bdf}"
+            cls = _int(v.read(base + "/class")[0], 16)
+            vendor = _int(v.read(base + "/vendor")[0], 16)
+            out["pci"][bdf] = _read_pci(v, base, bdf, "nic", vendor, cls)
 
     # -- NUMA
     nodes, err = v.listdir("devices/system/node")
@@ -941,11 +955,16 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
         elif bdf is not None:
             hca["pci"] = None
             hca["pci_note"] = f"{bdf} not found under bus/pci/devices"
+            if not raw.get("pci_error"):  # else sysfs.no_pci said it for every device
+                topo.note("sysfs.pci_missing", f"{h['name']}: its PCI function {bdf} is not "
+                          "under bus/pci/devices: no placement (NUMA node, PCIe link and "
+                          "nearest GPU unknown)", source=SOURCE, level="warning",
+                          subject=h["name"])
         else:
             hca["pci"] = None
             hca["pci_note"] = "software RDMA device: no PCI parent"
             topo.note("sysfs.soft_device", f"{h['name']} has no PCI parent (software RDMA "
-                      "device such as rxe or siw): no placement", source=SOURCE,
+                      "device such as rxe or siw): no placement, by design", source=SOURCE,
                       subject=h["name"])
         for nd in h["netdevs"]:
             hca["netdevs"].append({"name": nd["name"], "dev_port": _int(nd.get("dev_port")),

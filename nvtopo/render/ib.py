@@ -20,6 +20,10 @@ from .matrix import cell_style
 #: Version of the ``nvtopo ib --format json`` document.
 IB_SCHEMA_VERSION = 1
 
+#: Info-level notes the table explains itself with (printed as ``note:`` after the
+#: warnings): software RDMA devices, which have no placement by design, and GPU numbering.
+SHOWN_INFO = ("sysfs.soft_device", "sysfs.gpu_order")
+
 STATE_STYLES = {"ACTIVE": "green", "DOWN": "bold red", "INIT": "yellow", "ARMED": "yellow"}
 PHYS_STYLES = {"LinkUp": "green", "Polling": "bold red", "Disabled": "bold red"}
 
@@ -206,12 +210,12 @@ def render(topo: Topology) -> RenderableType:
     else:
         parts.append(_dim(f"No RDMA devices ({doc.get('rdma') or 'class/infiniband is empty'})."))
     notes = [n for n in topo.notes if n.source in ("sysfs", "host") and n.level == "warning"]
-    notes += [n for n in topo.notes if n.code == "sysfs.gpu_order"] if doc["hcas"] else []
+    notes += [n for n in topo.notes if n.code in SHOWN_INFO] if doc["hcas"] else []
     if notes or topo.disagreements:
         parts.append(Text(""))
         for n in notes:
-            parts.append(Text.assemble((f"{n.level}: ", "yellow" if n.level == "warning"
-                                        else "dim"), n.message))
+            parts.append(Text.assemble(("warning: ", "yellow") if n.level == "warning"
+                                       else ("note: ", "dim"), n.message))
         for d in topo.disagreements:
             parts.append(Text.assemble(("disagreement: ", "bold yellow"),
                                        f"{d.subject} {d.fact}: {d.message}"))

@@ -220,3 +220,104 @@ def test_snapshot_from_pasted_nvlink_text_round_trips(tmp_path):
     a = links("--from", str(src), "--format", "json")[1]
     b = links("--from", str(out), "--format", "json")[1]
     assert json.loads(a)["gpus"] == json.loads(b)["gpus"]
+
+
+# --- damaged and mixed pastes -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("speed", [".", "26.562.1", "..5"])
+def test_unparseable_speed_is_unknown_with_a_note(tmp_path, speed):
+    path = tmp_path / "t.txt"
+    path.write_text(f"GPU 0: X (UUID: a)\n Link 0: {speed} GB/s\n Link 1: 25 GB/s\n")
+    code, out, err = links("--from", str(path))
+    assert code == 0 and "Traceback" not in err, err
+    assert "GPU0 · X · 2/2 active" in out
+    g = text_doc_at(path)["gpus"][0]
+    assert [lk["speed_mbps"] for lk in g["links"]] == [None, 25000]
+    assert g["bandwidth_gbps_per_direction"] is None  # one speed unknown: no sum
+    topo = snapshot.load(str(path))
+    assert [(n.code, n.subject) for n in topo.notes] == [("nvml_text.bad_number", "GPU0")]
+    assert repr(speed) in topo.notes[0].message
+
+
+def text_doc_at(path):
+    code, out, err = links("--from", str(path), "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    check_contract(doc)
+    return doc
+
+
+NVLINK_GPU3 = """\
+GPU 3: NVIDIA H100 80GB HBM3 (UUID: GPU-31b2c3d4-0000-4000-8000-000000000003)
+\t Link 0: 26.562 GB/s
+\t Link 1: <inactive>
+"""
+
+
+def q_block(bus_id, uuid=None, state="Completed"):
+    return (f"GPU {bus_id}\n    Product Name                          : NVIDIA H100 80GB HBM3\n"
+            + (f"    GPU UUID                              : {uuid}\n" if uuid else "")
+            + "    Fabric\n"
+            f"        State                             : {state}\n"
+            "        Status                            : Success\n")
+
+
+@pytest.mark.parametrize("q_first", [False, True])
+def test_q_block_is_attached_by_its_gpu_uuid(q_first):
+    q = q_block("00000000:61:00.0", "GPU-31b2c3d4-0000-4000-8000-000000000003")
+    topo = nvml_text_topo(q + NVLINK_GPU3 if q_first else NVLINK_GPU3 + q)
+    assert [g.index for g in topo.gpus] == [3]  # no phantom GPU 0
+    g3 = topo.gpu(3)
+    assert g3.pci_bus_id == "00000000:61:00.0"
+    assert g3.extra["nvml-text"]["fabric"]["state"] == "completed"
+    assert g3.extra["nvml-text"]["nvlink"]["active"] == 1
+    assert topo.notes == []
+
+
+def test_q_block_without_uuid_is_attached_by_order_with_a_note():
+    topo = nvml_text_topo(NVLINK_GPU3 + q_block("00000000:61:00.0"))
+    assert [g.index for g in topo.gpus] == [3]
+    assert topo.gpu(3).pci_bus_id == "00000000:61:00.0"
+    assert [(n.code, n.subject) for n in topo.notes] == [("nvml_text.q_by_order", "GPU3")]
+
+
+def test_q_block_of_another_gpu_is_not_merged_into_the_nvlink_gpu():
+    topo = nvml_text_topo(NVLINK_GPU3 + q_block("00000000:1B:00.0", "GPU-other"))
+    assert [g.index for g in topo.gpus] == [3, 4]
+    assert topo.gpu(3).pci_bus_id is None and topo.gpu(4).uuid == "GPU-other"
+    assert [n.code for n in topo.notes] == ["nvml_text.q_unmatched"]
+
+
+def test_q_blocks_alone_are_numbered_in_order_and_matched_by_bus_id():
+    topo = nvml_text_topo(q_block("00000000:1B:00.0", "GPU-a") + q_block("00000000:2B:00.0")
+                          + q_block("0000:1b:00.0", state="In Progress"))
+    assert [(g.index, g.pci_bus_id) for g in topo.gpus] == [
+        (0, "0000:1b:00.0"), (1, "00000000:2B:00.0")]
+    assert topo.gpu(0).extra["nvml-text"]["fabric"]["state"] == "in_progress"
+    assert topo.notes == []
+
+
+def test_duplicate_gpu_headers_of_different_gpus_are_noted_not_mixed(tmp_path):
+    topo = nvml_text_topo("GPU 0: A (UUID: x)\n Link 0: 25 GB/s\n"
+                          "GPU 0: B (UUID: y)\n Link 0: <inactive>\n Link 1: 25 GB/s\n")
+    g0 = topo.gpu(0)
+    assert (g0.name, g0.uuid) == ("A", "x")
+    assert [lk["state"] for lk in g0.extra["nvml-text"]["nvlink"]["links"]] == ["active"]
+    assert [n.code for n in topo.notes] == ["nvml_text.duplicate_gpu"]
+    assert "UUID x" in topo.notes[0].message and "UUID y" in topo.notes[0].message
+
+
+def test_repeated_header_of_the_same_gpu_merges_its_sections():
+    text = ("GPU 0: A (UUID: x)\n Link 0: 25 GB/s\n"
+            "GPU 0: A (UUID: x)\n Link 0: Replay Errors: 3\n")
+    topo = nvml_text_topo(text)
+    lk = topo.gpu(0).extra["nvml-text"]["nvlink"]["links"][0]
+    assert (lk["state"], lk["errors"]) == ("active", {"replay": 3})
+    assert topo.notes == []
+
+
+def nvml_text_topo(text):
+    from nvtopo.probes import nvml_text
+
+    return nvml_text.derive_text(text)

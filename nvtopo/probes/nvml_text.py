@@ -11,7 +11,11 @@ record the NVML probe produces, under ``GPU.extra["nvml-text"]``, so
   with ``-s`` in the same paste the k-th ``-R`` line is mapped to the k-th
   active link; without it the printed number is kept and a note says so;
 * the remote end is a bus id; it is a GPU only where ``-q`` in the same
-  paste names that bus id.
+  paste names that bus id;
+* ``-q`` blocks print no GPU index: a block goes to the GPU with its UUID,
+  else its bus id, else (noted) the next nvlink GPU without one;
+* damage is noted, never a crash: a speed that is not a number is unknown,
+  two different GPUs under one ``GPU N:`` number keep the first.
 
 Elisions (``...``, ``[...]``) and unknown lines are skipped.  Pure: no I/O.
 """
@@ -66,17 +70,28 @@ def _na(v: str) -> Optional[str]:
 
 
 def parse(text: str) -> Dict[str, Any]:
-    """Per-GPU facts from the text: ``{index: {...}}`` plus the sections seen."""
+    """Per-GPU facts from the text: ``{"gpus": {index: {...}}, "sections": [...], "notes": [...]}``.
+
+    ``nvlink`` sections are numbered by their ``GPU N: name (UUID: ...)``
+    headers.  ``-q`` blocks (``GPU 00000000:18:00.0``) carry no index: each is
+    attached to the GPU with its ``GPU UUID``, else its bus id, else (last
+    resort, noted) to the next GPU of the nvlink output that has no ``-q``
+    block yet; a block that matches nothing is a GPU of its own.
+    """
     gpus: Dict[int, Dict[str, Any]] = {}
+    qblocks: List[Dict[str, Any]] = []
     sections: List[str] = []
+    notes: List[Dict[str, str]] = []
     cur: Optional[Dict[str, Any]] = None
-    q_count = 0
     block: List[str] = []  # -q key path by indentation
     indents: List[int] = []
 
+    def new_rec(**kw: Any) -> Dict[str, Any]:
+        return dict({"index": None, "s": {}, "r": [], "e": {}, "c": {},
+                     "all_inactive": False, "q": {}, "notes": []}, **kw)
+
     def gpu(i: int) -> Dict[str, Any]:
-        return gpus.setdefault(i, {"index": i, "s": {}, "r": [], "e": {}, "c": {},
-                                   "all_inactive": False, "q": {}, "notes": []})
+        return gpus.setdefault(i, new_rec(index=i))
 
     def seen(s: str) -> None:
         if s not in sections:
@@ -88,21 +103,37 @@ def parse(text: str) -> Dict[str, Any]:
             continue
         m = _GPU_HDR.match(line)
         if m:
-            cur = gpu(int(m.group(1)))
-            cur["name"], cur["uuid"] = m.group(2).strip(), m.group(3).strip()
+            i, name, uuid = int(m.group(1)), m.group(2).strip(), m.group(3).strip()
+            have = gpus.get(i)
+            if have is not None and "name" in have and (
+                    uuid.lower() != (have.get("uuid") or "").lower() if uuid and have.get("uuid")
+                    else name != have.get("name")):
+                notes.append({"code": "nvml_text.duplicate_gpu", "level": "warning",
+                              "subject": f"GPU{i}",
+                              "message": f"the paste numbers two different GPUs {i} "
+                                         f"({have.get('name')}, UUID {have.get('uuid') or '?'}; "
+                                         f"then {name}, UUID {uuid or '?'}): output of two "
+                                         "machines? the lines under the second are ignored"})
+                cur = new_rec(index=i)  # read, then dropped
+            else:
+                cur = gpu(i)
+                cur["name"], cur["uuid"] = name, uuid
             block, indents = [], []
             continue
         m = _Q_HDR.match(line)
         if m:
-            cur = gpu(q_count)
-            q_count += 1
-            cur["bus_id"] = m.group(1)
+            cur = new_rec(bus_id=m.group(1))
+            qblocks.append(cur)
             block, indents = [], []
             seen("-q")
             continue
         if cur is None:
-            cur = gpu(0) if (_ANY_LINK.match(line) or line.strip() == "Fabric") else None
-            if cur is None:
+            if _ANY_LINK.match(line):
+                cur = gpu(0)
+            elif line.strip() == "Fabric":  # a -q excerpt without its GPU header
+                cur = new_rec()
+                qblocks.append(cur)
+            else:
                 continue
         if _ALL_INACTIVE.search(line):
             cur["all_inactive"] = True
@@ -110,12 +141,21 @@ def parse(text: str) -> Dict[str, Any]:
             continue
         m = _S_SPEED.match(line)
         if m:
-            cur["s"][int(m.group(1))] = float(m.group(2))
+            lk = int(m.group(1))
+            try:
+                speed: Optional[float] = float(m.group(2))
+            except ValueError:
+                speed = None
+                cur["notes"].append({
+                    "code": "nvml_text.bad_number", "level": "warning",
+                    "message": f"link {lk}: speed {m.group(2)!r} GB/s is not a number; the "
+                               "link is listed as up, its speed is unknown"})
+            cur["s"][lk] = {"state": "active", "speed": speed}
             seen("nvlink -s")
             continue
         m = _S_INACTIVE.match(line)
         if m:
-            cur["s"][int(m.group(1))] = None
+            cur["s"][int(m.group(1))] = {"state": "inactive", "speed": None}
             seen("nvlink -s")
             continue
         m = _R_LINE.match(line)
@@ -150,7 +190,55 @@ def parse(text: str) -> Dict[str, Any]:
         elif re.match(r"^[A-Za-z][A-Za-z0-9 /()-]*$", stripped):
             block.append(stripped)
             indents.append(indent)
-    return {"gpus": gpus, "sections": sections}
+    _attach_q(gpus, qblocks, notes)
+    return {"gpus": gpus, "sections": sections, "notes": notes}
+
+
+def _attach_q(gpus: Dict[int, Dict[str, Any]], qblocks: List[Dict[str, Any]],
+              notes: List[Dict[str, str]]) -> None:
+    """Give every ``-q`` block its GPU: by UUID, then bus id, then (noted) by order."""
+    from_nvlink = set(gpus)
+    with_q: set = set()
+    for k, blk in enumerate(qblocks):
+        uuid = (_na(blk["q"].get("GPU UUID", "")) or "").lower()
+        bdf = pci_bdf(blk.get("bus_id"))
+        target: Optional[int] = None
+        if uuid:
+            target = next((i for i, g in sorted(gpus.items())
+                           if (g.get("uuid") or "").lower() == uuid), None)
+        if target is None and bdf is not None:
+            target = next((i for i, g in sorted(gpus.items())
+                           if pci_bdf(g.get("bus_id")) == bdf), None)
+        what = f"the -q block of {blk.get('bus_id') or 'a GPU'}"
+        if target is None:
+            # Last resort: the next nvlink GPU without a -q block, unless both UUIDs are
+            # known (and differ: then it is another GPU).
+            target = next((i for i in sorted(from_nvlink - with_q)
+                           if not (uuid and gpus[i].get("uuid"))), None)
+            if target is not None:
+                notes.append({"code": "nvml_text.q_by_order", "level": "warning",
+                              "subject": f"GPU{target}",
+                              "message": f"{what} names no GPU UUID or bus id the nvlink "
+                                         f"output knows; attached to GPU {target} by its "
+                                         "order in the paste"})
+        if target is None:
+            target = k if not gpus else max(gpus) + 1
+            while target in gpus:
+                target += 1
+            if from_nvlink:
+                notes.append({"code": "nvml_text.q_unmatched", "level": "warning",
+                              "subject": f"GPU{target}",
+                              "message": f"{what} ({blk['q'].get('GPU UUID') or 'no UUID'}) "
+                                         "matches no GPU of the nvlink output; listed as GPU "
+                                         f"{target} (nvidia-smi -q prints no GPU index)"})
+            gpus[target] = dict(blk, index=target)
+        else:
+            g = gpus[target]
+            if blk.get("bus_id"):
+                g["bus_id"] = blk["bus_id"]
+            g["q"].update(blk["q"])
+            g["notes"].extend(blk["notes"])
+        with_q.add(target)
 
 
 def _fabric(q: Dict[str, str]) -> Optional[Dict[str, Any]]:
@@ -206,6 +294,8 @@ def derive_text(text: str) -> Topology:
             model.pci_bus_id, model.sources["pci_bus_id"] = g["bus_id"], SOURCE
         if q.get("Product Name") and not model.name:
             model.name, model.sources["name"] = q["Product Name"], SOURCE
+        if _na(q.get("GPU UUID", "")) and not model.uuid:
+            model.uuid, model.sources["uuid"] = q["GPU UUID"].strip(), SOURCE
         links = _links(g, by_bus, topo, counts)
         active = [x for x in links if x["state"] == "active"]
         speeds = [x["speed_mbps"] for x in active if x["speed_mbps"]]
@@ -227,11 +317,15 @@ def derive_text(text: str) -> Topology:
         model.extra[SOURCE] = {
             "index": i, "fault": None, "nvlink": nv, "fabric": _fabric(q),
             "pcie": pcie if any(v is not None for v in pcie.values()) else None,
-            "pci": {"bus_id": g.get("bus_id")}, "notes": g["notes"],
+            "pci": {"bus_id": g.get("bus_id")}, "notes": [n["message"] for n in g["notes"]],
         }
         topo.gpus.append(model)
         for n in g["notes"]:
-            topo.note("nvml_text.r_numbering", n, source=SOURCE, subject=f"GPU{i}")
+            topo.note(n["code"], n["message"], source=SOURCE, subject=f"GPU{i}",
+                      level=n["level"])
+    for n in parsed["notes"]:
+        topo.note(n["code"], n["message"], source=SOURCE, subject=n.get("subject"),
+                  level=n["level"])
     for (a, b), c in sorted(counts.items()):
         topo.nvlinks.append(NVLinkPair(a, b, c, source=SOURCE))
     if not topo.gpus:
@@ -246,21 +340,23 @@ def _links(g: Dict[str, Any], by_bus: Dict[Any, int], topo: Topology,
     remote: Dict[int, tuple] = {}
     if g["r"]:
         if g["s"]:
-            active_ids = [k for k in sorted(g["s"]) if g["s"][k] is not None]
+            active_ids = [k for k in sorted(g["s"]) if g["s"][k]["state"] == "active"]
             for k, r in enumerate(g["r"]):
                 if k < len(active_ids):
                     remote[active_ids[k]] = r
         else:
             for r in g["r"]:
                 remote[r[0]] = r
-            g["notes"].append("nvlink -R numbers only active links; without nvlink -s in the "
-                              "same paste the printed link numbers are kept as they are")
+            g["notes"].append({"code": "nvml_text.r_numbering", "level": "info",
+                               "message": "nvlink -R numbers only active links; without "
+                                          "nvlink -s in the same paste the printed link "
+                                          "numbers are kept as they are"})
         ids = sorted(set(ids) | set(remote))
     out = []
     for lk in ids:
-        speed = g["s"].get(lk) if lk in g["s"] else None
+        speed = g["s"][lk]["speed"] if lk in g["s"] else None
         if lk in g["s"]:
-            state = "active" if g["s"][lk] is not None else "inactive"
+            state = g["s"][lk]["state"]
         elif lk in remote:
             state = "active"
         else:

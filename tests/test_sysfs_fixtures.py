@@ -383,16 +383,30 @@ def test_host_probe_enriches_netdevs(tmp_path_factory):
     assert ports["rxe0"]["netdev_stats"] is None  # eno1 not reported
 
 
-def test_host_probe_skips_a_copied_tree_and_reads_this_machine_otherwise(tmp_path):
+def test_host_probe_skips_a_copied_tree_and_reads_this_machine_otherwise(tmp_path, monkeypatch):
+    # a copied tree is never this machine's /sys (whether or not this machine has one)
     ev = host.capture(ProbeOptions(sysfs_root=str(tmp_path)))
-    if os.path.isdir("/sys") and os.stat(str(tmp_path)).st_dev != os.stat("/sys").st_dev:
-        assert ev["status"] == "skipped" and "not this machine's sysfs" in ev["error"]
-    live = host.capture(ProbeOptions())
-    assert live["status"] == "ok"
-    assert live["cpu_count_logical"] >= 1 and live["memory_total_bytes"] > 0
-    assert isinstance(live["net_if"], dict)
-    topo = host.derive(live)
-    assert topo.host["cpu_count_logical"] == live["cpu_count_logical"]
+    assert ev["status"] == "skipped" and "not this machine's sysfs" in ev["error"]
+    assert str(tmp_path) in ev["error"] and "hostname" not in ev
+    topo = host.derive(ev)
+    assert topo.host == {} and topo.notes == [] and "host" not in topo.extra
+    ev = host.capture(ProbeOptions(sysfs_root=str(tmp_path / "missing")))
+    assert ev["status"] == "skipped"
+    # a path that is this machine's sysfs (a container's view of it, say): read as live
+    real = os.path.samefile
+    monkeypatch.setattr(os.path, "samefile",
+                        lambda a, b: (a, b) == (str(tmp_path), "/sys") or real(a, b))
+    for opts in (ProbeOptions(sysfs_root=str(tmp_path)), ProbeOptions()):
+        live = host.capture(opts)
+        assert live["status"] == "ok"
+        assert live["cpu_count_logical"] >= 1 and live["memory_total_bytes"] > 0
+        assert isinstance(live["net_if"], dict)
+        topo = host.derive(live)
+        assert topo.host["cpu_count_logical"] == live["cpu_count_logical"]
+    # and snapshots skip this machine's probes by the same rule
+    assert ProbeOptions(sysfs_root=str(tmp_path)).foreign_root() is False
+    monkeypatch.undo()
+    assert ProbeOptions(sysfs_root=str(tmp_path)).foreign_root() is True
 
 
 # --- absent vs software devices ------------------------------------------------------------------

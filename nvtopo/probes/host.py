@@ -11,7 +11,6 @@ sees): they would not belong to it.
 
 from __future__ import annotations
 
-import os
 import platform
 from typing import Any, Dict, Optional
 
@@ -21,12 +20,11 @@ SOURCE = "host"
 
 
 def _same_sysfs(root: Optional[str]) -> bool:
-    if root is None:
-        return True
-    try:
-        return os.stat(root).st_dev == os.stat("/sys").st_dev
-    except OSError:
-        return False
+    """Whether ``root`` is this machine's sysfs: the rule snapshots use to skip this
+    machine's probes (:meth:`ProbeOptions.foreign_root`), so ``ib`` and ``snapshot`` agree."""
+    from . import ProbeOptions
+
+    return not ProbeOptions(sysfs_root=root).foreign_root()
 
 
 def capture(options: Optional[Any] = None) -> Dict[str, Any]:

@@ -31,11 +31,13 @@ GPU and call did not answer, and keeps every answer received before.
 from __future__ import annotations
 
 import ctypes
+import math
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from ..errors import NvtopoError
 from ..model import GPU, Matrix, NVLinkPair, Topology, pci_bdf
 
 SOURCE = "nvml"
@@ -62,6 +64,8 @@ NOT_SUPPORTED = ("NotSupported", "FunctionNotFound")
 NOT_PERMITTED = ("NoPermission",)
 NO_SUCH = ("InvalidArgument",)
 LOST = ("GpuIsLost",)
+#: A recorded answer of the wrong type or range (a damaged snapshot): see VALUE_CHECKS.
+BAD = ("BadValue",)
 #: Why NVML as a whole is unavailable (from ``nvmlInit``).
 UNAVAILABLE_REASONS = {
     "LibraryNotFound": "no NVIDIA driver (libnvidia-ml.so.1 not found)",
@@ -109,9 +113,15 @@ ERROR_COUNTERS = (("replay", FI_NVLINK_ERROR_DL_REPLAY, 0),
                   ("ecc", None, 4))
 #: Field 165 (NVML_FI_DEV_NVLINK_GET_STATE) values.
 LINK_STATE_FIELD = {0: "inactive", 1: "active", 2: "sleep", 3: "traffic_disabled"}
-#: Link loop bound when field 91 is not answered (stop earlier on InvalidArgument).
-#: Not pynvml.NVML_NVLINK_MAX_LINKS: that changes between wheels (12, 18, 36).
+#: Link loop bound when field 91 is not answered (stop earlier on InvalidArgument), and the
+#: most links a GPU may have (field 91 above it is a bad value).  Not
+#: pynvml.NVML_NVLINK_MAX_LINKS: that changes between wheels (12, 18, 36).
 FALLBACK_MAX_LINKS = 64
+MAX_LINKS = FALLBACK_MAX_LINKS
+#: The most GPUs one NVML may count; more is a damaged recording, not a machine.
+MAX_GPUS = 1024
+#: Bad recorded values noted one by one; the rest in one note.
+MAX_BAD_NOTES = 20
 #: Affinity mask sizes in 64-bit words: 4096 CPUs, 256 NUMA nodes.
 CPU_WORDS = 64
 NODE_WORDS = 4
@@ -165,6 +175,8 @@ class Answer:
             return "no_such"
         if self.error in LOST:
             return "lost"
+        if self.error in BAD:
+            return "bad_value"
         return "error"
 
     @classmethod
@@ -196,6 +208,163 @@ def call_key(fn: str, args: Sequence[Any]) -> str:
 def field_key(gpu: int, field: int, scope: int) -> str:
     """Recording key of one field value: ``nvmlDeviceGetFieldValues(gpu0,165:5)``."""
     return f"nvmlDeviceGetFieldValues(gpu{gpu},{field}:{scope})"
+
+
+# --- what a recorded answer must look like -------------------------------------------------
+#
+# derive() replays whatever a snapshot file holds, so every value is checked where the walker
+# takes it: a value of the wrong type or range becomes a ``BadValue`` answer (the fact is
+# unknown, and a note names the call).  A check returns None when the value is fine, else
+# what was expected.
+
+U32 = 2**32 - 1
+U64 = 2**64 - 1
+Check = Callable[[Any], Optional[str]]
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _int_in(lo: int, hi: int) -> Check:
+    def check(v: Any) -> Optional[str]:
+        return None if _is_int(v) and lo <= v <= hi else f"an integer {lo}..{hi}"
+    return check
+
+
+def _one_of(values: Sequence[int]) -> Check:
+    def check(v: Any) -> Optional[str]:
+        return None if _is_int(v) and v in values else \
+            "one of " + ", ".join(str(x) for x in values)
+    return check
+
+
+def _text(v: Any) -> Optional[str]:
+    return None if isinstance(v, str) and len(v) <= 4096 else "text"
+
+
+def _object(v: Any) -> Optional[str]:
+    return None if isinstance(v, dict) else "an object"
+
+
+def _anything(v: Any) -> Optional[str]:
+    return None
+
+
+def _int_list(n: int, lo: int, hi: int) -> Check:
+    def check(v: Any) -> Optional[str]:
+        ok = isinstance(v, list) and len(v) <= n and all(_is_int(x) and lo <= x <= hi for x in v)
+        return None if ok else f"a list of at most {n} integers {lo}..{hi}"
+    return check
+
+
+def _pair_of(lo: int, hi: int) -> Check:
+    def check(v: Any) -> Optional[str]:
+        ok = isinstance(v, list) and len(v) == 2 and all(_is_int(x) and lo <= x <= hi for x in v)
+        return None if ok else f"two integers {lo}..{hi}"
+    return check
+
+
+def _hex_uuid(v: Any) -> Optional[str]:
+    ok = isinstance(v, str) and len(v) == 32 and all(c in "0123456789abcdefABCDEF" for c in v)
+    return None if ok else "32 hex digits"
+
+
+def _struct(members: Dict[str, Check]) -> Check:
+    """An object whose listed members, where present, pass their checks (others are kept)."""
+    def check(v: Any) -> Optional[str]:
+        if not isinstance(v, dict):
+            return "an object"
+        for name, sub in members.items():
+            if name in v and sub(v[name]) is not None:
+                return f"an object whose {name} is {sub(v[name])}"
+        return None
+    return check
+
+
+def _bus_text(v: Any) -> Optional[str]:
+    return None if isinstance(v, str) and len(v) <= 64 else "text"
+
+
+def _speed(v: Any) -> Optional[str]:
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) \
+        and 0 <= v <= 10**7
+    return None if ok else "a speed in MB/s (0..10000000)"
+
+
+_COUNTER = _int_in(0, U64)
+_SMALL = _int_in(0, 255)
+_PCI = _struct({"busId": _bus_text, "busIdLegacy": _bus_text, "domain": _int_in(0, U32),
+                "bus": _SMALL, "device": _SMALL, "pciDeviceId": _int_in(0, U32),
+                "pciSubSystemId": _int_in(0, U32)})
+_FABRIC = _struct({"clusterUuid": _hex_uuid, "status": _int_in(0, U32),
+                   "cliqueId": _int_in(0, U32), "state": _SMALL, "healthMask": _int_in(0, U32),
+                   "healthSummary": _SMALL})
+#: Function name -> check of its value.  Struct members are checked where present; readers
+#: (_bus_id, _gpu, fabric_facts) still take only members of the right type.
+VALUE_CHECKS: Dict[str, Check] = {
+    "nvmlInit": _anything, "nvmlDeviceGetHandleByIndex": _anything,
+    "nvmlSystemGetDriverVersion": _text, "nvmlSystemGetNVMLVersion": _text,
+    "nvmlSystemGetCudaDriverVersion": _int_in(0, U32),
+    "nvmlDeviceGetCount": _int_in(0, MAX_GPUS),
+    "nvmlDeviceGetName": _text, "nvmlDeviceGetUUID": _text, "nvmlDeviceGetSerial": _text,
+    "nvmlDeviceGetPciInfo": _PCI, "nvmlDeviceGetMinorNumber": _int_in(0, U32),
+    "nvmlDeviceGetArchitecture": _int_in(0, U32),
+    "nvmlDeviceGetCudaComputeCapability": _pair_of(0, 999),
+    "nvmlDeviceGetMemoryInfo": _struct({k: _COUNTER for k in ("total", "free", "used")}),
+    "nvmlDeviceGetCpuAffinity": _int_list(CPU_WORDS, 0, U64),
+    "nvmlDeviceGetMemoryAffinity": _int_list(NODE_WORDS, 0, U64),
+    "nvmlDeviceGetNumaNodeId": _int_in(-(2**31), 2**31 - 1),
+    "nvmlDeviceGetCurrPcieLinkGeneration": _SMALL, "nvmlDeviceGetMaxPcieLinkGeneration": _SMALL,
+    "nvmlDeviceGetGpuMaxPcieLinkGeneration": _SMALL, "nvmlDeviceGetCurrPcieLinkWidth": _SMALL,
+    "nvmlDeviceGetMaxPcieLinkWidth": _SMALL, "nvmlDeviceGetPcieReplayCounter": _COUNTER,
+    "nvmlDeviceGetMigMode": _pair_of(0, 1), "nvmlDeviceGetPersistenceMode": _int_in(0, 1),
+    "nvmlDeviceGetGpuFabricInfoV": _FABRIC,
+    "nvmlDeviceGetNvLinkState": _int_in(0, 1), "nvmlDeviceGetNvLinkVersion": _SMALL,
+    "nvmlDeviceGetNvLinkRemoteDeviceType": _SMALL, "nvmlDeviceGetNvLinkRemotePciInfo": _PCI,
+    "nvmlDeviceGetNvLinkErrorCounter": _COUNTER,
+    "nvmlDeviceGetP2PStatus": _SMALL, "nvmlDeviceGetTopologyCommonAncestor": _SMALL,
+}
+#: Field id -> check of its value.
+FIELD_CHECKS: Dict[int, Check] = {
+    FI_NVLINK_LINK_COUNT: _int_in(0, MAX_LINKS),
+    FI_NVSWITCH_CONNECTED_LINK_COUNT: _int_in(0, MAX_LINKS),
+    FI_PCIE_REPLAY_COUNTER: _COUNTER, FI_NVLINK_GET_STATE: _one_of(sorted(LINK_STATE_FIELD)),
+    FI_NVLINK_GET_VERSION: _SMALL, FI_NVLINK_GET_SPEED: _speed,
+    FI_NVLINK_REMOTE_NVLINK_ID: _int_in(0, U32), FI_NVLINK_ERROR_DL_REPLAY: _COUNTER,
+    FI_NVLINK_ERROR_DL_RECOVERY: _COUNTER, FI_NVLINK_ERROR_DL_CRC: _COUNTER,
+}
+
+
+def _shown(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+class _Checked:
+    """Wraps a source: answers whose value fails its check become ``BadValue`` errors."""
+
+    def __init__(self, src: Any, bad: List[Dict[str, Any]]) -> None:
+        self.src = src
+        self.bad = bad
+
+    def _check(self, key: str, ans: Answer, check: Optional[Check],
+               gpu: Optional[int]) -> Answer:
+        if not ans.ok:
+            return ans
+        why = (check or _anything)(ans.value)
+        if why is None:
+            return ans
+        self.bad.append({"call": key, "gpu": gpu, "value": _shown(ans.value), "expected": why})
+        return Answer(error="BadValue", detail=f"{_shown(ans.value)} is not {why}")
+
+    def call(self, fn: str, *args: Any) -> Answer:
+        return self._check(call_key(fn, args), self.src.call(fn, *args), VALUE_CHECKS.get(fn),
+                           _gpu_of(args))
+
+    def fields(self, gpu: int, ids: Sequence[Tuple[int, int]]) -> Dict[Tuple[int, int], Answer]:
+        return {k: self._check(field_key(gpu, *k), a, FIELD_CHECKS.get(k[0], _COUNTER), gpu)
+                for k, a in self.src.fields(gpu, ids).items()}
 
 
 class _Stop(Exception):
@@ -474,7 +643,8 @@ def _val(ans: Answer) -> Any:
 
 def _why(ans: Answer) -> str:
     return {"not_supported": "not_supported", "not_permitted": "not_permitted",
-            "no_such": "not_supported", "lost": "gpu_lost"}.get(ans.meaning or "", "error")
+            "no_such": "not_supported", "lost": "gpu_lost",
+            "bad_value": "bad_value"}.get(ans.meaning or "", "error")
 
 
 def walk(src: Any) -> Dict[str, Any]:
@@ -484,9 +654,10 @@ def walk(src: Any) -> Dict[str, Any]:
     on earlier answers, so a replay asks exactly what the live probe asked.
     """
     facts: Dict[str, Any] = {"status": "ok", "reason": None, "system": {}, "gpus": [],
-                             "pairs": {}, "incomplete": None}
+                             "pairs": {}, "incomplete": None, "bad_values": [],
+                             "corrupt": None}
     try:
-        _walk(src, facts)
+        _walk(_Checked(src, facts["bad_values"]), facts)
     except _Stop as stop:
         facts["incomplete"] = {"call": stop.key, "gpu": stop.gpu}
         for rec in facts["gpus"]:
@@ -510,13 +681,18 @@ def _walk(src: Any, facts: Dict[str, Any]) -> None:
                      ("cuda_driver_version", "nvmlSystemGetCudaDriverVersion")):
         system[name] = _val(src.call(fn))
     count = src.call("nvmlDeviceGetCount")
+    if count.meaning == "bad_value":
+        bad = facts["bad_values"][-1]
+        facts["corrupt"] = (f"nvmlDeviceGetCount() is recorded as {bad['value']}, not a GPU "
+                            f"count ({bad['expected']})")
+        return
     if not count.ok:
         facts["status"] = "unavailable"
         facts["reason"] = f"nvmlDeviceGetCount failed: {count.error}"
         return
     system["device_count"] = count.value
     walkers: List[_GpuWalk] = []
-    for i in range(int(count.value or 0)):
+    for i in range(count.value):
         rec: Dict[str, Any] = {"index": i, "fault": None, "facts": {}, "unavailable": {}}
         facts["gpus"].append(rec)
         handle = src.call("nvmlDeviceGetHandleByIndex", i)
@@ -572,7 +748,11 @@ def _walk_gpu(g: _GpuWalk) -> None:
     g.rec["nvlink"] = nv
     n_ans = b1[(FI_NVLINK_LINK_COUNT, 0)]
     state_fn: Dict[int, Answer] = {}
-    if n_ans.ok and isinstance(n_ans.value, int):
+    if n_ans.meaning == "bad_value":  # no link loop on a count that is not one
+        nv["status"] = "unknown"
+        g.rec["unavailable"]["nvlink_count"] = "bad_value"
+        return
+    if n_ans.ok:
         nv["count"], nv["count_source"] = n_ans.value, "field"
         if n_ans.value == 0:
             nv["status"] = "not_supported"
@@ -605,8 +785,11 @@ def _walk_gpu(g: _GpuWalk) -> None:
                               "unavailable": {}}
         nv["links"].append(lr)
         st = batch[(FI_NVLINK_GET_STATE, link)]
-        if st.ok and st.value is not None:
-            lr["state"], lr["state_source"] = LINK_STATE_FIELD.get(st.value, "unknown"), "field"
+        if st.ok:
+            lr["state"], lr["state_source"] = LINK_STATE_FIELD[st.value], "field"
+        elif st.meaning == "bad_value":
+            lr["unavailable"]["state"] = "bad_value"
+            continue
         else:
             ans = state_fn.get(link) or g.call("nvmlDeviceGetNvLinkState", link)
             if g.lost:
@@ -729,6 +912,9 @@ def capture(options: Optional[Any] = None) -> Dict[str, Any]:
         elif facts.get("status") == "unavailable":
             evidence["status"] = "unavailable"
             evidence["error"] = f"NVML unavailable: {facts.get('reason')}"
+        elif facts.get("corrupt"):
+            evidence["status"] = "unavailable"
+            evidence["error"] = f"NVML gave an unusable answer: {facts['corrupt']}"
     evidence["calls"] = live.snapshot_calls()
     evidence["ncalls"] = live.ncalls
     evidence["duration_s"] = round(time.monotonic() - start, 3)
@@ -738,24 +924,55 @@ def capture(options: Optional[Any] = None) -> Dict[str, Any]:
 # --- derive --------------------------------------------------------------------------------
 
 
+def _corrupt(message: str) -> NvtopoError:
+    return NvtopoError(f"corrupt snapshot: nvml evidence: {message}")
+
+
 def derive(evidence: Dict[str, Any]) -> Topology:
-    """Model fragment from the NVML evidence (or from pasted nvidia-smi nvlink/-q text)."""
+    """Model fragment from the NVML evidence (or from pasted nvidia-smi nvlink/-q text).
+
+    Pure.  A recorded value of the wrong type or range makes that fact unknown, with an
+    ``nvml.bad_value`` note naming the call; evidence that is unusable as a whole (no
+    recording, an impossible GPU count) raises :class:`NvtopoError` ("corrupt snapshot").
+    """
+    if not isinstance(evidence, dict):
+        raise _corrupt("not an object")
     if isinstance(evidence.get("stdout"), str) and "calls" not in evidence:
         from . import nvml_text
 
         return nvml_text.derive_text(evidence["stdout"])
+    status = evidence.get("status", "ok")
+    if status not in ("ok", "timeout", "unavailable"):
+        raise _corrupt(f"status {_shown(status)} is not ok, timeout or unavailable")
     calls = evidence.get("calls")
-    if not isinstance(calls, dict):
+    if calls is None and status == "unavailable":
         calls = {}
-    status = evidence.get("status") or "ok"
+    if not isinstance(calls, dict):
+        raise _corrupt("\"calls\" (the recorded NVML answers) is "
+                       + ("missing" if calls is None else "not an object"))
+    pending = evidence.get("pending")
+    bad_pending = None
+    if pending is not None and not (
+            isinstance(pending, dict) and isinstance(pending.get("call"), (str, type(None)))
+            and (pending.get("gpu") is None or _is_int(pending.get("gpu")))):
+        bad_pending = {"call": "pending", "gpu": None, "value": _shown(pending),
+                       "expected": "the call that did not answer ({\"call\", \"gpu\"})"}
+        pending = None
+    error = evidence.get("error") if isinstance(evidence.get("error"), str) else None
     facts = walk(_Replay(calls, complete=(status != "timeout")))
+    if bad_pending:
+        facts["bad_values"].insert(0, bad_pending)
+    if facts["corrupt"]:
+        if status != "unavailable":
+            raise _corrupt(facts["corrupt"])
+        facts["status"], facts["reason"] = "unavailable", error or facts["corrupt"]
     if status == "timeout" and facts.get("incomplete") is None:
-        facts["incomplete"] = evidence.get("pending") or {"call": None, "gpu": None}
+        facts["incomplete"] = {"call": None, "gpu": None}
     if status == "unavailable" and facts["status"] == "ok":
         facts["status"] = "unavailable"
-        facts["reason"] = evidence.get("error")
-    if facts.get("incomplete") and evidence.get("pending"):
-        facts["incomplete"] = dict(evidence["pending"])
+        facts["reason"] = error
+    if facts.get("incomplete") and pending:
+        facts["incomplete"] = {"call": pending.get("call"), "gpu": pending.get("gpu")}
     return build(facts, SOURCE, evidence)
 
 
@@ -767,14 +984,16 @@ def parse_bdf(bus_id: Optional[str]) -> Optional[Tuple[int, int, int, int]]:
 
 
 def _bus_id(pci: Any) -> Optional[str]:
+    """The bus id of an nvmlPciInfo record (string members, else the integers), or None."""
     if not isinstance(pci, dict):
         return None
-    bus_id = pci.get("busId") or pci.get("busIdLegacy")
-    if isinstance(bus_id, str) and parse_bdf(bus_id):
-        return bus_id
-    if all(isinstance(pci.get(k), int) for k in ("domain", "bus", "device")):
-        if pci["domain"] or pci["bus"] or pci["device"]:
-            return f"{pci['domain']:08X}:{pci['bus']:02X}:{pci['device']:02X}.0"
+    for key in ("busId", "busIdLegacy"):
+        if pci_bdf(pci.get(key)):
+            return pci[key]
+    dom, bus, dev = (pci.get(k) for k in ("domain", "bus", "device"))
+    if _is_int(dom) and _is_int(bus) and _is_int(dev) and 0 <= dom <= U32 \
+            and 0 <= bus <= 0xFF and 0 <= dev <= 0x1F and (dom or bus or dev):
+        return f"{dom:08X}:{bus:02X}:{dev:02X}.0"
     return None
 
 
@@ -807,6 +1026,10 @@ def fabric_facts(raw: Any) -> Optional[Dict[str, Any]]:
     """Decode nvmlGpuFabricInfo; ``attached`` needs Completed + Success + non-zero UUID."""
     if not isinstance(raw, dict):
         return None
+    raw = {k: v for k, v in raw.items() if k == "clusterUuid" or (_is_int(v) and 0 <= v <= U32)}
+    if not (isinstance(raw.get("clusterUuid"), str) and len(raw["clusterUuid"]) == 32
+            and all(c in "0123456789abcdefABCDEF" for c in raw["clusterUuid"])):
+        raw.pop("clusterUuid", None)
     state = FABRIC_STATES.get(raw.get("state"), "unknown")
     status_code = raw.get("status")
     status = "success" if status_code == 0 else ERROR_NAMES.get(status_code, str(status_code))
@@ -966,6 +1189,13 @@ def pair_counts(gpus: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
                 out.append({"a": a, "b": b, "count": None, "rule": "unknown",
                             "reason": f"GPU {faulty[0]}: {by[faulty[0]]['fault']['kind']}"})
                 continue
+            unknown = [x for x in (a, b)
+                       if by[x]["nvlink"].get("status") not in ("ok", "not_supported")]
+            if unknown:
+                why = by[unknown[0]]["nvlink"].get("status")
+                out.append({"a": a, "b": b, "count": None, "rule": "unknown",
+                            "reason": f"GPU {unknown[0]}: NVLink facts unknown ({why})"})
+                continue
             d_ab = sum(1 for lr in na.get("links", []) if lr.get("status") == "active"
                        and lr["remote"]["gpu_index"] == b)
             d_ba = sum(1 for lr in nb.get("links", []) if lr.get("status") == "active"
@@ -997,9 +1227,20 @@ def build(facts: Dict[str, Any], source: str, evidence: Optional[Dict[str, Any]]
                             "system": facts.get("system") or {}, "incomplete":
                             facts.get("incomplete")}
     if evidence is not None:
-        node["ncalls"] = evidence.get("ncalls")
-        node["duration_s"] = evidence.get("duration_s")
+        for k in ("ncalls", "duration_s"):
+            v = evidence.get(k)
+            node[k] = v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    bad = facts.get("bad_values") or []
+    node["bad_values"] = bad
     topo.extra[source] = node
+    for b in bad[:MAX_BAD_NOTES]:
+        topo.note("nvml.bad_value", f"{b['call']} is recorded as {b['value']}, not "
+                  f"{b['expected']}: that fact is unknown (damaged snapshot?)", source=source,
+                  level="warning", subject=None if b["gpu"] is None else f"GPU{b['gpu']}")
+    if len(bad) > MAX_BAD_NOTES:
+        topo.note("nvml.bad_value", f"{len(bad) - MAX_BAD_NOTES} more recorded NVML answers "
+                  "are not valid values (see extra.nvml.bad_values)", source=source,
+                  level="warning")
     if facts.get("status") == "unavailable":
         topo.note("nvml.unavailable", f"NVML unavailable: {facts.get('reason')}",
                   source=source, level="info")
@@ -1040,7 +1281,9 @@ def build(facts: Dict[str, Any], source: str, evidence: Optional[Dict[str, Any]]
     _matrices(topo, facts, gpus, pairs, node)
     if facts.get("incomplete"):
         inc = facts["incomplete"]
-        topo.note("nvml.timeout", f"NVML did not answer {inc.get('call')}"
+        what = f"NVML did not answer {inc['call']}" if inc.get("call") else \
+            "the NVML probe did not finish"
+        topo.note("nvml.timeout", what
                   + (f" for GPU {inc['gpu']}" if inc.get("gpu") is not None else "")
                   + " before the deadline; facts after it are unknown",
                   source=source, level="warning")
@@ -1056,6 +1299,7 @@ def _matrices(topo: Topology, facts: Dict[str, Any], gpus: List[Dict[str, Any]],
     pos = {g["index"]: i for i, g in enumerate(gpus)}
     raw = facts.get("pairs") or {}
     count = {(p["a"], p["b"]): p["count"] or 0 for p in pairs}
+    unknown = {(p["a"], p["b"]) for p in pairs if p["count"] is None}
     cells: List[List[Optional[str]]] = [[None] * n for _ in range(n)]
     p2p: Dict[str, List[List[Optional[str]]]] = {
         name: [[None] * n for _ in range(n)] for name, _ in P2P_INDEXES}
@@ -1078,6 +1322,8 @@ def _matrices(topo: Topology, facts: Dict[str, Any], gpus: List[Dict[str, Any]],
             nvc = count.get((lo, hi), 0)
             if nvc:
                 tok = f"NV{nvc}"
+            elif (lo, hi) in unknown:
+                tok = None  # NVLink unknown: the PCIe path alone would say "not linked"
             cells[pos[a]][pos[b]] = cells[pos[b]][pos[a]] = tok
     for (a, b), c in count.items():  # NV# even where the ancestor was not asked
         if c and a in pos and b in pos and cells[pos[a]][pos[b]] is None:
@@ -1118,10 +1364,11 @@ def _gpu(g: Dict[str, Any], source: str) -> GPU:
         if f.get("architecture") is not None else None,
         "compute_capability": f"{cc[0]}.{cc[1]}" if isinstance(cc, list) and len(cc) == 2
         else None,
-        "memory_total_bytes": mem.get("total") if isinstance(mem, dict) else None,
+        "memory_total_bytes": mem.get("total") if isinstance(mem, dict)
+        and _is_int(mem.get("total")) and 0 <= mem["total"] <= U64 else None,
         "pci": {"bus_id": bus_id, "bdf": list(parse_bdf(bus_id) or []) or None,
-                "device_id": f"0x{pci['pciDeviceId']:08X}" if isinstance(
-                    pci.get("pciDeviceId"), int) else None},
+                "device_id": f"0x{pci['pciDeviceId']:08X}" if _is_int(pci.get("pciDeviceId"))
+                and 0 <= pci["pciDeviceId"] <= U32 else None},
         "pcie": {"current_gen": f.get("pcie_current_gen"), "max_gen": f.get("pcie_max_gen"),
                  "gpu_max_gen": f.get("pcie_gpu_max_gen"),
                  "current_width": f.get("pcie_current_width"),

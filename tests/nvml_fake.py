@@ -649,8 +649,13 @@ def compile_machine(desc: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
         link_fields = nvl.get("link_fields", True)
         put(field_key(i, 91, 0), {"value": count} if nvl.get("count_field", True)
             else _err("NotSupported"))
-        put(field_key(i, 147, 0), {"value": len(g.get("link_switches") or [])}
-            if link_fields else _err("NotSupported"))
+        # Field 147: links wired to NVSwitch ("total", default) or those of them up ("active",
+        # as NVIDIA's mock counts); which one NVML means is an open point (nvml.md section 8).
+        sw_links = {"total": len(g.get("link_switches") or []),
+                    "active": sum(r[0] == "switch" for r in links[i].values())}
+        meaning = desc.get("nvswitch_link_count", "total")
+        put(field_key(i, 147, 0), {"value": sw_links[meaning]}
+            if link_fields and meaning in sw_links else _err("NotSupported"))
         errors = g.get("link_errors", {})
         for lk in range(count + 1):
             if lk == count:

@@ -212,12 +212,25 @@ def test_gpu_lost_mid_probe_is_a_gpu_fault_not_a_crash(probe):
                    for k in ev["calls"] if k.startswith("nvmlDeviceGetP2PStatus"))
 
 
-def test_link_down_on_nvswitch_system(probe):
-    _, topo, _ = probe("dgx-h100-link-down")
+#: Field 147 served as links wired to NVSwitch, as those of them up (NVIDIA's mock), or not at
+#: all: the classification must not depend on which meaning NVML has.
+SWITCH_COUNT_MEANINGS = ["total", "active", "NotSupported"]
+
+
+@pytest.mark.parametrize("meaning", SWITCH_COUNT_MEANINGS)
+def test_link_down_on_nvswitch_system(probe, meaning):
+    desc = F.load_machine("dgx-h100-link-down")
+    desc["nvswitch_link_count"] = meaning
+    ev, topo, _ = probe(desc)
+    sw = ev["calls"]["nvmlDeviceGetFieldValues(gpu3,147:0)"]
+    assert sw == ({"value": 18} if meaning == "total" else {"value": 17}
+                  if meaning == "active" else {"error": "NotSupported", "code": 3})
     nv = links(topo, 3)
     assert (nv["active"], nv["total"]) == (17, 18)
     down = [lk for lk in nv["links"] if lk["state"] == "down"]
     assert [(lk["link"], lk["rule"]) for lk in down] == [(5, "nvswitch")]
+    assert "GPUs 0, 1, 2, 4, 5, 6, 7 of this model have link 5 up" in down[0]["reason"]
+    assert all(lk["state"] == "active" for i in (0, 7) for lk in links(topo, i)["links"])
     assert pairs(topo)[(0, 3)] == 17 and pairs(topo)[(0, 1)] == 18
     errs = links(topo, 1)["links"][2]["errors"]
     assert errs == {"replay": 3, "recovery": 0, "crc_flit": 12, "crc_data": 0, "ecc": 0}
@@ -334,3 +347,83 @@ def test_derive_does_not_import_pynvml(probe, tmp_path):
     code = ("import sys; from nvtopo import snapshot; t = snapshot.load(sys.argv[1]); "
             "assert len(t.gpus) == 8; assert 'pynvml' not in sys.modules, 'imported'")
     subprocess.run([sys.executable, "-c", code, str(path)], check=True)
+
+
+@pytest.mark.parametrize("meaning", SWITCH_COUNT_MEANINGS)
+def test_gpu_with_every_link_down_on_nvswitch_system_is_down(probe, meaning):
+    desc = F.load_machine("dgx-h100")
+    desc["nvswitch_link_count"] = meaning
+    desc["gpus"][2]["inactive_links"] = list(range(18))
+    _, topo, _ = probe(desc)
+    nv = links(topo, 2)
+    assert nv["active"] == 0
+    assert {lk["state"] for lk in nv["links"]} == {"down"}
+    rules = {lk["rule"] for lk in nv["links"]}
+    assert rules == ({"nvswitch"} if meaning == "total" else {"peers_linked"})
+    assert all(2 not in k for k in pairs(topo)) and pairs(topo)[(0, 1)] == 18
+
+
+@pytest.mark.parametrize("meaning", SWITCH_COUNT_MEANINGS)
+def test_links_no_gpu_uses_are_not_connected_under_either_meaning(probe, meaning):
+    """H800-like: 8 of 18 links wired to NVSwitch on every GPU; GPU 6 has link 3 down."""
+    desc = F.load_machine("dgx-h100")
+    desc["nvswitch_link_count"] = meaning
+    desc["gpu_defaults"]["link_switches"] = desc["gpu_defaults"]["link_switches"][:8]
+    desc["gpus"][6]["inactive_links"] = [3]
+    _, topo, _ = probe(desc)
+    for i in range(8):
+        by = {(lk["state"], lk["rule"]) for lk in links(topo, i)["links"][8:]}
+        assert by == {("inactive", "not_connected")}
+    l3 = links(topo, 6)["links"][3]
+    assert (l3["state"], l3["rule"]) == ("down", "nvswitch")
+    assert pairs(topo)[(0, 1)] == 8 and pairs(topo)[(0, 6)] == 7
+
+
+def _mesh_without(desc, gpu):
+    """``gpu`` with every link down; its peers' ends of those links down too."""
+    ev = F.record(desc)
+    bus = F.load_machine("dgx1-v100")["gpus"][gpu]["bus_id"]
+    desc["gpus"][gpu]["inactive_links"] = list(range(6))
+    for b in range(len(desc["gpus"])):
+        ends = [int(k.split(",")[1].rstrip(")")) for k, v in ev["calls"].items()
+                if k.startswith(f"nvmlDeviceGetNvLinkRemotePciInfo(gpu{b},")
+                and v.get("value", {}).get("busId") == bus]
+        desc["gpus"][b].setdefault("inactive_links", []).extend(ends)
+    return desc
+
+
+def test_gpu_with_every_link_down_in_a_mesh_is_down(probe):
+    _, topo, _ = probe(_mesh_without(F.load_machine("dgx1-v100"), 0))
+    nv = links(topo, 0)
+    assert nv["active"] == 0
+    assert {(lk["state"], lk["rule"]) for lk in nv["links"]} == {("down", "peers_linked")}
+    # The peers' ends of those links are down too, by the mesh rule.
+    l1 = [lk for lk in links(topo, 3)["links"] if lk["state"] != "active"]
+    assert [(lk["state"], lk["rule"]) for lk in l1] == [("down", "mesh")] * 2
+    assert all(0 not in k for k in pairs(topo))
+
+
+def test_unbridged_gpu_next_to_bridged_pairs_and_a_node_without_links(probe):
+    desc = F.load_machine("h100-pcie-bridge")
+    desc["gpus"].append({"bus_id": "00000000:E1:00.0", "uuid": "GPU-third", "minor": 2,
+                         "cpus": "0-31", "numa": 0})
+    _, topo, _ = probe(desc)
+    assert {(lk["state"], lk["rule"]) for lk in links(topo, 2)["links"]} == {
+        ("inactive", "unbridged")}
+    assert pairs(topo) == {(0, 1): 12}
+    desc = F.load_machine("h100-pcie-bridge")
+    desc["links"] = []
+    _, topo, _ = probe(desc)
+    for i in (0, 1):
+        assert {(lk["state"], lk["rule"]) for lk in links(topo, i)["links"]} == {
+            ("inactive", "no_peer")}
+
+
+def test_all_inactive_gpu_of_another_model_is_not_judged_by_the_fabric(probe):
+    desc = F.load_machine("dgx-h100")
+    desc["nvswitch_link_count"] = "active"
+    desc["gpus"][7].update(name="NVIDIA H100 NVL", inactive_links=list(range(18)))
+    _, topo, _ = probe(desc)
+    nv = links(topo, 7)
+    assert {(lk["state"], lk["rule"]) for lk in nv["links"]} == {("inactive", "no_peer")}
+    assert "another model" in nv["links"][0]["reason"]

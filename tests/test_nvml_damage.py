@@ -210,3 +210,6 @@ def test_timeout_with_a_pending_that_is_not_a_call(recordings):
     codes = [n.code for n in topo.notes]
     assert "nvml.bad_value" in codes and "nvml.timeout" in codes
     assert "did not answer None" not in " ".join(n.message for n in topo.notes)
+    out = io.StringIO()
+    render_links.print_links(render_links.links_doc(topo), Console(file=out, width=120))
+    assert "incomplete: the NVML probe did not finish before the deadline" in out.getvalue()

@@ -321,3 +321,29 @@ def nvml_text_topo(text):
     from nvtopo.probes import nvml_text
 
     return nvml_text.derive_text(text)
+
+
+def test_links_of_a_snapshot_with_topo_text_and_nvml_use_nvml_counts(tmp_path):
+    from nvtopo import examples
+
+    doc = snapshot.from_text_evidence(examples.read("dgx-h100"), "example")
+    doc["probes"]["nvml"] = F.record("dgx-h100-link-down")
+    path = tmp_path / "both.json"
+    path.write_text(json.dumps(doc))
+    code, out, err = links("--from", str(path), "--format", "json")
+    assert code == 0, err
+    got = json.loads(out)
+    counts = {(p["a"], p["b"]): (p["count"], p["source"]) for p in got["pairs"]}
+    assert counts[(0, 3)] == (17, "nvml") and counts[(0, 1)] == (18, "nvml")
+    assert {src for _, src in counts.values()} == {"nvml"}
+    # NV18 vs NV17 for each pair with GPU3 is one disagreement (the count), not also a path one
+    dis = [(d["subject"], d["fact"]) for d in got["disagreements"]]
+    assert len(dis) == 7 and all(f == "nvlink_count" and "GPU3" in s for s, f in dis)
+    code, out, _ = links("--from", str(path))
+    assert "28 NVLink-connected GPU pairs (NV17, NV18)" in out
+    assert out.count("disagreement:") == 7
+
+
+def test_pasted_text_pairs_in_the_links_view():
+    doc = text_doc("nvlink_s_rtx_a6000_bridge_and_all_inactive.txt")
+    assert doc["pairs"] == []  # -s alone names no remote GPUs

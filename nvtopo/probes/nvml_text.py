@@ -328,6 +328,8 @@ def derive_text(text: str) -> Topology:
                   level=n["level"])
     for (a, b), c in sorted(counts.items()):
         topo.nvlinks.append(NVLinkPair(a, b, c, source=SOURCE))
+    topo.extra[SOURCE]["nvlink_pairs"] = [{"a": a, "b": b, "count": c}
+                                          for (a, b), c in sorted(counts.items())]
     if not topo.gpus:
         topo.note("nvml_text.empty", "no GPU found in the nvidia-smi text", source=SOURCE,
                   level="warning")

@@ -71,13 +71,49 @@ def links_doc(topo: Topology, gpu: Optional[int] = None, where: str = "input") -
     node = topo.extra.get("nvml") or {}
     return {
         "gpus": gpus,
-        "pairs": [{"a": p.a, "b": p.b, "count": p.count, "source": p.source}
-                  for p in topo.nvlinks if gpu is None or gpu in (p.a, p.b)],
+        "pairs": [p for p in _pairs(topo) if gpu is None or gpu in (p["a"], p["b"])],
         "nvswitch": node.get("nvswitch"),
         "incomplete": node.get("incomplete"),
-        "disagreements": [d.to_dict() for d in topo.disagreements
-                          if d.fact in ("nvlink_count", "path", "presence")],
+        "disagreements": _disagreements(topo),
     }
+
+
+def _pairs(topo: Topology) -> List[Dict[str, Any]]:
+    """GPU pair NVLink counts as the link source itself counted them.
+
+    ``topo.nvlinks`` holds the first source's counts (topo-text before NVML in a
+    snapshot with both); the links view shows the source of its link records,
+    kept per source under ``extra[source]["nvlink_pairs"]``.
+    """
+    out: List[Dict[str, Any]] = []
+    for src in LINK_SOURCES:
+        # the source's own GPU numbers -> this model's (they differ only when a merge
+        # matched GPUs by bus id across sources that number them differently)
+        index = {}
+        for g in topo.gpus:
+            rec = g.extra.get(src)
+            if isinstance(rec, dict) and isinstance(rec.get("index"), int):
+                index[rec["index"]] = g.index
+        mine = {g.index for g in topo.gpus if (_record(g) or {}).get("source") == src}
+        node = topo.extra.get(src)
+        counted = node.get("nvlink_pairs") if isinstance(node, dict) else None
+        for p in counted if isinstance(counted, list) else []:
+            a, b, count = index.get(p.get("a")), index.get(p.get("b")), p.get("count")
+            if a in mine and b in mine and isinstance(count, int) and count > 0:
+                out.append({"a": min(a, b), "b": max(a, b), "count": count, "source": src})
+    return sorted(out, key=lambda p: (p["a"], p["b"]))
+
+
+def _disagreements(topo: Topology) -> List[Dict[str, Any]]:
+    """NVLink-relevant disagreements, each once: a pair whose NVLink count differs also
+    differs in its matrix path (NV18 vs NV17); the path one is then left out."""
+    def pair(subject: str) -> frozenset:
+        return frozenset(subject.split("-"))
+
+    counted = {pair(d.subject) for d in topo.disagreements if d.fact == "nvlink_count"}
+    return [d.to_dict() for d in topo.disagreements
+            if d.fact in ("nvlink_count", "presence")
+            or (d.fact == "path" and pair(d.subject) not in counted)]
 
 
 def short_bus_id(bus_id: Optional[str]) -> str:
@@ -170,5 +206,6 @@ def print_links(doc: Dict[str, Any], console: Console) -> None:
                            style="bold yellow"))
     if doc.get("incomplete"):
         inc = doc["incomplete"]
-        console.print(Text(f"incomplete: NVML did not answer {inc.get('call')} before the "
-                           "deadline", style="bold red"))
+        what = f"NVML did not answer {inc['call']}" if inc.get("call") else \
+            "the NVML probe did not finish"
+        console.print(Text(f"incomplete: {what} before the deadline", style="bold red"))

@@ -388,6 +388,29 @@ class FakeNvmlLib:
             obj.healthSummary = int(v.get("healthSummary", 0))
         return 0
 
+    def nvmlDeviceGetGpuFabricInfo(self, h: Any, out: Any) -> int:
+        """The deprecated v1 call.  Writes nvml.h's layout (16-byte UUID, status, cliqueId,
+        an unsigned char state: 28 bytes) whatever struct the wheel declared for it."""
+        _convertible(1, h)
+        _convertible(2, out)
+        g = _handle(1, h)
+        if not isinstance(out, _CArgObject):
+            raise AssertionError("argument 2: fabric info must be passed with byref()")
+        obj = out._obj
+        if ctypes.sizeof(obj) < 28:
+            raise AssertionError("argument 2: smaller than nvmlGpuFabricInfo_t (28 bytes)")
+        rec = self._answer(call_key("nvmlDeviceGetGpuFabricInfoV", [f"gpu{g}"]), (g,))
+        rc = self._rc(rec)
+        if rc is not None:
+            return rc
+        v = rec["value"]
+        data = (bytes.fromhex(v.get("clusterUuid", "0" * 32))
+                + int(v.get("status", 0)).to_bytes(4, "little")
+                + int(v.get("cliqueId", 0)).to_bytes(4, "little")
+                + int(v.get("state", 0)).to_bytes(1, "little"))
+        ctypes.memmove(ctypes.addressof(obj), data, len(data))
+        return 0
+
     # -- field values --------------------------------------------------------------------------------
 
     def nvmlDeviceGetFieldValues(self, h: Any, count: Any, out: Any) -> int:

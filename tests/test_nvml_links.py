@@ -347,3 +347,40 @@ def test_links_of_a_snapshot_with_topo_text_and_nvml_use_nvml_counts(tmp_path):
 def test_pasted_text_pairs_in_the_links_view():
     doc = text_doc("nvlink_s_rtx_a6000_bridge_and_all_inactive.txt")
     assert doc["pairs"] == []  # -s alone names no remote GPUs
+
+
+DGX_H100_Q_FABRIC = """\
+GPU 00000000:1B:00.0
+    Product Name                          : NVIDIA H100 80GB HBM3
+    GPU UUID                              : GPU-01b2c3d4-0000-4000-8000-000000000000
+    Fabric
+        State                             : Completed
+        Status                            : Success
+        CliqueId                          : 32766
+        ClusterUUID                       : 7d3f1e0b-9a2c-4d5e-8f60-718293a4b5c6
+        Health
+            Bandwidth                     : Full
+            Route Recovery in progress    : False
+            Route Unhealthy               : False
+            Access Timeout Recovery       : False
+            Incorrect Configuration       : None
+            Summary                       : Healthy
+"""
+
+
+def test_fabric_from_text_and_from_nvml_speak_one_vocabulary():
+    from nvtopo.probes import nvml
+
+    text = nvml_text_topo(DGX_H100_Q_FABRIC).gpu(0).extra["nvml-text"]["fabric"]
+    live = nvml.derive(F.record("dgx-h100")).gpu(0).extra["nvml"]["fabric"]
+    assert text == live
+    desc = F.load_machine("dgx-h100")
+    desc["gpu_defaults"]["fabric"] = {"state": 3, "status": 23, "clusterUuid": "0" * 32,
+                                      "cliqueId": 0, "healthMask": 0, "healthSummary": 0}
+    live = nvml.derive(F.record(desc)).gpu(0).extra["nvml"]["fabric"]
+    text = snapshot.load(str(TEXT / "nvidia_smi_q_fabric_insufficient_resources.txt")).gpu(
+        0).extra["nvml-text"]["fabric"]
+    assert live["status"] == text["status"] == "insufficient_resources"
+    drop = ("health", "health_summary")  # the pasted block has no Health lines
+    assert {k: v for k, v in live.items() if k not in drop} == \
+        {k: v for k, v in text.items() if k not in drop}

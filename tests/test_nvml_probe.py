@@ -275,10 +275,68 @@ def test_no_permission_handle_is_counted_but_faulted(probe):
 
 def test_function_missing_from_old_driver_is_not_supported(probe):
     _, topo, _ = probe("dgx-h100", missing_symbols=("nvmlDeviceGetNumaNodeId",
-                                                     "nvmlDeviceGetGpuFabricInfoV"))
+                                                     "nvmlDeviceGetGpuFabricInfoV",
+                                                     "nvmlDeviceGetGpuFabricInfo"))
     g = topo.gpu(0).extra["nvml"]
     assert g["unavailable"]["numa_node_id"] == "not_supported"
     assert g["unavailable"]["fabric"] == "not_supported"
+
+
+DGX_H100_CLUSTER = "7d3f1e0b-9a2c-4d5e-8f60-718293a4b5c6"
+
+
+def check_v1_fabric(ev, topo):
+    rec = ev["calls"]["nvmlDeviceGetGpuFabricInfoV(gpu0)"]["value"]
+    assert rec == {"struct": "FabricInfoV1", "clusterUuid": DGX_H100_CLUSTER.replace("-", ""),
+                   "status": 0, "cliqueId": 32766, "state": 3}
+    fab = topo.gpu(0).extra["nvml"]["fabric"]
+    assert (fab["state"], fab["status"], fab["cluster_uuid"], fab["clique_id"]) == (
+        "completed", "success", DGX_H100_CLUSTER, 32766)
+    assert fab["attached"] is True and fab["health"] is None and fab["health_summary"] is None
+
+
+def test_fabric_from_a_driver_without_the_v_function(probe):
+    """Driver 525-530: the wheel has nvmlDeviceGetGpuFabricInfoV, the library does not."""
+    ev, topo, _ = probe("dgx-h100", missing_symbols=("nvmlDeviceGetGpuFabricInfoV",))
+    check_v1_fabric(ev, topo)
+
+
+class OldWheelFabricInfo(ctypes.Structure):
+    """c_nvmlGpuFabricInfo_t of nvidia-ml-py 11.525.150 and 12.535.161 (pyproject allows
+    >= 11.525): an 80-byte clusterUuid, partitionId, no cliqueId, no V function."""
+
+    _fields_ = [("clusterUuid", ctypes.c_char * 80), ("status", ctypes.c_uint),
+                ("partitionId", ctypes.c_uint32), ("state", ctypes.c_uint)]
+
+
+def test_fabric_with_an_old_nvidia_ml_py(probe, monkeypatch):
+    for name in ("nvmlDeviceGetGpuFabricInfoV", "c_nvmlGpuFabricInfo_v2_t",
+                 "c_nvmlGpuFabricInfo_v3_t", "c_nvmlGpuFabricInfoV_t", "nvmlGpuFabricInfo_v2",
+                 "nvmlGpuFabricInfo_v3"):
+        monkeypatch.delattr(pynvml, name, raising=False)
+    monkeypatch.setattr(pynvml, "c_nvmlGpuFabricInfo_t", OldWheelFabricInfo)
+    ev, topo, _ = probe("dgx-h100")
+    check_v1_fabric(ev, topo)
+
+
+def test_fabric_reads_only_the_members_a_struct_has(probe, monkeypatch):
+    """A wheel's V struct without cliqueId, healthMask and healthSummary."""
+    class Lean(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint), ("clusterUuid", ctypes.c_uint8 * 16),
+                    ("status", ctypes.c_uint), ("state", ctypes.c_uint)]
+
+        def __init__(self):
+            super().__init__(version=0x02000024)
+
+    monkeypatch.delattr(pynvml, "c_nvmlGpuFabricInfo_v3_t")
+    monkeypatch.setattr(pynvml, "c_nvmlGpuFabricInfo_v2_t", Lean)
+    ev, topo, _ = probe("dgx-h100")
+    assert ev["calls"]["nvmlDeviceGetGpuFabricInfoV(gpu0)"]["value"] == {
+        "struct": "Lean", "clusterUuid": DGX_H100_CLUSTER.replace("-", ""), "status": 0,
+        "state": 3}
+    fab = topo.gpu(0).extra["nvml"]["fabric"]
+    assert (fab["state"], fab["attached"], fab["clique_id"], fab["health"]) == (
+        "completed", True, None, None)
 
 
 def test_link_count_field_missing_falls_back_to_invalid_argument_bound(probe):

@@ -451,15 +451,21 @@ class _Live:
         return self._end(key, Answer(value=value))
 
     def _fabric(self, handle: Any) -> Dict[str, Any]:
-        """GPU fabric info, newest struct this wheel has; the UUID read as raw bytes."""
+        """GPU fabric info, newest struct this wheel and driver have; the UUID read as raw bytes.
+
+        Reads only the members the struct has.  The deprecated ``nvmlDeviceGetGpuFabricInfo``
+        (drivers without the ``V`` function, or wheels without it) is called with our own
+        copy of the C layout: wheels 11.525.150 and 12.535.161 declare it with an 80-byte
+        ``clusterUuid`` and no ``cliqueId``, so their member offsets do not match the library.
+        """
         nv = self.nv
         variants = []
         if hasattr(nv, "nvmlDeviceGetGpuFabricInfoV"):
             for name in ("c_nvmlGpuFabricInfo_v3_t", "c_nvmlGpuFabricInfo_v2_t"):
                 if hasattr(nv, name):
                     variants.append((getattr(nv, name), nv.nvmlDeviceGetGpuFabricInfoV))
-        if hasattr(nv, "nvmlDeviceGetGpuFabricInfo") and hasattr(nv, "c_nvmlGpuFabricInfo_t"):
-            variants.append((nv.c_nvmlGpuFabricInfo_t, nv.nvmlDeviceGetGpuFabricInfo))
+        if hasattr(nv, "nvmlDeviceGetGpuFabricInfo"):
+            variants.append((FabricInfoV1, nv.nvmlDeviceGetGpuFabricInfo))
         if not variants:
             raise nv.NVMLError(nv.NVML_ERROR_FUNCTION_NOT_FOUND)
         last: Optional[BaseException] = None
@@ -468,20 +474,23 @@ class _Live:
             try:
                 func(handle, ctypes.byref(info))
             except nv.NVMLError as exc:
-                if exc.value == 25:  # ARGUMENT_VERSION_MISMATCH: older driver, older struct
+                # ARGUMENT_VERSION_MISMATCH: an older driver, try an older struct;
+                # FUNCTION_NOT_FOUND: a driver without this function, try the older one.
+                if exc.value in (ERROR_CODES["ArgumentVersionMismatch"],
+                                 ERROR_CODES["FunctionNotFound"]):
                     last = exc
                     continue
                 raise
-            names = [f[0] for f in struct._fields_]
-            off = struct.clusterUuid.offset
-            raw = ctypes.string_at(ctypes.addressof(info) + off, 16)
-            out: Dict[str, Any] = {"struct": struct.__name__, "clusterUuid": raw.hex(),
-                                   "status": int(info.status), "cliqueId": int(info.cliqueId),
-                                   "state": int(info.state) & 0xFF}
-            if "healthMask" in names:
-                out["healthMask"] = int(info.healthMask)
-            if "healthSummary" in names:
-                out["healthSummary"] = int(info.healthSummary)
+            names = {f[0] for f in struct._fields_}
+            out: Dict[str, Any] = {"struct": struct.__name__}
+            if "clusterUuid" in names:
+                off = struct.clusterUuid.offset
+                out["clusterUuid"] = ctypes.string_at(ctypes.addressof(info) + off, 16).hex()
+            for member in ("status", "cliqueId", "state", "healthMask", "healthSummary"):
+                if member in names:
+                    out[member] = int(getattr(info, member))
+            if "state" in out:
+                out["state"] &= 0xFF  # unsigned char in C, c_uint in some wheels
             return out
         assert last is not None
         raise last
@@ -522,6 +531,13 @@ class _Live:
     def snapshot_calls(self) -> Dict[str, Dict[str, Any]]:
         with self.lock:
             return dict(self.calls)
+
+
+class FabricInfoV1(ctypes.Structure):
+    """``nvmlGpuFabricInfo_t`` as nvml.h lays it out (v1, the deprecated function's struct)."""
+
+    _fields_ = [("clusterUuid", ctypes.c_uint8 * 16), ("status", ctypes.c_uint),
+                ("cliqueId", ctypes.c_uint), ("state", ctypes.c_uint8)]
 
 
 _VALUE_MEMBERS = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal",
@@ -1022,26 +1038,39 @@ def _uuid(hexstr: Any) -> Optional[str]:
     return f"{hexstr[:8]}-{hexstr[8:12]}-{hexstr[12:16]}-{hexstr[16:20]}-{hexstr[20:]}"
 
 
+def _snake(name: str) -> str:
+    """``InsufficientResources`` -> ``insufficient_resources``."""
+    return "".join("_" + c.lower() if c.isupper() and i else c.lower()
+                   for i, c in enumerate(name))
+
+
 def fabric_facts(raw: Any) -> Optional[Dict[str, Any]]:
-    """Decode nvmlGpuFabricInfo; ``attached`` needs Completed + Success + non-zero UUID."""
+    """Decode GPU fabric info, from NVML or from ``nvidia-smi -q`` text (nvml_text encodes
+    the text into the same NVML codes first): one decoder, one vocabulary.
+
+    ``raw`` holds NVML's members: ``state``, ``status`` (an nvmlReturn_t), ``clusterUuid``
+    (32 hex digits), ``cliqueId``, ``healthMask``, ``healthSummary``; absent members are
+    unknown.  ``attached`` needs Completed + Success + a non-zero cluster UUID (``None``
+    where the UUID is unknown, e.g. old drivers' text); ``healthy`` also a healthy summary.
+    """
     if not isinstance(raw, dict):
         return None
     raw = {k: v for k, v in raw.items() if k == "clusterUuid" or (_is_int(v) and 0 <= v <= U32)}
-    if not (isinstance(raw.get("clusterUuid"), str) and len(raw["clusterUuid"]) == 32
-            and all(c in "0123456789abcdefABCDEF" for c in raw["clusterUuid"])):
+    if _hex_uuid(raw.get("clusterUuid")) is not None:
         raw.pop("clusterUuid", None)
     state = FABRIC_STATES.get(raw.get("state"), "unknown")
-    status_code = raw.get("status")
-    status = "success" if status_code == 0 else ERROR_NAMES.get(status_code, str(status_code))
-    uuid_hex = raw.get("clusterUuid") or ""
-    zero_uuid = not uuid_hex or set(uuid_hex) == {"0"}
+    code = raw.get("status")
+    status = None if code is None else "success" if code == 0 else \
+        _snake(ERROR_NAMES[code]) if code in ERROR_NAMES else f"error_{code}"
+    uuid_hex = raw.get("clusterUuid")
+    zero_uuid = uuid_hex is not None and set(uuid_hex) == {"0"}
     out: Dict[str, Any] = {
         "state": state, "status": status if state == "completed" else None,
-        "cluster_uuid": None if zero_uuid else _uuid(uuid_hex),
+        "cluster_uuid": None if uuid_hex is None or zero_uuid else _uuid(uuid_hex.lower()),
         "clique_id": raw.get("cliqueId"), "health": None, "health_summary": None,
     }
     mask = raw.get("healthMask")
-    if isinstance(mask, int):
+    if mask is not None:
         health: Dict[str, Any] = {}
         for name, shift, width in FABRIC_HEALTH_BITS:
             v = (mask >> shift) & width
@@ -1054,15 +1083,13 @@ def fabric_facts(raw: Any) -> Optional[Dict[str, Any]]:
         out["health"] = health
     if "healthSummary" in raw:
         out["health_summary"] = FABRIC_SUMMARY.get(raw["healthSummary"], "unknown")
+    if state != "completed" or code != 0 or zero_uuid:
+        out["attached"] = False
+    else:
+        out["attached"] = None if uuid_hex is None else True
     healthy = out["health_summary"] in (None, "not_supported", "healthy")
-    out["attached"] = (state == "completed" and status_code == 0 and not zero_uuid)
-    out["healthy"] = out["attached"] and healthy
+    out["healthy"] = None if out["attached"] is None else bool(out["attached"] and healthy)
     return out
-
-
-def _nvlink_rate_gbps(speed_mbps: Any) -> Optional[float]:
-    return round(speed_mbps / 1000.0, 3) if isinstance(speed_mbps, (int, float)) \
-        and speed_mbps > 0 else None
 
 
 def classify_links(gpus: List[Dict[str, Any]], by_bdf: Dict[Tuple[int, ...], int]) -> None:

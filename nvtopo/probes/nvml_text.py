@@ -26,6 +26,7 @@ import re
 from typing import Any, Dict, List, Optional
 
 from ..model import GPU, NVLinkPair, Topology, pci_bdf
+from . import nvml
 
 SOURCE = "nvml-text"
 
@@ -241,31 +242,55 @@ def _attach_q(gpus: Dict[int, Dict[str, Any]], qblocks: List[Dict[str, Any]],
         with_q.add(target)
 
 
-def _fabric(q: Dict[str, str]) -> Optional[Dict[str, Any]]:
+#: nvidia-smi -q Fabric text -> the NVML codes fabric_facts decodes (one vocabulary).
+_FABRIC_STATE = {"not_supported": 0, "not_started": 1, "in_progress": 2, "completed": 3}
+_FABRIC_SUMMARY = {"not_supported": 0, "healthy": 1, "unhealthy": 2, "limited_capacity": 3}
+_TRUE_FALSE = {"true": 1, "false": 2}
+#: Health line -> (health mask member, text slug -> value in the mask).
+_FABRIC_HEALTH = {
+    "bandwidth": ("degraded_bandwidth", {"degraded": 1, "full": 2}),
+    "route_recovery_in_progress": ("route_recovery", _TRUE_FALSE),
+    "route_unhealthy": ("route_unhealthy", _TRUE_FALSE),
+    "access_timeout_recovery": ("access_timeout_recovery", _TRUE_FALSE),
+    "incorrect_configuration": ("incorrect_configuration", {
+        name: code for code, name in nvml.INCORRECT_CONFIGURATION.items()}),
+    "partition_assigned": ("partition_assigned", _TRUE_FALSE),
+}
+
+
+def fabric_raw(q: Dict[str, str]) -> Optional[Dict[str, Any]]:
+    """The ``-q`` Fabric block as nvmlGpuFabricInfo members (absent where N/A or unprinted)."""
     if "Fabric / State" not in q:
         return None
+    raw: Dict[str, Any] = {}
     state = _slug(q["Fabric / State"])
+    if state in _FABRIC_STATE:
+        raw["state"] = _FABRIC_STATE[state]
     status = _na(q.get("Fabric / Status", ""))
-    uuid = _na(q.get("Fabric / ClusterUUID", ""))
+    if status is not None:
+        name = "".join(w.capitalize() for w in re.split(r"[^A-Za-z0-9]+", status) if w)
+        raw["status"] = 0 if name == "Success" else nvml.ERROR_CODES.get(name, 999)
+    uuid = _na(q.get("Fabric / ClusterUUID", "")) or ""
+    if re.fullmatch(r"[0-9A-Fa-f]{32}", uuid.replace("-", "")):
+        raw["clusterUuid"] = uuid.replace("-", "").lower()
     clique = _na(q.get("Fabric / CliqueId", ""))
-    zero = uuid is not None and set(uuid.replace("-", "")) == {"0"}
-    health = {}
-    for k, v in q.items():
-        if k.startswith("Fabric / Health / ") and k != "Fabric / Health / Summary":
-            health[_slug(k[len("Fabric / Health / "):])] = _na(v)
-    summary = _na(q.get("Fabric / Health / Summary", ""))
-    out: Dict[str, Any] = {
-        "state": state, "status": _slug(status) if status else None,
-        "cluster_uuid": None if (uuid is None or zero) else uuid.lower(),
-        "clique_id": int(clique) if clique and clique.isdigit() else None,
-        "health": health or None, "health_summary": _slug(summary) if summary else None,
-    }
-    if uuid is None:  # old drivers print only State and Status
-        out["attached"] = None if state == "completed" and out["status"] == "success" else False
-    else:
-        out["attached"] = state == "completed" and out["status"] == "success" and not zero
-    out["healthy"] = bool(out["attached"]) and out["health_summary"] in (None, "healthy")
-    return out
+    if clique is not None and clique.isdigit() and int(clique) <= nvml.U32:
+        raw["cliqueId"] = int(clique)
+    mask, seen = 0, False
+    for label, (member, values) in _FABRIC_HEALTH.items():
+        key = next((k for k in q if k.startswith("Fabric / Health / ")
+                    and _slug(k[len("Fabric / Health / "):]) == label), None)
+        if key is None:
+            continue
+        seen = True
+        shift = next(sh for n, sh, _ in nvml.FABRIC_HEALTH_BITS if n == member)
+        mask |= values.get(_slug(q[key]), 0) << shift
+    if seen:
+        raw["healthMask"] = mask
+    summary = _slug(q.get("Fabric / Health / Summary", "N/A"))
+    if summary in _FABRIC_SUMMARY:
+        raw["healthSummary"] = _FABRIC_SUMMARY[summary]
+    return raw
 
 
 def _int(v: Optional[str]) -> Optional[int]:
@@ -315,7 +340,7 @@ def derive_text(text: str) -> Topology:
                 "max_width": _int(q.get("PCI / GPU Link Info / Link Width / Max")),
                 "replay_counter": _int(q.get("PCI / Replays Since Reset"))}
         model.extra[SOURCE] = {
-            "index": i, "fault": None, "nvlink": nv, "fabric": _fabric(q),
+            "index": i, "fault": None, "nvlink": nv, "fabric": nvml.fabric_facts(fabric_raw(q)),
             "pcie": pcie if any(v is not None for v in pcie.values()) else None,
             "pci": {"bus_id": g.get("bus_id")}, "notes": [n["message"] for n in g["notes"]],
         }

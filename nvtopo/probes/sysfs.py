@@ -37,6 +37,7 @@ import errno
 import os
 import re
 import shlex
+import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -138,11 +139,31 @@ _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXE
 _CHUNK = 1 << 16
 
 
+def read_file(path: str) -> bytes:
+    """One sysfs file, to EOF, without following a final symlink (``ELOOP`` if it is one)."""
+    fd = os.open(path, _OPEN_FLAGS)
+    try:
+        chunks = [os.read(fd, _CHUNK)]
+        while len(chunks[-1]) == _CHUNK:  # sysfs files can exceed a page: read to EOF
+            chunks.append(os.read(fd, _CHUNK))
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
 class _LiveView:
     """Reads a sysfs tree through its root and records everything it reads."""
 
-    def __init__(self, root: str, faults: Optional[Dict[str, str]] = None) -> None:
+    def __init__(self, root: str, faults: Optional[Dict[str, str]] = None,
+                 reader: Optional[Callable[[str], bytes]] = None) -> None:
         self.root = os.path.abspath(root)
+        #: Reads one file (absolute path) to bytes; injectable (a slow reader, in tests).
+        self._reader = reader or read_file
+        #: Set when the time budget is spent: no file is read after that (directory
+        #: listings and links are kernfs metadata and never wait on a device).
+        self.stopped = False
+        #: The file being read now, and since when (what a hung read waits on).
+        self.inflight: Optional[Tuple[str, float]] = None
         self.files: Dict[str, str] = {}
         self.links: Dict[str, str] = {}
         self.dirs: Dict[str, List[str]] = {}
@@ -178,8 +199,12 @@ class _LiveView:
         if fault is not None:
             self.errors[real] = fault
             return None, fault
+        if self.stopped:
+            self.errors[real] = DEADLINE
+            return None, DEADLINE
+        self.inflight = (real, time.monotonic())
         try:
-            data = self._read_bytes(real)
+            data = self._reader(f"{self.root}/{real}")
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 target = self.resolve(real)
@@ -188,21 +213,13 @@ class _LiveView:
             err = _errno_text(exc)
             self.errors[real] = err
             return None, err
+        finally:
+            self.inflight = None
         text = data.rstrip(b"\x00").decode("utf-8", errors="replace")
         if text.endswith("\n"):
             text = text[:-1]
         self.files[real] = text
         return text, None
-
-    def _read_bytes(self, real: str) -> bytes:
-        fd = os.open(f"{self.root}/{real}", _OPEN_FLAGS)
-        try:
-            chunks = [os.read(fd, _CHUNK)]
-            while len(chunks[-1]) == _CHUNK:  # sysfs files can exceed a page: read to EOF
-                chunks.append(os.read(fd, _CHUNK))
-        finally:
-            os.close(fd)
-        return b"".join(chunks)
 
     def listdir(self, rel: str) -> Tuple[Optional[List[str]], Optional[str]]:
         real = self.resolve(rel)
@@ -226,12 +243,20 @@ class _LiveView:
 
 #: What the evidence view answers for a path the capture never read.
 NOT_RECORDED = "ENOENT: not in the evidence"
+#: The reason of a file not read because the probe's time budget was spent.
+DEADLINE = "deadline: not read, the probe's time budget was spent"
+#: The time budget when no options give one (``ProbeOptions.timeout``).
+DEFAULT_TIMEOUT = 30.0
 
 
 class _EvidenceView:
     """Answers the same questions from recorded evidence (pure, no I/O)."""
 
-    def __init__(self, evidence: Dict[str, Any]) -> None:
+    def __init__(self, evidence: Dict[str, Any], unread: str = "ENOENT: not in the evidence"
+                 ) -> None:
+        #: The answer for a path the capture never read: not recorded, or (when the
+        #: capture ran out of time before reaching it) the deadline.
+        self.unread = unread
         self.files: Dict[str, str] = _str_map(evidence.get("files"))
         self.links: Dict[str, str] = _str_map(evidence.get("links"))
         self.errors: Dict[str, str] = _str_map(evidence.get("errors"))
@@ -248,13 +273,13 @@ class _EvidenceView:
         real = self.resolve(rel)
         if real in self.files:
             return self.files[real], None
-        return None, self.errors.get(real, NOT_RECORDED)
+        return None, self.errors.get(real, self.unread)
 
     def listdir(self, rel: str) -> Tuple[Optional[List[str]], Optional[str]]:
         real = self.resolve(rel)
         if real in self.dirs:
             return self.dirs[real], None
-        return None, self.errors.get(real, NOT_RECORDED)
+        return None, self.errors.get(real, self.unread)
 
 
 def _str_map(m: Any) -> Dict[str, str]:
@@ -319,12 +344,22 @@ def check_root(root: str) -> None:
                           "of /sys", where=where)
 
 
-def capture(options: Optional[Any] = None, faults: Optional[Dict[str, str]] = None
-            ) -> Dict[str, Any]:
+def capture(options: Optional[Any] = None, faults: Optional[Dict[str, str]] = None,
+            reader: Optional[Callable[[str], bytes]] = None) -> Dict[str, Any]:
     """Read the sysfs tree and return its raw evidence.
 
     Never raises for the expected failures: a missing root, unreadable files
     and vanished devices are recorded (``status``, ``errors``).
+
+    The reading runs under a time budget, ``options.timeout`` seconds (reading
+    ``counters/`` sends a MAD to the HCA and ``hw_counters/`` a firmware
+    command: a failing HCA can stall them).  The traversal runs in a worker
+    thread; when the budget is spent, no further file is read (each becomes an
+    error with reason :data:`DEADLINE`), and if one read still hangs, capture
+    returns without it (at most ``min(budget, 1 s)`` later): ``status`` is
+    ``"timeout"`` and ``pending`` names the file that did not answer.
+    ``faults`` injects read errors and ``reader`` replaces the file reader
+    (both for tests).
     """
     root = getattr(options, "sysfs_root", None)
     if root is None:
@@ -345,14 +380,47 @@ def capture(options: Optional[Any] = None, faults: Optional[Dict[str, str]] = No
         evidence["status"] = "missing"
         evidence["error"] = f"{_path_shown(root)} is not a sysfs tree ({why})"
         return evidence
+    budget = float(getattr(options, "timeout", None) or DEFAULT_TIMEOUT)
+    evidence["timeout_s"] = budget
     start = time.monotonic()
-    view = _LiveView(root, faults)
-    _collect(view)
+    view = _LiveView(root, faults, reader)
+    failed: List[BaseException] = []
+
+    def run() -> None:
+        try:
+            _collect(view)
+        except BaseException as exc:  # handed to the caller below
+            failed.append(exc)
+
+    worker = threading.Thread(target=run, name="nvtopo-sysfs", daemon=True)
+    worker.start()
+    worker.join(budget)
+    if worker.is_alive():
+        # Budget spent: read nothing more; the rest of the walk (listings, links) is quick.
+        view.stopped = True
+        worker.join(min(budget, 1.0))
+        pending = view.inflight if worker.is_alive() else None
+        evidence["status"] = "timeout"
+        evidence["error"] = f"sysfs probe did not finish within its {budget:g} s budget"
+        if pending is not None:  # one read hangs: leave it behind
+            evidence["pending"] = {"path": pending[0],
+                                   "waited_s": round(time.monotonic() - pending[1], 3)}
+            evidence["error"] += f" ({pending[0]} did not answer)"
+        evidence["error"] += "; files not read by then are unknown (deadline)"
+    if failed:
+        raise failed[0]
+    # dict() copies are atomic under the GIL: a hung worker that wakes up later cannot
+    # change what is returned
+    files, links, dirs, errors = (dict(view.files), dict(view.links), dict(view.dirs),
+                                  dict(view.errors))
+    pending_path = (evidence.get("pending") or {}).get("path")
+    if pending_path is not None and pending_path not in files:
+        errors[pending_path] = DEADLINE
     evidence["duration_s"] = round(time.monotonic() - start, 4)
-    evidence["files"] = view.files
-    evidence["links"] = view.links
-    evidence["dirs"] = view.dirs
-    evidence["errors"] = view.errors
+    evidence["files"] = files
+    evidence["links"] = links
+    evidence["dirs"] = dirs
+    evidence["errors"] = errors
     return evidence
 
 
@@ -660,11 +728,18 @@ def derive(evidence: Dict[str, Any]) -> Topology:
     """Model facts from recorded sysfs evidence.  Pure: no I/O."""
     topo = Topology(sources=[SOURCE])
     status = evidence.get("status") or "ok"
-    if status != "ok":
+    if status not in ("ok", "timeout"):
         topo.note("sysfs.unavailable", f"no sysfs facts: {evidence.get('error') or status}",
                   source=SOURCE, level="warning")
         return topo
-    raw = _collect(_EvidenceView(evidence))
+    timed_out = status == "timeout"
+    raw = _collect(_EvidenceView(evidence, unread=DEADLINE if timed_out else NOT_RECORDED))
+    if timed_out:
+        errors = evidence.get("errors")
+        unread = sum(1 for e in (errors.values() if isinstance(errors, dict) else ())
+                     if e == DEADLINE)
+        topo.note("sysfs.timeout", f"{evidence.get('error') or 'sysfs probe timed out'} "
+                  f"({unread} files)", source=SOURCE, level="warning")
     return build(raw, root=evidence.get("root"), topo=topo)
 
 
@@ -975,10 +1050,12 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
         ports = [_port(p, node_type) for p in h["ports"]]
         for port in ports:
             port["netdev"] = _port_netdev(port, hca["netdevs"])
-            if port["counters_unknown"]:
-                reasons = sorted(set(port["counters_unknown"].values()))
+            # counters left unread at the deadline: sysfs.timeout says so, once
+            failing = {k: r for k, r in port["counters_unknown"].items() if r != DEADLINE}
+            reasons = sorted(set(failing.values()))
+            if reasons:
                 topo.note("sysfs.counters_unknown",
-                          f"{h['name']} port {port['port']}: {len(port['counters_unknown'])} "
+                          f"{h['name']} port {port['port']}: {len(failing)} "
                           f"counters unreadable ({'; '.join(reasons)})", source=SOURCE,
                           level="warning", subject=h["name"])
             if port["counters_saturated"]:
@@ -1051,9 +1128,10 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
               sorted((raw.get("ib_absent") or {}).items(), key=lambda x: natural_key(x[0]))}
     info["absent_devices"] = absent
     for name, why in absent.items():
-        topo.note("sysfs.device_absent", f"class/infiniband/{name} is absent or unreadable "
-                  f"({why}): not counted as an RDMA device", source=SOURCE, level="warning",
-                  subject=name)
+        topo.note("sysfs.device_absent", f"class/infiniband/{name}: not read before the "
+                  "deadline, so not counted as an RDMA device" if why == DEADLINE else
+                  f"class/infiniband/{name} is absent or unreadable ({why}): not counted as "
+                  "an RDMA device", source=SOURCE, level="warning", subject=name)
     if raw.get("ib_error") is not None:
         info["rdma"] = f"class/infiniband absent or unreadable: {_reason(raw['ib_error'])}"
     elif not hcas:

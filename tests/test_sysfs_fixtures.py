@@ -514,3 +514,39 @@ def test_rdma_device_on_another_vendors_ethernet_function_is_placed(tmp_path):
     assert topo.nics[0].numa_node == 1 and topo.nics[0].sources["numa_node"] == "sysfs"
     assert json.dumps(sysfs.derive(json.loads(json.dumps(ev))).to_dict(), sort_keys=True) == \
         json.dumps(topo.to_dict(), sort_keys=True)
+
+
+# --- GPUs are matched by bus id, never by index ----------------------------------------------------
+
+
+def test_sysfs_gpu_facts_follow_the_bus_id_not_the_index(tmp_path_factory):
+    from nvtopo.model import GPU, Topology, pci_bdf
+    from nvtopo.render import ib
+
+    _, ev, frag = probe("dgx-h100", tmp_path_factory)
+    # the fragment: every GPU carries its bus id, from sysfs, and its facts are its own
+    for g in frag.gpus:
+        assert g.sources["pci_bus_id"] == "sysfs"
+        assert g.extra["sysfs"]["pci_address"] == g.pci_bus_id
+    assert frag.extra["sysfs"]["gpu_bus_ids"] == {g.label: g.pci_bus_id for g in frag.gpus}
+    # another source lists 7 GPUs (the first fell off its bus), numbered 0-6, NVML spelling
+    other = Topology(sources=["nvml"])
+    for i, g in enumerate(frag.gpus[1:]):
+        other.gpus.append(GPU(index=i, label=f"GPU{i}", pci_bus_id="0000" + g.pci_bus_id.upper(),
+                              sources={"pci_bus_id": "nvml"}))
+    merged = other.merge(sysfs.derive(ev))
+    assert len(merged.gpus) == 7
+    for g in merged.gpus:  # each GPU got the sysfs facts of its own bus id
+        assert pci_bdf(g.extra["sysfs"]["pci_address"]) == pci_bdf(g.pci_bus_id)
+    assert merged.gpu(0).extra["sysfs"]["pci_address"] == "0000:43:00.0"
+    # the ib document names the nearest GPUs as this model does
+    doc = ib.document(merged)
+    h = {x["name"]: x for x in doc["hcas"]}
+    assert h["mlx5_3"]["nearest_gpus"] == ["GPU0"] and h["mlx5_3"]["gpu_paths"]["GPU0"] == "PIX"
+    assert h["mlx5_0"]["nearest_gpus"] == ["GPU[0000:1b:00.0]"]  # not listed by the other source
+    assert h["mlx5_11"]["nearest_gpus"] == ["GPU6"]
+    assert doc["nvme"][1]["nearest_gpus"] == ["GPU0"]
+    assert [g["pci_address"] for g in doc["gpus"]] == [g.pci_bus_id for g in frag.gpus[1:]]
+    # sysfs alone: its own numbering, unchanged
+    assert ib.gpu_renames(frag) == {}
+    assert {x["name"]: x["nearest_gpus"] for x in ib.document(frag)["hcas"]}["mlx5_3"] == ["GPU1"]

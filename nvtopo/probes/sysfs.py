@@ -1152,6 +1152,9 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
                      "gpu_paths": paths,
                      "nearest_gpus": [lab for r, lab in ranked if r == best]})
     info["nvme"] = nvme
+    #: The labels above (nearest_gpus, gpu_paths) are sysfs's own PCI-order numbering; this
+    #: map lets a merged model name the same GPUs by bus id (render.ib does).
+    info["gpu_bus_ids"] = {label: bdf for bdf, label in gpu_labels.items()}
 
     # -- NUMA
     numa = raw.get("numa")

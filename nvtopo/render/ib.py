@@ -14,7 +14,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ..model import Topology
+from ..model import Topology, pci_bdf
 from .matrix import cell_style
 
 #: Version of the ``nvtopo ib --format json`` document.
@@ -32,16 +32,45 @@ def has_sysfs(topo: Topology) -> bool:
     return "sysfs" in topo.sources or "sysfs" in topo.extra
 
 
+def gpu_renames(topo: Topology) -> Dict[str, str]:
+    """sysfs GPU labels -> this model's, matched by PCI bus id (only those that differ).
+
+    sysfs numbers GPUs in PCI order; a model merged with NVML or nvidia-smi may
+    number them otherwise (a GPU that fell off its bus is missing there): the
+    nearest GPUs of an HCA must name the same devices.  A GPU this model does
+    not list is named by its bus id, ``GPU[0000:1b:00.0]``, as the merge does.
+    """
+    ids = (topo.extra.get("sysfs") or {}).get("gpu_bus_ids")
+    here = {pci_bdf(g.pci_bus_id): g.label for g in topo.gpus if pci_bdf(g.pci_bus_id)}
+    if not isinstance(ids, dict) or not here:
+        return {}
+    out = {}
+    for label, bdf in ids.items():
+        new = here.get(pci_bdf(bdf), f"GPU[{bdf}]")
+        if new != label:
+            out[label] = new
+    return out
+
+
+def _relabel(entry: Dict[str, Any], rename: Dict[str, str]) -> None:
+    if rename and isinstance(entry.get("gpu_paths"), dict):
+        entry["gpu_paths"] = {rename.get(k, k): v for k, v in entry["gpu_paths"].items()}
+    if rename and isinstance(entry.get("nearest_gpus"), list):
+        entry["nearest_gpus"] = [rename.get(k, k) for k in entry["nearest_gpus"]]
+
+
 def document(topo: Topology) -> Dict[str, Any]:
     """The ``nvtopo ib --format json`` document (see README, "nvtopo ib")."""
     info = topo.extra.get("sysfs") or {}
     net_if = (topo.extra.get("host") or {}).get("net_if") or {}
+    rename = gpu_renames(topo)
     hcas = []
     for nic in topo.nics:
         h = nic.extra.get("sysfs")
         if not isinstance(h, dict):
             continue
         h = copy.deepcopy(h)
+        _relabel(h, rename)
         for p in h.get("ports", []):
             st = net_if.get(p.get("netdev")) if p.get("netdev") else None
             p["netdev_stats"] = dict(st, source="psutil") if isinstance(st, dict) else None
@@ -63,12 +92,20 @@ def document(topo: Topology) -> Dict[str, Any]:
         "absent_devices": dict(info.get("absent_devices") or {}),
         "hcas": hcas,
         "gpus": gpus,
-        "nvme": info.get("nvme") or [],
+        "nvme": [_relabeled(x, rename) for x in info.get("nvme") or []],
         "numa": info.get("numa"),
         "gpudirect": info.get("gpudirect"),
         "notes": [n.to_dict() for n in topo.notes if n.source in ("sysfs", "host")],
         "disagreements": [d.to_dict() for d in topo.disagreements],
     }
+
+
+def _relabeled(entry: Any, rename: Dict[str, str]) -> Any:
+    if not isinstance(entry, dict):
+        return entry
+    entry = copy.deepcopy(entry)
+    _relabel(entry, rename)
+    return entry
 
 
 def _dim(s: str) -> Text:

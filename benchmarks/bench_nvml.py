@@ -5,6 +5,7 @@ DGX H100 recording (fixtures/nvml/dgx-h100.json), with an artificial latency per
 several times, and prints the medians.  A plain script:
 
     python benchmarks/bench_nvml.py [--latency-ms 1.0] [--runs 5] [--machine dgx-h100]
+                                    [--unsupported-counters crc_data,ecc]
 """
 
 from __future__ import annotations
@@ -31,8 +32,14 @@ def main() -> None:
                     help="artificial latency per NVML C call (default 1 ms)")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--machine", default="dgx-h100")
+    ap.add_argument("--unsupported-counters", default="", metavar="NAMES",
+                    help="error counters the fake answers NotSupported, e.g. crc_data,ecc "
+                         "(as nvidia-smi nvlink -e on H100 prints only replay/recovery/CRC)")
     args = ap.parse_args()
     desc = F.load_machine(args.machine)
+    if args.unsupported_counters:
+        desc["gpu_defaults"]["nvlink"]["unsupported_counters"] = \
+            args.unsupported_counters.split(",")
     walls, derive_walls, c_calls, probe_calls = [], [], [], []
     by_fn: collections.Counter = collections.Counter()
     for _ in range(args.runs):
@@ -52,7 +59,9 @@ def main() -> None:
     n_gpus = len(desc["gpus"])
     links = desc["gpu_defaults"].get("nvlink", {}).get("count")
     print(f"machine: {args.machine} ({n_gpus} GPUs, {links} NVLinks each), "
-          f"latency {args.latency_ms:g} ms per NVML call, {args.runs} runs")
+          f"latency {args.latency_ms:g} ms per NVML call, {args.runs} runs"
+          + (f", unsupported counters: {args.unsupported_counters}"
+             if args.unsupported_counters else ""))
     print(f"NVML calls per probe (median): {statistics.median(probe_calls):.0f} "
           f"(C library calls seen by the fake: {statistics.median(c_calls):.0f})")
     print(f"probe wall time (median): {statistics.median(walls):.3f} s  "

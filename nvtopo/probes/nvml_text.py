@@ -322,13 +322,10 @@ def derive_text(text: str) -> Topology:
         if _na(q.get("GPU UUID", "")) and not model.uuid:
             model.uuid, model.sources["uuid"] = q["GPU UUID"].strip(), SOURCE
         links = _links(g, by_bus, topo, counts)
-        active = [x for x in links if x["state"] == "active"]
-        speeds = [x["speed_mbps"] for x in active if x["speed_mbps"]]
         status = "ok" if links else ("inactive" if g["all_inactive"] else "unknown")
         nv = {"status": status, "total": len(links) if links else None,
-              "count_source": "text", "active": len(active),
-              "bandwidth_gbps_per_direction": round(sum(speeds) / 1000.0, 3)
-              if speeds and len(speeds) == len(active) else None,
+              "count_source": "text", "active": sum(x["state"] == "active" for x in links),
+              "bandwidth_gbps_per_direction": nvml.bandwidth_gbps(links),
               "links": links}
         if g["all_inactive"]:
             nv["reason"] = ("nvidia-smi: all links are inactive (the link count is not "

@@ -232,6 +232,7 @@ def test_unparseable_speed_is_unknown_with_a_note(tmp_path, speed):
     code, out, err = links("--from", str(path))
     assert code == 0 and "Traceback" not in err, err
     assert "GPU0 · X · 2/2 active" in out
+    assert f"note: GPU0: link 0: speed {speed!r} GB/s is not a number" in out
     g = text_doc_at(path)["gpus"][0]
     assert [lk["speed_mbps"] for lk in g["links"]] == [None, 25000]
     assert g["bandwidth_gbps_per_direction"] is None  # one speed unknown: no sum

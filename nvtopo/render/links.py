@@ -75,6 +75,9 @@ def links_doc(topo: Topology, gpu: Optional[int] = None, where: str = "input") -
         "nvswitch": node.get("nvswitch"),
         "incomplete": node.get("incomplete"),
         "disagreements": _disagreements(topo),
+        "notes": [{"code": n.code, "level": n.level, "subject": n.subject,
+                   "message": n.message} for n in topo.notes if n.source in LINK_SOURCES
+                  and (gpu is None or n.subject in (None, f"GPU{gpu}"))],
     }
 
 
@@ -201,6 +204,13 @@ def print_links(doc: Dict[str, Any], console: Console) -> None:
         console.print(f"{len(pairs)} NVLink-connected GPU pairs (" + ", ".join(
             f"NV{c}" for c in counts) + ")" + (" through NVSwitch" if doc.get("nvswitch")
                                                else ""))
+    for n in doc.get("notes") or []:
+        if n["code"] in ("nvml.gpu_lost", "nvml.timeout"):
+            continue  # said above (the GPU's fault, the incomplete line)
+        console.print(Text(f"note: {n['subject'] + ': ' if n.get('subject') else ''}"
+                           f"{n['message']}",
+                           style="yellow" if n.get("level") == "warning" else "dim"),
+                      soft_wrap=True)
     for d in doc.get("disagreements") or []:
         console.print(Text(f"disagreement: {d['subject']} {d['fact']}: {d['message']}",
                            style="bold yellow"))

@@ -499,6 +499,8 @@ def sysfs_bdf(name: str) -> Optional[Tuple[int, int, int, int]]:
     that parser also takes NVML's and short forms, which no sysfs path
     component uses (and names such as ``12:34`` must not pass for a device).
     """
+    if len(name) < 12 or name[-2] != ".":  # quick no for the names of a path's other parts
+        return None
     t = pci_bdf(name)
     if t is None or name != f"{t[0]:04x}:{t[1]:02x}:{t[2]:02x}.{t[3]}":
         return None

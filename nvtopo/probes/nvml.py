@@ -252,10 +252,6 @@ def _text(v: Any) -> Optional[str]:
     return None if isinstance(v, str) and len(v) <= 4096 else "text"
 
 
-def _object(v: Any) -> Optional[str]:
-    return None if isinstance(v, dict) else "an object"
-
-
 def _anything(v: Any) -> Optional[str]:
     return None
 

@@ -132,3 +132,14 @@ def test_snapshot_records_the_timeout_and_ib_shows_it(tmp_path, monkeypatch):
     assert "12 RDMA devices" in r.stdout
     topo = snapshot.derive(doc, "s.json")
     assert topo.nics and topo.extra["sysfs"]["absent_devices"] == {}
+
+
+def test_odd_budgets_never_crash():
+    root, faults = sysfs_trees.tree("vm")
+    for timeout, budget in ((float("inf"), None), (float("nan"), 30.0), (0, 30.0),
+                            (-1, 30.0), (None, 30.0), ("x", 30.0), (2, 2.0)):
+        ev = sysfs.capture(ProbeOptions(sysfs_root=root, timeout=timeout), faults=faults)
+        assert ev["status"] == "ok", timeout
+        assert ev["timeout_s"] == budget, timeout
+        json.dumps(ev, allow_nan=False)  # plain JSON
+    assert sysfs.capture(None)["timeout_s"] == 30.0

@@ -252,8 +252,7 @@ DEFAULT_TIMEOUT = 30.0
 class _EvidenceView:
     """Answers the same questions from recorded evidence (pure, no I/O)."""
 
-    def __init__(self, evidence: Dict[str, Any], unread: str = "ENOENT: not in the evidence"
-                 ) -> None:
+    def __init__(self, evidence: Dict[str, Any], unread: str = NOT_RECORDED) -> None:
         #: The answer for a path the capture never read: not recorded, or (when the
         #: capture ran out of time before reaching it) the deadline.
         self.unread = unread
@@ -344,6 +343,16 @@ def check_root(root: str) -> None:
                           "of /sys", where=where)
 
 
+def _budget(timeout: Any) -> float:
+    """Seconds the capture may take: ``timeout`` when it is a positive number (``inf``:
+    no limit), else :data:`DEFAULT_TIMEOUT`."""
+    try:
+        t = float(timeout)
+    except (TypeError, ValueError):
+        return DEFAULT_TIMEOUT
+    return t if t > 0 else DEFAULT_TIMEOUT  # (NaN is not > 0)
+
+
 def capture(options: Optional[Any] = None, faults: Optional[Dict[str, str]] = None,
             reader: Optional[Callable[[str], bytes]] = None) -> Dict[str, Any]:
     """Read the sysfs tree and return its raw evidence.
@@ -380,8 +389,8 @@ def capture(options: Optional[Any] = None, faults: Optional[Dict[str, str]] = No
         evidence["status"] = "missing"
         evidence["error"] = f"{_path_shown(root)} is not a sysfs tree ({why})"
         return evidence
-    budget = float(getattr(options, "timeout", None) or DEFAULT_TIMEOUT)
-    evidence["timeout_s"] = budget
+    budget = _budget(getattr(options, "timeout", None))
+    evidence["timeout_s"] = budget if budget < threading.TIMEOUT_MAX else None  # JSON has no inf
     start = time.monotonic()
     view = _LiveView(root, faults, reader)
     failed: List[BaseException] = []
@@ -394,7 +403,7 @@ def capture(options: Optional[Any] = None, faults: Optional[Dict[str, str]] = No
 
     worker = threading.Thread(target=run, name="nvtopo-sysfs", daemon=True)
     worker.start()
-    worker.join(budget)
+    worker.join(budget if budget < threading.TIMEOUT_MAX else None)  # inf: no limit
     if worker.is_alive():
         # Budget spent: read nothing more; the rest of the walk (listings, links) is quick.
         view.stopped = True

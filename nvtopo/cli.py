@@ -44,6 +44,8 @@ class Format(str, enum.Enum):
 
 FROM_HELP = ("Read this file instead of probing: a snapshot, or a pasted `nvidia-smi topo` "
              "text (recognised by content). '-' reads standard input.")
+#: Longest --timeout accepted (an hour): a bounded wait, and no overflow in thread joins.
+MAX_TIMEOUT = 3600.0
 TIMEOUT_HELP = "Seconds before a hung nvidia-smi is given up (live probing only)."
 SYSFS_ROOT_HELP = ("Read this directory as /sys (live probing only): a host /sys mounted "
                    "elsewhere in a container, or a copied tree audited offline.")
@@ -130,7 +132,7 @@ def show(
         None, "--example", metavar="NAME",
         help="Show a bundled example instead of this machine (dgx-h100)."),
     fmt: Format = typer.Option(Format.table, "--format", help="table (Rich) or json (the model)."),
-    timeout: float = typer.Option(30.0, "--timeout", min=0.1, help=TIMEOUT_HELP),
+    timeout: float = typer.Option(30.0, "--timeout", min=0.1, max=MAX_TIMEOUT, help=TIMEOUT_HELP),
     sysfs_root: Optional[str] = typer.Option(None, "--sysfs-root", metavar="DIR",
                                              help=SYSFS_ROOT_HELP),
 ) -> None:
@@ -182,7 +184,7 @@ def snapshot_cmd(
         None, "--from", "-f", metavar="FILE",
         help="Turn a pasted `nvidia-smi topo` text (or a snapshot) into a snapshot file "
              "instead of probing. '-' reads standard input."),
-    timeout: float = typer.Option(30.0, "--timeout", min=0.1, help=TIMEOUT_HELP),
+    timeout: float = typer.Option(30.0, "--timeout", min=0.1, max=MAX_TIMEOUT, help=TIMEOUT_HELP),
     sysfs_root: Optional[str] = typer.Option(None, "--sysfs-root", metavar="DIR",
                                              help=SYSFS_ROOT_HELP),
 ) -> None:
@@ -230,7 +232,7 @@ def links(
     gpu: Optional[int] = typer.Option(None, "--gpu", min=0, metavar="N",
                                       help="Only this GPU (NVML index)."),
     fmt: Format = typer.Option(Format.table, "--format", help="table (Rich) or json."),
-    timeout: float = typer.Option(30.0, "--timeout", min=0.1,
+    timeout: float = typer.Option(30.0, "--timeout", min=0.1, max=MAX_TIMEOUT,
                                   help="Seconds before the NVML probe is given up (live only)."),
 ) -> None:
     """Show every NVLink of every GPU: state, version, speed, remote end, error counters.
@@ -284,6 +286,9 @@ def ib_cmd(
                                              help=SYSFS_ROOT_HELP),
     fmt: Format = typer.Option(Format.table, "--format",
                                help="table (Rich) or json (the ib document)."),
+    timeout: float = typer.Option(30.0, "--timeout", min=0.1, max=MAX_TIMEOUT,
+                                  help="Seconds of sysfs reading before the rest is given up "
+                                       "(a failing HCA can stall counter reads)."),
 ) -> None:
     """One row per InfiniBand/RoCE port: state, rate, link layer, netdev, PCI, NUMA,
     nearest GPU and nonzero error counters.
@@ -304,18 +309,19 @@ def ib_cmd(
     from .render import ib
 
     if from_ is not None:
-        _probe_options(30.0, sysfs_root, from_, "ib")
+        _probe_options(timeout, sysfs_root, from_, "ib")
         topo = snapshot.load(from_)
         if not ib.has_sysfs(topo):
             raise NvtopoError("holds no sysfs evidence (take a snapshot with `nvtopo snapshot` "
                               "on the node, or read a copied tree with --sysfs-root DIR)",
                               where=topo.origin.get("file") or from_)
     else:
-        options = _probe_options(30.0, sysfs_root, None, "ib")
+        options = _probe_options(timeout, sysfs_root, None, "ib")
         root = options.sysfs_root or sysfs.DEFAULT_ROOT
-        if not sysfs.looks_like_sysfs(root):
-            raise NvtopoError("is not a sysfs tree (no bus/, class/ or devices/); "
-                              "use --sysfs-root DIR or --from FILE", where=root)
+        why = sysfs.why_not_sysfs(root)
+        if why:
+            raise NvtopoError(f"is not a sysfs tree ({why}); use --sysfs-root DIR or --from FILE",
+                              where=root)
         doc = {"probes": {sysfs.SOURCE: sysfs.capture(options),
                           host.SOURCE: host.capture(options)}}
         topo = snapshot.derive(doc, where=None)

@@ -393,6 +393,19 @@ def _split(total: int, parts: int) -> List[int]:
     return sizes
 
 
+def _names_for(count: int, pool: Sequence[str], taken: Sequence[str]) -> List[str]:
+    """``count`` compute NIC names: the layout's names first, then free ``mlx5_N``."""
+    out = [x for x in pool if x not in taken][:max(0, count)]
+    used = {_mlx_index(x) for x in list(taken) + list(pool)} - {None}
+    k = 0
+    while len(out) < count:
+        if k not in used:
+            out.append(f"mlx5_{k}")
+            used.add(k)
+        k += 1
+    return out
+
+
 def _mlx_index(name: str) -> Optional[int]:
     m = re.match(r"^mlx5_(\d+)$", name)
     return int(m.group(1)) if m else None
@@ -460,9 +473,17 @@ def build(layout: Layout, seed: int = 0, hostname: Optional[str] = None) -> Mach
         if not isinstance(count, int) or count < 1:
             count = 4
             notes.append("layout states no NVSwitch count: 4 simulated")
-        sizes = _split(sw_links, count)
-        ids = [f"sw{k}" for k in range(count)]
+        # fewer links than switches: the GPUs sit on baseboards, each with its own switches
+        # (DGX-2: 6 links to the 6 switches of the GPU's board, 12 switches in all)
+        boards = max(1, count // sw_links) if sw_links < count else 1
+        per_board = count // boards
+        sizes = _split(sw_links, per_board)
+        if boards > 1:
+            notes.append(f"{count} NVSwitches on {boards} baseboards of {per_board}: each GPU "
+                         f"links to the {per_board} switches of its board")
         for g in gpus:
+            board = g.ident * boards // n
+            ids = [f"sw{board * per_board + k}" for k in range(per_board)]
             lk = 0
             for sid, size in zip(ids, sizes):
                 for _ in range(size):
@@ -531,6 +552,8 @@ def build(layout: Layout, seed: int = 0, hostname: Optional[str] = None) -> Mach
             notes.append("layout states no GPU-to-NIC placement: PIX simulated")
 
     groups: List[Tuple[List[int], List[str]]] = []  # (GPU idents, compute NIC names)
+    pool = layout.get("nics.compute.names")
+    pool = [x for x in pool if isinstance(x, str)] if isinstance(pool, list) else []
     if isinstance(gpu_nic, dict) and gpu_nic:
         owner: Dict[str, int] = {}
         for i in range(n):
@@ -546,15 +569,8 @@ def build(layout: Layout, seed: int = 0, hostname: Optional[str] = None) -> Mach
             for x in names:
                 owner[x] = hit
         named = [x for _, names in groups for x in names]
-        used = {_mlx_index(x) for x in named} - {None}
-        extra_needed = compute_count - len(named)
-        k = 0
-        while extra_needed > 0:
-            if k not in used and f"mlx5_{k}" not in named:
-                groups.append(([], [f"mlx5_{k}"]))
-                used.add(k)
-                extra_needed -= 1
-            k += 1
+        for x in _names_for(compute_count - len(named), pool, named):
+            groups.append(([], [x]))
     else:
         if compute_count <= 0:
             groups = [([i], []) for i in range(n)]
@@ -563,7 +579,7 @@ def build(layout: Layout, seed: int = 0, hostname: Optional[str] = None) -> Mach
             if k_gpus is None:
                 k_gpus = max(1, n // compute_count)
             nics_per_group = max(1, compute_count * k_gpus // n) if n else 1
-            names = [f"mlx5_{k}" for k in range(compute_count)]
+            names = _names_for(compute_count, pool, [])
             it = iter(names)
             for start in range(0, n, k_gpus):
                 members = list(range(start, min(n, start + k_gpus)))

@@ -265,3 +265,15 @@ def renumbered(layout: Any, v: View) -> bool:
     have = sorted(set(v.present) | set(v.lost) | set(v.absent_in))
     return isinstance(n_exp, int) and 0 < len(have) < n_exp \
         and have == list(range(len(have)))
+
+
+def missing_gpus(layout: Any, v: View) -> List[int]:
+    """GPUs the layout has and the node does not show: absent from a driver-level source,
+    or (by count) the highest indices not listed."""
+    out = set(v.absent_in)
+    n_exp = layout.get("gpus.count") if layout is not None else None
+    have = set(v.present) | set(v.lost) | set(v.absent_in)
+    if isinstance(n_exp, int) and len(have) < n_exp:
+        gone = [i for i in range(n_exp) if i not in have]
+        out.update(gone[: n_exp - len(have)])
+    return sorted(out)

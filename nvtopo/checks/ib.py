@@ -35,12 +35,13 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     thresholds = dict(ERROR_THRESHOLDS)
     if layout is not None and isinstance(layout.get("nics.error_thresholds"), dict):
         thresholds.update(layout.get("nics.error_thresholds"))
-    # peers: the best rate among active ports of the same HCA model and link layer
+    # peers: the best rate among active ports of the same role (compute or not) and link layer
     peer_best: Dict[tuple, float] = {}
     for n, h in hcas:
         for p in h.get("ports") or []:
-            if p.get("state") == "ACTIVE" and isinstance(p.get("rate_gbps"), (int, float)):
-                key = (h.get("hca_type"), p.get("link_layer"), n.name in comp)
+            if p.get("state") == "ACTIVE" and isinstance(p.get("rate_gbps"), (int, float)) \
+                    and not h.get("soft"):
+                key = (p.get("link_layer"), n.name in comp)
                 peer_best[key] = max(peer_best.get(key, 0), p["rate_gbps"])
     unknown: List[str] = []
     for n, h in hcas:
@@ -79,13 +80,14 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
             expected_rate = None
             if is_comp and isinstance(want_rate, (int, float)):
                 expected_rate = want_rate
-            else:
-                best = peer_best.get((h.get("hca_type"), layer, is_comp))
+            elif not h.get("soft"):  # software RDMA (rxe, siw) has no real link rate
+                best = peer_best.get((layer, is_comp))
                 if best:
                     expected_rate = best
             if isinstance(rate, (int, float)) and expected_rate and rate < expected_rate:
                 out.append(finding(
-                    demote("error", inferred and is_comp and expected_rate == want_rate),
+                    demote("error", inferred and expected_rate == want_rate) if is_comp
+                    else "warning",
                     "ib.rate_low", subj,
                     f"{subj} runs at {rate:g} Gb/s, expected {expected_rate:g} Gb/s"
                     + (" (the layout's rate)" if expected_rate == want_rate and is_comp else

@@ -44,7 +44,8 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                 hint="check lspci and dmesg (mlx5_core) for the card; reseat or replace it; "
                      "check that the driver (MLNX_OFED/inbox mlx5) is loaded",
                 covers=[x] + [f"GPU{k}-{x}" for k in users]))
-    elif isinstance(want, int) and len(comp) < want:
+    elif isinstance(want, int) and len(comp) < want and len(comp) + len(
+            F.missing_gpus(layout, v)) < want:
         out.append(finding(
             demote("error", inf_count), "nic.missing", "node",
             f"{len(comp)} compute NICs (told apart by {how}: PIX/PXB to a GPU), the layout "

@@ -38,6 +38,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     expected = F.layout_pairs(layout, n_exp) if layout is not None else {}
     links_per_gpu = layout.get("nvlink.links_per_gpu") if layout is not None else None
     present = v.present
+    missing = F.missing_gpus(layout, v)
 
     def pairs_of(i: int) -> List[Tuple[int, int]]:
         return [k for k in v.pairs if i in k]
@@ -61,8 +62,11 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                              "needed",
                         covers=[f"GPU{i}"] + [f"GPU{a}-GPU{b}" for (a, b) in pairs_of(i)]))
                 continue
+            # on a direct mesh a missing GPU takes its peers' links to it down with it
+            gone = 0 if nvswitch else sum(expected.get((min(i, k), max(i, k)), 0)
+                                          for k in missing)
             deficit[i] = len(gl.down)
-            for link in gl.down:
+            for link in gl.down[gone:]:
                 rec = next((x for x in gl.links if x.get("link") == link), {})
                 short = [f"GPU{a}-GPU{b}" for (a, b) in pairs_of(i)
                          if v.pairs[(a, b)][0] < expected.get((a, b), 10 ** 6)]
@@ -79,7 +83,8 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                     expected="active", actual="down", source="nvml", hint=HINT_LINK,
                     covers=[f"GPU{i}"] + [f"GPU{a}-GPU{b}" for (a, b) in pairs_of(i)]))
             # active links below the layout with no link down: links missing
-            if isinstance(links_per_gpu, int) and isinstance(gl.total, int) and gl.total \
+            if nvswitch and isinstance(links_per_gpu, int) and isinstance(gl.total, int) \
+                    and gl.total \
                     and not gl.down and gl.active < links_per_gpu and gl.active > 0:
                 out.append(finding(
                     demote("error", inferred), "nvlink.links_missing", f"GPU{i}",

@@ -250,16 +250,15 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
                         good += 1
                     else:
                         bad += 1
-            c.score += good - bad
+            c.score += good - 0.5 * bad
             c.why.append(f"NIC placement {good}/{good + bad} as the port map")
         count = layout.get("nics.compute.count")
         if isinstance(count, int):
             comp, _ = F.compute_nics(topo, layout, v.present)
-            if len(comp) == count:
-                c.score += 2
-                c.why.append(f"{count} compute NICs")
-            else:
+            if len(comp) != count:
                 c.score -= 1
+            else:
+                c.why.append(f"{count} compute NICs")
     c.fits = name_ok or nv_fit
     return c
 
@@ -276,7 +275,8 @@ def select(topo: Topology, choice: str = "auto", layout_file: Optional[str] = No
         lay = layouts_pkg.load(choice)
         cand = score(topo, v, lay)
         return _chosen(cand, f"--layout {choice}", [cand])
-    cands = [score(topo, v, layouts_pkg.load(n)) for n in layouts_pkg.names()]
+    cands = [score(topo, v, lay) for lay in (layouts_pkg.load(n) for n in layouts_pkg.names())
+             if _auto_candidate(topo, lay)]
     fit = [c for c in cands if c.fits and c.excluded is None]
     if not fit:
         return Selection(layout=None, reason=_none_reason(topo, v, cands), candidates=cands)
@@ -291,6 +291,17 @@ def select(topo: Topology, choice: str = "auto", layout_file: Optional[str] = No
     elif len(fit) > 1:
         reason += f"; next: {fit[1].layout.name}"
     return _chosen(top, reason, cands)
+
+
+def _auto_candidate(topo: Topology, layout: Any) -> bool:
+    """Layouts that cannot be recognised from inside the node (a cloud SKU without its own
+    device names) are only used when named; ``requires_nic_names`` ones need their names."""
+    if layout.get("selection.auto") is False:
+        return False
+    if layout.get("selection.requires_nic_names"):
+        names = layout.get("nics.compute.names") or []
+        return any(topo.nic(n) is not None for n in names)
+    return True
 
 
 def _chosen(cand: Candidate, reason: str, cands: List[Candidate]) -> Selection:

@@ -205,6 +205,9 @@ def validate(doc: Any, where: str) -> None:
             raise bad('"selection.priority" must be an integer')
         if sel.get("family") is not None and not isinstance(sel.get("family"), str):
             raise bad('"selection.family" must be a string')
+        for key in ("auto", "requires_nic_names"):
+            if sel.get(key) is not None and not isinstance(sel.get(key), bool):
+                raise bad(f'"selection.{key}" must be true or false')
     thresholds = probe.get("nvlink.error_thresholds")
     if thresholds is not None and (not isinstance(thresholds, dict) or not all(
             isinstance(v, int) and not isinstance(v, bool) and v >= 0

@@ -124,10 +124,10 @@ def _nvlink_down(m: Machine, f: Fault, where: str) -> None:
             raise NvtopoError(f"GPU{f.args[0]} link {link} is not connected by design "
                               f"(only links 0-{len(g.links) - 1} are wired)", where=where)
         raise NvtopoError(f"GPU{f.args[0]} has links 0-{g.link_count - 1}", where=where)
-    if not lk.up:
-        raise NvtopoError(f"GPU{f.args[0]} link {link} is already down", where=where)
     if m.nvswitch and not any(x.up for x in g.links if x.kind == "switch"):
         raise NvtopoError("the NVLink fabric is not up: no link to take down", where=where)
+    if not lk.up:
+        raise NvtopoError(f"GPU{f.args[0]} link {link} is already down", where=where)
     lk.up = False
 
 

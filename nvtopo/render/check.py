@@ -72,8 +72,10 @@ def print_check(doc: Dict[str, Any], console: Console) -> None:
 
 def print_layouts(rows: List[Dict[str, Any]], console: Console) -> None:
     table = Table(title="Layouts", title_justify="left")
-    for col in ("Name", "Title", "GPUs", "NV#", "Compute NICs"):
-        table.add_column(col)
+    table.add_column("Name", no_wrap=True, style="bold")
+    table.add_column("Title", ratio=1)
+    for col in ("GPUs", "NV#", "Compute NICs"):
+        table.add_column(col, no_wrap=True)
     for r in rows:
         table.add_row(r["name"], r["title"], _val(r["gpus"]), _val(r["nvlink"]), _val(r["nics"]))
     console.print(table)

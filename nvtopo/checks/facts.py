@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from ..model import Topology, nvlink_count, path_kind, path_rank
 
@@ -179,7 +179,8 @@ def gpu_nic_path(topo: Topology, gpu: int, nic_name: str) -> Tuple[Optional[str]
     return None, ""
 
 
-def compute_nics(topo: Topology, layout: Any, present: List[int]) -> Tuple[List[str], str]:
+def compute_nics(topo: Topology, layout: Any, present: List[int],
+                 missing: Sequence[int] = ()) -> Tuple[List[str], str]:
     """Names of the compute NICs and how they were told apart.
 
     By the layout's names (vendor port map) where it states them, else by
@@ -204,6 +205,28 @@ def compute_nics(topo: Topology, layout: Any, present: List[int]) -> Tuple[List[
                 best = r
         if best is not None and best <= path_rank("PXB"):
             out.append(n.name)
+    if missing and out:
+        # a missing GPU leaves its NIC with no GPU nearby: still a compute NIC when it is
+        # the same single-function card, on the same link layer, as the others
+        def kind(name: str) -> Tuple[Any, ...]:
+            h = topo.nic(name).extra.get("sysfs") or {}  # type: ignore[union-attr]
+            layers = tuple(sorted(str(p.get("link_layer")) for p in h.get("ports") or []))
+            return (h.get("hca_type"), layers)
+
+        def single(name: str) -> bool:
+            bdf = (topo.nic(name).extra.get("sysfs") or {}).get("pci_address")  # type: ignore
+            if not isinstance(bdf, str):
+                return False
+            stem = bdf.rsplit(".", 1)[0]
+            return not any(isinstance((m.extra.get("sysfs") or {}).get("pci_address"), str)
+                           and m.name != name
+                           and m.extra["sysfs"]["pci_address"].rsplit(".", 1)[0] == stem
+                           for m in topo.nics)
+
+        kinds = {kind(x) for x in out}
+        for n in topo.nics:
+            if n.name not in out and single(n.name) and kind(n.name) in kinds:
+                out.append(n.name)
     return out, "placement"
 
 

@@ -28,7 +28,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                                "(nvtopo snapshot on the node records it)",
                                source=", ".join(topo.sources)))
         return out
-    comp, _ = F.compute_nics(topo, layout, v.present)
+    comp, _ = F.compute_nics(topo, layout, v.present, F.missing_gpus(layout, v))
     want_rate = layout.get("nics.compute.rate_gbps") if layout is not None else None
     want_layer = layout.get("nics.compute.link_layer") if layout is not None else None
     inferred = layout.inferred_only("nics.compute") if layout is not None else False

@@ -19,7 +19,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                            "NIC columns; take a snapshot with sysfs)",
                            source=", ".join(topo.sources)))
         return out
-    comp, how = F.compute_nics(topo, layout, v.present)
+    comp, how = F.compute_nics(topo, layout, v.present, F.missing_gpus(layout, v))
     inf_count = layout.inferred_only("nics.compute")
     inf_place = layout.inferred_only("nics.placement")
     src = "sysfs" if v.has_sysfs else ", ".join(s for s in topo.sources if s != "host")

@@ -92,7 +92,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                 hint="re-check while the GPU is busy (nvidia-smi -q -d PCIE under load); if it "
                      "stays slow, check the BIOS PCIe speed setting, reseat, check for AER "
                      "errors", covers=[f"GPU{i}"]))
-    comp_names, _ = F.compute_nics(topo, layout, v.present)
+    comp_names, _ = F.compute_nics(topo, layout, v.present, F.missing_gpus(layout, v))
     for n in topo.nics:
         sy = n.extra.get("sysfs") if isinstance(n.extra.get("sysfs"), dict) else None
         pci = (sy or {}).get("pci") or {}

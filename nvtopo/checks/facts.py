@@ -206,12 +206,13 @@ def compute_nics(topo: Topology, layout: Any, present: List[int],
         if best is not None and best <= path_rank("PXB"):
             out.append(n.name)
     if missing and out:
-        # a missing GPU leaves its NIC with no GPU nearby: still a compute NIC when it is
-        # the same single-function card, on the same link layer, as the others
-        def kind(name: str) -> Tuple[Any, ...]:
+        # a missing GPU leaves its NIC with no GPU nearby: still a compute NIC when it is a
+        # single-function card on the same link layer as the others (storage cards are
+        # dual-function)
+        def kind(name: str) -> Tuple[str, ...]:
             h = topo.nic(name).extra.get("sysfs") or {}  # type: ignore[union-attr]
             layers = tuple(sorted(str(p.get("link_layer")) for p in h.get("ports") or []))
-            return (h.get("hca_type"), layers)
+            return layers
 
         def single(name: str) -> bool:
             bdf = (topo.nic(name).extra.get("sysfs") or {}).get("pci_address")  # type: ignore

@@ -65,7 +65,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
             # on a direct mesh a missing GPU takes its peers' links to it down with it
             gone = 0 if nvswitch else sum(expected.get((min(i, k), max(i, k)), 0)
                                           for k in missing)
-            deficit[i] = len(gl.down)
+            deficit[i] = max(0, len(gl.down) - gone)
             for link in gl.down[gone:]:
                 rec = next((x for x in gl.links if x.get("link") == link), {})
                 short = [f"GPU{a}-GPU{b}" for (a, b) in pairs_of(i)

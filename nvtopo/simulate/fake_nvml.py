@@ -97,6 +97,13 @@ _INT = (ctypes.c_int,)
 class FakeNvmlLib:
     """Stands in for libnvidia-ml.so.1 under the real pynvml wrappers."""
 
+    def __new__(cls, *args: Any, **kw: Any) -> "FakeNvmlLib":
+        # symbols hidden with missing_symbols need a __getattribute__ hook, which slows
+        # every attribute access: only that variant pays for it
+        if kw.get("missing_symbols") and cls is FakeNvmlLib:
+            return object.__new__(_FakeWithMissing)
+        return object.__new__(cls)
+
     def __init__(self, calls: Dict[str, Dict[str, Any]], *, latency_s: float = 0.0,
                  hang: Tuple[str, ...] = (), lose: Optional[Dict[str, Any]] = None,
                  missing_symbols: Tuple[str, ...] = ()) -> None:
@@ -112,12 +119,6 @@ class FakeNvmlLib:
         self.c_calls = 0
         self.misses: List[str] = []
         self.asked: List[str] = []
-
-    # pynvml looks C symbols up with getattr(nvmlLib, name).
-    def __getattribute__(self, name: str) -> Any:
-        if name.startswith("nvml") and name in object.__getattribute__(self, "_missing"):
-            raise AttributeError(name)
-        return object.__getattribute__(self, name)
 
     def release(self) -> None:
         """Let hung calls return (test teardown)."""
@@ -486,6 +487,16 @@ class FakeNvmlLib:
         obj = _out(3, out, _UINT)
         return self._scalar("nvmlDeviceGetTopologyCommonAncestor", (), [f"gpu{a}", f"gpu{b}"],
                             obj, (a, b))
+
+
+class _FakeWithMissing(FakeNvmlLib):
+    """A fake library some C symbols are missing from (an older driver)."""
+
+    # pynvml looks C symbols up with getattr(nvmlLib, name).
+    def __getattribute__(self, name: str) -> Any:
+        if name.startswith("nvml") and name in object.__getattribute__(self, "_missing"):
+            raise AttributeError(name)
+        return object.__getattribute__(self, name)
 
 
 def _fill_pci(obj: Any, v: Dict[str, Any]) -> None:

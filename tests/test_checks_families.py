@@ -131,7 +131,7 @@ def test_link_down_is_one_finding_with_its_pairs_folded():
     assert [(f.code, f.subject, f.severity) for f in found if f.severity != "info"] == [
         ("nvlink.link_down", "GPU3 link 7", "error")]
     assert "7 GPU pairs drop to NV17" in found[0].message
-    assert "also explains" in found[0].message  # the disagreement is folded in
+    assert "also explains 1 finding of source.disagreement" in found[0].message  # the disagreement is folded in
 
 
 def test_pair_degraded_names_both_gpus():

@@ -73,19 +73,25 @@ def demote(severity: str, inferred: bool) -> str:
 def fold(findings: List[Finding]) -> List[Finding]:
     """Drop echoes: a disagreement or P2P finding whose subject another finding covers.
 
-    The folded finding's message is appended to the one that explains it.
+    The finding that explains them says how many it folded, with the first as an example.
     """
     coverers = [f for f in findings if f.covers and f.severity != "info"]
+    folded: Dict[int, List[Finding]] = {}
     out: List[Finding] = []
     for f in findings:
         if f.code.startswith(("source.", "p2p.")) and f.severity != "info":
             root = next((c for c in coverers if f.subject in c.covers and c is not f), None)
             if root is not None:
-                extra = f" (also explains: {f.message})"
-                if extra not in root.message:
-                    root.message += extra
+                folded.setdefault(id(root), []).append(f)
                 continue
         out.append(f)
+    for f in out:
+        echoes = folded.get(id(f))
+        if echoes:
+            f.message += (f" (it also explains {len(echoes)} "
+                          f"{'finding' if len(echoes) == 1 else 'findings'} of "
+                          f"{'/'.join(sorted({e.code for e in echoes}))}, e.g. "
+                          f"{echoes[0].message})")
     return out
 
 

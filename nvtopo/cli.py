@@ -332,6 +332,227 @@ def ib_cmd(
         ib.print_ib(topo, _console())
 
 
+# --- check and layouts: is the wiring what it should be? (issue #5) -------------------------
+
+
+def _check_input(from_: Optional[str], sysfs_root: Optional[str], timeout: float) -> Any:
+    from . import snapshot
+
+    options = _probe_options(timeout, sysfs_root, from_, "check")
+    if from_ is not None:
+        topo = snapshot.load(from_)
+    else:
+        topo = snapshot.live(options)
+    if not topo.gpus and topo.matrix is None and topo.p2p is None:
+        why = "; ".join(n.message for n in topo.notes) or "no GPU facts"
+        raise NvtopoError(f"nothing to check: {why}", where=topo.origin.get("file") or "input")
+    return topo
+
+
+@app.command("check")
+@handles_errors
+def check_cmd(
+    from_: Optional[str] = typer.Option(None, "--from", "-f", metavar="FILE", help=FROM_HELP),
+    sysfs_root: Optional[str] = typer.Option(None, "--sysfs-root", metavar="DIR",
+                                             help=SYSFS_ROOT_HELP),
+    layout: str = typer.Option(
+        "auto", "--layout", "-l", metavar="NAME|auto",
+        help="The layout to check against (`nvtopo layouts` lists them); auto picks by GPU "
+             "name and count, else by the shape of the matrix."),
+    layout_file: Optional[str] = typer.Option(
+        None, "--layout-file", metavar="FILE",
+        help="Check against your own layout file (JSON; see `nvtopo layouts capture`)."),
+    fmt: Format = typer.Option(Format.table, "--format", help="table (Rich) or json."),
+    timeout: float = typer.Option(30.0, "--timeout", min=0.1, help=TIMEOUT_HELP),
+) -> None:
+    """Check the node against its expected layout: GPUs, NVLink, fabric, P2P, PCIe, NICs,
+    InfiniBand/RoCE ports, NUMA, and sources that disagree.
+
+    One fault gives one error finding (a link down is not also reported as its
+    NV17 pairs).  Unknown facts are never errors: they are listed as not checked.
+
+    Exit status: 0 no error finding (warnings allowed), 1 at least one error,
+    2 could not run (bad input, no data, bad layout file).
+
+    Examples:
+
+      nvtopo check
+
+      nvtopo check --from node17.json --layout dgx-h100
+
+      nvtopo check --from ticket.txt --layout-file mynode.json --format json
+    """
+    from . import checks
+    from .checks import select as selection
+    from .render import check as render_check
+
+    if layout != "auto" and layout_file is not None:
+        raise NvtopoError("use either --layout or --layout-file, not both", where="check")
+    if layout != "auto":
+        from . import layouts as layouts_pkg
+
+        layouts_pkg.load(layout)  # a bad name fails before probing
+    elif layout_file is not None:
+        from . import layouts as layouts_pkg
+
+        layouts_pkg.load_file(layout_file)
+    topo = _check_input(from_, sysfs_root, timeout)
+    sel = selection.select(topo, layout, layout_file)
+    found = checks.run(topo, sel.layout)
+    doc = render_check.document(sel.name, sel.reason, found, sel.mapping)
+    if fmt is Format.json:
+        _print_json(doc)
+    else:
+        render_check.print_check(doc, _console())
+    raise typer.Exit(int(ExitStatus.FINDINGS if doc["verdict"] == "fail" else ExitStatus.OK))
+
+
+layouts_app = typer.Typer(
+    help="Expected layouts: list them, show one, or capture one from a known-good node.",
+    invoke_without_command=True, no_args_is_help=False,
+    context_settings={"help_option_names": ["-h", "--help"]})
+app.add_typer(layouts_app, name="layouts")
+
+
+@layouts_app.callback()
+@handles_errors
+def layouts_list(
+    ctx: typer.Context,
+    fmt: Format = typer.Option(Format.table, "--format", help="table (Rich) or json."),
+) -> None:
+    """List the bundled layouts (name, title, GPUs, NV#, compute NICs).
+
+    Examples:
+
+      nvtopo layouts
+
+      nvtopo layouts show dgx-h100
+
+      nvtopo layouts capture --from good-node.json --name mynode > mynode.json
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    from . import layouts as layouts_pkg
+    from .render import check as render_check
+
+    rows = [layouts_pkg.load(n).summary() for n in layouts_pkg.names()]
+    if fmt is Format.json:
+        _print_json(rows)
+    else:
+        render_check.print_layouts(rows, _console())
+
+
+@layouts_app.command("show")
+@handles_errors
+def layouts_show(
+    name: Optional[str] = typer.Argument(None, metavar="NAME", help="A bundled layout."),
+    layout_file: Optional[str] = typer.Option(None, "--layout-file", metavar="FILE",
+                                              help="Show (and validate) your own file."),
+) -> None:
+    """Print one layout as JSON (the file format: nvtopo/layouts/SCHEMA.md)."""
+    from . import layouts as layouts_pkg
+
+    if (name is None) == (layout_file is None):
+        raise NvtopoError("give a layout NAME or --layout-file FILE", where="layouts show")
+    lay = layouts_pkg.load(name) if name is not None else layouts_pkg.load_file(layout_file)
+    _print_json(lay.data)
+
+
+@layouts_app.command("capture")
+@handles_errors
+def layouts_capture(
+    from_: Optional[str] = typer.Option(None, "--from", "-f", metavar="FILE", help=FROM_HELP),
+    name: Optional[str] = typer.Option(None, "--name", metavar="NAME",
+                                       help="Layout name (default: the host name, or "
+                                            "'captured')."),
+    sysfs_root: Optional[str] = typer.Option(None, "--sysfs-root", metavar="DIR",
+                                             help=SYSFS_ROOT_HELP),
+    timeout: float = typer.Option(30.0, "--timeout", min=0.1, help=TIMEOUT_HELP),
+) -> None:
+    """Write a layout from a known-good node (this one, or --from FILE) to standard output.
+
+    It states only what the input knows (a topo text: GPUs, NV#, NUMA; a
+    snapshot adds names, links, NICs, PCIe). Check other nodes against it with
+    --layout-file.
+
+    Example:
+
+      nvtopo layouts capture --from good.json --name rack7 > rack7.json
+    """
+    import re
+
+    from .layouts import capture as cap
+    from .layouts import validate
+
+    topo = _check_input(from_, sysfs_root, timeout)
+    nm = name or str(topo.host.get("hostname") or "captured")
+    nm = re.sub(r"[^\w.-]", "-", nm).lstrip(".-_") or "captured"
+    doc = cap.capture(topo, nm, topo.origin.get("file") or "live probe")
+    validate(doc, "captured layout")
+    _print_json(doc)
+
+
+# --- simulate: synthetic snapshots of healthy or faulty nodes (issue #5) ---------------------
+
+from typing import List as _List  # noqa: E402 (kept with the simulate section)
+
+
+@app.command("simulate")
+@handles_errors
+def simulate_cmd(
+    layout: Optional[str] = typer.Argument(
+        None, metavar="LAYOUT", help="A bundled layout (`nvtopo layouts` lists them)."),
+    fault: Optional[_List[str]] = typer.Option(
+        None, "--fault", metavar="SPEC",
+        help="Inject a fault (repeatable): nvlink-down:GPU3:7, nvlink-degraded:GPU2-GPU6, "
+             "gpu-missing:GPU7, ib-port-down:mlx5_4, ib-rate:mlx5_1:200, pcie-width:GPU5:8, "
+             "pcie-gen:GPU5:3, nic-affinity-swap:mlx5_0:mlx5_3, fabric-not-started, "
+             "counters:mlx5_2:symbol_error=1000, peermem-missing."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Seed for hostname, UUIDs, serials, "
+                             "GUIDs: the same seed gives the same file."),
+    hostname: Optional[str] = typer.Option(None, "--hostname", metavar="NAME",
+                                           help="Hostname written into the snapshot."),
+    layout_file: Optional[str] = typer.Option(None, "--layout-file", metavar="FILE",
+                                              help="Simulate a node of this layout file."),
+    output: Optional[str] = typer.Option(
+        None, "--output", "-o", metavar="FILE",
+        help="Write the snapshot here (atomically). '-' or none: standard output."),
+) -> None:
+    """Write a synthetic snapshot of a node of LAYOUT: healthy, or with faults injected.
+
+    Every source is simulated consistently (the `topo -m` text, the NVML
+    recording made by the real NVML probe against a fake NVML library, the
+    sysfs evidence read by the real sysfs traversal), so a healthy node
+    derives without disagreements.  What the layout does not state is given a
+    plausible default, listed under "simulated" in the file.
+
+    Examples:
+
+      nvtopo simulate dgx-h100 -o good.json
+
+      nvtopo simulate dgx-h100 --fault nvlink-down:GPU3:7 -o bad.json && nvtopo check --from bad.json
+
+      nvtopo simulate dgx-1-v100 --fault gpu-missing:GPU7 --fault ib-rate:mlx5_1:50 --seed 7
+    """
+    from . import simulate as sim
+    from . import snapshot
+    from .simulate import machine as sim_machine
+
+    if hostname is not None and not hostname.strip():
+        raise NvtopoError("--hostname is empty", where="simulate")
+    lay = sim_machine.load_layout(layout, layout_file)
+    doc = sim.simulate(lay, list(fault or []), seed=seed, hostname=hostname)
+    text = snapshot.dumps(doc)
+    if output is None or output == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        snapshot.write_atomic(text, output)
+        sys.stderr.write(f"nvtopo: wrote {output} (simulated {lay.name}"
+                         + (f", faults: {', '.join(doc['simulated']['faults'])}"
+                            if doc["simulated"]["faults"] else ", healthy") + ")\n")
+
+
 def run() -> None:
     """Console-script entry point."""
     try:

@@ -63,6 +63,37 @@ class Layout:
         return bool(tags) and set(tags) == {"I"}
 
 
+    @property
+    def priority(self) -> int:
+        """Tie-break for automatic selection: the more common system has the higher number."""
+        v = self.get("selection.priority", 0)
+        return v if isinstance(v, int) else 0
+
+    @property
+    def family(self) -> str:
+        """Systems that share a board and wiring (``h100-8``: DGX H100, HGX H100, ...)."""
+        return str(self.get("selection.family") or self.name)
+
+    def summary(self) -> Dict[str, Any]:
+        """Name, title, GPUs, NV# and compute NICs, for ``nvtopo layouts``."""
+        nv = self.section("nvlink")
+        if nv.get("pairs"):
+            nvs = "mesh " + "/".join(f"NV{c}" for c in sorted(set(nv["pairs"].values())))
+        elif nv.get("pair_count"):
+            nvs = f"NV{nv['pair_count']}" + (" (NVSwitch)" if nv.get("nvswitch") else "")
+        else:
+            nvs = None
+        comp = self.get("nics.compute") or {}
+        nics = None
+        if comp.get("count") is not None or comp.get("rate_gbps") is not None:
+            parts = [str(comp["count"]) + "x" if comp.get("count") is not None else "",
+                     f"{comp['rate_gbps']:g}G" if comp.get("rate_gbps") is not None else "",
+                     {"InfiniBand": "IB", "Ethernet": "RoCE/Eth"}.get(comp.get("link_layer"), "")]
+            nics = " ".join(p for p in parts if p)
+        return {"name": self.name, "title": self.title, "gpus": self.get("gpus.count"),
+                "nvlink": nvs, "nics": nics, "family": self.family, "origin": self.origin}
+
+
 def names() -> List[str]:
     """Names of the bundled layouts."""
     return sorted(p.name[:-5] for p in resources.files(__name__).iterdir()
@@ -161,6 +192,32 @@ def validate(doc: Any, where: str) -> None:
     layer = probe.get("nics.compute.link_layer")
     if layer is not None and layer not in ("InfiniBand", "Ethernet"):
         raise bad('"nics.compute.link_layer" must be InfiniBand or Ethernet')
+    names = probe.get("nics.compute.names")
+    if names is not None and (not isinstance(names, list)
+                              or not all(isinstance(x, str) for x in names)):
+        raise bad('"nics.compute.names" must be a list of RDMA device names')
+    sel = doc.get("selection")
+    if sel is not None:
+        if not isinstance(sel, dict):
+            raise bad('"selection" must be an object')
+        prio = sel.get("priority")
+        if prio is not None and (not isinstance(prio, int) or isinstance(prio, bool)):
+            raise bad('"selection.priority" must be an integer')
+        if sel.get("family") is not None and not isinstance(sel.get("family"), str):
+            raise bad('"selection.family" must be a string')
+        for key in ("auto", "requires_nic_names"):
+            if sel.get(key) is not None and not isinstance(sel.get(key), bool):
+                raise bad(f'"selection.{key}" must be true or false')
+    thresholds = probe.get("nvlink.error_thresholds")
+    if thresholds is not None and (not isinstance(thresholds, dict) or not all(
+            isinstance(v, int) and not isinstance(v, bool) and v >= 0
+            for v in thresholds.values())):
+        raise bad('"nvlink.error_thresholds" must map counter names to non-negative integers')
+    thresholds = probe.get("nics.error_thresholds")
+    if thresholds is not None and (not isinstance(thresholds, dict) or not all(
+            isinstance(v, int) and not isinstance(v, bool) and v >= 0
+            for v in thresholds.values())):
+        raise bad('"nics.error_thresholds" must map counter names to non-negative integers')
     numa = probe.get("numa.gpu_numa")
     if numa is not None and (not isinstance(numa, dict) or not all(
             re.match(r"^\d+$", str(k)) and isinstance(v, int) for k, v in numa.items())):

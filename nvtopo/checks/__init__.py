@@ -1,0 +1,112 @@
+"""Checks: is the wiring what the layout says it should be?
+
+Every check family is a module with one pure function ``check(model, layout)``
+returning a list of :class:`Finding`.  ``layout`` is ``None`` when no layout
+fits the node: the families then run only their layout-independent parts
+(links down, ports down, counters, PCIe hops, disagreements).
+
+Root causes, not echoes: one fault gives one error finding.  The families
+share one reading of the model (:func:`nvtopo.checks.facts.view`), which
+knows which GPUs are missing, whether the NVLink fabric is down and which
+links are down, so each family leaves out the consequences another family
+reports.  What is left over (sources that disagree about a fact a finding
+already explains) is folded here, by the ``covers`` of each finding.
+
+Severities: ``error`` (something is wrong), ``warning`` (probably wrong, or
+an expectation whose only evidence is inferred), ``info`` (not checked:
+the input does not say).  Unknown is never an error.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, Dict, FrozenSet, List, Optional, Sequence
+
+SEVERITIES = ("error", "warning", "info")
+
+#: Check families, in report order.
+FAMILIES = ("gpu", "fabric", "nvlink", "p2p", "pcie", "nic", "ib", "numa", "source")
+
+
+@dataclass
+class Finding:
+    """One answer of a check.
+
+    ``code`` is stable, with a domain prefix (``nvlink.link_down``);
+    ``subject`` names what it is about (``GPU3 link 7``, ``GPU2-GPU6``,
+    ``mlx5_4 port 1``, ``GPU5``, ``node``); ``source`` the evidence (which
+    probe said it: ``nvml``, ``sysfs``, ``topo-text``, or several).
+    """
+
+    severity: str
+    code: str
+    subject: str
+    message: str
+    expected: Any = None
+    actual: Any = None
+    hint: str = ""
+    source: str = ""
+    #: Subjects whose other findings this one explains (not serialised).
+    covers: FrozenSet[str] = field(default_factory=frozenset)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"severity": self.severity, "code": self.code, "subject": self.subject,
+                "expected": self.expected, "actual": self.actual, "message": self.message,
+                "hint": self.hint, "source": self.source}
+
+
+def finding(severity: str, code: str, subject: str, message: str, *, expected: Any = None,
+            actual: Any = None, hint: str = "", source: str = "",
+            covers: Sequence[str] = ()) -> Finding:
+    assert severity in SEVERITIES, severity
+    return Finding(severity=severity, code=code, subject=subject, message=message,
+                   expected=expected, actual=actual, hint=hint, source=source,
+                   covers=frozenset(covers))
+
+
+def demote(severity: str, inferred: bool) -> str:
+    """An expectation whose evidence is only ``[I]`` gives at most a warning."""
+    return "warning" if inferred and severity == "error" else severity
+
+
+def fold(findings: List[Finding]) -> List[Finding]:
+    """Drop echoes: a disagreement or P2P finding whose subject another finding covers.
+
+    The finding that explains them says how many it folded, with the first as an example.
+    """
+    coverers = [f for f in findings if f.covers and f.severity != "info"]
+    folded: Dict[int, List[Finding]] = {}
+    out: List[Finding] = []
+    for f in findings:
+        if f.code.startswith(("source.", "p2p.")) and f.severity != "info":
+            root = next((c for c in coverers if f.subject in c.covers and c is not f), None)
+            if root is not None:
+                folded.setdefault(id(root), []).append(f)
+                continue
+        out.append(f)
+    for f in out:
+        echoes = folded.get(id(f))
+        if echoes:
+            f.message += (f" (it also explains {len(echoes)} "
+                          f"{'finding' if len(echoes) == 1 else 'findings'} of "
+                          f"{'/'.join(sorted({e.code for e in echoes}))}, e.g. "
+                          f"{echoes[0].message})")
+    return out
+
+
+def run(model: Any, layout: Optional[Any]) -> List[Finding]:
+    """Every family's findings, folded, ordered by severity then family."""
+    found: List[Finding] = []
+    for fam in FAMILIES:
+        mod = importlib.import_module(f"{__name__}.{fam}")
+        found.extend(mod.check(model, layout))
+    found = fold(found)
+    order = {s: i for i, s in enumerate(SEVERITIES)}
+    fam_order = {f: i for i, f in enumerate(FAMILIES)}
+    return sorted(found, key=lambda f: (order[f.severity],
+                                        fam_order.get(f.code.split(".")[0], len(FAMILIES))))
+
+
+def verdict(findings: Sequence[Finding]) -> str:
+    return "fail" if any(f.severity == "error" for f in findings) else "pass"

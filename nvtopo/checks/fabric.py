@@ -1,0 +1,115 @@
+"""NVSwitch systems: is the NVLink fabric up (Fabric Manager), are the switches there?"""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional
+
+from ..model import Topology
+from . import Finding, demote, facts as F, finding
+
+HINT_FM = ("check the fabric manager: systemctl status nvidia-fabricmanager (its version "
+           "must match the driver), journalctl -u nvidia-fabricmanager; on NVL72 racks check "
+           "the NVLink switch trays and NMX; then reset the GPUs or reboot")
+
+
+def _all_pairs(v: F.View) -> List[str]:
+    p = sorted(v.present)
+    return [f"GPU{a}-GPU{b}" for i, a in enumerate(p) for b in p[i + 1:]] + \
+        [f"GPU{a}" for a in p] + ["node"]
+
+
+def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
+    v = F.view(topo)
+    out: List[Finding] = []
+    nvswitch = bool(layout.get("nvlink.nvswitch")) if layout is not None else bool(
+        (topo.extra.get("nvml") or {}).get("nvswitch"))
+    want_fabric = bool(layout.get("nvlink.fabric")) if layout is not None else nvswitch
+    inferred = layout.inferred_only("nvlink") if layout is not None else True
+    if not nvswitch:
+        return out
+    present = [i for i in v.present]
+    states = {i: v.fabric[i] for i in present if i in v.fabric}
+    links_down = sum(len(v.links[i].down) for i in present if i in v.links)
+    no_nv = sum(1 for (c, _) in v.pairs.values() if c == 0)
+    consequences = []
+    if no_nv:
+        consequences.append(f"{no_nv} GPU pairs without NVLink")
+    if links_down:
+        consequences.append(f"{links_down} links down")
+    tail = ("; " + ", ".join(consequences) + " as a result") if consequences else ""
+    by_state = {}
+    for i, f in states.items():
+        by_state.setdefault(f.get("state"), []).append(i)
+    if by_state.get("not_started"):
+        gpus = by_state["not_started"]
+        out.append(finding(
+            demote("error", inferred) if want_fabric else "warning", "fabric.not_started",
+            "node", f"NVLink fabric not started on {len(gpus)} of {len(present)} GPUs "
+            f"(GPU {', '.join(map(str, gpus))}): Fabric Manager is not running or has not "
+            f"trained the NVSwitch fabric{tail}",
+            expected="completed/success", actual="not_started", source="nvml", hint=HINT_FM,
+            covers=_all_pairs(v)))
+        return out
+    if by_state.get("in_progress"):
+        gpus = by_state["in_progress"]
+        out.append(finding(
+            demote("error", inferred), "fabric.in_progress", "node",
+            f"NVLink fabric training still in progress on {len(gpus)} GPUs{tail}",
+            expected="completed/success", actual="in_progress", source="nvml",
+            hint="wait a minute and re-check; if it stays in progress: " + HINT_FM,
+            covers=_all_pairs(v)))
+        return out
+    failed = {i: f.get("status") for i, f in states.items()
+              if f.get("state") == "completed" and f.get("status") not in (None, "success")}
+    if failed:
+        st = sorted(set(map(str, failed.values())))
+        out.append(finding(
+            demote("error", inferred), "fabric.failed", "node",
+            f"NVLink fabric registration failed on {len(failed)} GPUs (status "
+            f"{', '.join(st)}){tail}", expected="completed/success",
+            actual=f"completed/{st[0]}", source="nvml", hint=HINT_FM, covers=_all_pairs(v)))
+        return out
+    if F.fabric_down(v, layout) == "no_nvlink":
+        src = sorted({s for _, s in v.pairs.values()})
+        out.append(finding(
+            demote("error", inferred), "fabric.not_started", "node",
+            f"no NVLink between any of the {len(present)} GPUs of an NVSwitch system "
+            f"({layout.name if layout is not None else 'NVSwitch'}): the NVLink fabric is "
+            "down (Fabric Manager not running or failed)"
+            + ("" if states else "; fabric state unknown (no NVML fabric data)"),
+            expected=f"NV{layout.get('nvlink.pair_count') if layout is not None else '#'}",
+            actual="no NV#", source=", ".join(src), hint=HINT_FM, covers=_all_pairs(v)))
+        return out
+    unhealthy = {i: f.get("health_summary") for i, f in states.items()
+                 if f.get("health_summary") in ("unhealthy", "limited_capacity")}
+    if unhealthy:
+        worst = "unhealthy" if "unhealthy" in unhealthy.values() else "limited_capacity"
+        out.append(finding(
+            demote("error", inferred) if worst == "unhealthy" else "warning",
+            "fabric.unhealthy", "node",
+            f"NVLink fabric reports {worst} on {len(unhealthy)} GPUs "
+            f"(GPU {', '.join(map(str, sorted(unhealthy)))})",
+            expected="healthy", actual=worst, source="nvml", hint=HINT_FM))
+    no_uuid = [i for i, f in states.items() if f.get("state") == "completed"
+               and f.get("status") == "success" and not f.get("cluster_uuid")]
+    if no_uuid and want_fabric and layout is not None and layout.get("nvlink.nvswitch_count") is None:
+        # multi-node NVLink (NVL72): a zero cluster UUID means the GPU joined no partition
+        out.append(finding(
+            demote("error", inferred), "fabric.no_clique", "node",
+            f"{len(no_uuid)} GPUs have no NVLink cluster UUID: not part of an NVLink "
+            "partition", expected="cluster UUID", actual=None, source="nvml", hint=HINT_FM))
+    if want_fabric and not states:
+        out.append(finding("info", "fabric.not_checked", "node",
+                           "fabric state not checked: no NVML fabric data in the input "
+                           "(A100 and older report none; a topo text has none)",
+                           source=", ".join(topo.sources)))
+    want_sw = layout.get("nvlink.nvswitch_count") if layout is not None else None
+    if isinstance(want_sw, int) and want_sw and v.switches:
+        if len(v.switches) < want_sw:
+            out.append(finding(
+                demote("error", inferred), "nvswitch.missing", "node",
+                f"NVLinks reach {len(v.switches)} NVSwitches, the layout has {want_sw}",
+                expected=want_sw, actual=len(v.switches), source="nvml",
+                hint="nvidia-smi nvlink -R shows which switch each link reaches; a missing "
+                     "switch needs the baseboard serviced"))
+    return out

@@ -1,0 +1,303 @@
+"""One reading of the model shared by every check family (pure functions).
+
+It answers the questions several families need the same answer to: which
+GPUs are present (seen by the driver), which are missing; the NVLink count
+of every GPU pair and who said it; which links NVML says are down; whether
+the NVLink fabric is down; which NICs are compute NICs; the path between a
+GPU and a NIC; a GPU's NUMA node.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+
+from ..model import Topology, nvlink_count, path_kind, path_rank
+
+#: Sources that see GPUs through the driver (a GPU only sysfs lists is on the
+#: PCI bus but not usable).
+DRIVER_SOURCES = ("topo-text", "nvml", "nvml-text")
+
+
+@dataclass
+class GpuLinks:
+    """NVML's per-GPU NVLink record, reduced."""
+
+    total: Optional[int]
+    active: int
+    down: List[int]
+    links: List[Dict[str, Any]]
+
+
+@dataclass
+class View:
+    topo: Topology
+    #: GPU indices the driver sees (or every GPU when no driver-level source exists).
+    present: List[int] = field(default_factory=list)
+    #: index -> why it is missing (listed by one source, absent from a driver-level one).
+    absent_in: Dict[int, str] = field(default_factory=dict)
+    #: GPUs NVML says fell off the bus.
+    lost: Dict[int, str] = field(default_factory=dict)
+    #: (a, b) -> (count, sources) for every pair of present GPUs whose path is known.
+    pairs: Dict[Tuple[int, int], Tuple[int, str]] = field(default_factory=dict)
+    #: index -> NVML link record (only GPUs NVML read).
+    links: Dict[int, GpuLinks] = field(default_factory=dict)
+    #: index -> fabric facts (NVML) where the GPU reports them.
+    fabric: Dict[int, Dict[str, Any]] = field(default_factory=dict)
+    #: NVSwitch bus ids NVML saw links go to.
+    switches: List[str] = field(default_factory=list)
+    has_nvml: bool = False
+    has_sysfs: bool = False
+    has_topo: bool = False
+
+
+def _sources_of(topo: Topology) -> Set[str]:
+    return set(topo.sources)
+
+
+def view(topo: Topology) -> View:
+    v = View(topo=topo)
+    srcs = _sources_of(topo)
+    nvml = topo.extra.get("nvml") if isinstance(topo.extra.get("nvml"), dict) else None
+    v.has_nvml = bool(nvml) and nvml.get("status") != "unavailable" and any(
+        "nvml" in g.extra for g in topo.gpus)
+    v.has_sysfs = "sysfs" in srcs and isinstance(topo.extra.get("sysfs"), dict)
+    v.has_topo = "topo-text" in srcs
+    driver = [s for s in srcs if s in DRIVER_SOURCES]
+    # presence: a GPU one driver-level source does not list is missing
+    for d in topo.disagreements:
+        if d.fact != "presence":
+            continue
+        m = re.match(r"^GPU(\d+)$", d.subject)
+        if not m:
+            continue
+        idx = int(m.group(1))
+        absent = [k for k, val in d.values.items() if val == "absent"]
+        if any(any(s in k for s in DRIVER_SOURCES) for k in absent):
+            present_in = ", ".join(k for k, val in d.values.items() if val == "present")
+            v.absent_in[idx] = f"listed by {present_in} but not by {', '.join(absent)}"
+    for g in topo.gpus:
+        rec = g.extra.get("nvml") if isinstance(g.extra.get("nvml"), dict) else None
+        fault = (rec or {}).get("fault") or None
+        if fault and fault.get("kind") == "lost":
+            v.lost[g.index] = fault.get("message") or "GPU is lost"
+        if not driver or g.index not in v.absent_in:
+            v.present.append(g.index)
+        if rec:
+            nv = rec.get("nvlink") or {}
+            lk = nv.get("links") or []
+            v.links[g.index] = GpuLinks(total=nv.get("total"), active=nv.get("active") or 0,
+                                        down=[x["link"] for x in lk if x.get("state") == "down"],
+                                        links=lk)
+            fab = rec.get("fabric")
+            if isinstance(fab, dict) and fab.get("state") not in (None, "not_supported"):
+                v.fabric[g.index] = fab
+    v.present = sorted(set(v.present) - set(v.lost))
+    if nvml:
+        v.switches = sorted((nvml.get("switches") or {}).keys())
+    v.pairs = _pairs(topo, v.present)
+    return v
+
+
+def _pairs(topo: Topology, present: List[int]) -> Dict[Tuple[int, int], Tuple[int, str]]:
+    """NVLink count per pair from every source; where they differ the lower is kept.
+
+    ``0`` means a known non-NVLink path (``SYS``, ``PIX``...).
+    """
+    out: Dict[Tuple[int, int], Tuple[int, str]] = {}
+    pres = set(present)
+    cands: Dict[Tuple[int, int], Dict[str, int]] = {}
+
+    def add(a: int, b: int, count: int, src: str) -> None:
+        if a == b or a not in pres or b not in pres:
+            return
+        key = (min(a, b), max(a, b))
+        cands.setdefault(key, {})
+        cands[key][src] = min(count, cands[key].get(src, count))
+
+    if topo.matrix is not None:
+        for a, b, tok in topo.matrix.pairs():
+            ia, ib = gpu_index(a), gpu_index(b)
+            if ia is None or ib is None or tok is None or path_kind(tok) is None:
+                continue
+            add(ia, ib, nvlink_count(tok) or 0, topo.matrix.source)
+    for p in topo.nvlinks:
+        add(p.a, p.b, p.count, p.source)
+    for d in topo.disagreements:  # the other source's count, kept by merge as a disagreement
+        if d.fact not in ("nvlink_count", "path"):
+            continue
+        m = re.match(r"^GPU(\d+)-GPU(\d+)$", d.subject)
+        if not m:
+            continue
+        for src, val in d.values.items():
+            c = val if isinstance(val, int) else (nvlink_count(val) or 0) \
+                if isinstance(val, str) and path_kind(val) else None
+            if c is not None:
+                add(int(m.group(1)), int(m.group(2)), c, src)
+    for key, by in cands.items():
+        low = min(by.values())
+        out[key] = (low, ", ".join(sorted(s for s, c in by.items() if c == low)))
+    # nvidia-smi counts on NVSwitch pairs also go to the nvml matrix: a pair only the
+    # nvml probe counted as zero (no links) is zero
+    return out
+
+
+def gpu_index(label: str) -> Optional[int]:
+    m = re.match(r"^GPU(\d+)$", label or "")
+    return int(m.group(1)) if m else None
+
+
+# --- NICs -----------------------------------------------------------------------------------
+
+
+def nic_names(topo: Topology) -> List[str]:
+    return [n.name for n in topo.nics]
+
+
+def has_nic_data(topo: Topology, v: View) -> bool:
+    """NIC facts exist: sysfs looked, or a topo text listed NICs."""
+    return v.has_sysfs or bool(topo.nics)
+
+
+def gpu_nic_path(topo: Topology, gpu: int, nic_name: str) -> Tuple[Optional[str], str]:
+    """Path token between GPU ``gpu`` and NIC ``nic_name``, and its source."""
+    nic = topo.nic(nic_name)
+    if nic is None:
+        return None, ""
+    label = f"GPU{gpu}"
+    tok = topo.path(label, nic.label)
+    if tok is None and nic.label != nic.name:
+        tok = topo.path(label, nic.name)
+    if tok is not None and path_kind(tok) is not None:
+        return tok, topo.matrix.source if topo.matrix else ""
+    sy = nic.extra.get("sysfs") if isinstance(nic.extra.get("sysfs"), dict) else None
+    if sy:
+        t = (sy.get("gpu_paths") or {}).get(label)
+        if t is not None:
+            return t, "sysfs"
+    return None, ""
+
+
+def compute_nics(topo: Topology, layout: Any, present: List[int],
+                 missing: Sequence[int] = ()) -> Tuple[List[str], str]:
+    """Names of the compute NICs and how they were told apart.
+
+    By the layout's names (vendor port map) where it states them, else by
+    placement: a NIC at PIX or PXB from some GPU sits on a GPU's PCIe switch.
+    Never by mlx5 index.
+    """
+    if layout is not None:
+        named: List[str] = list(layout.get("nics.compute.names") or [])
+        for v in (layout.get("nics.placement.gpu_nic") or {}).values():
+            for x in ([v] if isinstance(v, str) else v):
+                if x not in named:
+                    named.append(x)
+        if named:
+            return [n for n in named if topo.nic(n) is not None], "names"
+    out = []
+    for n in topo.nics:
+        best = None
+        for g in present:
+            tok, _ = gpu_nic_path(topo, g, n.name)
+            r = path_rank(tok)
+            if r is not None and (best is None or r < best):
+                best = r
+        if best is not None and best <= path_rank("PXB"):
+            out.append(n.name)
+    if missing and out:
+        # a missing GPU leaves its NIC with no GPU nearby: still a compute NIC when it is a
+        # single-function card on the same link layer as the others (storage cards are
+        # dual-function)
+        def kind(name: str) -> Tuple[str, ...]:
+            h = topo.nic(name).extra.get("sysfs") or {}  # type: ignore[union-attr]
+            layers = tuple(sorted(str(p.get("link_layer")) for p in h.get("ports") or []))
+            return layers
+
+        def single(name: str) -> bool:
+            bdf = (topo.nic(name).extra.get("sysfs") or {}).get("pci_address")  # type: ignore
+            if not isinstance(bdf, str):
+                return False
+            stem = bdf.rsplit(".", 1)[0]
+            return not any(isinstance((m.extra.get("sysfs") or {}).get("pci_address"), str)
+                           and m.name != name
+                           and m.extra["sysfs"]["pci_address"].rsplit(".", 1)[0] == stem
+                           for m in topo.nics)
+
+        kinds = {kind(x) for x in out}
+        for n in topo.nics:
+            if n.name not in out and single(n.name) and kind(n.name) in kinds:
+                out.append(n.name)
+    return out, "placement"
+
+
+def numa_of(g: Any) -> Optional[int]:
+    """The CPU NUMA node of a GPU: the first node of its NUMA affinity (``0,5-11`` -> 0)."""
+    s = g.numa_affinity
+    if not isinstance(s, str):
+        return None
+    m = re.match(r"^\s*(\d+)", s)
+    return int(m.group(1)) if m else None
+
+
+def layout_pairs(layout: Any, n: int) -> Dict[Tuple[int, int], int]:
+    """Expected NV# per GPU pair of an ``n``-GPU node (0 = no NVLink expected)."""
+    nv = layout.section("nvlink") if layout is not None else {}
+    out: Dict[Tuple[int, int], int] = {}
+    pairs = nv.get("pairs")
+    if isinstance(pairs, dict) and pairs:
+        for i in range(n):
+            for j in range(i + 1, n):
+                out[(i, j)] = int(pairs.get(f"{i}-{j}", pairs.get(f"{j}-{i}", 0)))
+        return out
+    pc = nv.get("pair_count")
+    if isinstance(pc, int):
+        for i in range(n):
+            for j in range(i + 1, n):
+                out[(i, j)] = pc
+    return out
+
+
+def expected_gpus(layout: Any, v: View) -> int:
+    c = layout.get("gpus.count") if layout is not None else None
+    if isinstance(c, int):
+        return c
+    return max([i + 1 for i in v.present] + [0])
+
+
+def fabric_down(v: View, layout: Any) -> Optional[str]:
+    """Why the NVLink fabric is down (every NV# and link consequence folds into it), or None."""
+    states = {i: f.get("state") for i, f in v.fabric.items() if i in v.present}
+    bad = {i: s for i, s in states.items() if s in ("not_started", "in_progress")}
+    failed = {i: f.get("status") for i, f in v.fabric.items()
+              if i in v.present and f.get("state") == "completed" and f.get("status")
+              not in (None, "success")}
+    if bad or failed:
+        return "fabric"
+    if layout is not None and layout.get("nvlink.nvswitch") and len(v.present) >= 2:
+        known = [c for (a, b), (c, _) in v.pairs.items()]
+        if known and len(known) == len(v.present) * (len(v.present) - 1) // 2 \
+                and all(c == 0 for c in known):
+            return "no_nvlink"
+    return None
+
+
+def renumbered(layout: Any, v: View) -> bool:
+    """GPUs are missing by count and the rest are numbered 0..n-1: which physical GPU is
+    gone is unknown, so per-index expectations (NUMA slot, NIC map) may be shifted."""
+    n_exp = layout.get("gpus.count") if layout is not None else None
+    have = sorted(set(v.present) | set(v.lost) | set(v.absent_in))
+    return isinstance(n_exp, int) and 0 < len(have) < n_exp \
+        and have == list(range(len(have)))
+
+
+def missing_gpus(layout: Any, v: View) -> List[int]:
+    """GPUs the layout has and the node does not show: absent from a driver-level source,
+    or (by count) the highest indices not listed."""
+    out = set(v.absent_in)
+    n_exp = layout.get("gpus.count") if layout is not None else None
+    have = set(v.present) | set(v.lost) | set(v.absent_in)
+    if isinstance(n_exp, int) and len(have) < n_exp:
+        gone = [i for i in range(n_exp) if i not in have]
+        out.update(gone[: n_exp - len(have)])
+    return sorted(out)

@@ -1,0 +1,86 @@
+"""GPUs missing, lost, extra, or not the model the layout says."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, List, Optional
+
+from ..model import Topology
+from . import Finding, demote, facts as F, finding
+
+
+def _pair_subjects(idx: int, n: int) -> List[str]:
+    return [f"GPU{min(idx, j)}-GPU{max(idx, j)}" for j in range(max(n, idx + 1)) if j != idx]
+
+
+def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
+    v = F.view(topo)
+    out: List[Finding] = []
+    n_exp = layout.get("gpus.count") if layout is not None else None
+    inferred = layout.inferred_only("gpus") if layout is not None else False
+    n_all = max([g.index + 1 for g in topo.gpus] + [n_exp or 0])
+    src = ", ".join(s for s in topo.sources if s != "host") or "input"
+    for idx, why in sorted(v.lost.items()):
+        out.append(finding(
+            demote("error", False), "gpu.lost", f"GPU{idx}",
+            f"GPU{idx} fell off the bus while it was read (NVML: GpuIsLost): {why}; its "
+            "NVLinks, P2P and placement are unknown",
+            expected="present", actual="lost", source="nvml",
+            hint="check dmesg for Xid 79 / AER errors; drain the node, reset the GPU "
+                 "(nvidia-smi -r) or reboot; reseat or replace the GPU if it recurs",
+            covers=[f"GPU{idx}"] + _pair_subjects(idx, n_all)))
+    for idx, why in sorted(v.absent_in.items()):
+        out.append(finding(
+            "error", "gpu.missing", f"GPU{idx}",
+            f"GPU{idx} is missing: {why} (on the PCI bus but not usable by the driver)",
+            expected="present", actual="absent", source=src,
+            hint="check dmesg for Xid/AER errors and nvidia-smi -q; reset or reboot; reseat "
+                 "the GPU if it stays missing",
+            covers=[f"GPU{idx}"] + _pair_subjects(idx, n_all)))
+    present = set(v.present) | set(v.lost) | set(v.absent_in)
+    if isinstance(n_exp, int):
+        have = len(present)
+        if have < n_exp:
+            gone = [i for i in range(n_exp) if i not in present]
+            gone = gone[: n_exp - have]
+            renumber = bool(present) and max(present) < have
+            for idx in gone:
+                out.append(finding(
+                    demote("error", inferred), "gpu.missing", f"GPU{idx}",
+                    f"GPU{idx} is missing: {have} of {n_exp} GPUs are listed"
+                    + (" (GPUs are numbered after the ones present, so the missing GPU may "
+                       "be another slot; compare PCI bus ids)" if renumber and idx >= have
+                       else "")
+                    + "; its NVLink pairs, NIC placement and NUMA slot are not checked",
+                    expected=n_exp, actual=have, source=src,
+                    hint="check dmesg for Xid 79 (fallen off the bus) and lspci for the "
+                         "device; reseat or replace the GPU (the node should be drained); "
+                         "in a VM or container, check which GPUs are passed through "
+                         "(CUDA_VISIBLE_DEVICES)",
+                    covers=[f"GPU{idx}"] + _pair_subjects(idx, n_all)))
+        elif have > n_exp:
+            out.append(finding(
+                "warning", "gpu.extra", "node",
+                f"{have} GPUs listed, the layout {layout.name} has {n_exp}",
+                expected=n_exp, actual=have, source=src,
+                hint="is this the right layout? give --layout NAME or --layout-file FILE"))
+    elif not topo.gpus:
+        out.append(finding("info", "gpu.not_checked", "node", "no GPU in the input",
+                           source=src))
+    pattern = layout.get("gpus.name_pattern") if layout is not None else None
+    if pattern:
+        rx = re.compile(pattern, re.I)
+        bad = [g for g in topo.gpus if g.name and not rx.search(g.name)]
+        if bad:
+            g = bad[0]
+            out.append(finding(
+                demote("error", inferred), "gpu.model", "node" if len(bad) > 1 else g.label,
+                f"{len(bad)} GPU(s) are {g.name!r}, not what {layout.name} has "
+                f"({pattern})", expected=pattern, actual=g.name,
+                source=g.sources.get("name", "nvml"),
+                hint="is this the right layout? give --layout NAME or --layout-file FILE"))
+        elif not any(g.name for g in topo.gpus) and topo.gpus:
+            out.append(finding("info", "gpu.not_checked", "node",
+                               "GPU model not checked: no GPU names in the input (a topo "
+                               "text does not name them; NVML does)", source=src))
+    return out

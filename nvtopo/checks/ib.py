@@ -1,0 +1,128 @@
+"""InfiniBand / RoCE ports: state, rate, link layer and error counters (sysfs)."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+from ..model import Topology
+from . import Finding, demote, facts as F, finding
+
+#: Error counters above these are errors (nonzero below is a warning); a saturated counter
+#: (stuck at its width's maximum) is always an error.  ``nics.error_thresholds`` overrides.
+ERROR_THRESHOLDS = {"symbol_error": 100, "link_error_recovery": 10, "link_downed": 10,
+                    "port_rcv_errors": 100, "port_rcv_remote_physical_errors": 100,
+                    "port_rcv_switch_relay_errors": 1000, "port_xmit_discards": 1000,
+                    "port_xmit_constraint_errors": 100, "port_rcv_constraint_errors": 100,
+                    "local_link_integrity_errors": 10, "excessive_buffer_overrun_errors": 10,
+                    "VL15_dropped": 1000}
+
+
+def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
+    v = F.view(topo)
+    out: List[Finding] = []
+    hcas = [(n, n.extra["sysfs"]) for n in topo.nics if isinstance(n.extra.get("sysfs"), dict)]
+    if not hcas:
+        if layout is not None and layout.section("nics") and v.present:
+            out.append(finding("info", "ib.not_checked", "node",
+                               "InfiniBand/RoCE ports not checked: no sysfs data in the input "
+                               "(nvtopo snapshot on the node records it)",
+                               source=", ".join(topo.sources)))
+        return out
+    comp, _ = F.compute_nics(topo, layout, v.present, F.missing_gpus(layout, v))
+    want_rate = layout.get("nics.compute.rate_gbps") if layout is not None else None
+    want_layer = layout.get("nics.compute.link_layer") if layout is not None else None
+    inferred = layout.inferred_only("nics.compute") if layout is not None else False
+    thresholds = dict(ERROR_THRESHOLDS)
+    if layout is not None and isinstance(layout.get("nics.error_thresholds"), dict):
+        thresholds.update(layout.get("nics.error_thresholds"))
+    # peers: the best rate among active ports of the same role (compute or not) and link layer
+    peer_best: Dict[tuple, float] = {}
+    for n, h in hcas:
+        for p in h.get("ports") or []:
+            if p.get("state") == "ACTIVE" and isinstance(p.get("rate_gbps"), (int, float)) \
+                    and not h.get("soft"):
+                key = (p.get("link_layer"), n.name in comp)
+                peer_best[key] = max(peer_best.get(key, 0), p["rate_gbps"])
+    unknown: List[str] = []
+    for n, h in hcas:
+        is_comp = n.name in comp
+        for p in h.get("ports") or []:
+            subj = f"{n.name} port {p.get('port')}"
+            state, phys = p.get("state"), p.get("phys_state")
+            if state is None:
+                unknown.append(f"{subj} state")
+                continue
+            if state != "ACTIVE" or (phys is not None and phys != "LinkUp"):
+                out.append(finding(
+                    "error" if is_comp else "warning", "ib.port_down", subj,
+                    f"{subj} is {state}/{phys}"
+                    + (" (a compute port: the GPU(s) behind it lose their RDMA path)"
+                       if is_comp else " (not a compute port: down may be by design)")
+                    + ("; phys state Disabled: administratively off" if phys == "Disabled"
+                       else "; phys state Polling: no link partner (cable, transceiver or "
+                       "switch port)" if phys == "Polling" else ""),
+                    expected="ACTIVE/LinkUp", actual=f"{state}/{phys}", source="sysfs",
+                    hint="check the cable/transceiver and the switch port (ibstat, "
+                         "mlxlink -d DEV); Disabled: ibportstate / the subnet manager; "
+                         "then reseat", covers=[subj, n.name]))
+                continue
+            rate = p.get("rate_gbps")
+            layer = p.get("link_layer")
+            if is_comp and want_layer and layer and layer != want_layer:
+                out.append(finding(
+                    demote("error", inferred), "ib.link_layer", subj,
+                    f"{subj} runs {layer}, the layout's compute ports run {want_layer}",
+                    expected=want_layer, actual=layer, source="sysfs",
+                    hint="set the port type with mlxconfig (LINK_TYPE_P1) and reboot, or "
+                         "use the layout for this network"))
+            elif is_comp and want_layer and layer is None:
+                unknown.append(f"{subj} link layer")
+            expected_rate = None
+            if is_comp and isinstance(want_rate, (int, float)):
+                expected_rate = want_rate
+            elif not h.get("soft"):  # software RDMA (rxe, siw) has no real link rate
+                best = peer_best.get((layer, is_comp))
+                if best:
+                    expected_rate = best
+            if isinstance(rate, (int, float)) and expected_rate and rate < expected_rate:
+                out.append(finding(
+                    demote("error", inferred and expected_rate == want_rate) if is_comp
+                    else "warning",
+                    "ib.rate_low", subj,
+                    f"{subj} runs at {rate:g} Gb/s, expected {expected_rate:g} Gb/s"
+                    + (" (the layout's rate)" if expected_rate == want_rate and is_comp else
+                       " (its peers' rate)"),
+                    expected=expected_rate, actual=rate, source="sysfs",
+                    hint="a link trained slower: check the cable/transceiver and the switch "
+                         "port speed (mlxlink -d DEV), then reseat", covers=[subj]))
+            elif rate is None:
+                unknown.append(f"{subj} rate")
+            errs = dict(p.get("error_counters") or {})
+            sat = list(p.get("counters_saturated") or [])
+            sat_err = [c for c in sat if c in thresholds]
+            if errs or sat_err:
+                over = {k: val for k, val in errs.items() if val > thresholds.get(k, 100)}
+                sev = "error" if (over or sat_err) else "warning"
+                txt = ", ".join(f"{k}={val}" + ("+" if k in sat else "")
+                                for k, val in sorted(errs.items()))
+                out.append(finding(
+                    sev, "ib.counter_errors", subj,
+                    f"{subj} error counters: {txt}"
+                    + (f" (stuck at their maximum: {', '.join(sat_err)}, so at least that)"
+                       if sat_err else "")
+                    + (f" (above the threshold for {', '.join(sorted(over))})" if over else "")
+                    + ("" if sev == "error" else " (small; counters are cumulative: watch "
+                       "whether they grow)"),
+                    expected={k: thresholds.get(k, 100) for k in errs}, actual=errs,
+                    source="sysfs",
+                    hint="clear the counters (perfquery -x -R) and watch them grow; symbol "
+                         "errors and link_downed point at the cable/transceiver",
+                    covers=[subj]))
+            if p.get("counters_unknown"):
+                unknown.append(f"{subj} counters")
+    if unknown:
+        out.append(finding("info", "ib.not_checked", "node",
+                           "not checked (unreadable in the input): " + ", ".join(unknown[:8])
+                           + (f" and {len(unknown) - 8} more" if len(unknown) > 8 else ""),
+                           source="sysfs"))
+    return out

@@ -1,0 +1,128 @@
+"""NICs: compute NICs present, each GPU near its NIC, GPUDirect RDMA loaded."""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional
+
+from ..model import Topology, path_rank
+from . import Finding, demote, facts as F, finding
+
+
+def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
+    v = F.view(topo)
+    out: List[Finding] = []
+    if layout is None or not layout.section("nics"):
+        return out
+    if not F.has_nic_data(topo, v):
+        out.append(finding("info", "nic.not_checked", "node",
+                           "NICs not checked: no NIC data in the input (a topo text without "
+                           "NIC columns; take a snapshot with sysfs)",
+                           source=", ".join(topo.sources)))
+        return out
+    comp, how = F.compute_nics(topo, layout, v.present, F.missing_gpus(layout, v))
+    inf_count = layout.inferred_only("nics.compute")
+    inf_place = layout.inferred_only("nics.placement")
+    src = "sysfs" if v.has_sysfs else ", ".join(s for s in topo.sources if s != "host")
+    missing_names: List[str] = []
+    # -- count
+    want = layout.get("nics.compute.count")
+    named: List[str] = list(layout.get("nics.compute.names") or [])
+    for val in (layout.get("nics.placement.gpu_nic") or {}).values():
+        for x in ([val] if isinstance(val, str) else val):
+            if x not in named:
+                named.append(x)
+    if named:
+        missing_names = [x for x in named if topo.nic(x) is None]
+        for x in missing_names:
+            users = [k for k, val in (layout.get("nics.placement.gpu_nic") or {}).items()
+                     if x == val or (isinstance(val, list) and x in val)]
+            out.append(finding(
+                demote("error", inf_count), "nic.missing", x,
+                f"compute NIC {x} is missing"
+                + (f" (GPU{', GPU'.join(users)} lose their GPUDirect RDMA path)" if users
+                   else ""), expected="present", actual="absent", source=src,
+                hint="check lspci and dmesg (mlx5_core) for the card; reseat or replace it; "
+                     "check that the driver (MLNX_OFED/inbox mlx5) is loaded",
+                covers=[x] + [f"GPU{k}-{x}" for k in users]))
+    elif isinstance(want, int) and len(comp) < want and len(comp) + len(
+            F.missing_gpus(layout, v)) < want:
+        out.append(finding(
+            demote("error", inf_count), "nic.missing", "node",
+            f"{len(comp)} compute NICs (told apart by {how}: PIX/PXB to a GPU), the layout "
+            f"has {want}", expected=want, actual=len(comp), source=src,
+            hint="check lspci and dmesg (mlx5_core) for the missing card; reseat or replace"))
+    # -- placement
+    gpu_nic = layout.get("nics.placement.gpu_nic")
+    want_path = layout.get("nics.placement.gpu_to_nearest_compute_nic") or (
+        "PIX" if gpu_nic else None)
+    if want_path is not None and isinstance(gpu_nic, dict) and F.renumbered(layout, v):
+        out.append(finding("info", "nic.not_checked", "node",
+                           "GPU-to-NIC map not checked: GPUs are missing and the rest are "
+                           "renumbered, so which slot each index is cannot be told",
+                           source=src))
+    elif want_path is not None:
+        for i in v.present:
+            wants = (gpu_nic or {}).get(str(i)) if isinstance(gpu_nic, dict) else None
+            if isinstance(gpu_nic, dict):
+                if wants is None:
+                    continue
+                for w in ([wants] if isinstance(wants, str) else wants):
+                    if w in missing_names:
+                        continue
+                    tok, psrc = F.gpu_nic_path(topo, i, w)
+                    if tok is None:
+                        continue
+                    if path_rank(tok) > path_rank(want_path):
+                        nearest = _nearest(topo, i, comp)
+                        out.append(finding(
+                            demote("error", inf_place), "nic.placement", f"GPU{i}-{w}",
+                            f"GPU{i} reaches its NIC {w} through {tok}, expected {want_path}: "
+                            "GPUDirect RDMA traffic "
+                            + ("crosses the CPU" if tok in ("PHB", "NODE", "SYS", "SOC")
+                               else "takes a longer PCIe path")
+                            + (f" (nearest compute NIC now: {nearest[0]} at {nearest[1]}; "
+                               "NICs moved or were swapped?)" if nearest else ""),
+                            expected=want_path, actual=tok, source=psrc,
+                            hint="check that the NIC cards sit in the slots of the vendor's "
+                                 "port map (a swapped card or a renamed device); NCCL_IB_HCA "
+                                 "and job configs that pin GPUs to NICs follow the map",
+                            covers=[f"GPU{i}-{w}", w]))
+            else:
+                if not comp:
+                    continue
+                nearest = _nearest(topo, i, comp)
+                if nearest and path_rank(nearest[1]) > path_rank(want_path):
+                    out.append(finding(
+                        demote("error", inf_place), "nic.placement", f"GPU{i}",
+                        f"GPU{i}'s nearest compute NIC is {nearest[0]} at {nearest[1]}, "
+                        f"expected {want_path} or closer: GPUDirect RDMA traffic crosses "
+                        "the CPU", expected=want_path, actual=nearest[1], source=src,
+                        hint="check the NIC and GPU slots against the vendor's map",
+                        covers=[f"GPU{i}"]))
+    # -- GPUDirect RDMA
+    if layout.get("nics.gpudirect_rdma") and topo.nics:
+        gd = (topo.extra.get("sysfs") or {}).get("gpudirect") if v.has_sysfs else None
+        if not isinstance(gd, dict):
+            out.append(finding("info", "nic.not_checked", "node",
+                               "GPUDirect RDMA not checked: no sysfs data in the input",
+                               source=", ".join(topo.sources)))
+        elif not gd.get("peermem_loaded"):
+            out.append(finding(
+                "error", "nic.gpudirect_missing", "node",
+                "GPUDirect RDMA module not loaded (neither nvidia_peermem nor nv_peer_mem): "
+                "NCCL over InfiniBand copies through host memory unless it uses dmabuf "
+                "(which sysfs cannot show)", expected="nvidia_peermem", actual=None,
+                source="sysfs", hint="modprobe nvidia_peermem (and add it to "
+                                     "/etc/modules-load.d); or confirm NCCL uses dmabuf "
+                                     "(NCCL_DMABUF_ENABLE=1, kernel >= 5.12)"))
+    return out
+
+
+def _nearest(topo: Topology, gpu: int, names: List[str]) -> Optional[tuple]:
+    best = None
+    for n in names:
+        tok, _ = F.gpu_nic_path(topo, gpu, n)
+        r = path_rank(tok)
+        if r is not None and (best is None or r < best[2]):
+            best = (n, tok, r)
+    return (best[0], best[1]) if best else None

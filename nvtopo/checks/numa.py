@@ -1,0 +1,58 @@
+"""NUMA: GPUs on the NUMA nodes the layout puts them on."""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional
+
+from . import Finding, demote, facts as F, finding
+from ..model import Topology
+
+
+def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
+    v = F.view(topo)
+    out: List[Finding] = []
+    if layout is None or not layout.section("numa"):
+        return out
+    inferred = layout.inferred_only("numa")
+    gn = layout.get("numa.gpu_numa")
+    nodes = {}
+    for i in v.present:
+        g = topo.gpu(i)
+        node = F.numa_of(g) if g is not None else None
+        if node is not None:
+            nodes[i] = (node, g.sources.get("numa_affinity", ""))
+    if not nodes:
+        out.append(finding("info", "numa.not_checked", "node",
+                           "NUMA placement not checked: the input gives no NUMA affinity "
+                           "(CPU affinity is not used: it shows the caller's cpuset)",
+                           source=", ".join(topo.sources)))
+        return out
+    wrong = []
+    if isinstance(gn, dict) and F.renumbered(layout, v):
+        out.append(finding("info", "numa.not_checked", "node",
+                           "NUMA slot per GPU not checked: GPUs are missing and the rest are "
+                           "renumbered, so which slot each index is cannot be told",
+                           source=", ".join(topo.sources)))
+    elif isinstance(gn, dict):
+        for i, (node, src) in sorted(nodes.items()):
+            want = gn.get(str(i))
+            if want is not None and node != want:
+                wrong.append(i)
+                out.append(finding(
+                    demote("error", inferred), "numa.placement", f"GPU{i}",
+                    f"GPU{i} is on NUMA node {node}, the layout has {want}: CPU threads and "
+                    "host buffers bound by the layout's map cross sockets",
+                    expected=want, actual=node, source=src,
+                    hint="check the BIOS NUMA settings (NPS/SNC mode) and that the GPU sits in "
+                         "the slot the vendor's map says", covers=[f"GPU{i}"]))
+    want_nodes = layout.get("numa.nodes_with_gpus")
+    have = len({n for n, _ in nodes.values()})
+    complete = len(nodes) == len(v.present) and len(v.present) == F.expected_gpus(layout, v)
+    if isinstance(want_nodes, int) and have != want_nodes and not wrong and complete:
+        out.append(finding(
+            demote("error", inferred), "numa.spread", "node",
+            f"GPUs sit on {have} NUMA nodes, the layout has {want_nodes}",
+            expected=want_nodes, actual=have,
+            source=", ".join(sorted({s for _, s in nodes.values()})),
+            hint="check the BIOS NUMA settings (NPS/SNC mode)"))
+    return out

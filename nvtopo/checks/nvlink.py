@@ -1,0 +1,183 @@
+"""NVLink: links down, GPU pairs with fewer links than the layout, error counters.
+
+A down link on an NVSwitch system lowers every pair of its GPU by one
+(nvidia-smi prints NV17): that is one finding, the link, with the pairs in
+its message.  A pair short of links that no down link explains is a pair
+finding.  Without NVML (a topo text alone), a GPU whose every pair is short
+on an NVSwitch system has links down, which one is unknown.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+from ..model import Topology
+from . import Finding, demote, facts as F, finding
+
+#: NVLink error counters: above these (cumulative since the driver loaded) it is an error;
+#: nonzero below is a warning.  A layout may override them (``nvlink.error_thresholds``).
+ERROR_THRESHOLDS = {"replay": 1000, "recovery": 10, "crc_flit": 1000, "crc_data": 100,
+                    "ecc": 100}
+
+HINT_LINK = ("nvidia-smi nvlink -s -i N shows the link states; reset the GPU (nvidia-smi -r) "
+             "or reboot; a link that stays down needs the GPU or baseboard reseated/serviced")
+
+
+def _major(v: Optional[str]) -> Optional[str]:
+    return v.split(".")[0] if isinstance(v, str) and v else None
+
+
+def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
+    v = F.view(topo)
+    out: List[Finding] = []
+    down_fabric = F.fabric_down(v, layout)
+    inferred = layout.inferred_only("nvlink") if layout is not None else False
+    nvswitch = bool(layout.get("nvlink.nvswitch")) if layout is not None else bool(
+        (topo.extra.get("nvml") or {}).get("nvswitch"))
+    n_exp = F.expected_gpus(layout, v)
+    expected = F.layout_pairs(layout, n_exp) if layout is not None else {}
+    links_per_gpu = layout.get("nvlink.links_per_gpu") if layout is not None else None
+    present = v.present
+    missing = F.missing_gpus(layout, v)
+
+    def pairs_of(i: int) -> List[Tuple[int, int]]:
+        return [k for k in v.pairs if i in k]
+
+    # -- links NVML says are down (skipped when the fabric is down: fabric.py says it)
+    deficit: Dict[int, int] = {}
+    if down_fabric is None:
+        for i in present:
+            gl = v.links.get(i)
+            if gl is None:
+                continue
+            if gl.links and any(x.get("rule") == "mig" for x in gl.links) and not gl.active:
+                deficit[i] = 10 ** 6
+                if expected:
+                    out.append(finding(
+                        "warning", "nvlink.mig", f"GPU{i}",
+                        f"GPU{i} is in MIG mode: its NVLinks are off by design, so its "
+                        f"{len(pairs_of(i))} GPU pairs have no NVLink",
+                        expected="NVLink", actual="MIG mode", source="nvml",
+                        hint="nvidia-smi -i N -mig 0 (and reset the GPU) where NVLink is "
+                             "needed",
+                        covers=[f"GPU{i}"] + [f"GPU{a}-GPU{b}" for (a, b) in pairs_of(i)]))
+                continue
+            # on a direct mesh a missing GPU takes its peers' links to it down with it
+            gone = 0 if nvswitch else sum(expected.get((min(i, k), max(i, k)), 0)
+                                          for k in missing)
+            deficit[i] = max(0, len(gl.down) - gone)
+            for link in gl.down[gone:]:
+                rec = next((x for x in gl.links if x.get("link") == link), {})
+                short = [f"GPU{a}-GPU{b}" for (a, b) in pairs_of(i)
+                         if v.pairs[(a, b)][0] < expected.get((a, b), 10 ** 6)]
+                sample = ""
+                if short:
+                    a, b = next((a, b) for (a, b) in pairs_of(i)
+                                if f"GPU{a}-GPU{b}" in short)
+                    sample = (f"; {len(short)} GPU pairs drop to NV{v.pairs[(a, b)][0]} as a "
+                              "result" if nvswitch else f"; pairs short: {', '.join(short)}")
+                out.append(finding(
+                    "error", "nvlink.link_down", f"GPU{i} link {link}",
+                    f"GPU{i} NVLink {link} is down ({rec.get('reason') or 'should be up'})"
+                    f"; GPU{i} has {gl.active} of {gl.total} links up{sample}",
+                    expected="active", actual="down", source="nvml", hint=HINT_LINK,
+                    covers=[f"GPU{i}"] + [f"GPU{a}-GPU{b}" for (a, b) in pairs_of(i)]))
+            # active links below the layout with no link down: links missing
+            if nvswitch and isinstance(links_per_gpu, int) and isinstance(gl.total, int) \
+                    and gl.total \
+                    and not gl.down and gl.active < links_per_gpu and gl.active > 0:
+                out.append(finding(
+                    demote("error", inferred), "nvlink.links_missing", f"GPU{i}",
+                    f"GPU{i} has {gl.active} NVLinks up, the layout has {links_per_gpu}",
+                    expected=links_per_gpu, actual=gl.active, source="nvml", hint=HINT_LINK,
+                    covers=[f"GPU{i}"] + [f"GPU{a}-GPU{b}" for (a, b) in pairs_of(i)]))
+                deficit[i] = links_per_gpu - gl.active
+            # generation
+            want = layout.get("nvlink.generation") if layout is not None else None
+            vers = {x.get("version") for x in gl.links if x.get("state") == "active"
+                    and x.get("version")}
+            if want and vers and all(_major(x) != _major(want) for x in vers):
+                out.append(finding(
+                    "warning", "nvlink.generation", f"GPU{i}",
+                    f"GPU{i} NVLinks are version {sorted(vers)[0]}, the layout has {want}",
+                    expected=want, actual=sorted(vers)[0], source="nvml",
+                    hint="is this the right layout?"))
+    # -- error counters (independent of layouts)
+    thresholds = dict(ERROR_THRESHOLDS)
+    if layout is not None and isinstance(layout.get("nvlink.error_thresholds"), dict):
+        thresholds.update(layout.get("nvlink.error_thresholds"))
+    for i in present:
+        gl = v.links.get(i)
+        if gl is None:
+            continue
+        for rec in gl.links:
+            errs = {k: val for k, val in (rec.get("errors") or {}).items()
+                    if isinstance(val, int) and val > 0}
+            if not errs:
+                continue
+            over = {k: val for k, val in errs.items() if val > thresholds.get(k, 1000)}
+            sev = "error" if over else "warning"
+            out.append(finding(
+                sev, "nvlink.errors", f"GPU{i} link {rec.get('link')}",
+                f"GPU{i} NVLink {rec.get('link')} error counters: "
+                + ", ".join(f"{k}={val}" for k, val in sorted(errs.items()))
+                + (f" (above the threshold for {', '.join(sorted(over))})" if over else
+                   " (cumulative since the driver loaded; below the thresholds)"),
+                expected={k: thresholds.get(k, 1000) for k in errs}, actual=errs,
+                source="nvml",
+                hint="watch whether they grow (nvidia-smi nvlink -e); a growing CRC/replay "
+                     "count points at the link: reset, then reseat/service"))
+    if layout is None or not expected or down_fabric is not None:
+        if layout is not None and expected and not v.pairs:
+            out.append(finding("info", "nvlink.not_checked", "node",
+                               "NVLink pairs not checked: the input has no GPU↔GPU paths "
+                               "(sysfs does not see NVLink)", source=", ".join(topo.sources)))
+        return out
+    # -- pair counts against the layout
+    if nvswitch and not all(i in v.links for i in present):
+        # a topo text alone: a GPU with every pair short has links down
+        for i in present:
+            if i in v.links:
+                continue
+            mine = [(k, v.pairs[k][0]) for k in pairs_of(i)]
+            if not mine:
+                continue
+            best = max(c for _, c in mine)
+            want = max((expected.get(k, 0) for k, _ in mine), default=0)
+            if 0 < best < want and len(mine) == len(present) - 1:
+                others_short = [k for k, c in mine if c < want]
+                deficit[i] = want - best
+                out.append(finding(
+                    demote("error", inferred), "nvlink.link_down", f"GPU{i}",
+                    f"GPU{i} has {best} of {want} NVLinks up: every pair with GPU{i} is "
+                    f"NV{best} ({len(others_short)} pairs); which link is down is unknown "
+                    "(no NVML data: nvidia-smi nvlink -s shows it)",
+                    expected=f"NV{want}", actual=f"NV{best}", source=v.pairs[mine[0][0]][1],
+                    hint=HINT_LINK,
+                    covers=[f"GPU{i}"] + [f"GPU{a}-GPU{b}" for (a, b), _ in mine]))
+    for (a, b), (c, src) in sorted(v.pairs.items()):
+        want = expected.get((a, b))
+        if want is None or c == want:
+            continue
+        if c > want:
+            out.append(finding(
+                "warning", "nvlink.pair_unexpected", f"GPU{a}-GPU{b}",
+                f"GPU{a}-GPU{b} has NV{c}, the layout has "
+                + (f"NV{want}" if want else "no NVLink"),
+                expected=f"NV{want}" if want else None, actual=f"NV{c}", source=src,
+                hint="is this the right layout?"))
+            continue
+        explained = deficit.get(a, 0) + deficit.get(b, 0) if not nvswitch else \
+            max(deficit.get(a, 0), deficit.get(b, 0))
+        if want - c <= explained:
+            continue
+        out.append(finding(
+            demote("error", inferred), "nvlink.pair_degraded", f"GPU{a}-GPU{b}",
+            f"GPU{a}-GPU{b} has " + (f"NV{c}" if c else "no NVLink") + f", expected NV{want}"
+            + (" (NCCL traffic between them falls back to PCIe)" if not c else
+               f" ({want - c} link{'s' if want - c > 1 else ''} fewer)"),
+            expected=f"NV{want}", actual=f"NV{c}" if c else None, source=src,
+            hint="nvidia-smi nvlink -s and nvlink -R on both GPUs show which link is missing; "
+                 "reset the GPUs or reboot; a link that stays missing needs service",
+            covers=[f"GPU{a}-GPU{b}"]))
+    return out

@@ -1,0 +1,65 @@
+"""P2P: GPUs the layout links by NVLink must be able to talk peer to peer."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+from ..model import Topology
+from . import Finding, demote, facts as F, finding
+
+
+def _matrices(topo: Topology) -> Dict[str, Any]:
+    """capability -> (devices, cells, source): NVML's matrices, or a pasted -p2p output."""
+    out: Dict[str, Any] = {}
+    nv = topo.extra.get("nvml") if isinstance(topo.extra.get("nvml"), dict) else {}
+    for cap, m in (nv.get("p2p") or {}).items():
+        if isinstance(m, dict) and m.get("devices") and m.get("cells"):
+            out[cap] = (m["devices"], m["cells"], "nvml")
+    if topo.p2p is not None:
+        cap = {"r": "read", "w": "write", "n": "nvlink", "a": "atomics"}.get(
+            topo.p2p.mode or "", topo.p2p.mode or "p2p")
+        out.setdefault(cap, (topo.p2p.devices, topo.p2p.cells, topo.p2p.source))
+    return out
+
+
+def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
+    v = F.view(topo)
+    out: List[Finding] = []
+    if layout is None or F.fabric_down(v, layout) is not None:
+        return out
+    expected = F.layout_pairs(layout, F.expected_gpus(layout, v))
+    want = {k for k, c in expected.items() if c > 0}
+    if not want:
+        return out
+    mats = _matrices(topo)
+    if not mats:
+        out.append(finding("info", "p2p.not_checked", "node",
+                           "P2P not checked: no P2P status in the input (NVML records it; "
+                           "nvidia-smi topo -p2p prints it)", source=", ".join(topo.sources)))
+        return out
+    inferred = layout.inferred_only("nvlink")
+    present = set(v.present)
+    bad: Dict[str, Dict[str, str]] = {}
+    srcs: Dict[str, str] = {}
+    for cap, (devs, cells, src) in mats.items():
+        for i, a in enumerate(devs):
+            for j, b in enumerate(devs):
+                ia, ib = F.gpu_index(a), F.gpu_index(b)
+                if ia is None or ib is None or ia >= ib or ia not in present \
+                        or ib not in present or (ia, ib) not in want:
+                    continue
+                tok = cells[i][j] if cells[i][j] is not None else cells[j][i]
+                if tok is None or tok in ("OK", "X"):
+                    continue
+                bad.setdefault(f"GPU{ia}-GPU{ib}", {})[cap] = tok
+                srcs[f"GPU{ia}-GPU{ib}"] = src
+    for subj, caps in sorted(bad.items()):
+        out.append(finding(
+            demote("error", inferred), "p2p.not_supported", subj,
+            f"P2P between {subj} is not available ("
+            + ", ".join(f"{k}: {val}" for k, val in sorted(caps.items()))
+            + ") though the layout links them by NVLink",
+            expected="OK", actual=caps, source=srcs[subj],
+            hint="check that IOMMU/ACS settings allow P2P, that the NVLinks are up "
+                 "(nvtopo links) and the driver's P2P registry keys (DR = disabled by regkey)"))
+    return out

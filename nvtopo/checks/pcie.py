@@ -1,0 +1,122 @@
+"""PCIe: GPU and NIC links narrower or slower than their hops allow.
+
+Expected per hop = min(max of both ends) from sysfs (a Gen5 NIC in a Gen4
+slot is not degraded).  Width below is an error.  Generation below is a
+warning unless the GPU is known to be busy: idle GPUs lower their PCIe speed
+(P8 at Gen1) by design.  "Busy" is judged from an NVML utilisation sample
+(``extra.nvml.utilization.gpu`` >= 50 %) where the input records one; this
+nvtopo's NVML probe records none, so a slow link reads as "idle or unknown".
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+from ..model import Topology
+from . import Finding, facts as F, finding
+
+BUSY_UTILISATION = 50
+
+HINT_WIDTH = ("a link trained narrower than the slot: reseat the card (and its riser/cable), "
+              "check for AER errors in dmesg, then check the slot/board")
+
+
+def _busy(g: Any) -> Optional[bool]:
+    util = ((g.extra.get("nvml") or {}).get("utilization") or {}).get("gpu") \
+        if isinstance(g.extra.get("nvml"), dict) else None
+    if isinstance(util, (int, float)):
+        return util >= BUSY_UTILISATION
+    return None
+
+
+def _hop_text(h: Dict[str, Any]) -> str:
+    return f"{h.get('upstream')} → {h.get('downstream')}"
+
+
+def _from_sysfs(facts: Dict[str, Any]) -> Tuple[Optional[Dict[str, Any]], Optional[Dict[str, Any]]]:
+    """(worst width hop, worst speed hop) among the hops that are below what they allow."""
+    hops = facts.get("hops") or []
+    if not hops and facts.get("narrowest_hop"):
+        hops = [facts["narrowest_hop"]]
+    w = [h for h in hops if h.get("width_degraded")]
+    s = [h for h in hops if h.get("speed_below_expected")]
+    return (min(w, key=lambda h: h["current_width"]) if w else None,
+            min(s, key=lambda h: h["current_gts"]) if s else None)
+
+
+def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
+    v = F.view(topo)
+    out: List[Finding] = []
+    checked = 0
+    for i in v.present:
+        g = topo.gpu(i)
+        if g is None:
+            continue
+        sy = g.extra.get("sysfs") if isinstance(g.extra.get("sysfs"), dict) else None
+        nv = (g.extra.get("nvml") or {}).get("pcie") if isinstance(g.extra.get("nvml"), dict) \
+            else None
+        width = speed = None
+        src = ""
+        if sy and (sy.get("hops") or sy.get("narrowest_hop")):
+            checked += 1
+            src = "sysfs"
+            wh, sh = _from_sysfs(sy)
+            if wh:
+                width = (wh["expected_width"], wh["current_width"], _hop_text(wh))
+            if sh:
+                speed = (sh["expected_gen"], sh["current_gen"], _hop_text(sh))
+        elif isinstance(nv, dict) and nv.get("current_width") is not None:
+            checked += 1
+            src = "nvml"
+            if isinstance(nv.get("max_width"), int) and nv["current_width"] < nv["max_width"]:
+                width = (nv["max_width"], nv["current_width"], "GPU link")
+            cg, mg = nv.get("current_gen"), nv.get("max_gen")
+            if isinstance(cg, int) and isinstance(mg, int) and cg < mg:
+                speed = (mg, cg, "GPU link")
+        if width:
+            out.append(finding(
+                "error", "pcie.width_low", f"GPU{i}",
+                f"GPU{i} PCIe link is x{width[1]} where x{width[0]} is possible ({width[2]}): "
+                "half the host bandwidth or less", expected=f"x{width[0]}",
+                actual=f"x{width[1]}", source=src, hint=HINT_WIDTH, covers=[f"GPU{i}"]))
+        if speed:
+            busy = _busy(g)
+            out.append(finding(
+                "error" if busy else "warning", "pcie.gen_low", f"GPU{i}",
+                f"GPU{i} PCIe link runs at Gen{speed[1]} where Gen{speed[0]} is possible "
+                f"({speed[2]}); "
+                + ("the GPU is busy, so this is not idle power saving" if busy else
+                   "the GPU is idle or its load is unknown: idle GPUs lower their PCIe "
+                   "speed, so re-check under load"),
+                expected=f"Gen{speed[0]}", actual=f"Gen{speed[1]}", source=src,
+                hint="re-check while the GPU is busy (nvidia-smi -q -d PCIE under load); if it "
+                     "stays slow, check the BIOS PCIe speed setting, reseat, check for AER "
+                     "errors", covers=[f"GPU{i}"]))
+    comp_names, _ = F.compute_nics(topo, layout, v.present, F.missing_gpus(layout, v))
+    for n in topo.nics:
+        sy = n.extra.get("sysfs") if isinstance(n.extra.get("sysfs"), dict) else None
+        pci = (sy or {}).get("pci") or {}
+        hop = pci.get("narrowest_hop")
+        if not hop:
+            continue
+        checked += 1
+        if hop.get("width_degraded"):
+            out.append(finding(
+                "error" if n.name in comp_names else "warning", "pcie.width_low", n.name,
+                f"{n.name} PCIe link is x{hop['current_width']} where x{hop['expected_width']} "
+                f"is possible ({_hop_text(hop)})", expected=f"x{hop['expected_width']}",
+                actual=f"x{hop['current_width']}", source="sysfs", hint=HINT_WIDTH,
+                covers=[n.name]))
+        elif hop.get("speed_below_expected"):
+            out.append(finding(
+                "warning", "pcie.gen_low", n.name,
+                f"{n.name} PCIe link runs at Gen{hop['current_gen']} where "
+                f"Gen{hop['expected_gen']} is possible ({_hop_text(hop)})",
+                expected=f"Gen{hop['expected_gen']}", actual=f"Gen{hop['current_gen']}",
+                source="sysfs", hint="check the BIOS PCIe speed setting, reseat, check for AER "
+                                     "errors", covers=[n.name]))
+    if not checked and v.present:
+        out.append(finding("info", "pcie.not_checked", "node",
+                           "PCIe links not checked: no sysfs or NVML PCIe data in the input",
+                           source=", ".join(topo.sources)))
+    return out

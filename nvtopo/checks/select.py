@@ -1,0 +1,332 @@
+"""Which layout a node is: by GPU name and count where known, else by the shape of its matrix.
+
+Selection scores every candidate layout and takes the nearest, not an exact
+match, so a degraded node (a GPU missing, a link down) still picks its own
+layout.  Mesh layouts (DGX-1) match up to GPU renumbering: the mapping found
+is reported and the layout is renumbered to the node's GPU indices before
+the checks run.  When several layouts fit equally (8 GPUs with NV18 on every
+pair: DGX H100, HGX H100, H20, B200... without GPU names), the selection says
+so and picks the most common (the layout's ``selection.priority``).
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from .. import layouts as layouts_pkg
+from ..model import Topology, path_rank
+from . import facts as F
+
+
+@dataclass
+class Candidate:
+    layout: Any
+    score: float = 0.0
+    fits: bool = False
+    excluded: Optional[str] = None
+    why: List[str] = field(default_factory=list)
+    #: observed GPU index -> layout GPU index (meshes), identity otherwise.
+    mapping: Optional[Dict[int, int]] = None
+
+
+@dataclass
+class Selection:
+    layout: Optional[Any]
+    reason: str
+    mapping: Optional[Dict[int, int]] = None
+    candidates: List[Candidate] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.layout.name if self.layout is not None else "none"
+
+
+def best_mapping(observed: Dict[Tuple[int, int], int], nodes: Sequence[int],
+                 expected: Dict[Tuple[int, int], int], n_layout: int
+                 ) -> Tuple[Dict[int, int], int]:
+    """The injective map of observed GPUs onto layout GPUs with the fewest NV# mismatches.
+
+    Branch and bound over permutations (8! at most; the identity gives the
+    first bound and a mismatch count prunes every branch that cannot beat it).
+    Returns ``(mapping, mismatches)``.
+    """
+    nodes = list(nodes)
+
+    def exp(a: int, b: int) -> int:
+        return expected.get((min(a, b), max(a, b)), 0)
+
+    def obs(a: int, b: int) -> Optional[int]:
+        return observed.get((min(a, b), max(a, b)))
+
+    def cost(mapping: Dict[int, int]) -> int:
+        c = 0
+        for i, a in enumerate(nodes):
+            for b in nodes[i + 1:]:
+                o = obs(a, b)
+                if o is not None and o != exp(mapping[a], mapping[b]):
+                    c += 1
+        return c
+
+    ident = {a: (a if a < n_layout else None) for a in nodes}
+    if all(v is not None for v in ident.values()) and len(set(ident.values())) == len(nodes):
+        best_map: Dict[int, int] = dict(ident)  # type: ignore[arg-type]
+        best = cost(best_map)
+    else:
+        best_map, best = {}, 10 ** 9
+    if best == 0:
+        return best_map, 0
+    # lower bound from the multisets of counts: a count the layout has fewer of than the
+    # node cannot all be matched, whatever the numbering
+    from collections import Counter
+
+    want = Counter(exp(i, j) for i in range(n_layout) for j in range(i + 1, n_layout))
+    have = Counter(o for (a, b), o in observed.items() if a in nodes and b in nodes)
+    bound = sum(max(0, k - want.get(val, 0)) for val, k in have.items())
+    if bound >= best or bound > max(2, sum(have.values()) // 4):
+        return best_map, best
+    # observed degree signature prunes quickly: assign in order of decreasing NV weight
+    order = sorted(nodes, key=lambda a: -sum(obs(a, b) or 0 for b in nodes if b != a))
+    assign: Dict[int, int] = {}
+    used = [False] * n_layout
+
+    def dfs(k: int, c: int) -> None:
+        nonlocal best, best_map
+        if c >= best:
+            return
+        if k == len(order):
+            best, best_map = c, dict(assign)
+            return
+        a = order[k]
+        for t in range(n_layout):
+            if used[t]:
+                continue
+            add = 0
+            for b in order[:k]:
+                o = obs(a, b)
+                if o is not None and o != exp(t, assign[b]):
+                    add += 1
+            if c + add >= best:
+                continue
+            used[t] = True
+            assign[a] = t
+            dfs(k + 1, c + add)
+            used[t] = False
+            del assign[a]
+
+    dfs(0, 0)
+    return best_map, best
+
+
+def remap(layout: Any, mapping: Dict[int, int]) -> Any:
+    """The layout renumbered to the node's GPU indices (``mapping``: node -> layout)."""
+    if all(k == v for k, v in mapping.items()):
+        return layout
+    data = copy.deepcopy(layout.data)
+    inv = {v: k for k, v in mapping.items()}
+    pairs = (data.get("nvlink") or {}).get("pairs")
+    if isinstance(pairs, dict):
+        new = {}
+        for key, c in pairs.items():
+            a, b = (int(x) for x in key.split("-"))
+            if a in inv and b in inv:
+                x, y = sorted((inv[a], inv[b]))
+                new[f"{x}-{y}"] = c
+        data["nvlink"]["pairs"] = new
+    for path in (("nics", "placement", "gpu_nic"), ("numa", "gpu_numa")):
+        node: Any = data
+        for p in path[:-1]:
+            node = node.get(p) if isinstance(node, dict) else None
+        if isinstance(node, dict) and isinstance(node.get(path[-1]), dict):
+            node[path[-1]] = {str(inv[int(k)]): v for k, v in node[path[-1]].items()
+                              if int(k) in inv}
+    out = layouts_pkg.Layout(name=layout.name, data=data, origin=layout.origin,
+                             title=layout.title)
+    out.extra = dict(layout.extra, mapping={f"GPU{k}": v for k, v in mapping.items()})
+    return out
+
+
+def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
+    c = Candidate(layout=layout)
+    n = len(v.present) + len(v.lost)
+    missing_count = len(v.absent_in)
+    n_exp = layout.get("gpus.count")
+    names = sorted({g.name for g in topo.gpus if g.name})
+    pattern = layout.get("gpus.name_pattern")
+    name_ok = False
+    if names and pattern:
+        rx = re.compile(pattern, re.I)
+        if all(rx.search(nm) for nm in names):
+            name_ok = True
+            c.score += 50
+            c.why.append(f"GPU name {names[0]!r} matches")
+        else:
+            c.excluded = f"GPU name {names[0]!r} does not match {pattern!r}"
+            return c
+    if isinstance(n_exp, int):
+        if n > n_exp:
+            c.excluded = f"{n} GPUs, the layout has {n_exp}"
+            return c
+        # a degraded node keeps its layout: by name with up to half the GPUs gone, by
+        # shape alone with up to a quarter gone
+        floor = (n_exp + 1) // 2 if name_ok else n_exp - n_exp // 4
+        if n < floor:
+            c.excluded = f"{n} GPUs, too few for the layout's {n_exp}"
+            return c
+        if n == n_exp and not missing_count:
+            c.score += 10
+            c.why.append(f"{n} GPUs")
+        else:
+            c.score += 10 - 3 * (n_exp - n + missing_count)
+            c.why.append(f"{n} of {n_exp} GPUs")
+    n_lay = n_exp if isinstance(n_exp, int) else n
+    expected = F.layout_pairs(layout, n_lay)
+    observed = {k: cnt for k, (cnt, _) in v.pairs.items()}
+    nv_fit = False
+    if expected and observed:
+        mapping, _ = best_mapping(observed, v.present, expected, n_lay) if layout.get(
+            "nvlink.pairs") else ({a: a for a in v.present}, 0)
+        if len(mapping) == len(v.present):
+            c.mapping = mapping
+        matched = short = wrong = 0
+        for (a, b), o in observed.items():
+            if c.mapping is None:
+                break
+            e = expected.get(tuple(sorted((c.mapping[a], c.mapping[b]))), 0)  # type: ignore
+            if o == e:
+                matched += 1
+            elif 0 < o < e:
+                short += 1
+            else:
+                wrong += 1
+        if c.mapping is not None:
+            allzero = all(o == 0 for o in observed.values())
+            if allzero and layout.get("nvlink.nvswitch"):
+                c.why.append("no NV# between any GPU pair (NVLink fabric down?)")
+            else:
+                c.score += 2 * matched + short - 3 * wrong
+                nv_fit = matched + short > wrong and wrong <= max(1, len(observed) // 8)
+                c.why.append(f"{matched}/{len(observed)} GPU pairs as expected"
+                             + (f", {short} short" if short else "")
+                             + (f", {wrong} different" if wrong else ""))
+                if any(k != val for k, val in c.mapping.items()):
+                    c.why.append("GPUs renumbered: " + ", ".join(
+                        f"GPU{k}->{val}" for k, val in sorted(c.mapping.items()) if k != val))
+    # NUMA
+    gn = layout.get("numa.gpu_numa")
+    if isinstance(gn, dict):
+        m = c.mapping or {a: a for a in v.present}
+        good = bad = 0
+        for i in v.present:
+            g = topo.gpu(i)
+            node = F.numa_of(g) if g else None
+            want = gn.get(str(m.get(i, i)))
+            if node is None or want is None:
+                continue
+            if node == want:
+                good += 1
+            else:
+                bad += 1
+        c.score += 0.5 * (good - bad)
+        if good or bad:
+            c.why.append(f"NUMA {good}/{good + bad} as expected")
+    # NICs
+    if F.has_nic_data(topo, v) and topo.nics:
+        lay_nic = remap(layout, c.mapping) if c.mapping else layout
+        gpu_nic = lay_nic.get("nics.placement.gpu_nic")
+        want_path = lay_nic.get("nics.placement.gpu_to_nearest_compute_nic") or "PIX"
+        if isinstance(gpu_nic, dict):
+            good = bad = 0
+            for i in v.present:
+                ws = gpu_nic.get(str(i))
+                if ws is None:
+                    continue
+                for w in ([ws] if isinstance(ws, str) else ws):
+                    tok, _ = F.gpu_nic_path(topo, i, w)
+                    r = path_rank(tok)
+                    if r is not None and r <= path_rank(want_path):
+                        good += 1
+                    else:
+                        bad += 1
+            c.score += good - 0.5 * bad
+            c.why.append(f"NIC placement {good}/{good + bad} as the port map")
+        count = layout.get("nics.compute.count")
+        if isinstance(count, int):
+            comp, _ = F.compute_nics(topo, layout, v.present)
+            if len(comp) != count:
+                c.score -= 1
+            else:
+                c.why.append(f"{count} compute NICs")
+    c.fits = name_ok or nv_fit
+    return c
+
+
+def select(topo: Topology, choice: str = "auto", layout_file: Optional[str] = None
+           ) -> Selection:
+    """Choose the layout: a named one, a user's file, or ``auto``."""
+    v = F.view(topo)
+    if layout_file is not None:
+        lay = layouts_pkg.load_file(layout_file)
+        cand = score(topo, v, lay)
+        return _chosen(cand, f"--layout-file {layout_file}", [cand])
+    if choice != "auto":
+        lay = layouts_pkg.load(choice)
+        cand = score(topo, v, lay)
+        return _chosen(cand, f"--layout {choice}", [cand])
+    cands = [score(topo, v, lay) for lay in (layouts_pkg.load(n) for n in layouts_pkg.names())
+             if _auto_candidate(topo, lay)]
+    fit = [c for c in cands if c.fits and c.excluded is None]
+    if not fit:
+        return Selection(layout=None, reason=_none_reason(topo, v, cands), candidates=cands)
+    fit.sort(key=lambda c: (-c.score, -c.layout.priority, c.layout.name))
+    top = fit[0]
+    ties = [c for c in fit if abs(c.score - top.score) < 1e-9]
+    reason = "auto: " + "; ".join(top.why)
+    if len(ties) > 1:
+        reason += ("; ambiguous: " + ", ".join(c.layout.name for c in ties)
+                   + f" fit equally, picked {top.layout.name} (the most common); "
+                   "give --layout NAME to choose")
+    elif len(fit) > 1:
+        reason += f"; next: {fit[1].layout.name}"
+    return _chosen(top, reason, cands)
+
+
+def _auto_candidate(topo: Topology, layout: Any) -> bool:
+    """Layouts that cannot be recognised from inside the node (a cloud SKU without its own
+    device names) are only used when named; ``requires_nic_names`` ones need their names."""
+    if layout.get("selection.auto") is False:
+        return False
+    if layout.get("selection.requires_nic_names"):
+        names = layout.get("nics.compute.names") or []
+        return any(topo.nic(n) is not None for n in names)
+    return True
+
+
+def _chosen(cand: Candidate, reason: str, cands: List[Candidate]) -> Selection:
+    lay = cand.layout
+    mapping = cand.mapping
+    if reason.startswith("--"):
+        reason += ": " + ("; ".join(cand.why) if cand.why else "chosen by the user")
+        if cand.excluded:
+            reason += f" (does not fit: {cand.excluded})"
+    if mapping and any(k != v for k, v in mapping.items()):
+        lay = remap(lay, mapping)
+    else:
+        mapping = None
+    return Selection(layout=lay, reason=reason, mapping=mapping, candidates=cands)
+
+
+def _none_reason(topo: Topology, v: F.View, cands: List[Candidate]) -> str:
+    n = len(v.present)
+    names = sorted({g.name for g in topo.gpus if g.name})
+    what = f"{n} GPU{'s' if n != 1 else ''}" + (f" ({names[0]})" if names else "")
+    nv = sorted({c for c, _ in v.pairs.values()})
+    if nv and nv != [0]:
+        what += ", NV# " + "/".join(f"NV{x}" for x in nv if x)
+    elif v.pairs:
+        what += ", no NVLink between GPUs"
+    return (f"no layout fits: {what}; only layout-independent checks ran (give "
+            "--layout NAME or --layout-file FILE; if this is an NVSwitch system whose "
+            "fabric is down, name its layout)")

@@ -1,0 +1,145 @@
+"""``nvtopo layouts capture``: a layout written from a known-good node.
+
+States only what the input knows: a topo text gives GPU count, NV# per pair
+and NUMA placement; NVML adds GPU names, links per GPU, NVLink generation,
+NVSwitches and fabric; sysfs adds PCIe links, compute NICs (rate, link layer,
+placement) and GPUDirect RDMA.  Every section is tagged ``[O: CAPTURE]``:
+observed on one machine.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any, Dict, List, Optional
+
+from ..model import Topology, path_rank
+
+
+def _uniform(values: List[Any]) -> Optional[Any]:
+    vals = [x for x in values if x is not None]
+    return vals[0] if vals and len(set(map(str, vals))) == 1 else None
+
+
+def capture(topo: Topology, name: str, where: str) -> Dict[str, Any]:
+    from ..checks import facts as F
+
+    v = F.view(topo)
+    ev = "[O: CAPTURE]"
+    doc: Dict[str, Any] = {
+        "schema": 1, "name": name, "title": f"{name} (captured)",
+        "description": f"Captured by nvtopo layouts capture from {where}: what that node "
+                       "showed, taken as the expectation. Review before use.",
+        "sources": {"CAPTURE": f"{where}" + (f" (host {topo.host.get('hostname')})"
+                                             if topo.host.get("hostname") else "")},
+        "selection": {"family": name, "priority": 0},
+    }
+    present = v.present
+    gpus: Dict[str, Any] = {"count": len(present)}
+    gnames = [g.name for g in topo.gpus if g.index in present]
+    nm = _uniform(gnames)
+    if nm and all(gnames):
+        gpus["name_pattern"] = re.escape(nm)
+    gens, widths = [], []
+    for i in present:
+        g = topo.gpu(i)
+        sy = g.extra.get("sysfs") if g is not None and isinstance(g.extra.get("sysfs"), dict) \
+            else None
+        if sy and sy.get("link"):
+            gens.append(sy["link"].get("max_gen"))
+            widths.append(sy["link"].get("max_width"))
+        elif g is not None and isinstance(g.extra.get("nvml"), dict):
+            pc = g.extra["nvml"].get("pcie") or {}
+            gens.append(pc.get("max_gen"))
+            widths.append(pc.get("max_width"))
+    if _uniform(gens) is not None and _uniform(widths) is not None and all(gens) \
+            and all(widths):
+        gpus["pcie"] = {"gen": _uniform(gens), "width": _uniform(widths)}
+    gpus["evidence"] = ev
+    doc["gpus"] = gpus
+    # NVLink
+    if v.pairs:
+        nv: Dict[str, Any] = {}
+        counts = {k: c for k, (c, _) in v.pairs.items()}
+        nonzero = [c for c in counts.values() if c]
+        nvml = topo.extra.get("nvml") if isinstance(topo.extra.get("nvml"), dict) else {}
+        switch = bool(nvml.get("nvswitch")) if v.has_nvml else None
+        if nonzero:
+            if len(set(counts.values())) == 1:
+                nv["pair_count"] = nonzero[0]
+            else:
+                nv["pairs"] = {f"{a}-{b}": c for (a, b), c in sorted(counts.items()) if c}
+            if switch is None:
+                switch = len(set(counts.values())) == 1 and len(present) > 4
+            nv["nvswitch"] = bool(switch)
+            if v.has_nvml:
+                act = [v.links[i].active for i in present if i in v.links]
+                if _uniform(act):
+                    nv["links_per_gpu"] = _uniform(act)
+                vers = [x.get("version") for i in present if i in v.links
+                        for x in v.links[i].links if x.get("state") == "active"]
+                if _uniform(vers):
+                    nv["generation"] = _uniform(vers)
+                if switch and v.switches:
+                    nv["nvswitch_count"] = len(v.switches)
+                fab = [f.get("state") for i, f in v.fabric.items()]
+                if fab and all(s == "completed" for s in fab):
+                    nv["fabric"] = True
+            nv["evidence"] = ev
+            doc["nvlink"] = nv
+    # NICs
+    if v.has_sysfs and topo.nics:
+        comp, _ = F.compute_nics(topo, None, present)
+        nics: Dict[str, Any] = {}
+        if comp:
+            rates, layers = [], []
+            for nme in comp:
+                h = topo.nic(nme).extra.get("sysfs") or {}
+                for p in h.get("ports") or []:
+                    rates.append(p.get("rate_gbps"))
+                    layers.append(p.get("link_layer"))
+            compute: Dict[str, Any] = {"count": len(comp)}
+            if _uniform(rates) and all(rates):
+                compute["rate_gbps"] = _uniform(rates)
+            if _uniform(layers) in ("InfiniBand", "Ethernet") and all(layers):
+                compute["link_layer"] = _uniform(layers)
+            compute["evidence"] = ev
+            nics["compute"] = compute
+            gpu_nic: Dict[str, Any] = {}
+            worst = None
+            for i in present:
+                paths = [(F.gpu_nic_path(topo, i, nme)[0], nme) for nme in comp]
+                ranked = [(path_rank(t), t, nme) for t, nme in paths if path_rank(t) is not None]
+                if not ranked:
+                    continue
+                best = min(r for r, _, _ in ranked)
+                if best > path_rank("PXB"):
+                    continue
+                near = sorted((nme for r, _, nme in ranked if r == best), key=_natural)
+                gpu_nic[str(i)] = near[0] if len(near) == 1 else near
+                tok = next(t for r, t, _ in ranked if r == best)
+                if worst is None or path_rank(tok) > path_rank(worst):
+                    worst = tok
+            if gpu_nic:
+                per = Counter(x for val in gpu_nic.values()
+                              for x in ([val] if isinstance(val, str) else val))
+                nics["placement"] = {"gpu_to_nearest_compute_nic": worst, "gpu_nic": gpu_nic,
+                                     "evidence": ev}
+                if len(set(per.values())) == 1 and all(isinstance(x, str)
+                                                       for x in gpu_nic.values()):
+                    nics["placement"]["gpus_per_compute_nic"] = next(iter(per.values()))
+        gd = (topo.extra.get("sysfs") or {}).get("gpudirect") or {}
+        if gd.get("peermem_loaded"):
+            nics["gpudirect_rdma"] = True
+        if nics:
+            doc["nics"] = nics
+    # NUMA
+    numa = {str(i): F.numa_of(topo.gpu(i)) for i in present if topo.gpu(i) is not None}
+    if numa and all(x is not None for x in numa.values()):
+        doc["numa"] = {"nodes_with_gpus": len(set(numa.values())), "gpu_numa": numa,
+                       "evidence": ev}
+    return doc
+
+
+def _natural(s: str) -> List[Any]:
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", s)]

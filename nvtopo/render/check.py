@@ -1,0 +1,81 @@
+"""``nvtopo check``: findings grouped by severity, then the verdict; and its JSON document."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Sequence
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from ..checks import SEVERITIES, Finding, verdict
+
+STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
+TITLE = {"error": "Errors", "warning": "Warnings", "info": "Not checked / notes"}
+
+
+def document(layout: str, reason: str, findings: Sequence[Finding],
+             mapping: Any = None) -> Dict[str, Any]:
+    doc: Dict[str, Any] = {"layout": layout, "layout_reason": reason,
+                           "verdict": verdict(findings),
+                           "findings": [f.to_dict() for f in findings]}
+    if mapping:
+        doc["layout_mapping"] = {f"GPU{k}": v for k, v in sorted(mapping.items())}
+    return doc
+
+
+def _val(x: Any) -> str:
+    if x is None:
+        return "–"
+    if isinstance(x, dict):
+        return ", ".join(f"{k}={v}" for k, v in x.items())
+    return str(x)
+
+
+def print_check(doc: Dict[str, Any], console: Console) -> None:
+    console.print(Text.assemble(("Layout: ", "bold"), (doc["layout"], "bold cyan"),
+                                f"  ({doc['layout_reason']})"))
+    if doc.get("layout_mapping"):
+        console.print("GPU renumbering (node → layout): " + ", ".join(
+            f"{k}→{v}" for k, v in doc["layout_mapping"].items()))
+    findings: List[Dict[str, Any]] = doc["findings"]
+    for sev in SEVERITIES:
+        group = [f for f in findings if f["severity"] == sev]
+        if not group:
+            continue
+        table = Table(title=f"{TITLE[sev]} ({len(group)})", title_justify="left",
+                      title_style=STYLE[sev], show_lines=False, expand=False)
+        table.add_column("Code", style=STYLE[sev], no_wrap=True)
+        table.add_column("Subject", no_wrap=True)
+        if sev != "info":
+            table.add_column("Expected", no_wrap=False)
+            table.add_column("Actual", no_wrap=False)
+        table.add_column("What" if sev == "info" else "What / what to do", ratio=1)
+        for f in group:
+            what = Text(f["message"])
+            if f.get("hint") and sev != "info":
+                what.append("\n→ " + f["hint"], style="dim")
+            row = [f["code"], f["subject"]]
+            if sev != "info":
+                row += [_val(f["expected"]), _val(f["actual"])]
+            table.add_row(*row, what)
+        console.print(table)
+    n = {s: sum(1 for f in findings if f["severity"] == s) for s in SEVERITIES}
+    if doc["verdict"] == "fail":
+        line = Text(f"FAIL: {n['error']} error(s), {n['warning']} warning(s)", style="bold red")
+    else:
+        line = Text(f"PASS: no errors, {n['warning']} warning(s)",
+                    style="bold green" if not n["warning"] else "bold yellow")
+    line.append(f"  · {n['info']} not checked" if n["info"] else "", style="dim")
+    console.print(line)
+
+
+def print_layouts(rows: List[Dict[str, Any]], console: Console) -> None:
+    table = Table(title="Layouts", title_justify="left")
+    table.add_column("Name", no_wrap=True, style="bold")
+    table.add_column("Title", ratio=1)
+    for col in ("GPUs", "NV#", "Compute NICs"):
+        table.add_column(col, no_wrap=True)
+    for r in rows:
+        table.add_row(r["name"], r["title"], _val(r["gpus"]), _val(r["nvlink"]), _val(r["nics"]))
+    console.print(table)

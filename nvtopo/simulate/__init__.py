@@ -1,0 +1,83 @@
+"""``nvtopo simulate``: complete synthetic snapshots of a node of a layout, healthy or faulty.
+
+One machine description (:mod:`.machine`) is built from the layout and changed
+by the faults (:mod:`.faults`); every probe's evidence is then produced from
+it the way the probe would record it on a real node:
+
+* ``topo-text``: the ``nvidia-smi topo -m`` text (:mod:`.topo`);
+* ``nvml``: the real NVML probe (:func:`nvtopo.probes.nvml.capture`, through
+  the real pynvml wrappers) run against the fake NVML C library
+  (:mod:`.fake_nvml`) serving the machine;
+* ``sysfs``: the real sysfs traversal run over the machine's sysfs tree held
+  in memory (:mod:`.sysfs_tree`).
+
+A healthy node derives without disagreements between the sources.  The
+document says it is simulated: ``"simulated": {"layout", "faults", "seed",
+"assumptions"}``; everything in it is deterministic for a given seed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence
+
+from .. import __version__
+from ..layouts import Layout
+from . import faults as faults_mod
+from . import machine as machine_mod
+from . import sources, sysfs_tree, topo
+
+#: The time written into simulated snapshots (fixed: documents are deterministic).
+SIM_TIME = "2026-01-01T00:00:00+00:00"
+
+
+def build(layout: Layout, fault_specs: Sequence[str] = (), seed: int = 0,
+          hostname: Optional[str] = None) -> machine_mod.Machine:
+    """The machine of ``layout`` with the faults applied (specs checked first, all of them)."""
+    parsed = [faults_mod.parse(s) for s in fault_specs]
+    m = machine_mod.build(layout, seed=seed, hostname=hostname)
+    faults_mod.apply(m, parsed)
+    return m
+
+
+def snapshot(m: machine_mod.Machine) -> Dict[str, Any]:
+    """The snapshot document of a machine."""
+    from . import fake_nvml
+
+    text = topo.render(m)
+    nvml_ev = fake_nvml.record(sources.nvml_description(m))
+    # what the recording says about the machine it ran on, not about this process
+    nvml_ev["duration_s"] = 0.0
+    nvml_ev["library"] = {"module": "pynvml", "file": None,
+                          "simulated": "nvtopo.simulate.fake_nvml"}
+    sysfs_ev = sysfs_tree.capture(sources.sysfs_tree(m))
+    arch = "aarch64" if m.family.grace else "x86_64"
+    return {
+        "kind": "nvtopo-snapshot",
+        "schema_version": 1,
+        "nvtopo_version": __version__,
+        "host": {"hostname": m.hostname, "kernel": "5.15.0-simulated", "os": "Linux",
+                 "machine": arch, "time": SIM_TIME},
+        "simulated": {"layout": m.layout.name, "layout_origin": m.layout.origin,
+                      "faults": list(m.faults), "seed": m.seed,
+                      "assumptions": list(m.assumptions)},
+        "duration_s": 0.0,
+        "probes": {
+            "topo-text": {"command": "nvidia-smi", "args": ["topo", "-m"], "exit_status": 0,
+                          "stdout": text, "stderr": "", "duration_s": 0.0, "timeout_s": 30.0,
+                          "status": "ok", "error": None},
+            "nvml": nvml_ev,
+            "sysfs": sysfs_ev,
+            "host": {"status": "skipped", "error": "simulated node: no host facts"},
+        },
+    }
+
+
+def simulate(layout: Layout, fault_specs: Sequence[str] = (), seed: int = 0,
+             hostname: Optional[str] = None) -> Dict[str, Any]:
+    """A complete synthetic snapshot of a node of ``layout`` with ``fault_specs`` applied."""
+    return snapshot(build(layout, fault_specs, seed=seed, hostname=hostname))
+
+
+FAULT_KINDS: List[str] = list(faults_mod.KINDS)
+
+__all__ = ["simulate", "build", "snapshot", "FAULT_KINDS", "SIM_TIME"]

@@ -1,0 +1,229 @@
+"""Layout selection: every corpus file picks its layout (or none), degraded nodes keep theirs,
+permuted meshes match with the mapping reported; and the bundled layouts' content."""
+
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+
+from nvtopo import checks, layouts, snapshot
+from nvtopo.checks import select as S
+from nvtopo.model import Matrix, NVLinkPair, Topology, GPU
+
+CORPUS = Path(__file__).resolve().parent.parent / "fixtures" / "topo-corpus"
+
+#: file prefix -> (layout auto picks, its family, known healthy machine per MANIFEST.md).
+#: ``None``: no bundled layout fits (consumer cards, PCIe-only boxes, partial meshes,
+#: P2P-only outputs): only the layout-independent checks run.
+CORPUS_TABLE = {
+    "01": ("dgx-a100", "a100-8", True),
+    "02": ("hgx-h100-8", "h100-8", True),
+    "03": (None, None, True),
+    "06": (None, None, True),   # IBM Minsky P100: no layout
+    "07": ("gh200-4", "gh200", True),
+    "08": (None, None, True),
+    "12": ("dgx-1-v100", "dgx-1", True),
+    "14": (None, None, True),
+    "15": (None, None, True),
+    "18": (None, None, True),
+    "21": ("hgx-h100-8", "h100-8", True),
+    "23": ("hgx-h100-8", "h100-8", False),  # 6 of 8 H100 visible in a VM: gpu.missing
+    "24": ("hgx-h100-8", "h100-8", True),
+    "25": (None, None, True),
+    "27": (None, None, True),
+    "29": (None, None, True),   # 4x V100 partial mesh: no layout
+    "34": ("hgx-a100-4", "a100-4", True),
+    "36": ("hgx-a100-4", "a100-4", True),
+    "38": ("hgx-a100-4", "a100-4", True),
+    "41": ("hgx-a800-8", "a800-8", True),
+    "43": ("hgx-a100-4", "a100-4", True),
+    "44": (None, None, True),
+    "45": (None, None, True),
+    "46": ("hgx-a100-4", "a100-4", True),
+    "48": (None, None, True),
+    "53": ("gb200-nvl72-tray", "gb200", True),
+    "54": (None, None, True),
+    "56": (None, None, True),
+    "57": ("v100-sxm2-8", "dgx-1", True),
+    "61": (None, None, True),
+}
+
+FILES = sorted(CORPUS.glob("*.txt"))
+
+
+def test_table_covers_every_corpus_file():
+    assert sorted(f.name[:2] for f in FILES) == sorted(CORPUS_TABLE)
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name[:2])
+def test_corpus_picks_its_layout_and_healthy_ones_check_clean(path):
+    want, family, healthy = CORPUS_TABLE[path.name[:2]]
+    topo = snapshot.load(str(path))
+    sel = S.select(topo)
+    assert (sel.layout.name if sel.layout else None) == want, sel.reason
+    if want is None:
+        assert sel.reason.startswith("no layout fits")
+    else:
+        assert sel.layout.family == family
+        assert sel.reason.startswith("auto: ")
+    errors = [(f.code, f.subject) for f in checks.run(topo, sel.layout)
+              if f.severity == "error"]
+    if healthy:
+        assert errors == []
+    else:
+        assert errors == [("gpu.missing", "GPU6"), ("gpu.missing", "GPU7")]
+
+
+def test_ambiguous_nv18_board_says_so_and_picks_the_most_common():
+    topo = snapshot.load(str(CORPUS / "02_hgx-h100-8gpu-nv18-8nic-gpunumaid-spaces-sglang.txt"))
+    sel = S.select(topo)
+    assert "ambiguous" in sel.reason and "hgx-h20-8" in sel.reason
+    assert sel.layout.name == "hgx-h100-8"
+
+
+def _mesh_topo(pairs, n=8, perm=None):
+    perm = perm or list(range(n))
+    cells = [["SYS"] * n for _ in range(n)]
+    for i in range(n):
+        cells[i][i] = "X"
+    for key, c in pairs.items():
+        a, b = (perm[int(x)] for x in key.split("-"))
+        cells[a][b] = cells[b][a] = f"NV{c}"
+    labels = [f"GPU{i}" for i in range(n)]
+    return Topology(gpus=[GPU(i) for i in range(n)], sources=["topo-text"],
+                    matrix=Matrix(labels, cells))
+
+
+def test_permuted_dgx1_v100_mesh_matches_with_the_mapping():
+    pairs = layouts.load("dgx-1-v100").get("nvlink.pairs")
+    perm = [3, 6, 0, 5, 1, 7, 2, 4]  # layout GPU i is printed as GPU perm[i]
+    topo = _mesh_topo(pairs, perm=perm)
+    sel = S.select(topo)
+    assert sel.layout.family == "dgx-1"
+    assert sel.mapping is not None and "renumbered" in sel.reason
+    # the mapping sends each printed GPU to a layout GPU with the same neighbourhood
+    for key, c in pairs.items():
+        a, b = (int(x) for x in key.split("-"))
+        pa, pb = perm[a], perm[b]
+        assert pairs.get(f"{min(sel.mapping[pa], sel.mapping[pb])}-"
+                         f"{max(sel.mapping[pa], sel.mapping[pb])}") == c
+    assert [f for f in checks.run(topo, sel.layout) if f.severity == "error"] == []
+
+
+def test_identity_mesh_needs_no_mapping_and_a_missing_link_is_one_pair_finding():
+    pairs = dict(layouts.load("dgx-1-v100").get("nvlink.pairs"))
+    pairs["0-3"] = 1
+    topo = _mesh_topo(pairs)
+    sel = S.select(topo)
+    assert sel.layout.family == "dgx-1" and sel.mapping is None
+    errs = [(f.code, f.subject) for f in checks.run(topo, sel.layout) if f.severity == "error"]
+    assert errs == [("nvlink.pair_degraded", "GPU0-GPU3")]
+
+
+def test_best_mapping_is_exact_for_every_relabelling_of_a_small_mesh():
+    expected = {(0, 1): 2, (1, 2): 1, (2, 3): 2, (0, 3): 1}
+    for perm in itertools.permutations(range(4)):
+        obs = {tuple(sorted((perm[a], perm[b]))): c for (a, b), c in expected.items()}
+        for i in range(4):
+            for j in range(i + 1, 4):
+                obs.setdefault((i, j), 0)
+        mapping, cost = S.best_mapping(obs, range(4), expected, 4)
+        assert cost == 0
+
+
+def _h100_nvswitch(n=8, count=18, names=None):
+    labels = [f"GPU{i}" for i in range(n)]
+    cells = [["X" if i == j else f"NV{count}" for j in range(n)] for i in range(n)]
+    gpus = [GPU(i, name=names, numa_affinity="0" if i < 4 else "1",
+                sources={"numa_affinity": "topo-text"}) for i in range(n)]
+    return Topology(gpus=gpus, sources=["topo-text"], matrix=Matrix(labels, cells),
+                    nvlinks=[NVLinkPair(a, b, count) for a in range(n) for b in range(a + 1, n)])
+
+
+def test_degraded_h100_node_keeps_its_layout():
+    topo = _h100_nvswitch(n=7, names="NVIDIA H100 80GB HBM3")
+    sel = S.select(topo)
+    assert sel.layout.family == "h100-8"
+    errs = [(f.code, f.subject) for f in checks.run(topo, sel.layout) if f.severity == "error"]
+    assert errs == [("gpu.missing", "GPU7")]
+
+
+def test_gpu_names_decide_between_nv18_boards():
+    for name, family in (("NVIDIA H200", "h100-8"), ("NVIDIA H20", "h20-8"),
+                         ("NVIDIA B200", "b200-8"), ("NVIDIA H800", "h800-8")):
+        count = 8 if "H800" in name else 18
+        sel = S.select(_h100_nvswitch(count=count, names=name))
+        assert sel.layout is not None and sel.layout.family == family, (name, sel.reason)
+        assert sel.layout.name != "hgx-h100-8"
+
+
+def test_nothing_fits_runs_layout_independent_checks_only():
+    topo = snapshot.load(str(CORPUS / "08_2x-gtx1080ti-desktop-phb-numa-na.txt"))
+    sel = S.select(topo)
+    assert sel.layout is None and "no layout fits: 2 GPUs" in sel.reason
+
+
+def test_explicit_layout_and_user_file(tmp_path):
+    topo = snapshot.load(str(CORPUS / "02_hgx-h100-8gpu-nv18-8nic-gpunumaid-spaces-sglang.txt"))
+    sel = S.select(topo, "dgx-h100")
+    assert sel.layout.name == "dgx-h100" and sel.reason.startswith("--layout dgx-h100")
+    # the DGX port map does not hold on this OEM board: named GPUs reach other NICs
+    codes = {f.code for f in checks.run(topo, sel.layout) if f.severity == "error"}
+    assert "nic.placement" in codes
+    f = tmp_path / "mine.json"
+    f.write_text(json.dumps(dict(layouts.load("hgx-h100-8").data, name="mine")))
+    sel = S.select(topo, layout_file=str(f))
+    assert sel.layout.name == "mine" and sel.layout.origin == str(f)
+
+
+# --- the bundled layouts -------------------------------------------------------------------
+
+REQUIRED = ["dgx-1-p100", "dgx-station-v100", "dgx-2", "hgx-a100-4", "hgx-a100-8",
+            "hgx-a800-8", "dgx-h200", "hgx-h100-4", "hgx-h800-8", "hgx-h20-8", "dgx-b200",
+            "hgx-b300-8", "gb200-nvl72-tray", "gh200-4", "dgx-h100", "dgx-a100", "dgx-1-v100"]
+
+
+def test_required_layouts_exist():
+    assert set(REQUIRED) <= set(layouts.names())
+
+
+@pytest.mark.parametrize("name", layouts.names())
+def test_every_layout_is_consistent(name):
+    lay = layouts.load(name)
+    n = lay.get("gpus.count")
+    assert isinstance(n, int) and n > 0
+    pairs = lay.get("nvlink.pairs")
+    if pairs:
+        links = {g: 0 for g in range(n)}
+        for k, c in pairs.items():
+            a, b = map(int, k.split("-"))
+            assert 0 <= a < b < n
+            links[a] += c
+            links[b] += c
+        if lay.get("nvlink.links_per_gpu"):
+            assert set(links.values()) == {lay.get("nvlink.links_per_gpu")}
+    for key in ("numa.gpu_numa", "nics.placement.gpu_nic"):
+        m = lay.get(key)
+        if m:
+            assert {int(k) for k in m} <= set(range(n))
+    for sec in ("gpus", "nvlink", "numa"):
+        if lay.section(sec):
+            assert lay.evidence(sec), f"{name}: {sec} without evidence"
+    s = lay.summary()
+    assert s["name"] == name and s["gpus"] == n
+
+
+def test_inferred_only_sections_give_warnings_not_errors():
+    lay = layouts.load("dgx-station-v100")
+    assert lay.inferred_only("nvlink") and lay.inferred_only("numa")
+    topo = _mesh_topo({"0-1": 2, "0-2": 1, "0-3": 2, "1-2": 2, "1-3": 2, "2-3": 2}, n=4)
+    found = checks.run(topo, lay)
+    assert [f.severity for f in found if f.code == "nvlink.pair_degraded"] == ["warning"]
+    assert not [f for f in found if f.severity == "error"]
+
+
+def test_dgx1_p100_mesh_is_two_quads_plus_cross_links():
+    pairs = layouts.load("dgx-1-p100").get("nvlink.pairs")
+    assert len(pairs) == 16 and set(pairs.values()) == {1}
+    assert {"0-4", "1-5", "2-6", "3-7"} <= set(pairs)

@@ -540,6 +540,147 @@ def simulate_cmd(
                             if doc["simulated"]["faults"] else ", healthy") + ")\n")
 
 
+# --- audit: many saved snapshots at once (issue #6) -----------------------------------------
+
+
+class AuditFormat(str, enum.Enum):
+    table = "table"
+    json = "json"
+    prometheus = "prometheus"
+
+
+@app.command("audit")
+@handles_errors
+def audit_cmd(
+    paths: _List[str] = typer.Argument(
+        ..., metavar="PATH...",
+        help="Snapshots or topo texts: files, directories (recursive: *.json, *.txt, *.topo, "
+             "*.log, *.out) or glob patterns ('fleet/**/*.json', quoted)."),
+    layout: str = typer.Option("auto", "--layout", "-l", metavar="NAME|auto",
+                               help="Check every node against this layout (default: each "
+                                    "node's own, as `nvtopo check` picks it)."),
+    layout_file: Optional[str] = typer.Option(None, "--layout-file", metavar="FILE",
+                                              help="Check every node against your layout file."),
+    fmt: AuditFormat = typer.Option(AuditFormat.table, "--format",
+                                    help="table (Rich), json (streamed) or prometheus."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, metavar="N",
+                                       help="Worker processes (default: every core; 1 checks "
+                                            "in this process)."),
+) -> None:
+    """Check a fleet of saved snapshots: one row per node, a summary by finding code, and
+    the files that could not be read.
+
+    Files are streamed through worker processes (memory stays flat however many
+    there are); each is checked exactly as `nvtopo check --from FILE` would.
+    A progress bar is shown on a terminal (on standard error).
+
+    Exit status: 0 no node fails, 1 at least one node fails, 2 nothing could
+    be read (or a bad layout name or file).
+
+    Examples:
+
+      nvtopo audit /var/lib/nvtopo/
+
+      nvtopo audit 'snapshots/**/*.json' --format json --jobs 8
+
+      nvtopo audit rack7/ --layout-file rack7.json --format prometheus > audit.prom
+    """
+    from . import audit
+    from .render import audit as render_audit
+
+    if layout != "auto" and layout_file is not None:
+        raise NvtopoError("use either --layout or --layout-file, not both", where="audit")
+    if layout != "auto":
+        from . import layouts as layouts_pkg
+
+        layouts_pkg.load(layout)
+    elif layout_file is not None:
+        from . import layouts as layouts_pkg
+
+        layouts_pkg.load_file(layout_file)
+    results = audit.run(paths, layout=layout, layout_file=layout_file, jobs=jobs,
+                        with_findings=fmt is AuditFormat.json)
+    summary = audit.Summary()
+    progress = None
+    if sys.stderr.isatty():
+        from rich.console import Console
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                   TimeRemainingColumn)
+
+        total = sum(1 for _ in audit.expand(paths))
+        progress = Progress(TextColumn("auditing"), BarColumn(), MofNCompleteColumn(),
+                            TimeRemainingColumn(), console=Console(stderr=True),
+                            transient=True)
+        task = progress.add_task("audit", total=total)
+
+        def ticking(it: Any) -> Any:
+            for r in it:
+                progress.advance(task)
+                yield r
+        results = ticking(results)
+        progress.start()
+    try:
+        if fmt is AuditFormat.json:
+            render_audit.stream_json(results, summary, sys.stdout)
+        else:
+            rows = []
+            for r in results:
+                summary.add(r)
+                rows.append(render_audit.compact(
+                    r, keep_codes=fmt is AuditFormat.prometheus))
+            if progress is not None:
+                progress.stop()
+                progress = None
+            if fmt is AuditFormat.prometheus:
+                render_audit.print_prometheus(rows, summary, sys.stdout)
+            else:
+                render_audit.print_audit(rows, summary, _console())
+    finally:
+        if progress is not None:
+            progress.stop()
+    if summary.verdicts.get("pass", 0) + summary.verdicts.get("fail", 0) == 0:
+        _err("audit: nothing could be read" if summary.files else "audit: no input files")
+    raise typer.Exit(summary.exit_status())
+
+
+# --- diff: what changed on one node between two snapshots (issue #6) -------------------------
+
+
+@app.command("diff")
+@handles_errors
+def diff_cmd(
+    a: str = typer.Argument(..., metavar="A", help="The earlier snapshot (or topo text)."),
+    b: str = typer.Argument(..., metavar="B", help="The later snapshot (or topo text)."),
+    fmt: Format = typer.Option(Format.table, "--format", help="table (Rich) or json."),
+) -> None:
+    """What changed on a node between two snapshots: GPUs and NICs added or removed, NVLink
+    pairs and link states, fabric, IB port states and rates, PCIe links, error counters
+    (deltas; a counter that went down was reset), GPU-NIC paths, and the check verdict
+    (with the findings new in B and gone since A).
+
+    Exit status: 0 nothing changed, 1 something changed, 2 bad input.  Snapshots
+    of two different hosts are compared with a warning.
+
+    Examples:
+
+      nvtopo diff last-good.json now.json
+
+      nvtopo diff node17-monday.json node17-today.json --format json
+    """
+    from . import diff as diff_mod
+    from .render import diff as render_diff
+
+    d = diff_mod.diff_files(a, b)
+    for w in d.warnings:
+        sys.stderr.write(f"nvtopo: warning: {w}\n")
+    doc = d.to_dict()
+    if fmt is Format.json:
+        _print_json(doc)
+    else:
+        render_diff.print_diff(doc, _console())
+    raise typer.Exit(int(ExitStatus.FINDINGS if d.changed else ExitStatus.OK))
+
+
 def run() -> None:
     """Console-script entry point."""
     try:

@@ -1,0 +1,187 @@
+"""``nvtopo audit`` output: the node table, the summary by finding code, the unreadable files;
+the streamed JSON document; Prometheus text exposition."""
+
+from __future__ import annotations
+
+import json
+from typing import IO, Any, Dict, Iterable, Iterator, List
+
+from ..audit import SHOWN_NODES, NodeResult, Summary
+
+VERDICT_STYLE = {"pass": "green", "fail": "bold red", "error": "yellow"}
+
+
+def compact(r: NodeResult, keep_codes: bool = False) -> NodeResult:
+    """The row kept per node: no findings; the ``(severity, code, subject)`` triples only
+    where the output needs them (Prometheus: one series per finding)."""
+    if not keep_codes:
+        r.codes = ()
+    r.findings = None
+    if r.worst is not None:
+        sev, code, subject, message = r.worst
+        r.worst = (sev, code, subject, message if len(message) <= 160 else message[:157] + "…")
+    return r
+
+
+# --- table ------------------------------------------------------------------------------
+
+
+def print_audit(rows: List[NodeResult], summary: Summary, console: Any) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    checked = [r for r in rows if r.verdict != "error"]
+    bad = [r for r in rows if r.verdict == "error"]
+    if checked:
+        t = Table(title=f"Nodes ({len(checked)})", title_justify="left", expand=False)
+        for col in ("File", "Host", "Layout", "Verdict"):
+            t.add_column(col, no_wrap=col != "File", overflow="fold")
+        t.add_column("Err", justify="right")
+        t.add_column("Warn", justify="right")
+        t.add_column("Worst finding", ratio=1)
+        for r in checked:
+            worst: Any = "–"
+            if r.worst is not None:
+                sev, code, subject, message = r.worst
+                worst = Text.assemble((code, "red" if sev == "error" else "yellow"),
+                                      f" {subject}: ", message)
+            t.add_row(r.file, r.hostname or "–", r.layout or "–",
+                      Text(r.verdict.upper(), style=VERDICT_STYLE[r.verdict]),
+                      str(r.errors), str(r.warnings), worst)
+        console.print(t)
+    doc = summary.to_dict()
+    if doc["codes"]:
+        t = Table(title="Findings by code", title_justify="left", expand=False)
+        t.add_column("Code", no_wrap=True)
+        t.add_column("Severity", no_wrap=True)
+        t.add_column("Nodes", justify="right")
+        t.add_column(f"Which (first {SHOWN_NODES})", ratio=1)
+        for c in doc["codes"]:
+            which = ", ".join(c["shown"]) + (f", … +{c['more']} more" if c["more"] else "")
+            t.add_row(Text(c["code"], style="red" if c["severity"] == "error" else "yellow"),
+                      c["severity"], str(c["nodes"]), which)
+        console.print(t)
+    if bad:
+        t = Table(title=f"Could not be read ({len(bad)})", title_justify="left", expand=False,
+                  title_style="yellow")
+        t.add_column("File", overflow="fold")
+        t.add_column("Reason", ratio=1)
+        for r in bad:
+            t.add_row(r.file, r.reason or "")
+        console.print(t)
+    line = Text(f"AUDIT: {doc['files']} file(s) · ", style="bold")
+    line.append(f"{doc['pass']} pass", style="bold green")
+    line.append(" · ")
+    line.append(f"{doc['fail']} fail", style="bold red" if doc["fail"] else "bold")
+    line.append(" · ")
+    line.append(f"{doc['unreadable']} unreadable",
+                style="bold yellow" if doc["unreadable"] else "bold")
+    if doc["checked"] == 0:
+        line.append("  (nothing could be checked)", style="bold yellow")
+    console.print(line)
+
+
+# --- JSON (streamed) ----------------------------------------------------------------------
+
+
+def stream_json(results: Iterable[NodeResult], summary: Summary, out: IO[str]) -> None:
+    """Write ``{"nodes": [...], "summary": {...}}`` one node at a time (nothing is kept)."""
+    out.write('{"nodes": [')
+    first = True
+    for r in results:
+        summary.add(r)
+        out.write(("\n  " if first else ",\n  ") + json.dumps(r.to_dict()))
+        first = False
+    out.write(("\n" if not first else "") + '],\n "summary": '
+              + json.dumps(summary.to_dict(), indent=2).replace("\n", "\n ") + "}\n")
+    out.flush()
+
+
+# --- Prometheus text exposition --------------------------------------------------------------
+
+
+def _esc(v: Any) -> str:
+    return str(v).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _labels(d: Dict[str, Any]) -> str:
+    return "{" + ",".join(f'{k}="{_esc(v)}"' for k, v in d.items() if v is not None) + "}"
+
+
+def prometheus_lines(rows: List[NodeResult], summary: Summary) -> Iterator[str]:
+    """Per-node verdict gauges and fleet counts, ``nvtopo_`` prefix, HELP/TYPE per family."""
+    checked = [r for r in rows if r.verdict != "error"]
+
+    def node(r: NodeResult) -> Dict[str, Any]:
+        return {"file": r.file, "hostname": r.hostname or "", "layout": r.layout or "none"}
+
+    def family(name: str, help_: str) -> Iterator[str]:
+        yield f"# HELP {name} {help_}"
+        yield f"# TYPE {name} gauge"
+
+    yield from family("nvtopo_audit_node_pass",
+                      "1 when the node's snapshot has no error finding (nvtopo check passes), "
+                      "0 when it fails.")
+    for r in checked:
+        yield f"nvtopo_audit_node_pass{_labels(node(r))} {1 if r.verdict == 'pass' else 0}"
+    yield from family("nvtopo_audit_node_findings",
+                      "Findings of the node's snapshot by severity (error, warning).")
+    for r in checked:
+        for sev, n in (("error", r.errors), ("warning", r.warnings)):
+            yield f"nvtopo_audit_node_findings{_labels({**node(r), 'severity': sev})} {n}"
+    yield from family("nvtopo_audit_file_unreadable",
+                      "1 for each input file that could not be read or checked.")
+    for r in rows:
+        if r.verdict == "error":
+            yield f"nvtopo_audit_file_unreadable{_labels({'file': r.file})} 1"
+    doc = summary.to_dict()
+    yield from family("nvtopo_audit_nodes", "Input files by verdict (pass, fail, error).")
+    for v in ("pass", "fail", "error"):
+        yield f'nvtopo_audit_nodes{{verdict="{v}"}} {summary.verdicts.get(v, 0)}'
+    yield from family("nvtopo_audit_code_nodes",
+                      "Nodes with at least one finding of this code.")
+    for c in doc["codes"]:
+        yield (f"nvtopo_audit_code_nodes{_labels({'code': c['code'], 'severity': c['severity']})}"
+               f" {c['nodes']}")
+
+
+def print_prometheus(rows: List[NodeResult], summary: Summary, out: IO[str]) -> None:
+    """Per node, the families of ``nvtopo check --format prometheus`` (its renderer,
+    :mod:`nvtopo.render.prometheus`, labelled by file and hostname), plus the fleet's
+    ``nvtopo_audit_*`` families; without that renderer, :func:`prometheus_lines`."""
+    try:
+        from . import prometheus as prom
+    except ImportError:
+        prom = None  # type: ignore[assignment]
+    if prom is None:
+        for line in prometheus_lines(rows, summary):
+            out.write(line + "\n")
+    else:
+        out.write(prom.exposition(prometheus_families(rows, summary, prom)))
+    out.flush()
+
+
+def prometheus_families(rows: List[NodeResult], summary: Summary, prom: Any) -> List[Any]:
+    nodes = []
+    for r in rows:
+        if r.verdict == "error":
+            continue
+        check = {"layout": r.layout, "verdict": r.verdict,
+                 "findings": [{"severity": sev, "code": code, "subject": subject}
+                              for sev, code, subject in r.codes]}
+        nodes.append(prom.NodeMetrics(check=check, labels={"file": r.file,
+                                                           "hostname": r.hostname or ""}))
+    fams = prom.node_families(nodes)
+    unreadable = prom.Family("nvtopo_audit_file_unreadable",
+                             "1 for each input file that could not be read or checked.")
+    for r in rows:
+        if r.verdict == "error":
+            unreadable.add({"file": r.file}, 1)
+    verdicts = prom.Family("nvtopo_audit_nodes", "Input files by verdict (pass, fail, error).")
+    for v in ("pass", "fail", "error"):
+        verdicts.add({"verdict": v}, summary.verdicts.get(v, 0))
+    codes = prom.Family("nvtopo_audit_code_nodes", "Nodes with at least one finding of this code.")
+    for c in summary.to_dict()["codes"]:
+        codes.add({"code": c["code"], "severity": c["severity"]}, c["nodes"])
+    return list(fams) + [unreadable, verdicts, codes]
+

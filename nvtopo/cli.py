@@ -6,7 +6,7 @@ import enum
 import functools
 import json
 import sys
-from typing import Any, Callable, Optional, TypeVar
+from typing import Any, Callable, Dict, Optional, Tuple, TypeVar
 
 import typer
 
@@ -40,6 +40,50 @@ app = typer.Typer(
 class Format(str, enum.Enum):
     table = "table"
     json = "json"
+
+
+class ShowFormat(str, enum.Enum):
+    table = "table"
+    json = "json"
+    svg = "svg"
+    html = "html"
+    rich_svg = "rich-svg"
+
+
+class CheckFormat(str, enum.Enum):
+    table = "table"
+    json = "json"
+    prometheus = "prometheus"
+    svg = "svg"
+    html = "html"
+    rich_svg = "rich-svg"
+
+
+OUTPUT_HELP = ("Write to FILE instead of standard output, atomically (a temporary file in the "
+               "same directory, then a rename). '-': standard output.")
+
+
+def _check_output(output: Optional[str]) -> None:
+    """An ``-o`` path whose directory does not exist fails before any probing."""
+    import os
+
+    if output is None or output == "-":
+        return
+    parent = os.path.dirname(output) or "."
+    if not os.path.isdir(parent):
+        raise NvtopoError(f"cannot write: directory {parent} does not exist", where=output)
+
+
+def _emit(text: str, output: Optional[str]) -> None:
+    """``text`` to standard output, or atomically to ``output``."""
+    if output is None or output == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        from . import snapshot
+
+        snapshot.write_atomic(text, output)
+        sys.stderr.write(f"nvtopo: wrote {output}\n")
 
 
 FROM_HELP = ("Read this file instead of probing: a snapshot, or a pasted `nvidia-smi topo` "
@@ -122,10 +166,15 @@ def show(
     example: Optional[str] = typer.Option(
         None, "--example", metavar="NAME",
         help="Show a bundled example instead of this machine (dgx-h100)."),
-    fmt: Format = typer.Option(Format.table, "--format", help="table (Rich) or json (the model)."),
+    fmt: ShowFormat = typer.Option(
+        ShowFormat.table, "--format",
+        help="table (Rich), json (the model), svg (a topology picture), html or rich-svg "
+             "(the table view as an HTML page or an SVG of the terminal)."),
     timeout: float = typer.Option(30.0, "--timeout", min=0.1, help=TIMEOUT_HELP),
     sysfs_root: Optional[str] = typer.Option(None, "--sysfs-root", metavar="DIR",
                                              help=SYSFS_ROOT_HELP),
+    output: Optional[str] = typer.Option(None, "--output", "-o", metavar="FILE",
+                                         help=OUTPUT_HELP),
 ) -> None:
     """Show the topology matrix, GPUs, NICs, legend and a summary.
 
@@ -140,10 +189,13 @@ def show(
       nvtopo show --from node17.json --format json
 
       nvidia-smi topo -m | nvtopo show --from -
+
+      nvtopo show --from node17.json --format svg -o node17.svg
     """
     from . import snapshot
     from .render import matrix
 
+    _check_output(output)
     if from_ is not None and example is not None:
         raise NvtopoError("use either --from or --example, not both", where="show")
     if example is not None and sysfs_root is not None:
@@ -158,10 +210,14 @@ def show(
     if not topo.gpus and topo.matrix is None and topo.p2p is None:
         why = "; ".join(n.message for n in topo.notes) or "no GPU facts"
         raise NvtopoError(f"nothing to show: {why}", where=topo.origin.get("file") or "input")
-    if fmt is Format.json:
-        _print_json(topo.to_dict())
-    else:
+    if fmt is ShowFormat.table and output in (None, "-"):
         matrix.print_topology(topo, _console())
+    elif fmt is ShowFormat.json:
+        _emit(json.dumps(topo.to_dict(), indent=2) + "\n", output)
+    else:
+        from .render import export
+
+        _emit(export.show_document(topo, fmt.value), output)
 
 
 @app.command("snapshot")
@@ -336,6 +392,35 @@ def _check_input(from_: Optional[str], sysfs_root: Optional[str], timeout: float
     return topo
 
 
+def _check_input_recorded(from_: Optional[str], sysfs_root: Optional[str],
+                          timeout: float) -> Tuple[Any, Dict[str, float]]:
+    """:func:`_check_input`, and how long each probe took (the snapshot's ``duration_s``)."""
+    from . import snapshot
+    from .render import prometheus as prom
+
+    options = _probe_options(timeout, sysfs_root, from_, "check")
+    doc: Dict[str, Any] = {}
+    if from_ is not None:
+        text, where = snapshot.read_input(from_)
+        if text.lstrip("\ufeff \t\r\n").startswith("{"):
+            doc = snapshot.parse_snapshot(text, where)
+            topo = snapshot.derive(doc, where)
+        else:
+            topo = snapshot.load_text(text, where)
+    else:
+        doc = snapshot.take(options)
+        topo = snapshot.derive(doc, where=None)
+        topo.origin = {"kind": "live"}
+    if not topo.gpus and topo.matrix is None and topo.p2p is None:
+        why = ((doc.get("probes") or {}).get("topo-text") or {}).get("error") if from_ is None \
+            else None
+        why = why or "; ".join(n.message for n in topo.notes) or "no GPU facts"
+        raise NvtopoError(f"nothing to check: {why}",
+                          where=topo.origin.get("file") or ("live probe" if from_ is None
+                                                            else "input"))
+    return topo, prom.probe_durations(doc)
+
+
 @app.command("check")
 @handles_errors
 def check_cmd(
@@ -349,8 +434,14 @@ def check_cmd(
     layout_file: Optional[str] = typer.Option(
         None, "--layout-file", metavar="FILE",
         help="Check against your own layout file (JSON; see `nvtopo layouts capture`)."),
-    fmt: Format = typer.Option(Format.table, "--format", help="table (Rich) or json."),
+    fmt: CheckFormat = typer.Option(
+        CheckFormat.table, "--format",
+        help="table (Rich), json, prometheus (node_exporter textfile format), svg (the "
+             "topology picture with faulty elements marked), html or rich-svg (the table "
+             "view exported)."),
     timeout: float = typer.Option(30.0, "--timeout", min=0.1, help=TIMEOUT_HELP),
+    output: Optional[str] = typer.Option(None, "--output", "-o", metavar="FILE",
+                                         help=OUTPUT_HELP),
 ) -> None:
     """Check the node against its expected layout: GPUs, NVLink, fabric, P2P, PCIe, NICs,
     InfiniBand/RoCE ports, NUMA, and sources that disagree.
@@ -368,6 +459,8 @@ def check_cmd(
       nvtopo check --from node17.json --layout dgx-h100
 
       nvtopo check --from ticket.txt --layout-file mynode.json --format json
+
+      nvtopo check --format prometheus -o /var/lib/node_exporter/textfile/nvtopo.prom
     """
     from . import checks
     from .checks import select as selection
@@ -383,14 +476,24 @@ def check_cmd(
         from . import layouts as layouts_pkg
 
         layouts_pkg.load_file(layout_file)
-    topo = _check_input(from_, sysfs_root, timeout)
+    _check_output(output)
+    durations: Dict[str, float] = {}
+    if fmt is CheckFormat.prometheus:
+        topo, durations = _check_input_recorded(from_, sysfs_root, timeout)
+    else:
+        topo = _check_input(from_, sysfs_root, timeout)
     sel = selection.select(topo, layout, layout_file)
     found = checks.run(topo, sel.layout)
     doc = render_check.document(sel.name, sel.reason, found, sel.mapping)
-    if fmt is Format.json:
-        _print_json(doc)
-    else:
+    if fmt is CheckFormat.table and output in (None, "-"):
         render_check.print_check(doc, _console())
+    elif fmt is CheckFormat.json:
+        _emit(json.dumps(doc, indent=2) + "\n", output)
+    else:
+        from .render import export
+
+        _emit(export.check_document(doc, topo, fmt.value, layout=sel.layout,
+                                    durations=durations), output)
     raise typer.Exit(int(ExitStatus.FINDINGS if doc["verdict"] == "fail" else ExitStatus.OK))
 
 

@@ -42,9 +42,10 @@ def print_audit(rows: List[NodeResult], summary: Summary, console: Any) -> None:
         for r in checked:
             worst: Any = "–"
             if r.worst is not None:
-                sev, code, subject, message = r.worst
+                sev, code, subject, _message = r.worst
+                more = r.errors + r.warnings - 1
                 worst = Text.assemble((code, "red" if sev == "error" else "yellow"),
-                                      f" {subject}: ", message)
+                                      f" {subject}", (f" (+{more} more)" if more else "", "dim"))
             t.add_row(r.file, r.hostname or "–", r.layout or "–",
                       Text(r.verdict.upper(), style=VERDICT_STYLE[r.verdict]),
                       str(r.errors), str(r.warnings), worst)

@@ -705,7 +705,8 @@ def audit_cmd(
                         with_findings=fmt is AuditFormat.json)
     summary = audit.Summary()
     progress = None
-    if sys.stderr.isatty():
+    # the bar goes to standard error; streamed JSON on a terminal shows its own progress
+    if sys.stderr.isatty() and not (fmt is AuditFormat.json and sys.stdout.isatty()):
         from rich.console import Console
         from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                                    TimeRemainingColumn)
@@ -713,7 +714,7 @@ def audit_cmd(
         total = sum(1 for _ in audit.expand(paths))
         progress = Progress(TextColumn("auditing"), BarColumn(), MofNCompleteColumn(),
                             TimeRemainingColumn(), console=Console(stderr=True),
-                            transient=True)
+                            transient=True, redirect_stdout=False, redirect_stderr=False)
         task = progress.add_task("audit", total=total)
 
         def ticking(it: Any) -> Any:

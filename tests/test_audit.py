@@ -221,3 +221,33 @@ def test_table_and_prometheus(fleet, cli):
 def test_no_progress_bar_in_pipes(fleet, cli):
     r = cli("audit", str(fleet / "rack-a" / "node00.json"))
     assert "auditing" not in r.stdout and "auditing" not in (r.stderr or "")
+
+
+def test_progress_bar_on_a_terminal_keeps_stdout_clean(fleet, tmp_path):
+    """stderr a terminal, stdout a file: the bar is drawn on stderr, the JSON lands whole."""
+    import pty
+    import select
+    import subprocess
+    import sys
+
+    master, slave = pty.openpty()
+    out = tmp_path / "out.json"
+    with open(out, "w") as fh:
+        p = subprocess.run([sys.executable, "-m", "nvtopo", "audit", str(fleet / "rack-a"),
+                            "--format", "json", "--jobs", "1"], stdout=fh, stderr=slave,
+                           timeout=300)
+    os.close(slave)
+    seen = b""
+    while select.select([master], [], [], 0.5)[0]:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(master)
+    assert p.returncode == 1
+    assert b"auditing" in seen and b"12/12" in seen
+    doc = json.loads(out.read_text())
+    assert len(doc["nodes"]) == 12 and doc["summary"]["fail"] == 3

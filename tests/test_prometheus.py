@@ -286,3 +286,26 @@ def test_prometheus_from_a_file_imports_no_nvml_psutil_or_other_renderers(faulty
             "'nvtopo.render.export') if m in sys.modules]\n"
             "assert not bad, bad\n")
     subprocess.run([sys.executable, "-c", code, faulty], check=True, capture_output=True)
+
+
+def test_live_probe_records_probe_durations(monkeypatch):
+    """Live (a fake sysfs tree as /sys, no nvidia-smi): the findings match --format json, and
+    the durations are the probes' own, measured now."""
+    import sysfs_trees
+    import nvtopo.probes.topo_text as tt
+
+    monkeypatch.setattr(tt.shutil, "which", lambda name: None)
+    root = sysfs_trees.tree("dgx-h100-faults")[0]
+    r = cli("check", "--sysfs-root", root, "--format", "prometheus")
+    assert r.exit_code == 1, r.output
+    fams = assert_well_formed(r.stdout)
+    doc = json.loads(cli("check", "--sysfs-root", root, "--format", "json").stdout)
+    got = {(lab["code"], lab["subject"], lab["severity"]) for lab, _ in
+           samples(fams, "nvtopo_finding")}
+    assert got == {(f["code"], f["subject"], f["severity"]) for f in doc["findings"]}
+    durations = {lab["source"]: v for lab, v in samples(fams, "nvtopo_probe_duration_seconds")}
+    assert durations.get("sysfs", 0) > 0
+    assert "topo-text" not in durations  # nvidia-smi was not run: nothing recorded
+    down = {lab["device"] for lab, v in samples(fams, "nvtopo_port_up") if v == 0}
+    assert down and all(any(f["subject"].startswith(d + " ") for f in doc["findings"])
+                        for d in down)

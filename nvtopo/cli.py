@@ -705,8 +705,9 @@ def audit_cmd(
                         with_findings=fmt is AuditFormat.json)
     summary = audit.Summary()
     progress = None
-    # the bar goes to standard error; streamed JSON on a terminal shows its own progress
-    if sys.stderr.isatty() and not (fmt is AuditFormat.json and sys.stdout.isatty()):
+    # the bar goes to standard error; streamed output (table, JSON) on a terminal shows its
+    # own progress
+    if sys.stderr.isatty() and not (fmt is not AuditFormat.prometheus and sys.stdout.isatty()):
         from rich.console import Console
         from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                                    TimeRemainingColumn)
@@ -726,19 +727,25 @@ def audit_cmd(
     try:
         if fmt is AuditFormat.json:
             render_audit.stream_json(results, summary, sys.stdout)
-        else:
-            rows = []
+        elif fmt is AuditFormat.table:
+            printer = render_audit.TablePrinter(_console())
             for r in results:
                 summary.add(r)
-                rows.append(render_audit.compact(
-                    r, keep_codes=fmt is AuditFormat.prometheus))
+                printer.add(r)
             if progress is not None:
                 progress.stop()
                 progress = None
-            if fmt is AuditFormat.prometheus:
-                render_audit.print_prometheus(rows, summary, sys.stdout)
-            else:
-                render_audit.print_audit(rows, summary, _console())
+            printer.finish(summary)
+        else:
+            # the exposition groups samples by family: one compact row per node is kept
+            rows = []
+            for r in results:
+                summary.add(r)
+                rows.append(render_audit.compact(r, keep_codes=True))
+            if progress is not None:
+                progress.stop()
+                progress = None
+            render_audit.print_prometheus(rows, summary, sys.stdout)
     finally:
         if progress is not None:
             progress.stop()

@@ -251,3 +251,34 @@ def test_progress_bar_on_a_terminal_keeps_stdout_clean(fleet, tmp_path):
     assert b"auditing" in seen and b"12/12" in seen
     doc = json.loads(out.read_text())
     assert len(doc["nodes"]) == 12 and doc["summary"]["fail"] == 3
+
+
+def test_table_streams_in_chunks_and_keeps_no_rows(monkeypatch):
+    from rich.console import Console
+
+    from nvtopo.render import audit as render_audit
+
+    monkeypatch.setattr(render_audit, "CHUNK", 4)
+    monkeypatch.setattr(render_audit, "MAX_UNREADABLE_SHOWN", 2)
+    console = Console(record=True, width=140, file=open(os.devnull, "w"))
+    printer = render_audit.TablePrinter(console)
+    summary = audit.Summary()
+    for i in range(10):
+        r = audit.NodeResult(file=f"n{i}.json", hostname=f"n{i}", layout="dgx-h100",
+                             verdict="fail" if i == 7 else "pass", errors=int(i == 7),
+                             worst=("error", "gpu.missing", "GPU7", "gone") if i == 7 else None,
+                             codes=(("error", "gpu.missing", "GPU7"),) if i == 7 else ())
+        summary.add(r)
+        printer.add(r)
+        assert len(printer.pending) < 4  # flushed every 4 rows, never accumulated
+    for i in range(3):
+        bad = audit.NodeResult(file=f"bad{i}.json", hostname=None, layout=None,
+                               verdict="error", reason="file is empty")
+        summary.add(bad)
+        printer.add(bad)
+    printer.finish(summary)
+    text = console.export_text()
+    assert [f"n{i}.json" in text for i in range(10)] == [True] * 10
+    assert text.count("Worst finding") == 1  # one header over all chunks
+    assert "Could not be read (3)" in text and "… and 1 more" in text
+    assert "AUDIT: 13 file(s) · 9 pass · 1 fail · 3 unreadable" in text

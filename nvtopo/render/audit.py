@@ -26,20 +26,64 @@ def compact(r: NodeResult, keep_codes: bool = False) -> NodeResult:
 # --- table ------------------------------------------------------------------------------
 
 
-def print_audit(rows: List[NodeResult], summary: Summary, console: Any) -> None:
-    from rich.table import Table
-    from rich.text import Text
+#: Node rows printed per table chunk (the node table streams: rows are not kept).
+CHUNK = 50
+#: Unreadable files kept for the last section (the count stays exact beyond it).
+MAX_UNREADABLE_SHOWN = 1000
 
-    checked = [r for r in rows if r.verdict != "error"]
-    bad = [r for r in rows if r.verdict == "error"]
-    if checked:
-        t = Table(title=f"Nodes ({len(checked)})", title_justify="left", expand=False)
-        for col in ("File", "Host", "Layout", "Verdict"):
-            t.add_column(col, no_wrap=col != "File", overflow="fold")
-        t.add_column("Err", justify="right")
-        t.add_column("Warn", justify="right")
-        t.add_column("Worst finding", ratio=1)
-        for r in checked:
+
+class TablePrinter:
+    """The node table, printed in chunks as results arrive; then the summary tables.
+
+    Only unreadable files are kept (for their section, at most
+    :data:`MAX_UNREADABLE_SHOWN`), so memory does not grow with the fleet.  Column widths are
+    fixed from the first chunk, so the chunks line up as one table.
+    """
+
+    def __init__(self, console: Any) -> None:
+        self.console = console
+        self.pending: List[NodeResult] = []
+        self.bad: List[NodeResult] = []
+        self.nbad = 0
+        self.widths: Any = None
+        self.printed = 0
+
+    def add(self, r: NodeResult) -> None:
+        if r.verdict == "error":
+            self.nbad += 1
+            if len(self.bad) < MAX_UNREADABLE_SHOWN:
+                self.bad.append(compact(r))
+            return
+        self.pending.append(compact(r))
+        if len(self.pending) >= CHUNK:
+            self._flush()
+
+    def _flush(self) -> None:
+        from rich import box
+        from rich.table import Table
+        from rich.text import Text
+
+        rows, self.pending = self.pending, []
+        if not rows:
+            return
+        if self.widths is None:
+            def w(vals: Iterable[str], lo: int, hi: int) -> int:
+                return max(lo, min(hi, max((len(v) for v in vals), default=lo)))
+            self.widths = (w((r.file for r in rows), 4, 60),
+                           w((r.hostname or "–" for r in rows), 4, 24),
+                           w((r.layout or "–" for r in rows), 6, 20))
+            self.console.print(Text("Nodes", style="bold italic"))
+        fw, hw, lw = self.widths
+        t = Table(box=box.SIMPLE_HEAD, show_edge=False, show_header=self.printed == 0,
+                  expand=False, pad_edge=False)
+        t.add_column("File", width=fw, overflow="fold")
+        t.add_column("Host", width=hw, overflow="fold")
+        t.add_column("Layout", width=lw, overflow="fold")
+        t.add_column("Verdict", width=7, no_wrap=True)
+        t.add_column("Err", width=4, justify="right")
+        t.add_column("Warn", width=4, justify="right")
+        t.add_column("Worst finding", min_width=20, ratio=1)
+        for r in rows:
             worst: Any = "–"
             if r.worst is not None:
                 sev, code, subject, _message = r.worst
@@ -49,38 +93,57 @@ def print_audit(rows: List[NodeResult], summary: Summary, console: Any) -> None:
             t.add_row(r.file, r.hostname or "–", r.layout or "–",
                       Text(r.verdict.upper(), style=VERDICT_STYLE[r.verdict]),
                       str(r.errors), str(r.warnings), worst)
-        console.print(t)
-    doc = summary.to_dict()
-    if doc["codes"]:
-        t = Table(title="Findings by code", title_justify="left", expand=False)
-        t.add_column("Code", no_wrap=True)
-        t.add_column("Severity", no_wrap=True)
-        t.add_column("Nodes", justify="right")
-        t.add_column(f"Which (first {SHOWN_NODES})", ratio=1)
-        for c in doc["codes"]:
-            which = ", ".join(c["shown"]) + (f", … +{c['more']} more" if c["more"] else "")
-            t.add_row(Text(c["code"], style="red" if c["severity"] == "error" else "yellow"),
-                      c["severity"], str(c["nodes"]), which)
-        console.print(t)
-    if bad:
-        t = Table(title=f"Could not be read ({len(bad)})", title_justify="left", expand=False,
-                  title_style="yellow")
-        t.add_column("File", overflow="fold")
-        t.add_column("Reason", ratio=1)
-        for r in bad:
-            t.add_row(r.file, r.reason or "")
-        console.print(t)
-    line = Text(f"AUDIT: {doc['files']} file(s) · ", style="bold")
-    line.append(f"{doc['pass']} pass", style="bold green")
-    line.append(" · ")
-    line.append(f"{doc['fail']} fail", style="bold red" if doc["fail"] else "bold")
-    line.append(" · ")
-    line.append(f"{doc['unreadable']} unreadable",
-                style="bold yellow" if doc["unreadable"] else "bold")
-    if doc["checked"] == 0:
-        line.append("  (nothing could be checked)", style="bold yellow")
-    console.print(line)
+        self.console.print(t)
+        self.printed += len(rows)
 
+    def finish(self, summary: Summary) -> None:
+        from rich.table import Table
+        from rich.text import Text
+
+        self._flush()
+        console = self.console
+        bad = self.bad
+        doc = summary.to_dict()
+        if doc["codes"]:
+            t = Table(title="Findings by code", title_justify="left", expand=False)
+            t.add_column("Code", no_wrap=True)
+            t.add_column("Severity", no_wrap=True)
+            t.add_column("Nodes", justify="right")
+            t.add_column(f"Which (first {SHOWN_NODES})", ratio=1)
+            for c in doc["codes"]:
+                which = ", ".join(c["shown"]) + (f", … +{c['more']} more" if c["more"] else "")
+                t.add_row(Text(c["code"], style="red" if c["severity"] == "error" else "yellow"),
+                          c["severity"], str(c["nodes"]), which)
+            console.print(t)
+        if bad:
+            t = Table(title=f"Could not be read ({self.nbad})", title_justify="left", expand=False,
+                      title_style="yellow")
+            t.add_column("File", overflow="fold")
+            t.add_column("Reason", ratio=1)
+            for r in bad:
+                t.add_row(r.file, r.reason or "")
+            if self.nbad > len(bad):
+                t.add_row(f"… and {self.nbad - len(bad)} more", "(--format json lists every file)")
+            console.print(t)
+        line = Text(f"AUDIT: {doc['files']} file(s) · ", style="bold")
+        line.append(f"{doc['pass']} pass", style="bold green")
+        line.append(" · ")
+        line.append(f"{doc['fail']} fail", style="bold red" if doc["fail"] else "bold")
+        line.append(" · ")
+        line.append(f"{doc['unreadable']} unreadable",
+                    style="bold yellow" if doc["unreadable"] else "bold")
+        if doc["checked"] == 0:
+            line.append("  (nothing could be checked)", style="bold yellow")
+        console.print(line)
+
+
+
+def print_audit(rows: Iterable[NodeResult], summary: Summary, console: Any) -> None:
+    """The whole table output for results already at hand (``summary`` already holds them)."""
+    printer = TablePrinter(console)
+    for r in rows:
+        printer.add(r)
+    printer.finish(summary)
 
 # --- JSON (streamed) ----------------------------------------------------------------------
 

@@ -81,7 +81,7 @@ t = time.perf_counter()
 rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode
 wall = time.perf_counter() - t
 ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-print(wall, ru.ru_maxrss, rc)
+print(wall, ru.ru_maxrss, rc, ru.ru_utime + ru.ru_stime)
 """
 
 BASELINE = r"""
@@ -99,7 +99,7 @@ print(time.perf_counter() - t, n)
 def run_child(cmd):
     out = subprocess.run([sys.executable, "-c", RUNNER, *cmd], capture_output=True, text=True,
                          check=True).stdout.split()
-    return float(out[0]), int(out[1]), int(out[2])
+    return float(out[0]), int(out[1]), int(out[2]), float(out[3])
 
 
 def main() -> None:
@@ -114,13 +114,16 @@ def main() -> None:
     ap.add_argument("--skip-memory", action="store_true")
     ap.add_argument("--skip-throughput", action="store_true")
     ap.add_argument("--mem-jobs", type=int, default=1,
-                    help="--jobs for the memory runs (peak RSS is the largest process's)")
+                    help="--jobs for the memory runs (1: everything in the measured process; "
+                         "with more, worker processes are not counted)")
     args = ap.parse_args()
     d = Path(args.dir)
     faulty = generate(d, args.files, args.distinct)
     nvtopo = [sys.executable, "-m", "nvtopo"]
     sample = list_files(d, args.sample)
-    print(f"machine: {machine()}")
+    print(f"machine: {machine()}; load average {os.getloadavg()[0]:.1f} at the start "
+          "(other processes share the cores: wall times and --jobs speed-up suffer, CPU "
+          "time per file less)")
     print(f"fleet: {args.files} simulated DGX H100 snapshots ({faulty} faulty), "
           f"throughput on the first {args.sample}, medians of {args.runs} runs")
 
@@ -134,11 +137,16 @@ def main() -> None:
     if base:
         print(f"  read + json.loads          {args.sample / b:8.1f} files/s  ({b:.2f} s)")
     for jobs in [] if args.skip_throughput else [int(x) for x in args.jobs_list.split(",")]:
-        walls = [run_child(nvtopo + ["audit", str(sample), "--format", "json",
-                                     "--jobs", str(jobs)])[0] for _ in range(args.runs)]
-        w = statistics.median(walls)
+        runs = [run_child(nvtopo + ["audit", str(sample), "--format", "json",
+                                    "--jobs", str(jobs)]) for _ in range(args.runs)]
+        w = statistics.median(r[0] for r in runs)
+        cpu = statistics.median(r[3] for r in runs)
         speeds[jobs] = args.sample / w
-        print(f"  nvtopo audit --jobs {jobs:<2}      {speeds[jobs]:8.1f} files/s  ({w:.2f} s)"
+        # CPU time is only the audit process's own (forkserver workers are not its reaped
+        # children), so it is shown for --jobs 1, where every file is checked in-process
+        print(f"  nvtopo audit --jobs {jobs:<2}      {speeds[jobs]:8.1f} files/s  ({w:.2f} s"
+              + (f"; CPU {cpu:.2f} s = {cpu / args.sample * 1000:.1f} ms/file)" if jobs == 1
+                 else ")")
               + (f"  speed-up x{speeds[jobs] / speeds[1]:.2f}" if jobs != 1 and 1 in speeds
                  else ""))
     if 1 in speeds:
@@ -150,7 +158,7 @@ def main() -> None:
     for n in sorted({1000, args.files}):
         target = list_files(d, n) if n != args.files else d
         for fmt in ("json", "table"):
-            wall, rss_kb, rc = run_child(nvtopo + ["audit", str(target), "--format", fmt,
+            wall, rss_kb, rc, _cpu = run_child(nvtopo + ["audit", str(target), "--format", fmt,
                                                    "--jobs", str(args.mem_jobs)])
             print(f"  peak RSS, {n:>6} files, --format {fmt:<5} --jobs {args.mem_jobs}: "
                   f"{rss_kb / 1024:6.1f} MiB"

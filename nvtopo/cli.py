@@ -6,7 +6,7 @@ import enum
 import functools
 import json
 import sys
-from typing import Any, Callable, Optional, TypeVar
+from typing import Any, Callable, Dict, Optional, Tuple, TypeVar
 
 import typer
 
@@ -40,6 +40,50 @@ app = typer.Typer(
 class Format(str, enum.Enum):
     table = "table"
     json = "json"
+
+
+class ShowFormat(str, enum.Enum):
+    table = "table"
+    json = "json"
+    svg = "svg"
+    html = "html"
+    rich_svg = "rich-svg"
+
+
+class CheckFormat(str, enum.Enum):
+    table = "table"
+    json = "json"
+    prometheus = "prometheus"
+    svg = "svg"
+    html = "html"
+    rich_svg = "rich-svg"
+
+
+OUTPUT_HELP = ("Write to FILE instead of standard output, atomically (a temporary file in the "
+               "same directory, then a rename). '-': standard output.")
+
+
+def _check_output(output: Optional[str]) -> None:
+    """An ``-o`` path whose directory does not exist fails before any probing."""
+    import os
+
+    if output is None or output == "-":
+        return
+    parent = os.path.dirname(output) or "."
+    if not os.path.isdir(parent):
+        raise NvtopoError(f"cannot write: directory {parent} does not exist", where=output)
+
+
+def _emit(text: str, output: Optional[str]) -> None:
+    """``text`` to standard output, or atomically to ``output``."""
+    if output is None or output == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        from . import snapshot
+
+        snapshot.write_atomic(text, output)
+        sys.stderr.write(f"nvtopo: wrote {output}\n")
 
 
 FROM_HELP = ("Read this file instead of probing: a snapshot, or a pasted `nvidia-smi topo` "
@@ -131,10 +175,15 @@ def show(
     example: Optional[str] = typer.Option(
         None, "--example", metavar="NAME",
         help="Show a bundled example instead of this machine (dgx-h100)."),
-    fmt: Format = typer.Option(Format.table, "--format", help="table (Rich) or json (the model)."),
+    fmt: ShowFormat = typer.Option(
+        ShowFormat.table, "--format",
+        help="table (Rich), json (the model), svg (a topology picture), html or rich-svg "
+             "(the table view as an HTML page or an SVG of the terminal)."),
     timeout: float = typer.Option(30.0, "--timeout", min=0.1, max=MAX_TIMEOUT, help=TIMEOUT_HELP),
     sysfs_root: Optional[str] = typer.Option(None, "--sysfs-root", metavar="DIR",
                                              help=SYSFS_ROOT_HELP),
+    output: Optional[str] = typer.Option(None, "--output", "-o", metavar="FILE",
+                                         help=OUTPUT_HELP),
 ) -> None:
     """Show the topology matrix, GPUs, NICs, legend and a summary.
 
@@ -149,10 +198,13 @@ def show(
       nvtopo show --from node17.json --format json
 
       nvidia-smi topo -m | nvtopo show --from -
+
+      nvtopo show --from node17.json --format svg -o node17.svg
     """
     from . import snapshot
     from .render import matrix
 
+    _check_output(output)
     if from_ is not None and example is not None:
         raise NvtopoError("use either --from or --example, not both", where="show")
     if example is not None and sysfs_root is not None:
@@ -167,10 +219,14 @@ def show(
     if not topo.gpus and topo.matrix is None and topo.p2p is None:
         why = "; ".join(n.message for n in topo.notes) or "no GPU facts"
         raise NvtopoError(f"nothing to show: {why}", where=topo.origin.get("file") or "input")
-    if fmt is Format.json:
-        _print_json(topo.to_dict())
-    else:
+    if fmt is ShowFormat.table and output in (None, "-"):
         matrix.print_topology(topo, _console())
+    elif fmt is ShowFormat.json:
+        _emit(json.dumps(topo.to_dict(), indent=2) + "\n", output)
+    else:
+        from .render import export
+
+        _emit(export.show_document(topo, fmt.value), output)
 
 
 @app.command("snapshot")
@@ -349,6 +405,35 @@ def _check_input(from_: Optional[str], sysfs_root: Optional[str], timeout: float
     return topo
 
 
+def _check_input_recorded(from_: Optional[str], sysfs_root: Optional[str],
+                          timeout: float) -> Tuple[Any, Dict[str, float]]:
+    """:func:`_check_input`, and how long each probe took (the snapshot's ``duration_s``)."""
+    from . import snapshot
+    from .render import prometheus as prom
+
+    options = _probe_options(timeout, sysfs_root, from_, "check")
+    doc: Dict[str, Any] = {}
+    if from_ is not None:
+        text, where = snapshot.read_input(from_)
+        if text.lstrip("\ufeff \t\r\n").startswith("{"):
+            doc = snapshot.parse_snapshot(text, where)
+            topo = snapshot.derive(doc, where)
+        else:
+            topo = snapshot.load_text(text, where)
+    else:
+        doc = snapshot.take(options)
+        topo = snapshot.derive(doc, where=None)
+        topo.origin = {"kind": "live"}
+    if not topo.gpus and topo.matrix is None and topo.p2p is None:
+        why = ((doc.get("probes") or {}).get("topo-text") or {}).get("error") if from_ is None \
+            else None
+        why = why or "; ".join(n.message for n in topo.notes) or "no GPU facts"
+        raise NvtopoError(f"nothing to check: {why}",
+                          where=topo.origin.get("file") or ("live probe" if from_ is None
+                                                            else "input"))
+    return topo, prom.probe_durations(doc)
+
+
 @app.command("check")
 @handles_errors
 def check_cmd(
@@ -362,8 +447,14 @@ def check_cmd(
     layout_file: Optional[str] = typer.Option(
         None, "--layout-file", metavar="FILE",
         help="Check against your own layout file (JSON; see `nvtopo layouts capture`)."),
-    fmt: Format = typer.Option(Format.table, "--format", help="table (Rich) or json."),
-    timeout: float = typer.Option(30.0, "--timeout", min=0.1, help=TIMEOUT_HELP),
+    fmt: CheckFormat = typer.Option(
+        CheckFormat.table, "--format",
+        help="table (Rich), json, prometheus (node_exporter textfile format), svg (the "
+             "topology picture with faulty elements marked), html or rich-svg (the table "
+             "view exported)."),
+    timeout: float = typer.Option(30.0, "--timeout", min=0.1, max=MAX_TIMEOUT, help=TIMEOUT_HELP),
+    output: Optional[str] = typer.Option(None, "--output", "-o", metavar="FILE",
+                                         help=OUTPUT_HELP),
 ) -> None:
     """Check the node against its expected layout: GPUs, NVLink, fabric, P2P, PCIe, NICs,
     InfiniBand/RoCE ports, NUMA, and sources that disagree.
@@ -381,6 +472,8 @@ def check_cmd(
       nvtopo check --from node17.json --layout dgx-h100
 
       nvtopo check --from ticket.txt --layout-file mynode.json --format json
+
+      nvtopo check --format prometheus -o /var/lib/node_exporter/textfile/nvtopo.prom
     """
     from . import checks
     from .checks import select as selection
@@ -396,14 +489,24 @@ def check_cmd(
         from . import layouts as layouts_pkg
 
         layouts_pkg.load_file(layout_file)
-    topo = _check_input(from_, sysfs_root, timeout)
+    _check_output(output)
+    durations: Dict[str, float] = {}
+    if fmt is CheckFormat.prometheus:
+        topo, durations = _check_input_recorded(from_, sysfs_root, timeout)
+    else:
+        topo = _check_input(from_, sysfs_root, timeout)
     sel = selection.select(topo, layout, layout_file)
     found = checks.run(topo, sel.layout)
     doc = render_check.document(sel.name, sel.reason, found, sel.mapping)
-    if fmt is Format.json:
-        _print_json(doc)
-    else:
+    if fmt is CheckFormat.table and output in (None, "-"):
         render_check.print_check(doc, _console())
+    elif fmt is CheckFormat.json:
+        _emit(json.dumps(doc, indent=2) + "\n", output)
+    else:
+        from .render import export
+
+        _emit(export.check_document(doc, topo, fmt.value, layout=sel.layout,
+                                    durations=durations), output)
     raise typer.Exit(int(ExitStatus.FINDINGS if doc["verdict"] == "fail" else ExitStatus.OK))
 
 
@@ -467,7 +570,7 @@ def layouts_capture(
                                             "'captured')."),
     sysfs_root: Optional[str] = typer.Option(None, "--sysfs-root", metavar="DIR",
                                              help=SYSFS_ROOT_HELP),
-    timeout: float = typer.Option(30.0, "--timeout", min=0.1, help=TIMEOUT_HELP),
+    timeout: float = typer.Option(30.0, "--timeout", min=0.1, max=MAX_TIMEOUT, help=TIMEOUT_HELP),
 ) -> None:
     """Write a layout from a known-good node (this one, or --from FILE) to standard output.
 
@@ -551,6 +654,155 @@ def simulate_cmd(
         sys.stderr.write(f"nvtopo: wrote {output} (simulated {lay.name}"
                          + (f", faults: {', '.join(doc['simulated']['faults'])}"
                             if doc["simulated"]["faults"] else ", healthy") + ")\n")
+
+
+# --- audit: many saved snapshots at once (issue #6) -----------------------------------------
+
+
+class AuditFormat(str, enum.Enum):
+    table = "table"
+    json = "json"
+    prometheus = "prometheus"
+
+
+@app.command("audit")
+@handles_errors
+def audit_cmd(
+    paths: _List[str] = typer.Argument(
+        ..., metavar="PATH...",
+        help="Snapshots or topo texts: files, directories (recursive: *.json, *.txt, *.topo, "
+             "*.log, *.out) or glob patterns ('fleet/**/*.json', quoted)."),
+    layout: str = typer.Option("auto", "--layout", "-l", metavar="NAME|auto",
+                               help="Check every node against this layout (default: each "
+                                    "node's own, as `nvtopo check` picks it)."),
+    layout_file: Optional[str] = typer.Option(None, "--layout-file", metavar="FILE",
+                                              help="Check every node against your layout file."),
+    fmt: AuditFormat = typer.Option(AuditFormat.table, "--format",
+                                    help="table (Rich), json (streamed) or prometheus."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, metavar="N",
+                                       help="Worker processes (default: every core; 1 checks "
+                                            "in this process)."),
+) -> None:
+    """Check a fleet of saved snapshots: one row per node, a summary by finding code, and
+    the files that could not be read.
+
+    Files are streamed through worker processes (memory stays flat however many
+    there are); each is checked exactly as `nvtopo check --from FILE` would.
+    A progress bar is shown on a terminal (on standard error).
+
+    Exit status: 0 no node fails, 1 at least one node fails, 2 nothing could
+    be read (or a bad layout name or file).
+
+    Examples:
+
+      nvtopo audit /var/lib/nvtopo/
+
+      nvtopo audit 'snapshots/**/*.json' --format json --jobs 8
+
+      nvtopo audit rack7/ --layout-file rack7.json --format prometheus > audit.prom
+    """
+    from . import audit
+    from .render import audit as render_audit
+
+    if layout != "auto" and layout_file is not None:
+        raise NvtopoError("use either --layout or --layout-file, not both", where="audit")
+    if layout != "auto":
+        from . import layouts as layouts_pkg
+
+        layouts_pkg.load(layout)
+    elif layout_file is not None:
+        from . import layouts as layouts_pkg
+
+        layouts_pkg.load_file(layout_file)
+    results = audit.run(paths, layout=layout, layout_file=layout_file, jobs=jobs,
+                        with_findings=fmt is AuditFormat.json)
+    summary = audit.Summary()
+    progress = None
+    # the bar goes to standard error; streamed output (table, JSON) on a terminal shows its
+    # own progress
+    if sys.stderr.isatty() and not (fmt is not AuditFormat.prometheus and sys.stdout.isatty()):
+        from rich.console import Console
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                   TimeRemainingColumn)
+
+        total = sum(1 for _ in audit.expand(paths))
+        progress = Progress(TextColumn("auditing"), BarColumn(), MofNCompleteColumn(),
+                            TimeRemainingColumn(), console=Console(stderr=True),
+                            transient=True, redirect_stdout=False, redirect_stderr=False)
+        task = progress.add_task("audit", total=total)
+
+        def ticking(it: Any) -> Any:
+            for r in it:
+                progress.advance(task)
+                yield r
+        results = ticking(results)
+        progress.start()
+    try:
+        if fmt is AuditFormat.json:
+            render_audit.stream_json(results, summary, sys.stdout)
+        elif fmt is AuditFormat.table:
+            printer = render_audit.TablePrinter(_console())
+            for r in results:
+                summary.add(r)
+                printer.add(r)
+            if progress is not None:
+                progress.stop()
+                progress = None
+            printer.finish(summary)
+        else:
+            # the exposition groups samples by family: one compact row per node is kept
+            rows = []
+            for r in results:
+                summary.add(r)
+                rows.append(render_audit.compact(r, keep_codes=True))
+            if progress is not None:
+                progress.stop()
+                progress = None
+            render_audit.print_prometheus(rows, summary, sys.stdout)
+    finally:
+        if progress is not None:
+            progress.stop()
+    if summary.verdicts.get("pass", 0) + summary.verdicts.get("fail", 0) == 0:
+        _err("audit: nothing could be read" if summary.files else "audit: no input files")
+    raise typer.Exit(summary.exit_status())
+
+
+# --- diff: what changed on one node between two snapshots (issue #6) -------------------------
+
+
+@app.command("diff")
+@handles_errors
+def diff_cmd(
+    a: str = typer.Argument(..., metavar="A", help="The earlier snapshot (or topo text)."),
+    b: str = typer.Argument(..., metavar="B", help="The later snapshot (or topo text)."),
+    fmt: Format = typer.Option(Format.table, "--format", help="table (Rich) or json."),
+) -> None:
+    """What changed on a node between two snapshots: GPUs and NICs added or removed, NVLink
+    pairs and link states, fabric, IB port states and rates, PCIe links, error counters
+    (deltas; a counter that went down was reset), GPU-NIC paths, and the check verdict
+    (with the findings new in B and gone since A).
+
+    Exit status: 0 nothing changed, 1 something changed, 2 bad input.  Snapshots
+    of two different hosts are compared with a warning.
+
+    Examples:
+
+      nvtopo diff last-good.json now.json
+
+      nvtopo diff node17-monday.json node17-today.json --format json
+    """
+    from . import diff as diff_mod
+    from .render import diff as render_diff
+
+    d = diff_mod.diff_files(a, b)
+    for w in d.warnings:
+        sys.stderr.write(f"nvtopo: warning: {w}\n")
+    doc = d.to_dict()
+    if fmt is Format.json:
+        _print_json(doc)
+    else:
+        render_diff.print_diff(doc, _console())
+    raise typer.Exit(int(ExitStatus.FINDINGS if d.changed else ExitStatus.OK))
 
 
 def run() -> None:

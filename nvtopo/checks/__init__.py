@@ -97,10 +97,13 @@ def fold(findings: List[Finding]) -> List[Finding]:
 
 def run(model: Any, layout: Optional[Any]) -> List[Finding]:
     """Every family's findings, folded, ordered by severity then family."""
+    from .facts import shared_views
+
     found: List[Finding] = []
-    for fam in FAMILIES:
-        mod = importlib.import_module(f"{__name__}.{fam}")
-        found.extend(mod.check(model, layout))
+    with shared_views():
+        for fam in FAMILIES:
+            mod = importlib.import_module(f"{__name__}.{fam}")
+            found.extend(mod.check(model, layout))
     found = fold(found)
     order = {s: i for i, s in enumerate(SEVERITIES)}
     fam_order = {f: i for i, f in enumerate(FAMILIES)}

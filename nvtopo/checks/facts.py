@@ -10,8 +10,10 @@ GPU and a NIC; a GPU's NUMA node.
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+from functools import lru_cache
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 from ..model import Topology, nvlink_count, path_kind, path_rank
 
@@ -56,7 +58,37 @@ def _sources_of(topo: Topology) -> Set[str]:
     return set(topo.sources)
 
 
+#: Views shared while :func:`shared_views` is active (id(topo) -> (topo, view)).
+_SHARED: Optional[Dict[int, Tuple[Topology, "View"]]] = None
+
+
+@contextmanager
+def shared_views() -> Iterator[None]:
+    """Within this block, :func:`view` reads each model once (``checks.run`` and
+    ``select``: the families are pure and run on an unchanging model, so each would
+    otherwise recompute the same view)."""
+    global _SHARED
+    outer = _SHARED
+    if outer is None:
+        _SHARED = {}
+    try:
+        yield
+    finally:
+        _SHARED = outer
+
+
 def view(topo: Topology) -> View:
+    if _SHARED is not None:
+        hit = _SHARED.get(id(topo))
+        if hit is not None and hit[0] is topo:
+            return hit[1]
+        v = _view(topo)
+        _SHARED[id(topo)] = (topo, v)
+        return v
+    return _view(topo)
+
+
+def _view(topo: Topology) -> View:
     v = View(topo=topo)
     srcs = _sources_of(topo)
     nvml = topo.extra.get("nvml") if isinstance(topo.extra.get("nvml"), dict) else None
@@ -143,8 +175,12 @@ def _pairs(topo: Topology, present: List[int]) -> Dict[Tuple[int, int], Tuple[in
     return out
 
 
+_GPU_LABEL = re.compile(r"^GPU(\d+)$")
+
+
+@lru_cache(maxsize=4096)
 def gpu_index(label: str) -> Optional[int]:
-    m = re.match(r"^GPU(\d+)$", label or "")
+    m = _GPU_LABEL.match(label or "")
     return int(m.group(1)) if m else None
 
 

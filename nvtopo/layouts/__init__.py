@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from ..errors import NvtopoError
 
@@ -96,15 +97,30 @@ class Layout:
 
 def names() -> List[str]:
     """Names of the bundled layouts."""
-    return sorted(p.name[:-5] for p in resources.files(__name__).iterdir()
-                  if p.name.endswith(".json"))
+    return list(_names())
+
+
+@lru_cache(maxsize=1)
+def _names() -> Tuple[str, ...]:
+    # bundled files do not change while the process runs; auto selection asks for every
+    # layout per node, which a fleet audit does thousands of times
+    return tuple(sorted(p.name[:-5] for p in resources.files(__name__).iterdir()
+                        if p.name.endswith(".json")))
 
 
 def load(name: str) -> Layout:
-    """A bundled layout by name."""
-    if name not in names():
+    """A bundled layout by name (parsed once per process; a fresh :class:`Layout` each call,
+    sharing the parsed data, which nothing changes: renumbering copies it)."""
+    if name not in _names():
         raise NvtopoError(f"no bundled layout named {name!r}; `nvtopo layouts` lists them",
                           where="--layout")
+    lay = _load_bundled(name)
+    return Layout(name=lay.name, data=lay.data, origin=lay.origin, title=lay.title,
+                  extra=dict(lay.extra))
+
+
+@lru_cache(maxsize=None)
+def _load_bundled(name: str) -> Layout:
     text = (resources.files(__name__) / f"{name}.json").read_text(encoding="utf-8")
     return parse(text, where=f"layout {name}", origin="bundled")
 

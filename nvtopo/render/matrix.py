@@ -78,6 +78,9 @@ def _block(m: Matrix, rows: Sequence[int], cols: Sequence[int], title: str, p2p:
             first, last = m.devices[chunk[0]], m.devices[chunk[-1]]
             t_title += f" ({first})" if first == last else f" ({first}…{last})"
         tables.append(Text(t_title, style="bold", no_wrap=True, overflow="ellipsis"))
+        if label_w + sum(widths[c] + 1 for c in chunk) <= width:
+            tables.append(_block_lines(m, rows, chunk, label_w, widths, p2p))
+            continue
         table = Table(box=None, pad_edge=False, padding=(0, 1, 0, 0), show_edge=False)
         table.add_column("", style="bold", no_wrap=True, min_width=label_w)
         for c in chunk:
@@ -87,6 +90,41 @@ def _block(m: Matrix, rows: Sequence[int], cols: Sequence[int], title: str, p2p:
             table.add_row(m.devices[r], *[_cell_text(m.cells[r][c], p2p) for c in chunk])
         tables.append(table)
     return tables
+
+
+def _block_lines(m: Matrix, rows: Sequence[int], chunk: Sequence[int], label_w: int,
+                 widths: Dict[int, int], p2p: bool) -> RenderableType:
+    """One chunk as lines of text, laid out exactly as the borderless table would lay it out
+    (columns centred, one space between), without a table cell per matrix cell: a 144-device
+    matrix has 20,000 cells, which a Rich table renders in seconds."""
+    last = len(chunk) - 1
+    head = Text(no_wrap=True)
+    head.append(" " * label_w, style="bold")
+    head.append(" ", style="bold")
+    for k, c in enumerate(chunk):
+        name, w = m.devices[c], widths[c]
+        left = (w - len(name)) // 2
+        head.append(" " * left + name + " " * (w - len(name) - left), style="bold")
+        if k < last:
+            head.append(" ", style="bold")
+    lines: List[Text] = [head]
+    styles: Dict[Optional[str], str] = {}
+    for r in rows:
+        line = Text(no_wrap=True)
+        line.append(m.devices[r].ljust(label_w), style="bold")
+        line.append(" ", style="bold")
+        for k, c in enumerate(chunk):
+            tok = m.cells[r][c]
+            shown = MISSING if tok is None else tok
+            w = widths[c]
+            left = (w - len(shown)) // 2
+            if tok not in styles:
+                styles[tok] = cell_style(tok, p2p)
+            line.append(" " * left + shown + " " * (w - len(shown) - left), style=styles[tok])
+            if k < last:
+                line.append(" ")
+        lines.append(line)
+    return Group(*lines)
 
 
 def matrix_tables(m: Matrix, width: int, p2p: bool = False) -> List[RenderableType]:
@@ -146,8 +184,12 @@ def gpu_table(topo: Topology) -> Table:
         table.add_column("PCIe link", overflow="fold")
     if nic_labels:
         table.add_column("nearest NIC", overflow="fold")
+    pair_count: Dict[Tuple[int, int], int] = {}
+    for p in topo.nvlinks:  # first pair listed wins, as Topology.nvlink answers
+        pair_count.setdefault((min(p.a, p.b), max(p.a, p.b)), p.count)
     for g in topo.gpus:
-        counts = [topo.nvlink(g.index, o.index) for o in topo.gpus if o.index != g.index]
+        counts = [pair_count.get((min(g.index, o.index), max(g.index, o.index)))
+                  for o in topo.gpus if o.index != g.index]
         linked = [c for c in counts if c]
         if topo.matrix is None or topo.matrix.source == "sysfs":
             nv = Text("unknown", style="dim")

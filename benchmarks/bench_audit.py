@@ -1,0 +1,169 @@
+"""``nvtopo audit`` over a simulated fleet of DGX H100 snapshots: throughput, --jobs, memory.
+
+Generates the fleet once into a cache directory (default ``$TMPDIR/nvtopo-bench-fleet``):
+``--distinct`` simulated nodes (every tenth one faulty, cycling through fault kinds), copied
+under new hostnames up to ``--files`` files (10,000 by default; 2.6 GB).  Then measures, as
+fresh processes:
+
+* the baseline: merely reading and JSON-decoding every file (one process);
+* ``nvtopo audit --jobs 1`` and ``--jobs 2`` (``--jobs-list`` for more) over ``--sample``
+  files: files per second; target: --jobs 1 at least half the baseline's speed;
+* peak RSS of the audit process (``getrusage(RUSAGE_CHILDREN)`` after each run; every run in
+  its own child of a fresh runner, so peaks do not mix) for 1,000 and for all files.
+
+    python benchmarks/bench_audit.py [--files 10000] [--sample 1000] [--runs 3] [--dir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from bench_check_startup import machine  # noqa: E402
+
+FAULTS = [["nvlink-down:GPU3:7"], ["ib-port-down:mlx5_4"], ["gpu-missing:GPU7"],
+          ["pcie-width:GPU5:8"], ["counters:mlx5_2:symbol_error=1000"],
+          ["nvlink-degraded:GPU2-GPU6"], ["fabric-not-started"], ["ib-rate:mlx5_0:200"]]
+
+
+def generate(d: Path, files: int, distinct: int) -> int:
+    """Write the fleet (idempotent: a complete directory is reused).  Returns faulty count."""
+    marker = d / f".complete-{files}-{distinct}"
+    faulty = sum(1 for i in range(files) if (i % distinct) % 10 == 3)
+    if marker.exists():
+        return faulty
+    from nvtopo import layouts
+    from nvtopo.simulate import simulate
+
+    d.mkdir(parents=True, exist_ok=True)
+    lay = layouts.load("dgx-h100")
+    t = time.perf_counter()
+    pool = []
+    for i in range(distinct):
+        faults = FAULTS[(i // 10) % len(FAULTS)] if i % 10 == 3 else []
+        pool.append(json.dumps(simulate(lay, faults, seed=i, hostname=f"sim{i:05d}")))
+    for i in range(files):
+        text = pool[i % distinct].replace(f'"sim{i % distinct:05d}"', f'"node{i:05d}"', 1)
+        sub = d / f"rack{i // 1000:02d}"
+        sub.mkdir(exist_ok=True)
+        (sub / f"node{i:05d}.json").write_text(text)
+    marker.write_text("ok\n")
+    print(f"generated {files} files ({distinct} distinct simulations) in "
+          f"{time.perf_counter() - t:.0f} s into {d}")
+    return faulty
+
+
+def list_files(d: Path, n: int) -> Path:
+    """A directory of symlinks to the first ``n`` files (so audit walks exactly those)."""
+    out = d.parent / f"{d.name}-first{n}"
+    if not out.exists():
+        out.mkdir()
+        for i in range(n):
+            src = d / f"rack{i // 1000:02d}" / f"node{i:05d}.json"
+            os.symlink(src, out / f"node{i:05d}.json")
+    return out
+
+
+RUNNER = r"""
+import resource, subprocess, sys, time
+t = time.perf_counter()
+rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode
+wall = time.perf_counter() - t
+ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(wall, ru.ru_maxrss, rc, ru.ru_utime + ru.ru_stime)
+"""
+
+BASELINE = r"""
+import json, os, sys, time
+t = time.perf_counter(); n = 0
+for root, dirs, files in os.walk(sys.argv[1]):
+    dirs.sort()
+    for f in sorted(files):
+        with open(os.path.join(root, f), "rb") as fh:
+            json.loads(fh.read()); n += 1
+print(time.perf_counter() - t, n)
+"""
+
+
+def run_child(cmd):
+    out = subprocess.run([sys.executable, "-c", RUNNER, *cmd], capture_output=True, text=True,
+                         check=True).stdout.split()
+    return float(out[0]), int(out[1]), int(out[2]), float(out[3])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--files", type=int, default=10000)
+    ap.add_argument("--distinct", type=int, default=100)
+    ap.add_argument("--sample", type=int, default=1000,
+                    help="files for the throughput runs (memory uses 1,000 and --files)")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--jobs-list", default="1,2")
+    ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "nvtopo-bench-fleet"))
+    ap.add_argument("--skip-memory", action="store_true")
+    ap.add_argument("--skip-throughput", action="store_true")
+    ap.add_argument("--mem-jobs", type=int, default=1,
+                    help="--jobs for the memory runs (1: everything in the measured process; "
+                         "with more, worker processes are not counted)")
+    args = ap.parse_args()
+    d = Path(args.dir)
+    faulty = generate(d, args.files, args.distinct)
+    nvtopo = [sys.executable, "-m", "nvtopo"]
+    sample = list_files(d, args.sample)
+    print(f"machine: {machine()}; load average {os.getloadavg()[0]:.1f} at the start "
+          "(other processes share the cores: wall times and --jobs speed-up suffer, CPU "
+          "time per file less)")
+    print(f"fleet: {args.files} simulated DGX H100 snapshots ({faulty} faulty), "
+          f"throughput on the first {args.sample}, medians of {args.runs} runs")
+
+    base = []
+    for _ in range(0 if args.skip_throughput else args.runs):
+        out = subprocess.run([sys.executable, "-c", BASELINE, str(sample)], capture_output=True,
+                             text=True, check=True).stdout.split()
+        base.append(float(out[0]))
+    speeds = {}
+    b = statistics.median(base) if base else 0.0
+    if base:
+        print(f"  read + json.loads          {args.sample / b:8.1f} files/s  ({b:.2f} s)")
+    for jobs in [] if args.skip_throughput else [int(x) for x in args.jobs_list.split(",")]:
+        runs = [run_child(nvtopo + ["audit", str(sample), "--format", "json",
+                                    "--jobs", str(jobs)]) for _ in range(args.runs)]
+        w = statistics.median(r[0] for r in runs)
+        cpu = statistics.median(r[3] for r in runs)
+        speeds[jobs] = args.sample / w
+        # CPU time is only the audit process's own (forkserver workers are not its reaped
+        # children), so it is shown for --jobs 1, where every file is checked in-process
+        print(f"  nvtopo audit --jobs {jobs:<2}      {speeds[jobs]:8.1f} files/s  ({w:.2f} s"
+              + (f"; CPU {cpu:.2f} s = {cpu / args.sample * 1000:.1f} ms/file)" if jobs == 1
+                 else ")")
+              + (f"  speed-up x{speeds[jobs] / speeds[1]:.2f}" if jobs != 1 and 1 in speeds
+                 else ""))
+    if 1 in speeds:
+        ratio = speeds[1] / (args.sample / b)
+        print(f"  --jobs 1 / baseline = {ratio:.2f}   target >= 0.5   "
+              f"{'OK' if ratio >= 0.5 else 'BELOW'}")
+    if args.skip_memory:
+        return
+    for n in sorted({1000, args.files}):
+        target = list_files(d, n) if n != args.files else d
+        for fmt in ("json", "table"):
+            wall, rss_kb, rc, _cpu = run_child(nvtopo + ["audit", str(target), "--format", fmt,
+                                                   "--jobs", str(args.mem_jobs)])
+            print(f"  peak RSS, {n:>6} files, --format {fmt:<5} --jobs {args.mem_jobs}: "
+                  f"{rss_kb / 1024:6.1f} MiB"
+                  f"  ({wall:.0f} s, exit {rc})")
+
+
+if __name__ == "__main__":
+    main()

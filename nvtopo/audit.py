@@ -1,0 +1,291 @@
+"""``nvtopo audit``: check many saved snapshots (or topo texts) at once, streaming.
+
+Inputs are files, directories (walked recursively, one directory at a time) and
+glob patterns; they are expanded lazily, so a fleet of any size is never listed
+in memory.  Each file is checked exactly as ``nvtopo check --from FILE`` would
+(same layout selection, same findings) in worker processes; a bounded window of
+files is in flight at a time and results come back in input order.
+
+What the caller keeps per node is a :class:`NodeResult` (a handful of short
+strings and ints, plus the full findings only when asked for: JSON output
+streams them and forgets them); what is aggregated over the fleet is a
+:class:`Summary` (counts per verdict, per finding code the number of nodes and
+the first :data:`SHOWN_NODES` of them).  So memory does not grow with the
+findings of the fleet, only with a compact row per node where the caller keeps
+rows (the table).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+
+from .errors import NvtopoError
+
+#: How many node names the summary keeps per finding code (the count is exact).
+SHOWN_NODES = 10
+#: File names (a directory walk) considered snapshots or topo texts; others are skipped.
+SUFFIXES = (".json", ".txt", ".topo", ".log", ".out")
+
+_GLOB_CHARS = set("*?[")
+
+
+@dataclass
+class NodeResult:
+    """One file's outcome.  ``verdict``: ``pass``, ``fail`` or ``error`` (could not be read)."""
+
+    file: str
+    hostname: Optional[str]
+    layout: Optional[str]
+    verdict: str
+    errors: int = 0
+    warnings: int = 0
+    #: ``(severity, code, subject, message)`` of the first error, else first warning.
+    worst: Optional[Tuple[str, str, str, str]] = None
+    #: ``(severity, code, subject)`` of every finding, info included (summary, Prometheus).
+    codes: Tuple[Tuple[str, str, str], ...] = ()
+    #: Why the file could not be checked (verdict ``error``).
+    reason: Optional[str] = None
+    #: Full findings (``Finding.to_dict()``), only when asked for.
+    findings: Optional[List[Dict[str, Any]]] = None
+
+    def to_dict(self) -> Dict[str, Any]:
+        d: Dict[str, Any] = {"file": self.file, "hostname": self.hostname, "layout": self.layout,
+                             "verdict": self.verdict, "errors": self.errors,
+                             "warnings": self.warnings,
+                             "findings": list(self.findings or [])}
+        if self.reason is not None:
+            d["reason"] = self.reason
+        return d
+
+
+@dataclass
+class CodeCount:
+    severity: str
+    nodes: int = 0
+    subjects: int = 0
+    shown: List[str] = field(default_factory=list)
+
+
+@dataclass
+class Summary:
+    """Fleet-wide counts; constant size in the number of nodes (codes are a fixed vocabulary)."""
+
+    files: int = 0
+    verdicts: Dict[str, int] = field(default_factory=lambda: {"pass": 0, "fail": 0, "error": 0})
+    codes: Dict[str, CodeCount] = field(default_factory=dict)
+    layouts: Dict[str, int] = field(default_factory=dict)
+
+    def add(self, r: NodeResult) -> None:
+        self.files += 1
+        self.verdicts[r.verdict] = self.verdicts.get(r.verdict, 0) + 1
+        if r.verdict == "error":
+            return
+        self.layouts[r.layout or "none"] = self.layouts.get(r.layout or "none", 0) + 1
+        seen: Dict[str, int] = {}
+        for sev, code, _subject in r.codes:
+            if sev not in ("error", "warning"):
+                continue
+            seen[code] = seen.get(code, 0) + 1
+            cc = self.codes.get(code)
+            if cc is None:
+                cc = self.codes[code] = CodeCount(severity=sev)
+            elif sev == "error":
+                cc.severity = "error"
+        for code, n in seen.items():
+            cc = self.codes[code]
+            cc.nodes += 1
+            cc.subjects += n
+            if len(cc.shown) < SHOWN_NODES:
+                cc.shown.append(node_name(r))
+
+    def exit_status(self) -> int:
+        from .errors import ExitStatus
+
+        if self.verdicts.get("pass", 0) + self.verdicts.get("fail", 0) == 0:
+            return int(ExitStatus.ERROR)
+        return int(ExitStatus.FINDINGS if self.verdicts.get("fail") else ExitStatus.OK)
+
+    def to_dict(self) -> Dict[str, Any]:
+        order = {"error": 0, "warning": 1}
+        codes = sorted(self.codes.items(), key=lambda kv: (order.get(kv[1].severity, 2),
+                                                           -kv[1].nodes, kv[0]))
+        return {
+            "files": self.files,
+            "checked": self.verdicts.get("pass", 0) + self.verdicts.get("fail", 0),
+            "pass": self.verdicts.get("pass", 0),
+            "fail": self.verdicts.get("fail", 0),
+            "unreadable": self.verdicts.get("error", 0),
+            "layouts": dict(sorted(self.layouts.items())),
+            "codes": [{"code": c, "severity": cc.severity, "nodes": cc.nodes,
+                       "findings": cc.subjects, "shown": list(cc.shown),
+                       "more": cc.nodes - len(cc.shown)} for c, cc in codes],
+            "exit_status": self.exit_status(),
+        }
+
+
+def node_name(r: NodeResult) -> str:
+    return r.hostname or os.path.basename(r.file)
+
+
+# --- inputs ---------------------------------------------------------------------------
+
+
+def expand(paths: Sequence[str]) -> Iterator[Tuple[str, Optional[str]]]:
+    """Yield ``(path, None)`` for every input file, ``(path, reason)`` for a bad argument.
+
+    A directory is walked recursively (sorted, one directory listing at a time;
+    hidden entries and files whose suffix is not a snapshot's or a text's are
+    skipped); a pattern with ``*``, ``?`` or ``[`` that names no existing file
+    is a glob (``**`` recursive); a file is taken whatever its name.
+    """
+    for p in paths:
+        if os.path.isdir(p):
+            yield from _walk(p)
+        elif os.path.exists(p) or not (_GLOB_CHARS & set(p)):
+            yield p, (None if os.path.exists(p) else "no such file")
+        else:
+            found = False
+            for m in _iglob_sorted(p):
+                found = True
+                if os.path.isdir(m):
+                    yield from _walk(m)
+                else:
+                    yield m, None
+            if not found:
+                yield p, "no file matches this pattern"
+
+
+def _iglob_sorted(pattern: str) -> Iterator[str]:
+    # glob.iglob is lazy but unordered; sort within each directory only, so the order is
+    # stable without listing every match of a fleet-wide pattern at once.
+    batch: List[str] = []
+    current: Optional[str] = None
+    for m in glob.iglob(pattern, recursive=True):
+        d = os.path.dirname(m)
+        if d != current and batch:
+            yield from sorted(batch)
+            batch = []
+        current = d
+        batch.append(m)
+    yield from sorted(batch)
+
+
+def _walk(top: str) -> Iterator[Tuple[str, Optional[str]]]:
+    def onerror(exc: OSError) -> None:
+        raise exc
+
+    try:
+        for root, dirs, files in os.walk(top, onerror=onerror):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            for f in sorted(files):
+                if f.startswith(".") or not f.lower().endswith(SUFFIXES):
+                    continue
+                yield os.path.join(root, f), None
+    except OSError as exc:
+        yield (exc.filename or top), f"cannot list directory: {exc.strerror or exc}"
+
+
+# --- checking one file -------------------------------------------------------------------
+
+def check_file(path: str, layout: str = "auto", layout_file: Optional[str] = None,
+               with_findings: bool = False) -> NodeResult:
+    """Check one file as ``nvtopo check --from`` does; never raises for bad input."""
+    from . import checks, snapshot
+    from .checks import select as selection
+
+    hostname = None
+    try:
+        topo = snapshot.load(path)
+        hostname = topo.host.get("hostname") or None
+        if not topo.gpus and topo.matrix is None and topo.p2p is None:
+            why = "; ".join(n.message for n in topo.notes) or "no GPU facts"
+            raise NvtopoError(f"nothing to check: {why}", where=path)
+        sel = selection.select(topo, layout, layout_file)
+        found = checks.run(topo, sel.layout)
+    except NvtopoError as exc:
+        msg = exc.message if exc.where in (path, None) else str(exc)
+        return NodeResult(file=path, hostname=hostname, layout=None, verdict="error",
+                          reason=msg.replace("\n", " "))
+    except Exception as exc:  # a bug on one odd file must not end a fleet audit
+        return NodeResult(file=path, hostname=hostname, layout=None, verdict="error",
+                          reason=f"internal error while checking: {type(exc).__name__}: {exc}"
+                          .replace("\n", " "))
+    errs = [f for f in found if f.severity == "error"]
+    warns = [f for f in found if f.severity == "warning"]
+    worst = (errs or warns or [None])[0]
+    return NodeResult(
+        file=path, hostname=str(hostname) if hostname else None, layout=sel.name,
+        verdict=checks.verdict(found), errors=len(errs), warnings=len(warns),
+        worst=(worst.severity, worst.code, worst.subject, worst.message) if worst else None,
+        codes=tuple((f.severity, f.code, f.subject) for f in found),
+        findings=[f.to_dict() for f in found] if with_findings else None)
+
+
+def _bad_input(path: str, reason: str) -> NodeResult:
+    return NodeResult(file=path, hostname=None, layout=None, verdict="error", reason=reason)
+
+
+def _work(batch: List[Tuple[str, Optional[str]]], layout: str, layout_file: Optional[str],
+          with_findings: bool) -> List[NodeResult]:
+    return [check_file(p, layout, layout_file, with_findings) if why is None
+            else _bad_input(p, why) for p, why in batch]
+
+
+# --- running over a fleet -----------------------------------------------------------------
+
+
+def _batches(items: Iterable[Tuple[str, Optional[str]]], size: int
+             ) -> Iterator[List[Tuple[str, Optional[str]]]]:
+    batch: List[Tuple[str, Optional[str]]] = []
+    for it in items:
+        batch.append(it)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def run(paths: Sequence[str], *, layout: str = "auto", layout_file: Optional[str] = None,
+        jobs: Optional[int] = None, with_findings: bool = False, batch_size: int = 8
+        ) -> Iterator[NodeResult]:
+    """Check every input file; yield one :class:`NodeResult` per file, in input order.
+
+    ``jobs`` worker processes (default: every core; 1 runs in this process).  At most
+    ``4 * jobs`` batches of ``batch_size`` files are in flight at once, so neither the
+    list of files nor the results are ever held whole.
+    """
+    jobs = jobs or os.cpu_count() or 1
+    items = expand(paths)
+    if jobs <= 1:
+        for batch in _batches(items, batch_size):
+            yield from _work(batch, layout, layout_file, with_findings)
+        return
+    import collections
+    import concurrent.futures as cf
+    import multiprocessing
+
+    try:
+        ctx = multiprocessing.get_context("forkserver")
+    except ValueError:  # pragma: no cover - platforms without forkserver
+        ctx = multiprocessing.get_context("spawn")
+    window = 4 * jobs
+    with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx,
+                                initializer=_warm) as pool:
+        pending: "collections.deque[cf.Future]" = collections.deque()
+        for batch in _batches(items, batch_size):
+            pending.append(pool.submit(_work, batch, layout, layout_file, with_findings))
+            if len(pending) >= window:
+                yield from pending.popleft().result()
+        while pending:
+            yield from pending.popleft().result()
+
+
+def _warm() -> None:
+    """Worker start: import what checking needs once, not per file."""
+    from . import checks, snapshot  # noqa: F401
+    from .checks import select  # noqa: F401
+    from .probes import nvml, sysfs, topo_text  # noqa: F401

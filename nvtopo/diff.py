@@ -1,0 +1,465 @@
+"""``nvtopo diff A B``: what changed on one node between two snapshots.
+
+Both inputs are re-derived into models (snapshots or topo texts) and compared
+fact by fact.  GPUs are matched by PCI bus id where both inputs give every
+GPU's (GPUs are renumbered when one drops off the bus: matching by index would
+turn one missing GPU into changes on every GPU after it), else by index; NICs
+by RDMA device name.
+
+Counters are compared as deltas (B minus A), never as totals: an error counter
+that grew is a change; a counter that went *down* means it was reset between
+the snapshots (reboot, driver reload, port reset), so B's value counts only
+since the reset, and that is said.  Traffic counters (data, packets) growing is
+not a change; going down is a reset.
+
+Then both inputs are checked (``nvtopo check``'s layout selection and
+findings): a verdict that changed, and the error/warning findings that are new
+in B or gone from A, are reported with the facts.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+from .model import GPU, Topology, pci_bdf
+
+#: Changes of the same kind and before/after on more subjects than this are grouped.
+GROUP_OVER = 4
+
+
+@dataclass
+class Change:
+    kind: str
+    subject: str
+    before: Any
+    after: Any
+    message: str
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"kind": self.kind, "subject": self.subject, "before": self.before,
+                "after": self.after, "message": self.message}
+
+
+@dataclass
+class Diff:
+    a: str
+    b: str
+    hosts: Tuple[Optional[str], Optional[str]]
+    changes: List[Change] = field(default_factory=list)
+    warnings: List[str] = field(default_factory=list)
+    verdict: Dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def changed(self) -> bool:
+        v = self.verdict
+        return bool(self.changes or v.get("new") or v.get("resolved")
+                    or v.get("before") != v.get("after"))
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"a": {"file": self.a, "hostname": self.hosts[0]},
+                "b": {"file": self.b, "hostname": self.hosts[1]},
+                "changed": self.changed, "warnings": list(self.warnings),
+                "changes": [c.to_dict() for c in self.changes],
+                "verdict": dict(self.verdict)}
+
+
+# --- identities ---------------------------------------------------------------------------
+
+
+def _gpu_keys(a: Topology, b: Topology) -> Tuple[Dict[Any, GPU], Dict[Any, GPU]]:
+    def by_pci(t: Topology) -> Optional[Dict[Any, GPU]]:
+        out = {}
+        for g in t.gpus:
+            bdf = pci_bdf(g.pci_bus_id)
+            if bdf is None:
+                return None
+            out[bdf] = g
+        return out
+
+    pa, pb = by_pci(a), by_pci(b)
+    if pa is not None and pb is not None and a.gpus and b.gpus:
+        return pa, pb
+    return {g.index: g for g in a.gpus}, {g.index: g for g in b.gpus}
+
+
+def _pci_str(key: Any) -> str:
+    if isinstance(key, tuple):
+        return f"{key[0]:04x}:{key[1]:02x}:{key[2]:02x}.{key[3]}"
+    return f"index {key}"
+
+
+def _label(key: Any, ga: Optional[GPU], gb: Optional[GPU]) -> str:
+    if gb is not None and ga is not None and ga.label != gb.label:
+        return f"{gb.label} (was {ga.label})"
+    return (gb or ga).label if (gb or ga) is not None else str(key)  # type: ignore[union-attr]
+
+
+def _get(d: Any, *path: str) -> Any:
+    for p in path:
+        if not isinstance(d, dict):
+            return None
+        d = d.get(p)
+    return d
+
+
+# --- comparisons --------------------------------------------------------------------------
+
+
+def compare(a: Topology, b: Topology, where_a: str = "A", where_b: str = "B") -> Diff:
+    host_a = a.host.get("hostname") or None
+    host_b = b.host.get("hostname") or None
+    d = Diff(a=where_a, b=where_b, hosts=(host_a, host_b))
+    if host_a and host_b and host_a != host_b:
+        d.warnings.append(f"the snapshots are of different hosts ({host_a} and {host_b}): "
+                          "differences may be between two nodes, not changes of one")
+    ta, tb = a.host.get("time"), b.host.get("time")
+    if isinstance(ta, str) and isinstance(tb, str) and tb < ta:
+        d.warnings.append(f"B was taken before A ({tb} < {ta}): changes read from A to B")
+    ka, kb = _gpu_keys(a, b)
+    out: List[Change] = []
+    _gpus(ka, kb, out)
+    _nics(a, b, out)
+    _nvlink_pairs(a, b, ka, kb, out)
+    _nvlink_links(ka, kb, out)
+    _fabric(ka, kb, out)
+    _pcie(ka, kb, a, b, out)
+    _ports(a, b, out)
+    _paths(a, b, ka, kb, out)
+    d.changes = out
+    return d
+
+
+def _gpus(ka: Dict[Any, GPU], kb: Dict[Any, GPU], out: List[Change]) -> None:
+    for k in ka.keys() - kb.keys():
+        g = ka[k]
+        out.append(Change("gpu.removed", g.label, _gpu_desc(g), None,
+                          f"{g.label} ({_pci_str(k)}{', ' + g.name if g.name else ''}) is gone"))
+    for k in kb.keys() - ka.keys():
+        g = kb[k]
+        out.append(Change("gpu.added", g.label, None, _gpu_desc(g),
+                          f"{g.label} ({_pci_str(k)}{', ' + g.name if g.name else ''}) is new"))
+    for k in ka.keys() & kb.keys():
+        ga, gb = ka[k], kb[k]
+        if ga.uuid and gb.uuid and ga.uuid != gb.uuid:
+            out.append(Change("gpu.replaced", _label(k, ga, gb), ga.uuid, gb.uuid,
+                              f"{_label(k, ga, gb)} at {_pci_str(k)} is another GPU "
+                              f"(UUID {ga.uuid} → {gb.uuid})"))
+        elif ga.label != gb.label:
+            out.append(Change("gpu.renumbered", gb.label, ga.label, gb.label,
+                              f"the GPU at {_pci_str(k)} was {ga.label}, is now {gb.label}"))
+    out.sort(key=lambda c: c.subject)
+
+
+def _gpu_desc(g: GPU) -> Dict[str, Any]:
+    return {"label": g.label, "name": g.name, "uuid": g.uuid, "pci_bus_id": g.pci_bus_id}
+
+
+def _nics(a: Topology, b: Topology, out: List[Change]) -> None:
+    na, nb = {n.name for n in a.nics}, {n.name for n in b.nics}
+    for n in sorted(na - nb):
+        out.append(Change("nic.removed", n, n, None, f"{n} is gone"))
+    for n in sorted(nb - na):
+        out.append(Change("nic.added", n, None, n, f"{n} is new"))
+    by_b = {n.name: n for n in b.nics}
+    for x in a.nics:
+        y = by_b.get(x.name)
+        if y is None:
+            continue
+        ga, gb = _get(x.extra, "sysfs", "node_guid"), _get(y.extra, "sysfs", "node_guid")
+        if ga and gb and ga != gb:
+            out.append(Change("nic.replaced", x.name, ga, gb,
+                              f"{x.name} is another device (node GUID {ga} → {gb})"))
+        pa = _get(x.extra, "sysfs", "pci_address") or x.pci_bus_id
+        pb = _get(y.extra, "sysfs", "pci_address") or y.pci_bus_id
+        if pa and pb and pci_bdf(pa) != pci_bdf(pb):
+            out.append(Change("nic.moved", x.name, pa, pb,
+                              f"{x.name} is at another PCI address ({pa} → {pb}): moved, "
+                              "or the devices were named in another order"))
+    ga, gb = _get(a.extra, "sysfs", "gpudirect"), _get(b.extra, "sysfs", "gpudirect")
+    if isinstance(ga, dict) and isinstance(gb, dict) and \
+            ga.get("peermem_loaded") != gb.get("peermem_loaded"):
+        out.append(Change("nic.gpudirect", "node", ga.get("peermem_loaded"),
+                          gb.get("peermem_loaded"),
+                          "GPUDirect RDMA peer memory module "
+                          + ("loaded" if gb.get("peermem_loaded") else "no longer loaded")
+                          + " (nvidia_peermem / nv_peer_mem)"))
+
+
+def _grouped(kind: str, items: List[Tuple[str, Any, Any, str]], out: List[Change],
+             noun: str) -> None:
+    """One change per subject, or one per (before, after) when many subjects changed alike."""
+    groups: Dict[Tuple[str, str], List[Tuple[str, Any, Any, str]]] = {}
+    for it in items:
+        groups.setdefault((repr(it[1]), repr(it[2])), []).append(it)
+    for members in groups.values():
+        if len(members) > GROUP_OVER:
+            subj = f"{len(members)} {noun}"
+            _, before, after, _ = members[0]
+            names = ", ".join(m[0] for m in members[:8]) + (", …" if len(members) > 8 else "")
+            out.append(Change(kind, subj, before, after,
+                              f"{len(members)} {noun} changed from {_show(before)} to "
+                              f"{_show(after)}: {names}"))
+        else:
+            for subject, before, after, message in members:
+                out.append(Change(kind, subject, before, after, message))
+
+
+def _show(v: Any) -> str:
+    return "none" if v is None else str(v)
+
+
+def _nvlink_pairs(a: Topology, b: Topology, ka: Dict[Any, GPU], kb: Dict[Any, GPU],
+                  out: List[Change]) -> None:
+    def pairs(t: Topology, keys: Dict[Any, GPU]) -> Dict[Tuple[Any, Any], int]:
+        by_index = {g.index: k for k, g in keys.items()}
+        res = {}
+        for p in t.nvlinks:
+            x, y = by_index.get(p.a), by_index.get(p.b)
+            if x is None or y is None:
+                continue
+            res[tuple(sorted((x, y), key=repr))] = p.count
+        return res
+
+    pa, pb = pairs(a, ka), pairs(b, kb)
+    common = ka.keys() & kb.keys()
+    items = []
+    for key in sorted(pa.keys() | pb.keys(), key=repr):
+        if key[0] not in common or key[1] not in common:
+            continue  # a GPU added or removed: said once, by gpu.*
+        ca, cb = pa.get(key), pb.get(key)
+        if ca == cb or (ca in (None, 0) and cb in (None, 0)):
+            continue
+        x = _label(key[0], ka[key[0]], kb[key[0]]).split(" ")[0]
+        y = _label(key[1], ka[key[1]], kb[key[1]]).split(" ")[0]
+        lo, hi = sorted((x, y), key=lambda s: int(s[3:]) if s[3:].isdigit() else 0)
+        fa, fb = (f"NV{ca}" if ca else None), (f"NV{cb}" if cb else None)
+        items.append((f"{lo}-{hi}", fa, fb,
+                      f"{lo}-{hi}: {_show(fa)} → {_show(fb)}"))
+    items.sort(key=lambda it: [int(x) for x in re.findall(r"\d+", it[0])])
+    _grouped("nvlink.pair", items, out, "GPU pairs")
+
+
+def _links(g: GPU) -> Dict[int, Dict[str, Any]]:
+    links = _get(g.extra, "nvml", "nvlink", "links")
+    return {int(ln["link"]): ln for ln in links if isinstance(ln, dict) and "link" in ln} \
+        if isinstance(links, list) else {}
+
+
+def _ranges(nums: Iterable[int]) -> str:
+    nums = sorted(nums)
+    parts, i = [], 0
+    while i < len(nums):
+        j = i
+        while j + 1 < len(nums) and nums[j + 1] == nums[j] + 1:
+            j += 1
+        parts.append(str(nums[i]) if i == j else f"{nums[i]}-{nums[j]}")
+        i = j + 1
+    return ",".join(parts)
+
+
+def _nvlink_links(ka: Dict[Any, GPU], kb: Dict[Any, GPU], out: List[Change]) -> None:
+    items: List[Tuple[str, Any, Any, str]] = []
+    for k in sorted(ka.keys() & kb.keys(), key=lambda k: kb[k].index):
+        ga, gb = ka[k], kb[k]
+        la, lb = _links(ga), _links(gb)
+        if not la or not lb:
+            continue
+        name = _label(k, ga, gb)
+        by_change: Dict[Tuple[str, str], List[int]] = {}
+        for n in sorted(la.keys() | lb.keys()):
+            sa = (la.get(n) or {}).get("state")
+            sb = (lb.get(n) or {}).get("state")
+            if sa != sb:
+                by_change.setdefault((str(sa), str(sb)), []).append(n)
+            _counter_deltas(f"{name} link {n}", (la.get(n) or {}).get("errors"),
+                            (lb.get(n) or {}).get("errors"), "nvlink", out)
+        for (sa, sb), nums in by_change.items():
+            subj = f"{name} link{'s' if len(nums) > 1 else ''} {_ranges(nums)}"
+            reason = next((lb[n].get("reason") for n in nums if n in lb and lb[n].get("reason")),
+                          None)
+            items.append((subj, sa, sb, f"{subj}: {sa} → {sb}"
+                          + (f" ({reason})" if reason else "")))
+    _grouped("nvlink.link_state", items, out, "GPUs' links")
+
+
+def _counter_deltas(subject: str, ca: Any, cb: Any, family: str, out: List[Change],
+                    traffic: Optional[Dict[str, Any]] = None,
+                    traffic_b: Optional[Dict[str, Any]] = None) -> None:
+    """Error counters that grew (delta); any counter that went down (a reset)."""
+    ca = ca if isinstance(ca, dict) else {}
+    cb = cb if isinstance(cb, dict) else {}
+    grew: Dict[str, int] = {}
+    down: Dict[str, Tuple[int, int]] = {}
+    for name in sorted(ca.keys() & cb.keys()):
+        va, vb = ca[name], cb[name]
+        if not isinstance(va, int) or not isinstance(vb, int) or isinstance(va, bool):
+            continue
+        if vb > va:
+            grew[name] = vb - va
+        elif vb < va:
+            down[name] = (va, vb)
+    ta, tb = traffic or {}, traffic_b or {}
+    for name in sorted(ta.keys() & tb.keys()):
+        va, vb = ta[name], tb[name]
+        if isinstance(va, int) and isinstance(vb, int) and vb < va:
+            down[name] = (va, vb)
+    if down:
+        out.append(Change(
+            f"{family}.counter_reset", subject, {k: v[0] for k, v in down.items()},
+            {k: v[1] for k, v in down.items()},
+            f"{subject}: counters went down ({', '.join(f'{k} {v[0]}→{v[1]}' for k, v in down.items())}): "
+            "they were reset between the snapshots (reboot, driver reload or port reset); "
+            "B's values count only since the reset"))
+    if grew:
+        out.append(Change(
+            f"{family}.counter_grew", subject, {k: ca[k] for k in grew}, {k: cb[k] for k in grew},
+            f"{subject}: error counters grew: "
+            + ", ".join(f"{k} +{v}" for k, v in grew.items())
+            + (" (after a reset: the growth is at least this)" if down else "")))
+
+
+def _fabric(ka: Dict[Any, GPU], kb: Dict[Any, GPU], out: List[Change]) -> None:
+    items = []
+    for k in sorted(ka.keys() & kb.keys(), key=lambda k: kb[k].index):
+        fa = _get(ka[k].extra, "nvml", "fabric")
+        fb = _get(kb[k].extra, "nvml", "fabric")
+        if not isinstance(fa, dict) or not isinstance(fb, dict):
+            continue
+        sa = f"{fa.get('state')}/{fa.get('health_summary')}"
+        sb = f"{fb.get('state')}/{fb.get('health_summary')}"
+        if sa != sb:
+            name = _label(k, ka[k], kb[k])
+            items.append((name, sa, sb, f"{name} fabric: {sa} → {sb}"))
+    _grouped("fabric.state", items, out, "GPUs")
+
+
+def _pcie_of(extra: Dict[str, Any], nic: bool = False) -> Tuple[Optional[str], str]:
+    link = _get(extra, "sysfs", "pci", "link") if nic else _get(extra, "sysfs", "link")
+    if isinstance(link, dict) and link.get("current_width") is not None:
+        return f"Gen{link.get('current_gen')} x{link.get('current_width')}", "sysfs"
+    if not nic:
+        p = _get(extra, "nvml", "pcie")
+        if isinstance(p, dict) and p.get("current_width") is not None:
+            return f"Gen{p.get('current_gen')} x{p.get('current_width')}", "nvml"
+    return None, ""
+
+
+def _pcie(ka: Dict[Any, GPU], kb: Dict[Any, GPU], a: Topology, b: Topology,
+          out: List[Change]) -> None:
+    for k in sorted(ka.keys() & kb.keys(), key=lambda k: kb[k].index):
+        ga, gb = ka[k], kb[k]
+        name = _label(k, ga, gb)
+        (la, sa), (lb, sb) = _pcie_of(ga.extra), _pcie_of(gb.extra)
+        if la and lb and sa == sb and la != lb:
+            out.append(Change("pcie.link", name, la, lb, f"{name} PCIe link: {la} → {lb}"))
+        ra = _get(ga.extra, "nvml", "pcie", "replay_counter")
+        rb = _get(gb.extra, "nvml", "pcie", "replay_counter")
+        _counter_deltas(f"{name} PCIe", {"replay_counter": ra}, {"replay_counter": rb},
+                        "pcie", out)
+    nb = {n.name: n for n in b.nics}
+    for na in a.nics:
+        other = nb.get(na.name)
+        if other is None:
+            continue
+        (la, sa), (lb, sb) = _pcie_of(na.extra, nic=True), _pcie_of(other.extra, nic=True)
+        if la and lb and la != lb:
+            out.append(Change("pcie.link", na.name, la, lb, f"{na.name} PCIe link: {la} → {lb}"))
+
+
+def _ports_of(t: Topology) -> Dict[str, Dict[str, Any]]:
+    res = {}
+    for n in t.nics:
+        for p in _get(n.extra, "sysfs", "ports") or []:
+            if isinstance(p, dict) and "port" in p:
+                res[f"{n.name} port {p['port']}"] = dict(
+                    p, _guid=_get(n.extra, "sysfs", "node_guid"))
+    return res
+
+
+def _ports(a: Topology, b: Topology, out: List[Change]) -> None:
+    from .probes.sysfs import ERROR_COUNTERS
+
+    pa, pb = _ports_of(a), _ports_of(b)
+    for subj in sorted(pa.keys() & pb.keys()):
+        x, y = pa[subj], pb[subj]
+        sa = f"{x.get('state')}/{x.get('phys_state')}"
+        sb = f"{y.get('state')}/{y.get('phys_state')}"
+        if sa != sb:
+            out.append(Change("ib.port_state", subj, sa, sb, f"{subj}: {sa} → {sb}"))
+        ra, rb = x.get("rate_gbps"), y.get("rate_gbps")
+        if ra != rb and ra is not None and rb is not None:
+            out.append(Change("ib.rate", subj, ra, rb, f"{subj}: {ra:g} → {rb:g} Gb/s"))
+        if x.get("link_layer") != y.get("link_layer"):
+            out.append(Change("ib.link_layer", subj, x.get("link_layer"), y.get("link_layer"),
+                              f"{subj}: link layer {x.get('link_layer')} → "
+                              f"{y.get('link_layer')}"))
+        if x["_guid"] and y["_guid"] and x["_guid"] != y["_guid"]:
+            continue  # another device under the name (nic.replaced): counters not comparable
+        ca, cb = x.get("counters") or {}, y.get("counters") or {}
+        err_a = {k: v for k, v in ca.items() if k in ERROR_COUNTERS}
+        err_b = {k: v for k, v in cb.items() if k in ERROR_COUNTERS}
+        err_a.update(x.get("hw_counters") or {})
+        err_b.update(y.get("hw_counters") or {})
+        traffic_a = {k: v for k, v in ca.items() if k not in ERROR_COUNTERS}
+        traffic_b = {k: v for k, v in cb.items() if k not in ERROR_COUNTERS}
+        _counter_deltas(subj, err_a, err_b, "ib", out, traffic_a, traffic_b)
+
+
+def _paths(a: Topology, b: Topology, ka: Dict[Any, GPU], kb: Dict[Any, GPU],
+           out: List[Change]) -> None:
+    """GPU↔NIC path tokens (a NIC moved to another PCIe switch, another socket)."""
+    if a.matrix is None or b.matrix is None:
+        return
+    items = []
+    nics_b = {n.name: n for n in b.nics}
+    for k in sorted(ka.keys() & kb.keys(), key=lambda k: kb[k].index):
+        ga, gb = ka[k], kb[k]
+        for na in a.nics:
+            nb = nics_b.get(na.name)
+            if nb is None:
+                continue
+            pa, pb = a.path(ga.label, na.label), b.path(gb.label, nb.label)
+            if pa is not None and pb is not None and pa != pb:
+                subj = f"{gb.label}-{na.name}"
+                items.append((subj, pa, pb, f"{subj} path: {pa} → {pb}"))
+    _grouped("path.gpu_nic", items, out, "GPU-NIC paths")
+
+
+# --- verdicts --------------------------------------------------------------------------------
+
+
+def verdicts(a: Topology, b: Topology) -> Dict[str, Any]:
+    """Check both (auto layout): the verdict of each and the findings new in B / gone from A."""
+    from . import checks
+    from .checks import select as selection
+
+    res: Dict[str, Any] = {}
+    found = {}
+    for side, t in (("before", a), ("after", b)):
+        if not t.gpus and t.matrix is None and t.p2p is None:
+            res[side] = None
+            res[f"layout_{side}"] = None
+            found[side] = []
+            continue
+        sel = selection.select(t)
+        f = checks.run(t, sel.layout)
+        res[side] = checks.verdict(f)
+        res[f"layout_{side}"] = sel.name
+        found[side] = [x for x in f if x.severity in ("error", "warning")]
+    keys_a = {(x.code, x.subject) for x in found["before"]}
+    keys_b = {(x.code, x.subject) for x in found["after"]}
+    res["new"] = [x.to_dict() for x in found["after"] if (x.code, x.subject) not in keys_a]
+    res["resolved"] = [x.to_dict() for x in found["before"] if (x.code, x.subject) not in keys_b]
+    return res
+
+
+def diff_files(path_a: str, path_b: str) -> Diff:
+    from . import snapshot
+
+    a = snapshot.load(path_a)
+    b = snapshot.load(path_b)
+    d = compare(a, b, a.origin.get("file") or path_a, b.origin.get("file") or path_b)
+    d.verdict = verdicts(a, b)
+    return d

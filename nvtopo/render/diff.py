@@ -1,0 +1,60 @@
+"""``nvtopo diff`` output: the changes between two snapshots, then the verdicts."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from .check import STYLE, _val
+
+
+def print_diff(doc: Dict[str, Any], console: Console) -> None:
+    a, b = doc["a"], doc["b"]
+    console.print(Text.assemble(("Diff: ", "bold"), a["file"], f" ({a['hostname'] or '?'})",
+                                " → ", b["file"], f" ({b['hostname'] or '?'})"))
+    for w in doc["warnings"]:
+        console.print(Text("warning: " + w, style="yellow"))
+    changes: List[Dict[str, Any]] = doc["changes"]
+    if changes:
+        t = Table(title=f"Changes ({len(changes)})", title_justify="left", expand=False)
+        t.add_column("Kind", no_wrap=True, style="cyan")
+        t.add_column("Subject", no_wrap=True)
+        t.add_column("Before")
+        t.add_column("After")
+        t.add_column("What", ratio=1)
+        for c in changes:
+            t.add_row(c["kind"], c["subject"], _val(c["before"]), _val(c["after"]),
+                      c["message"])
+        console.print(t)
+    v = doc["verdict"]
+    line = Text("Verdict: ", style="bold")
+    for side in ("before", "after"):
+        val = v.get(side) or "–"
+        line.append(val.upper(), style="bold red" if val == "fail" else "bold green"
+                    if val == "pass" else "dim")
+        line.append(f" ({v.get('layout_' + side) or 'no data'})")
+        if side == "before":
+            line.append(" → ")
+    console.print(line)
+    for key, title in (("new", "New findings"), ("resolved", "Resolved findings")):
+        group = v.get(key) or []
+        if not group:
+            continue
+        t = Table(title=f"{title} ({len(group)})", title_justify="left", expand=False)
+        t.add_column("Severity", no_wrap=True)
+        t.add_column("Code", no_wrap=True)
+        t.add_column("Subject", no_wrap=True)
+        t.add_column("What", ratio=1)
+        for f in group:
+            t.add_row(Text(f["severity"], style=STYLE.get(f["severity"], "")), f["code"],
+                      f["subject"], f["message"])
+        console.print(t)
+    if doc["changed"]:
+        console.print(Text(f"CHANGED: {len(changes)} change(s)"
+                           + (f", verdict {v.get('before')} → {v.get('after')}"
+                              if v.get("before") != v.get("after") else ""), style="bold red"))
+    else:
+        console.print(Text("NO CHANGE", style="bold green"))

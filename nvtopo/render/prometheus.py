@@ -1,0 +1,289 @@
+"""``--format prometheus``: the node_exporter textfile-collector format (text exposition 0.0.4).
+
+``nvtopo check --format prometheus -o /var/lib/node_exporter/textfile/nvtopo.prom`` writes
+the check result and the facts behind it as gauges; node_exporter's textfile collector
+(``--collector.textfile.directory``) reads every ``*.prom`` file of its directory at any time,
+so the file is written atomically (a ``.tmp`` file in the same directory, then a rename).
+
+Public API (``nvtopo audit --format prometheus`` uses it for many nodes at once)::
+
+    NodeMetrics(check, topo=None, layout=None, durations=None, labels={})
+        check:     the check document (nvtopo.render.check.document(...)): layout, verdict,
+                   findings
+        topo:      the node's Topology (GPU NVLink counts, ports); None: only the verdict,
+                   findings and layout families
+        layout:    the nvtopo.layouts.Layout checked against (links expected per GPU); None:
+                   the links NVML says should be up
+        durations: probe name -> seconds (probe_durations(snapshot_document)); None: only what
+                   the model records
+        labels:    labels put first on every sample of this node, e.g.
+                   {"file": "node17.json", "hostname": "node17"} (names [a-zA-Z_][a-zA-Z0-9_]*)
+
+    render(nodes: Iterable[NodeMetrics]) -> str
+        The whole exposition text: every family once (HELP, TYPE, then the samples of every
+        node), families in a fixed order, samples in node order.
+    render_check(check, topo=None, layout=None, durations=None, labels=None) -> str
+        One node: render([NodeMetrics(...)]).
+    node_families(nodes) -> List[Family];  exposition(families) -> str
+        The two halves of render(), for a caller adding families of its own
+        (Family(name, help, samples=[(labels_dict, value), ...], type="gauge")).
+    probe_durations(doc) -> Dict[str, float]
+        duration_s of every probe a snapshot document recorded.
+    escape_label_value(text) -> str
+        Backslash, double quote and newline escaped as the exposition format requires.
+
+Metrics (all gauges; label values escaped): ``nvtopo_check_pass`` (1 no error finding, 0 at
+least one), ``nvtopo_check_findings{severity}`` (count per severity, all three always
+present), ``nvtopo_finding{code,subject,severity}`` (one series per finding; the value counts
+identical findings, normally 1), ``nvtopo_layout_info{layout}`` (1),
+``nvtopo_gpus`` / ``nvtopo_nics`` (devices in the input), ``nvtopo_gpu_info{gpu,name,uuid,
+pci_bus_id,numa}`` (1), ``nvtopo_gpu_nvlinks_active{gpu}`` and
+``nvtopo_gpu_nvlinks_expected{gpu}`` (where NVML read the GPU), ``nvtopo_port_up{device,port,
+link_layer}`` (1 ACTIVE, 0 otherwise), ``nvtopo_port_state_info{device,port,state,
+phys_state}`` (1), ``nvtopo_port_rate_bytes_per_second{device,port,link_layer}`` (active
+ports; 400 Gb/s is 5e10, as node_exporter's infiniband collector counts it),
+``nvtopo_probe_duration_seconds{source}`` (where recorded).  A fact the input does not hold
+has no series: absent means unknown, never 0.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+SEVERITIES = ("error", "warning", "info")
+
+_LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+_METRIC_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
+
+Sample = Tuple[Dict[str, str], float]
+
+
+def escape_label_value(text: Any) -> str:
+    """A label value as the exposition format writes it: ``\\``, ``"`` and newline escaped."""
+    return (str(text).replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", "\\n"))
+
+
+def _escape_help(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("\n", "\\n")
+
+
+def _value(v: float) -> str:
+    if isinstance(v, bool):
+        return "1" if v else "0"
+    if isinstance(v, int):
+        return str(v)
+    if math.isnan(v):
+        return "NaN"
+    if math.isinf(v):
+        return "+Inf" if v > 0 else "-Inf"
+    if float(v).is_integer() and abs(v) < 1e15:
+        return str(int(v))
+    return repr(float(v))
+
+
+@dataclass
+class Family:
+    """One metric family: its name, HELP text, TYPE and samples (labels, value)."""
+
+    name: str
+    help: str
+    samples: List[Sample] = field(default_factory=list)
+    type: str = "gauge"
+
+    def __post_init__(self) -> None:
+        if not _METRIC_NAME.match(self.name):
+            raise ValueError(f"bad metric name {self.name!r}")
+
+    def add(self, labels: Mapping[str, Any], value: float) -> None:
+        self.samples.append(({k: "" if v is None else str(v) for k, v in labels.items()},
+                             value))
+
+
+def exposition(families: Sequence[Family]) -> str:
+    """The text exposition of ``families`` (families without samples are left out)."""
+    out: List[str] = []
+    for fam in families:
+        if not fam.samples:
+            continue
+        out.append(f"# HELP {fam.name} {_escape_help(fam.help)}")
+        out.append(f"# TYPE {fam.name} {fam.type}")
+        for labels, value in fam.samples:
+            for k in labels:
+                if not _LABEL_NAME.match(k) or k.startswith("__"):
+                    raise ValueError(f"bad label name {k!r}")
+            body = ",".join(f'{k}="{escape_label_value(v)}"' for k, v in labels.items())
+            out.append(f"{fam.name}{{{body}}} {_value(value)}" if body
+                       else f"{fam.name} {_value(value)}")
+    return "\n".join(out) + "\n" if out else ""
+
+
+@dataclass
+class NodeMetrics:
+    """One node's check result and model, with the labels that tell it from other nodes."""
+
+    check: Mapping[str, Any]
+    topo: Optional[Any] = None
+    layout: Optional[Any] = None
+    durations: Optional[Mapping[str, float]] = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+def probe_durations(doc: Mapping[str, Any]) -> Dict[str, float]:
+    """``duration_s`` of every probe a snapshot document recorded (numbers only)."""
+    out: Dict[str, float] = {}
+    probes = doc.get("probes") if isinstance(doc, Mapping) else None
+    if not isinstance(probes, Mapping):
+        return out
+    for name, ev in probes.items():
+        d = ev.get("duration_s") if isinstance(ev, Mapping) else None
+        if isinstance(d, (int, float)) and not isinstance(d, bool) and d >= 0:
+            out[str(name)] = float(d)
+    return out
+
+
+def _families() -> Dict[str, Family]:
+    specs = [
+        ("nvtopo_check_pass", "1 when nvtopo check found no error finding, else 0."),
+        ("nvtopo_check_findings", "Findings of nvtopo check, by severity."),
+        ("nvtopo_finding", "One series per finding of nvtopo check (value: how many "
+                           "findings have these labels, normally 1)."),
+        ("nvtopo_layout_info", "The layout the node was checked against (none: no layout "
+                               "fits); value 1."),
+        ("nvtopo_gpus", "GPUs in the input."),
+        ("nvtopo_nics", "RDMA devices (NICs) in the input."),
+        ("nvtopo_gpu_info", "One series per GPU with its name, UUID, PCI bus id and NUMA "
+                            "node; value 1."),
+        ("nvtopo_gpu_nvlinks_active", "NVLinks of the GPU that are up (NVML)."),
+        ("nvtopo_gpu_nvlinks_expected", "NVLinks of the GPU that should be up: the layout's "
+                                        "links per GPU, else the links NVML says should be "
+                                        "up (active or down, not inactive by design)."),
+        ("nvtopo_port_up", "1 when the InfiniBand/RoCE port is ACTIVE, else 0 (sysfs)."),
+        ("nvtopo_port_state_info", "State and physical state of the InfiniBand/RoCE port "
+                                   "(sysfs); value 1."),
+        ("nvtopo_port_rate_bytes_per_second", "Rate of the active InfiniBand/RoCE port in "
+                                              "bytes per second (400 Gb/s = 5e10)."),
+        ("nvtopo_probe_duration_seconds", "How long each probe took when the input was "
+                                          "recorded."),
+    ]
+    return {name: Family(name, text) for name, text in specs}
+
+
+def _gpu_numa(g: Any) -> str:
+    if g.numa_affinity is not None:
+        return str(g.numa_affinity)
+    sysfs = g.extra.get("sysfs") if isinstance(g.extra.get("sysfs"), dict) else {}
+    node = sysfs.get("numa_node")
+    return str(node) if isinstance(node, int) and node >= 0 else ""
+
+
+def _nvlink_record(g: Any) -> Optional[Dict[str, Any]]:
+    rec = g.extra.get("nvml")
+    if not isinstance(rec, dict) or rec.get("fault"):
+        return None
+    nv = rec.get("nvlink")
+    if not isinstance(nv, dict) or nv.get("status") not in ("ok", None):
+        return None
+    return nv
+
+
+def _expected_links(nv: Dict[str, Any], layout: Any) -> Optional[int]:
+    if layout is not None:
+        lpg = layout.get("nvlink.links_per_gpu")
+        if isinstance(lpg, int) and not isinstance(lpg, bool):
+            return lpg
+    links = nv.get("links")
+    if isinstance(links, list) and links:
+        return sum(1 for x in links if isinstance(x, dict) and x.get("state") in ("active",
+                                                                                  "down"))
+    return None
+
+
+def _add_node(fams: Dict[str, Family], node: NodeMetrics) -> None:
+    base = {str(k): str(v) for k, v in node.labels.items()}
+
+    def lab(**kw: Any) -> Dict[str, Any]:
+        return {**base, **kw}
+
+    check = node.check
+    findings = list(check.get("findings") or [])
+    fams["nvtopo_check_pass"].add(lab(), 0 if check.get("verdict") == "fail" else 1)
+    for sev in SEVERITIES:
+        fams["nvtopo_check_findings"].add(
+            lab(severity=sev), sum(1 for f in findings if f.get("severity") == sev))
+    counts: Dict[Tuple[str, str, str], int] = {}
+    for f in findings:
+        key = (str(f.get("code")), str(f.get("subject")), str(f.get("severity")))
+        counts[key] = counts.get(key, 0) + 1
+    for (code, subject, sev), n in counts.items():
+        fams["nvtopo_finding"].add(lab(code=code, subject=subject, severity=sev), n)
+    fams["nvtopo_layout_info"].add(lab(layout=check.get("layout") or "none"), 1)
+
+    durations: Dict[str, float] = {}
+    topo = node.topo
+    if topo is not None:
+        nvml = topo.extra.get("nvml") if isinstance(topo.extra.get("nvml"), dict) else {}
+        d = nvml.get("duration_s")
+        if isinstance(d, (int, float)) and not isinstance(d, bool):
+            durations["nvml"] = float(d)
+    durations.update(node.durations or {})
+    for src in sorted(durations):
+        fams["nvtopo_probe_duration_seconds"].add(lab(source=src), durations[src])
+
+    if topo is None:
+        return
+    fams["nvtopo_gpus"].add(lab(), len(topo.gpus))
+    fams["nvtopo_nics"].add(lab(), len(topo.nics))
+    for g in topo.gpus:
+        gpu = str(g.index)
+        fams["nvtopo_gpu_info"].add(lab(gpu=gpu, name=g.name or "", uuid=g.uuid or "",
+                                        pci_bus_id=g.pci_bus_id or "", numa=_gpu_numa(g)), 1)
+        nv = _nvlink_record(g)
+        if nv is None:
+            continue
+        if isinstance(nv.get("active"), int):
+            fams["nvtopo_gpu_nvlinks_active"].add(lab(gpu=gpu), nv["active"])
+        exp = _expected_links(nv, node.layout)
+        if exp is not None:
+            fams["nvtopo_gpu_nvlinks_expected"].add(lab(gpu=gpu), exp)
+    for n in topo.nics:
+        sysfs = n.extra.get("sysfs") if isinstance(n.extra.get("sysfs"), dict) else {}
+        for p in sysfs.get("ports") or []:
+            if not isinstance(p, dict) or p.get("port") is None:
+                continue
+            port = str(p["port"])
+            state = str(p.get("state") or "")
+            layer = str(p.get("link_layer") or "")
+            fams["nvtopo_port_up"].add(lab(device=n.name, port=port, link_layer=layer),
+                                       1 if state == "ACTIVE" else 0)
+            fams["nvtopo_port_state_info"].add(
+                lab(device=n.name, port=port, state=state,
+                    phys_state=str(p.get("phys_state") or "")), 1)
+            rate = p.get("rate_gbps")
+            if isinstance(rate, (int, float)) and not isinstance(rate, bool):
+                fams["nvtopo_port_rate_bytes_per_second"].add(
+                    lab(device=n.name, port=port, link_layer=layer), rate * 1e9 / 8)
+
+
+def node_families(nodes: Iterable[NodeMetrics]) -> List[Family]:
+    """Every family of the nodes, each once, samples in node order."""
+    fams = _families()
+    for node in nodes:
+        _add_node(fams, node)
+    return list(fams.values())
+
+
+def render(nodes: Iterable[NodeMetrics]) -> str:
+    """The exposition text for one or many nodes."""
+    return exposition(node_families(nodes))
+
+
+def render_check(check: Mapping[str, Any], topo: Optional[Any] = None,
+                 layout: Optional[Any] = None,
+                 durations: Optional[Mapping[str, float]] = None,
+                 labels: Optional[Mapping[str, str]] = None) -> str:
+    """The exposition text for one node's check."""
+    return render([NodeMetrics(check=check, topo=topo, layout=layout, durations=durations,
+                               labels=dict(labels or {}))])

@@ -1,0 +1,284 @@
+"""nvtopo audit: verdicts over a simulated fleet with a known faulty subset, unreadable files,
+exit statuses, globs/directories/topo texts, --jobs 1 vs 2, the JSON contract, Prometheus."""
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+
+import pytest
+from typer.testing import CliRunner
+
+from nvtopo import audit, examples, layouts
+from nvtopo.cli import app
+from nvtopo.simulate import simulate
+
+#: file stem -> (faults, expected error codes) of the faulty subset.
+FAULTY = {
+    "node03": (["nvlink-down:GPU3:7"], {"nvlink.link_down"}),
+    "node07": (["ib-port-down:mlx5_4"], {"ib.port_down"}),
+    "node11": (["gpu-missing:GPU7"], {"gpu.missing"}),
+    "node15": (["pcie-width:GPU5:8"], {"pcie.width_low"}),
+    "node19": (["nvlink-down:GPU1:2", "ib-rate:mlx5_0:200"], {"nvlink.link_down",
+                                                              "ib.rate_low"}),
+}
+N_NODES = 24
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory):
+    """24 DGX H100 snapshots (5 faulty) in two sub-directories, plus unreadable files."""
+    root = tmp_path_factory.mktemp("fleet")
+    lay = layouts.load("dgx-h100")
+    for i in range(N_NODES):
+        stem = f"node{i:02d}"
+        faults = FAULTY.get(stem, ([], set()))[0]
+        sub = root / ("rack-a" if i < 12 else "rack-b")
+        sub.mkdir(exist_ok=True)
+        doc = simulate(lay, faults, seed=i, hostname=stem)
+        (sub / f"{stem}.json").write_text(json.dumps(doc))
+    bad = root / "bad"
+    bad.mkdir()
+    (bad / "empty.json").write_text("")
+    (bad / "truncated.json").write_text('{"kind": "nvtopo-snapshot", "schema_vers')
+    (bad / "notes.txt").write_text("hello, this is not a topology\n")
+    (root / "rack-a" / "README.md").write_text("skipped: not a snapshot suffix\n")
+    return root
+
+
+@pytest.fixture
+def cli():
+    try:
+        runner = CliRunner(mix_stderr=False)
+    except TypeError:
+        runner = CliRunner()
+
+    def run(*args):
+        return runner.invoke(app, list(args))
+    return run
+
+
+def _json(r):
+    return json.loads(r.stdout)
+
+
+def _expected_fail():
+    return {f"{s}.json": codes for s, (_, codes) in FAULTY.items()}
+
+
+def test_fleet_verdicts_exact_failing_set_and_codes(fleet, cli):
+    r = cli("audit", str(fleet / "rack-a"), str(fleet / "rack-b"), "--format", "json",
+            "--jobs", "1")
+    assert r.exit_code == 1, r.output
+    doc = _json(r)
+    nodes = doc["nodes"]
+    assert len(nodes) == N_NODES
+    failing = {os.path.basename(n["file"]): {f["code"] for f in n["findings"]
+                                             if f["severity"] == "error"}
+               for n in nodes if n["verdict"] == "fail"}
+    assert failing == _expected_fail()
+    passing = [n for n in nodes if n["verdict"] == "pass"]
+    assert len(passing) == N_NODES - len(FAULTY)
+    assert all(n["errors"] == 0 and n["layout"] == "dgx-h100" for n in passing)
+    assert [n["hostname"] for n in nodes] == [f"node{i:02d}" for i in range(N_NODES)]
+    s = doc["summary"]
+    assert (s["files"], s["checked"], s["pass"], s["fail"], s["unreadable"]) == \
+        (N_NODES, N_NODES, N_NODES - 5, 5, 0)
+    by_code = {c["code"]: c for c in s["codes"]}
+    assert by_code["nvlink.link_down"]["nodes"] == 2
+    assert sorted(by_code["nvlink.link_down"]["shown"]) == ["node03", "node19"]
+    assert by_code["gpu.missing"]["shown"] == ["node11"]
+    assert s["exit_status"] == 1 and s["layouts"] == {"dgx-h100": N_NODES}
+
+
+def test_unreadable_files_listed_with_reasons(fleet, cli):
+    r = cli("audit", str(fleet), "--format", "json", "--jobs", "1")
+    assert r.exit_code == 1
+    nodes = _json(r)["nodes"]
+    bad = {os.path.basename(n["file"]): n for n in nodes if n["verdict"] == "error"}
+    assert set(bad) == {"empty.json", "truncated.json", "notes.txt"}
+    assert bad["empty.json"]["reason"] == "file is empty"
+    assert bad["truncated.json"]["reason"].startswith("truncated or corrupt snapshot")
+    assert "not an nvtopo snapshot, nvidia-smi topo" in bad["notes.txt"]["reason"]
+    assert all(n["hostname"] is None and n["layout"] is None and n["findings"] == []
+               for n in bad.values())
+    assert not any(n["file"].endswith("README.md") for n in nodes)
+    # table: the unreadable section names each file with its one-line reason
+    r = cli("audit", str(fleet / "bad"), str(fleet / "rack-a" / "node00.json"))
+    assert r.exit_code == 0, r.output
+    assert "Could not be read (3)" in r.stdout and "file is empty" in r.stdout
+    assert "AUDIT: 4 file(s) · 1 pass · 0 fail · 3 unreadable" in r.stdout
+
+
+def test_exit_statuses(fleet, cli, tmp_path):
+    assert cli("audit", str(fleet / "rack-a" / "node00.json")).exit_code == 0
+    assert cli("audit", str(fleet / "rack-a" / "node03.json")).exit_code == 1
+    r = cli("audit", str(fleet / "bad"))
+    assert r.exit_code == 2 and "nothing could be read" in r.stderr
+    r = cli("audit", str(tmp_path / "missing-*.json"))
+    assert r.exit_code == 2
+    r = cli("audit", str(tmp_path / "nope.json"), "--format", "json")
+    assert r.exit_code == 2
+    assert _json(r)["nodes"][0]["reason"] == "no such file"
+    r = cli("audit", str(fleet), "--layout", "no-such-layout")
+    assert r.exit_code == 2 and "no-such-layout" in r.stderr and "Traceback" not in r.output
+
+
+def test_globs_and_mixed_topo_texts(fleet, cli, tmp_path):
+    d = tmp_path / "mixed"
+    d.mkdir()
+    shutil.copy(fleet / "rack-a" / "node03.json", d / "node03.json")
+    (d / "ticket.txt").write_text(examples.read("dgx-h100"))
+    r = cli("audit", str(d / "*"), "--format", "json")
+    assert r.exit_code == 1, r.output
+    nodes = {os.path.basename(n["file"]): n for n in _json(r)["nodes"]}
+    assert set(nodes) == {"node03.json", "ticket.txt"}
+    assert nodes["ticket.txt"]["verdict"] == "pass" and nodes["ticket.txt"]["hostname"] is None
+    assert nodes["node03.json"]["verdict"] == "fail"
+    r = cli("audit", str(fleet / "**" / "node1*.json"), "--format", "json")
+    names = [os.path.basename(n["file"]) for n in _json(r)["nodes"]]
+    assert names == [f"node{i}.json" for i in range(10, 20)]
+
+
+def test_jobs_1_and_2_same_result(fleet, cli):
+    one = cli("audit", str(fleet), "--format", "json", "--jobs", "1")
+    two = cli("audit", str(fleet), "--format", "json", "--jobs", "2")
+    assert one.exit_code == two.exit_code == 1
+    assert _json(one) == _json(two)
+    assert len(_json(two)["nodes"]) == N_NODES + 3
+
+
+def test_json_contract(fleet, cli):
+    doc = _json(cli("audit", str(fleet), "--format", "json", "--jobs", "1"))
+    assert list(doc) == ["nodes", "summary"]
+    for n in doc["nodes"]:
+        assert {"file", "hostname", "layout", "verdict", "errors", "warnings",
+                "findings"} <= set(n)
+        assert n["verdict"] in ("pass", "fail", "error")
+        assert isinstance(n["errors"], int) and isinstance(n["warnings"], int)
+        assert n["errors"] == sum(f["severity"] == "error" for f in n["findings"])
+        for f in n["findings"]:
+            assert set(f) == {"severity", "code", "subject", "expected", "actual", "message",
+                              "hint", "source"}
+    s = doc["summary"]
+    assert set(s) == {"files", "checked", "pass", "fail", "unreadable", "layouts", "codes",
+                      "exit_status"}
+    for c in s["codes"]:
+        assert set(c) == {"code", "severity", "nodes", "findings", "shown", "more"}
+        assert c["more"] == c["nodes"] - len(c["shown"])
+
+
+def test_audit_agrees_with_check(fleet, cli):
+    for stem in ("node00", "node19"):
+        path = str(fleet / "rack-b" / f"{stem}.json") if int(stem[4:]) >= 12 else \
+            str(fleet / "rack-a" / f"{stem}.json")
+        c = json.loads(cli("check", "--from", path, "--format", "json").stdout)
+        a = _json(cli("audit", path, "--format", "json"))["nodes"][0]
+        assert (a["verdict"], a["layout"], a["findings"]) == \
+            (c["verdict"], c["layout"], c["findings"])
+
+
+def test_summary_caps_names_but_counts_exactly():
+    s = audit.Summary()
+    for i in range(audit.SHOWN_NODES + 5):
+        s.add(audit.NodeResult(file=f"f{i}", hostname=f"h{i}", layout="x", verdict="fail",
+                               errors=1, codes=(("error", "gpu.missing", "GPU7"),)))
+    c = s.to_dict()["codes"][0]
+    assert c["nodes"] == audit.SHOWN_NODES + 5 and len(c["shown"]) == audit.SHOWN_NODES
+    assert c["more"] == 5
+
+
+def test_table_and_prometheus(fleet, cli):
+    r = cli("audit", str(fleet / "rack-a"), "--jobs", "1")
+    assert r.exit_code == 1
+    assert "Findings by code" in r.stdout and "nvlink.link_down" in r.stdout
+    assert "AUDIT: 12 file(s) · 9 pass · 3 fail · 0 unreadable" in r.stdout
+    r = cli("audit", str(fleet / "rack-a"), str(fleet / "bad"), "--format", "prometheus")
+    assert r.exit_code == 1
+    lines = r.stdout.splitlines()
+    families = [ln.split()[2] for ln in lines if ln.startswith("# TYPE")]
+    assert all(f.startswith("nvtopo_") for f in families)
+    assert len(families) == len(set(families))
+    sample = re.compile(r'^(nvtopo_[a-z_]+)(\{([a-z_]+="(?:[^"\\]|\\.)*",?)*\})? \d+$')
+    assert all(sample.match(ln) for ln in lines if not ln.startswith("#")), lines
+    if importlib.util.find_spec("nvtopo.render.prometheus") is not None:
+        # the check renderer's families, one node per file/hostname label pair
+        assert any(re.match(r'nvtopo_check_pass\{file=".*node03.json",hostname="node03"\} 0',
+                            ln) for ln in lines)
+        assert any(re.match(r'nvtopo_finding\{file=".*node03.json",hostname="node03",'
+                            r'code="nvlink.link_down",subject="GPU3 link 7",'
+                            r'severity="error"\} 1', ln) for ln in lines)
+        assert sum(ln.startswith("nvtopo_check_pass{") for ln in lines) == 12
+    else:
+        assert any(re.match(r'nvtopo_audit_node_pass\{file=".*node03.json",hostname="node03",'
+                            r'layout="dgx-h100"\} 0', ln) for ln in lines)
+        assert sum(ln.startswith("nvtopo_audit_node_pass{") for ln in lines) == 12
+    assert 'nvtopo_audit_nodes{verdict="error"} 3' in lines
+    assert 'nvtopo_audit_code_nodes{code="gpu.missing",severity="error"} 1' in lines
+
+
+def test_no_progress_bar_in_pipes(fleet, cli):
+    r = cli("audit", str(fleet / "rack-a" / "node00.json"))
+    assert "auditing" not in r.stdout and "auditing" not in (r.stderr or "")
+
+
+def test_progress_bar_on_a_terminal_keeps_stdout_clean(fleet, tmp_path):
+    """stderr a terminal, stdout a file: the bar is drawn on stderr, the JSON lands whole."""
+    import pty
+    import select
+    import subprocess
+    import sys
+
+    master, slave = pty.openpty()
+    out = tmp_path / "out.json"
+    with open(out, "w") as fh:
+        p = subprocess.run([sys.executable, "-m", "nvtopo", "audit", str(fleet / "rack-a"),
+                            "--format", "json", "--jobs", "1"], stdout=fh, stderr=slave,
+                           timeout=300)
+    os.close(slave)
+    seen = b""
+    while select.select([master], [], [], 0.5)[0]:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(master)
+    assert p.returncode == 1
+    assert b"auditing" in seen and b"12/12" in seen
+    doc = json.loads(out.read_text())
+    assert len(doc["nodes"]) == 12 and doc["summary"]["fail"] == 3
+
+
+def test_table_streams_in_chunks_and_keeps_no_rows(monkeypatch):
+    from rich.console import Console
+
+    from nvtopo.render import audit as render_audit
+
+    monkeypatch.setattr(render_audit, "CHUNK", 4)
+    monkeypatch.setattr(render_audit, "MAX_UNREADABLE_SHOWN", 2)
+    console = Console(record=True, width=140, file=open(os.devnull, "w"))
+    printer = render_audit.TablePrinter(console)
+    summary = audit.Summary()
+    for i in range(10):
+        r = audit.NodeResult(file=f"n{i}.json", hostname=f"n{i}", layout="dgx-h100",
+                             verdict="fail" if i == 7 else "pass", errors=int(i == 7),
+                             worst=("error", "gpu.missing", "GPU7", "gone") if i == 7 else None,
+                             codes=(("error", "gpu.missing", "GPU7"),) if i == 7 else ())
+        summary.add(r)
+        printer.add(r)
+        assert len(printer.pending) < 4  # flushed every 4 rows, never accumulated
+    for i in range(3):
+        bad = audit.NodeResult(file=f"bad{i}.json", hostname=None, layout=None,
+                               verdict="error", reason="file is empty")
+        summary.add(bad)
+        printer.add(bad)
+    printer.finish(summary)
+    text = console.export_text()
+    assert [f"n{i}.json" in text for i in range(10)] == [True] * 10
+    assert text.count("Worst finding") == 1  # one header over all chunks
+    assert "Could not be read (3)" in text and "… and 1 more" in text
+    assert "AUDIT: 13 file(s) · 9 pass · 1 fail · 3 unreadable" in text

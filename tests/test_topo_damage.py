@@ -112,3 +112,17 @@ def test_prompt_line_gives_p2p_mode():
     topo = parse(text)
     assert topo.matrix is None and topo.p2p.mode == "w"
     assert topo.extra["topo-text"]["command"] == "nvidia-smi topo -p2p w"
+
+
+def test_summary_counts_unknown_pairs_apart_from_unconnected():
+    from nvtopo.model import GPU, Matrix, NVLinkPair, Topology
+    from nvtopo.render.matrix import summary
+
+    topo = Topology(gpus=[GPU(0), GPU(1), GPU(2)],
+                    matrix=Matrix(["GPU0", "GPU1", "GPU2"],
+                                  [["X", "NV4", None], ["NV4", "X", "PHB"], [None, "PHB", "X"]]),
+                    nvlinks=[NVLinkPair(0, 1, 4)])
+    line = summary(topo).plain
+    assert "1/3 GPU pairs NVLink-connected (NV4), 1 unknown" in line, line
+    topo.matrix.cells[0][2] = topo.matrix.cells[2][0] = "SYS"
+    assert "1/3 GPU pairs NVLink-connected (NV4) ·" in summary(topo).plain

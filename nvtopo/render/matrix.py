@@ -316,6 +316,12 @@ def summary(topo: Topology) -> Text:
         what = f"{len(linked)}/{pairs} GPU pairs NVLink-connected"
         if counts:
             what += " (" + ", ".join(f"NV{c}" for c in counts) + ")"
+        known = {frozenset((p.a, p.b)) for p in topo.nvlinks}
+        unknown = sum(1 for i, g in enumerate(topo.gpus) for h in topo.gpus[i + 1:]
+                      if frozenset((g.index, h.index)) not in known
+                      and topo.path(g.label, h.label) is None)
+        if unknown:
+            what += f", {unknown} unknown"  # not counted as unconnected: nobody said
         parts.append(what)
     elif topo.p2p is not None:
         ok = sum(1 for _, _, tok in topo.p2p.pairs() if tok == "OK")

@@ -83,7 +83,7 @@ def _emit(text: str, output: Optional[str]) -> None:
         from . import snapshot
 
         snapshot.write_atomic(text, output)
-        sys.stderr.write(f"nvtopo: wrote {output}\n")
+        _say(f"nvtopo: wrote {output}")
 
 
 FROM_HELP = ("Read this file instead of probing: a snapshot, or a pasted `nvidia-smi topo` "
@@ -651,9 +651,9 @@ def simulate_cmd(
         sys.stdout.flush()
     else:
         snapshot.write_atomic(text, output)
-        sys.stderr.write(f"nvtopo: wrote {output} (simulated {lay.name}"
-                         + (f", faults: {', '.join(doc['simulated']['faults'])}"
-                            if doc["simulated"]["faults"] else ", healthy") + ")\n")
+        _say(f"nvtopo: wrote {output} (simulated {lay.name}"
+             + (f", faults: {', '.join(doc['simulated']['faults'])}"
+                if doc["simulated"]["faults"] else ", healthy") + ")")
 
 
 # --- audit: many saved snapshots at once (issue #6) -----------------------------------------
@@ -796,7 +796,7 @@ def diff_cmd(
 
     d = diff_mod.diff_files(a, b)
     for w in d.warnings:
-        sys.stderr.write(f"nvtopo: warning: {w}\n")
+        _say(f"nvtopo: warning: {w}")
     doc = d.to_dict()
     if fmt is Format.json:
         _print_json(doc)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import glob
 import os
+import stat
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
@@ -145,7 +146,7 @@ def expand(paths: Sequence[str]) -> Iterator[Tuple[str, Optional[str]]]:
         if os.path.isdir(p):
             yield from _walk(p)
         elif os.path.exists(p) or not (_GLOB_CHARS & set(p)):
-            yield p, (None if os.path.exists(p) else "no such file")
+            yield p, (_not_regular(p) if os.path.exists(p) else "no such file")
         else:
             found = False
             for m in _iglob_sorted(p):
@@ -153,7 +154,7 @@ def expand(paths: Sequence[str]) -> Iterator[Tuple[str, Optional[str]]]:
                 if os.path.isdir(m):
                     yield from _walk(m)
                 else:
-                    yield m, None
+                    yield m, _not_regular(m)
             if not found:
                 yield p, "no file matches this pattern"
 
@@ -174,18 +175,54 @@ def _iglob_sorted(pattern: str) -> Iterator[str]:
 
 
 def _walk(top: str) -> Iterator[Tuple[str, Optional[str]]]:
-    def onerror(exc: OSError) -> None:
-        raise exc
+    """Depth first, sorted, like ``os.walk`` top-down; a directory that cannot be listed is
+    reported (``(dir, reason)``) and the walk goes on with its siblings."""
+    stack = [top]
+    while stack:
+        root = stack.pop()
+        files: List[Tuple[str, Optional[str]]] = []
+        dirs: List[str] = []
+        try:
+            with os.scandir(root) as it:
+                for e in it:
+                    if e.name.startswith("."):
+                        continue
+                    try:
+                        is_dir = e.is_dir()
+                    except OSError:
+                        is_dir = False
+                    if is_dir:
+                        if not e.is_symlink():  # as os.walk: links to directories not followed
+                            dirs.append(e.name)
+                        continue
+                    if not e.name.lower().endswith(SUFFIXES):
+                        continue
+                    files.append((e.name, _not_regular(e.path)))
+        except OSError as exc:
+            yield root, f"cannot list directory: {exc.strerror or exc}"
+            continue
+        for name, why in sorted(files):
+            yield os.path.join(root, name), why
+        stack.extend(os.path.join(root, d) for d in sorted(dirs, reverse=True))
 
+
+def _not_regular(path: str) -> Optional[str]:
+    """Why ``path`` cannot be read as a file without opening it (a FIFO would block), or None."""
     try:
-        for root, dirs, files in os.walk(top, onerror=onerror):
-            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-            for f in sorted(files):
-                if f.startswith(".") or not f.lower().endswith(SUFFIXES):
-                    continue
-                yield os.path.join(root, f), None
+        st = os.stat(path)
+    except FileNotFoundError:
+        return "no such file (a broken link?)" if os.path.islink(path) else "no such file"
+    except PermissionError:
+        return "permission denied"
     except OSError as exc:
-        yield (exc.filename or top), f"cannot list directory: {exc.strerror or exc}"
+        return f"cannot stat: {exc.strerror or exc}"
+    if stat.S_ISDIR(st.st_mode):
+        return "is a directory, not a file"
+    if not stat.S_ISREG(st.st_mode):
+        kind = ("a FIFO" if stat.S_ISFIFO(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode)
+                else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else "")
+        return "not a regular file" + (f" ({kind})" if kind else "")
+    return None
 
 
 # --- checking one file -------------------------------------------------------------------
@@ -197,6 +234,9 @@ def check_file(path: str, layout: str = "auto", layout_file: Optional[str] = Non
     from .checks import select as selection
 
     hostname = None
+    why = _not_regular(path)
+    if why is not None:  # never open a FIFO, socket or device: reading one blocks or never ends
+        return _bad_input(path, why)
     try:
         topo = snapshot.load(path)
         hostname = topo.host.get("hostname") or None

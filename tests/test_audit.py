@@ -282,3 +282,55 @@ def test_table_streams_in_chunks_and_keeps_no_rows(monkeypatch):
     assert text.count("Worst finding") == 1  # one header over all chunks
     assert "Could not be read (3)" in text and "… and 1 more" in text
     assert "AUDIT: 13 file(s) · 9 pass · 1 fail · 3 unreadable" in text
+
+
+def _tiny_tree(tmp_path, fleet):
+    src = next((fleet / "rack-a").glob("*.json"))
+    top = tmp_path / "b"
+    (top / "a").mkdir(parents=True)
+    (top / "b").mkdir()
+    shutil.copy(src, top / "z.json")
+    shutil.copy(src, top / "a" / "hidden.json")
+    shutil.copy(src, top / "b" / "good.json")
+    return top
+
+
+def test_walk_goes_on_past_an_unlistable_directory(fleet, tmp_path, monkeypatch):
+    top = _tiny_tree(tmp_path, fleet)
+    real_scandir, real_listdir = os.scandir, os.listdir
+    blocked = str(top / "a")
+
+    def deny(real):
+        def f(path=".", *a, **k):
+            if os.fspath(path).rstrip("/") == blocked:
+                raise PermissionError(13, "Permission denied", os.fspath(path))
+            return real(path, *a, **k)
+        return f
+    monkeypatch.setattr(os, "scandir", deny(real_scandir))
+    monkeypatch.setattr(os, "listdir", deny(real_listdir))
+    got = list(audit.expand([str(top)]))
+    assert got == [(str(top / "z.json"), None),
+                   (blocked, "cannot list directory: Permission denied"),
+                   (str(top / "b" / "good.json"), None)]
+    res = list(audit.run([str(top)], jobs=1))
+    assert [r.verdict == "error" for r in res] == [False, True, False]
+
+
+def test_fifo_reported_not_opened(fleet, tmp_path, cli):
+    src = next((fleet / "rack-a").glob("*.json"))
+    top = tmp_path / "c"
+    top.mkdir()
+    shutil.copy(src, top / "a.json")
+    os.mkfifo(top / "b.json")
+    assert list(audit.expand([str(top)])) == [
+        (str(top / "a.json"), None), (str(top / "b.json"), "not a regular file (a FIFO)")]
+    # named directly, and through check_file (a worker) too: never opened
+    assert list(audit.expand([str(top / "b.json")])) == [
+        (str(top / "b.json"), "not a regular file (a FIFO)")]
+    r = audit.check_file(str(top / "b.json"))
+    assert r.verdict == "error" and r.reason == "not a regular file (a FIFO)"
+    for args in ([str(top)], [str(top / "a.json"), str(top / "b.json")]):
+        res = cli("audit", *args, "--jobs", "1", "--format", "json")
+        doc = _json(res)
+        assert [n["verdict"] == "error" for n in doc["nodes"]] == [False, True]
+        assert doc["nodes"][1]["reason"] == "not a regular file (a FIFO)"

@@ -50,6 +50,8 @@ class Diff:
     changes: List[Change] = field(default_factory=list)
     warnings: List[str] = field(default_factory=list)
     verdict: Dict[str, Any] = field(default_factory=dict)
+    #: ``{"compared": [...], "not_compared": {source: why}}``: the evidence both inputs hold.
+    sources: Dict[str, Any] = field(default_factory=dict)
 
     @property
     def changed(self) -> bool:
@@ -62,7 +64,8 @@ class Diff:
                 "b": {"file": self.b, "hostname": self.hosts[1]},
                 "changed": self.changed, "warnings": list(self.warnings),
                 "changes": [c.to_dict() for c in self.changes],
-                "verdict": dict(self.verdict)}
+                "verdict": dict(self.verdict),
+                "sources": dict(self.sources)}
 
 
 # --- identities ---------------------------------------------------------------------------
@@ -107,7 +110,52 @@ def _get(d: Any, *path: str) -> Any:
 # --- comparisons --------------------------------------------------------------------------
 
 
-def compare(a: Topology, b: Topology, where_a: str = "A", where_b: str = "B") -> Diff:
+#: The evidence facts come from, and what each one is the only witness of.
+FACT_SOURCES = ("nvml", "sysfs", "topo-text")
+SOURCE_FACTS = {
+    "nvml": "GPU UUIDs, NVLink link states and error counters, fabric, PCIe replays",
+    "sysfs": "NICs, IB port states, rates and counters, PCIe links, GPUDirect",
+    "topo-text": "the nvidia-smi topo matrix (NVLink pairs, GPU-NIC paths)",
+}
+_UNUSABLE = ("failed", "skipped", "missing", "error", "unavailable")
+
+
+def source_states(t: Topology, doc: Optional[Dict[str, Any]] = None) -> Dict[str, str]:
+    """Per fact source: ``ok``, or why it gave nothing (``absent``, ``failed``, ``skipped``…)."""
+    if doc is not None:
+        probes = doc.get("probes") if isinstance(doc.get("probes"), dict) else {}
+        res = {}
+        for name in FACT_SOURCES:
+            ev = probes.get(name)
+            status = ev.get("status") if isinstance(ev, dict) else None
+            if ev is None:
+                res[name] = "absent"
+            elif isinstance(status, str) and status in _UNUSABLE:
+                res[name] = status
+            else:
+                res[name] = "ok"
+        return res
+    kind = t.origin.get("kind")
+    has_nvml = kind == "nvml-text" or any(isinstance(g.extra.get("nvml"), dict) for g in t.gpus)
+    return {"nvml": "ok" if has_nvml else "absent",
+            "sysfs": "absent",
+            "topo-text": "ok" if kind == "topo-text" else "absent"}
+
+
+def _source_coverage(sa: Dict[str, str], sb: Dict[str, str]) -> Dict[str, Any]:
+    compared = [s for s in FACT_SOURCES if sa.get(s) == "ok" and sb.get(s) == "ok"]
+    not_compared = {}
+    for s in FACT_SOURCES:
+        x, y = sa.get(s, "absent"), sb.get(s, "absent")
+        if (x == "ok") != (y == "ok"):
+            side, why = ("B", y) if x == "ok" else ("A", x)
+            not_compared[s] = f"{why} in {side}"
+    return {"compared": compared, "not_compared": not_compared}
+
+
+def compare(a: Topology, b: Topology, where_a: str = "A", where_b: str = "B",
+            sources_a: Optional[Dict[str, str]] = None,
+            sources_b: Optional[Dict[str, str]] = None) -> Diff:
     host_a = a.host.get("hostname") or None
     host_b = b.host.get("hostname") or None
     d = Diff(a=where_a, b=where_b, hosts=(host_a, host_b))
@@ -117,11 +165,20 @@ def compare(a: Topology, b: Topology, where_a: str = "A", where_b: str = "B") ->
     ta, tb = a.host.get("time"), b.host.get("time")
     if isinstance(ta, str) and isinstance(tb, str) and tb < ta:
         d.warnings.append(f"B was taken before A ({tb} < {ta}): changes read from A to B")
+    cov = _source_coverage(sources_a or source_states(a), sources_b or source_states(b))
+    d.sources = cov
+    both = set(cov["compared"])
+    for s, why in cov["not_compared"].items():
+        d.warnings.append(f"{s} evidence is {why}: its facts ({SOURCE_FACTS[s]}) are not "
+                          "compared; nothing is reported removed, resolved or changed for them")
     ka, kb = _gpu_keys(a, b)
     out: List[Change] = []
-    _gpus(ka, kb, out)
-    _nics(a, b, out)
-    _nvlink_pairs(a, b, ka, kb, out)
+    if both:  # GPUs are seen by every source: one both hold is enough
+        _gpus(ka, kb, out)
+    if both & {"sysfs", "topo-text"}:  # NICs: sysfs or the topo matrix
+        _nics(a, b, out)
+    if both & {"nvml", "topo-text"}:  # NVLink pairs: NVML or the topo matrix (not sysfs)
+        _nvlink_pairs(a, b, ka, kb, out)
     _nvlink_links(ka, kb, out)
     _fabric(ka, kb, out)
     _pcie(ka, kb, a, b, out)
@@ -430,8 +487,11 @@ def _paths(a: Topology, b: Topology, ka: Dict[Any, GPU], kb: Dict[Any, GPU],
 # --- verdicts --------------------------------------------------------------------------------
 
 
-def verdicts(a: Topology, b: Topology) -> Dict[str, Any]:
-    """Check both (auto layout): the verdict of each and the findings new in B / gone from A."""
+def verdicts(a: Topology, b: Topology, not_compared: Iterable[str] = ()) -> Dict[str, Any]:
+    """Check both (auto layout): the verdict of each and the findings new in B / gone from A.
+
+    Findings from a source only one input holds (``not_compared``) are neither new nor
+    resolved: they go to ``unconfirmed``, and ``not_compared`` names the sources."""
     from . import checks
     from .checks import select as selection
 
@@ -450,16 +510,40 @@ def verdicts(a: Topology, b: Topology) -> Dict[str, Any]:
         found[side] = [x for x in f if x.severity in ("error", "warning")]
     keys_a = {(x.code, x.subject) for x in found["before"]}
     keys_b = {(x.code, x.subject) for x in found["after"]}
-    res["new"] = [x.to_dict() for x in found["after"] if (x.code, x.subject) not in keys_a]
-    res["resolved"] = [x.to_dict() for x in found["before"] if (x.code, x.subject) not in keys_b]
+    missing = set(not_compared or ())
+
+    def comparable(x: Any) -> bool:
+        used = set(re.split(r"[^a-z-]+", x.source or "")) & set(FACT_SOURCES)
+        return not (used & missing) and not (missing and not used)
+
+    new = [x for x in found["after"] if (x.code, x.subject) not in keys_a]
+    gone = [x for x in found["before"] if (x.code, x.subject) not in keys_b]
+    res["new"] = [x.to_dict() for x in new if comparable(x)]
+    res["resolved"] = [x.to_dict() for x in gone if comparable(x)]
+    if missing:
+        res["not_compared"] = sorted(missing)
+        res["unconfirmed"] = [dict(x.to_dict(), side=side) for side, xs in
+                              (("B only", new), ("A only", gone)) for x in xs
+                              if not comparable(x)]
     return res
 
 
 def diff_files(path_a: str, path_b: str) -> Diff:
+    a, sa = _load(path_a)
+    b, sb = _load(path_b)
+    d = compare(a, b, a.origin.get("file") or path_a, b.origin.get("file") or path_b, sa, sb)
+    d.verdict = verdicts(a, b, d.sources.get("not_compared") or ())
+    return d
+
+
+def _load(path: str) -> Tuple[Topology, Dict[str, str]]:
+    """The model, and which fact sources gave evidence (a snapshot's probe statuses)."""
     from . import snapshot
 
-    a = snapshot.load(path_a)
-    b = snapshot.load(path_b)
-    d = compare(a, b, a.origin.get("file") or path_a, b.origin.get("file") or path_b)
-    d.verdict = verdicts(a, b)
-    return d
+    text, where = snapshot.read_input(path)
+    if text.lstrip("\ufeff \t\r\n").startswith("{"):
+        doc = snapshot.parse_snapshot(text, where)
+        t = snapshot.derive(doc, where)
+        return t, source_states(t, doc)
+    t = snapshot.load_text(text, where)
+    return t, source_states(t)

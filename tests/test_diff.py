@@ -118,7 +118,7 @@ def test_changed_exit_1_json(snaps, cli):
     r = cli("diff", snaps["good"], snaps["gpu-missing:GPU7"], "--format", "json")
     assert r.exit_code == 1
     doc = json.loads(r.stdout)
-    assert list(doc) == ["a", "b", "changed", "warnings", "changes", "verdict"]
+    assert list(doc) == ["a", "b", "changed", "warnings", "changes", "verdict", "sources"]
     assert doc["a"] == {"file": snaps["good"], "hostname": "node17"}
     assert doc["changed"] is True
     for c in doc["changes"]:
@@ -160,3 +160,42 @@ def test_topo_texts(tmp_path, cli):
     doc = json.loads(r.stdout)
     subjects = {(c["kind"], c["subject"]) for c in doc["changes"]}
     assert ("nvlink.pair", "GPU0-GPU1") in subjects
+
+
+def _strip(src, tmp_path, name, keep=None, failed=None):
+    doc = json.loads(open(src).read())
+    if keep is not None:
+        doc["probes"] = {k: v for k, v in doc["probes"].items() if k in keep}
+    if failed:
+        doc["probes"][failed] = {"status": "failed"}
+    p = tmp_path / f"{name}.json"
+    p.write_text(json.dumps(doc))
+    return str(p)
+
+
+@pytest.mark.parametrize("keep,missing", [(["nvml", "host"], {"sysfs", "topo-text"}),
+                                          (["sysfs", "host"], {"nvml", "topo-text"}),
+                                          (["topo-text"], {"nvml", "sysfs"})])
+def test_missing_evidence_is_not_compared_not_removed(snaps, tmp_path, cli, keep, missing):
+    b = _strip(snaps["good"], tmp_path, "b", keep=keep)
+    d = diff.diff_files(snaps["good"], b)
+    assert d.changes == [], [c.message for c in d.changes]
+    assert set(d.sources["not_compared"]) == missing
+    for s in missing:
+        assert any(w.startswith(f"{s} evidence is absent in B") for w in d.warnings)
+    r = cli("diff", snaps["good"], b)
+    assert r.exit_code == 0 and "NO CHANGE in what both recorded" in r.stdout
+    assert "not compared" in r.stderr
+
+
+def test_failed_source_is_no_resolution(snaps, tmp_path, cli):
+    a = snaps["ib-port-down:mlx5_4"]
+    b = _strip(a, tmp_path, "b", failed="sysfs")
+    d = diff.diff_files(a, b)
+    assert d.changes == [] and d.sources["not_compared"] == {"sysfs": "failed in B"}
+    v = d.verdict
+    assert v["resolved"] == [] and v["not_compared"] == ["sysfs"]
+    assert [(f["code"], f["side"]) for f in v["unconfirmed"]] == [("ib.port_down", "A only")]
+    assert any("sysfs evidence is failed in B" in w for w in d.warnings)
+    r = cli("diff", a, b)
+    assert "not comparable" in r.stdout and "Resolved findings" not in r.stdout

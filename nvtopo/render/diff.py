@@ -38,8 +38,12 @@ def print_diff(doc: Dict[str, Any], console: Console) -> None:
         line.append(f" ({v.get('layout_' + side) or 'no data'})")
         if side == "before":
             line.append(" → ")
+    nc = (doc.get("sources") or {}).get("not_compared") or {}
+    if nc:
+        line.append(f"  (not comparable: {_sources(nc)})", style="yellow")
     console.print(line)
-    for key, title in (("new", "New findings"), ("resolved", "Resolved findings")):
+    for key, title in (("new", "New findings"), ("resolved", "Resolved findings"),
+                       ("unconfirmed", "Findings not compared (evidence on one side only)")):
         group = v.get(key) or []
         if not group:
             continue
@@ -47,14 +51,28 @@ def print_diff(doc: Dict[str, Any], console: Console) -> None:
         t.add_column("Severity", no_wrap=True)
         t.add_column("Code", no_wrap=True)
         t.add_column("Subject", no_wrap=True)
+        if key == "unconfirmed":
+            t.add_column("Seen in", no_wrap=True)
         t.add_column("What", ratio=1)
         for f in group:
-            t.add_row(Text(f["severity"], style=STYLE.get(f["severity"], "")), f["code"],
-                      f["subject"], f["message"])
+            cells = [Text(f["severity"], style=STYLE.get(f["severity"], "")), f["code"],
+                     f["subject"]] + ([f.get("side", "")] if key == "unconfirmed" else [])
+            t.add_row(*cells, f["message"])
         console.print(t)
+    compared = (doc.get("sources") or {}).get("compared")
+    scope = ""
+    if nc:
+        scope = (f" in what both recorded (compared: {', '.join(compared) or 'nothing'}; "
+                 f"not compared: {', '.join(nc)})")
     if doc["changed"]:
         console.print(Text(f"CHANGED: {len(changes)} change(s)"
                            + (f", verdict {v.get('before')} → {v.get('after')}"
-                              if v.get("before") != v.get("after") else ""), style="bold red"))
+                              + (" (not comparable: evidence missing on one side)" if nc else "")
+                              if v.get("before") != v.get("after") else "") + scope,
+                           style="bold red"))
     else:
-        console.print(Text("NO CHANGE", style="bold green"))
+        console.print(Text("NO CHANGE" + scope, style="bold yellow" if nc else "bold green"))
+
+
+def _sources(nc: Dict[str, str]) -> str:
+    return "; ".join(f"{s} {why}" for s, why in nc.items())

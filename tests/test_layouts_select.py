@@ -227,3 +227,34 @@ def test_dgx1_p100_mesh_is_two_quads_plus_cross_links():
     pairs = layouts.load("dgx-1-p100").get("nvlink.pairs")
     assert len(pairs) == 16 and set(pairs.values()) == {1}
     assert {"0-4", "1-5", "2-6", "3-7"} <= set(pairs)
+
+
+@pytest.mark.parametrize("name", layouts.names())
+def test_every_bundled_layouts_healthy_simulation_passes_check_with_layout_auto(name, tmp_path):
+    """`nvtopo simulate NAME` then `nvtopo check --layout auto`: exit 0 for every layout (a
+    cloud layout auto cannot pick falls to a sibling, whose facts must not contradict it)."""
+    from typer.testing import CliRunner
+
+    from nvtopo.cli import app
+
+    out = tmp_path / f"{name}.json"
+    runner = CliRunner()
+    r = runner.invoke(app, ["simulate", name, "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(app, ["check", "--from", str(out), "--layout", "auto", "--format",
+                            "json"])
+    assert r.exit_code == 0, r.output[-3000:]
+
+
+def test_auto_does_not_apply_a_port_map_the_nics_contradict():
+    """An H200 node with GCP's RoCE NICs: dgx-h200 by GPU name, but not its IB port map."""
+    from nvtopo.simulate import simulate
+
+    doc = json.loads(json.dumps(simulate(layouts.load("gcp-a3-ultragpu-8g"), (), seed=3)))
+    topo = snapshot.derive(doc, where="a3")
+    sel = S.select(topo)
+    assert sel.layout is not None and sel.layout.section("nics") == {}
+    assert "NIC expectations are not applied" in sel.reason
+    found = checks.run(topo, sel.layout)
+    assert checks.verdict(found) == "pass"
+    assert any(f.code == "nic.not_checked" and f.severity == "info" for f in found)

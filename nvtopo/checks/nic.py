@@ -11,6 +11,13 @@ from . import Finding, demote, facts as F, finding
 def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     v = F.view(topo)
     out: List[Finding] = []
+    dropped = getattr(layout, "extra", {}).get("nics_dropped") if layout is not None else None
+    if dropped:
+        out.append(finding("info", "nic.not_checked", "node",
+                           f"NICs not checked against {layout.name}: the node's NICs do not "
+                           f"fit its NIC facts ({dropped}); only layout-independent NIC "
+                           "checks ran (give --layout NAME to apply a layout's NIC facts)",
+                           source=", ".join(topo.sources)))
     if layout is None or not layout.section("nics"):
         return out
     if not F.has_nic_data(topo, v):

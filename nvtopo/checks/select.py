@@ -30,6 +30,9 @@ class Candidate:
     why: List[str] = field(default_factory=list)
     #: observed GPU index -> layout GPU index (meshes), identity otherwise.
     mapping: Optional[Dict[int, int]] = None
+    #: why the node's NIC facts clearly contradict the layout's (its port map or link
+    #: layer), or None: auto then does not apply the layout's NIC expectations.
+    nic_contradiction: Optional[str] = None
 
 
 @dataclass
@@ -252,6 +255,22 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
                         bad += 1
             c.score += good - 0.5 * bad
             c.why.append(f"NIC placement {good}/{good + bad} as the port map")
+            if bad > good:
+                c.nic_contradiction = (f"only {good} of {good + bad} GPU-NIC pairs as "
+                                       "its port map")
+        want_layer = layout.get("nics.compute.link_layer")
+        if want_layer and c.nic_contradiction is None:
+            comp, _ = F.compute_nics(topo, None, v.present)
+            layers = set()
+            for name in comp:
+                nic = topo.nic(name)
+                h = (nic.extra.get("sysfs") or {}) if nic is not None else {}
+                for p in (h.get("ports") or []) if isinstance(h, dict) else []:
+                    if p.get("link_layer"):
+                        layers.add(p.get("link_layer"))
+            if layers and want_layer not in layers:
+                c.nic_contradiction = (f"compute NICs run {'/'.join(sorted(layers))}, "
+                                       f"it has {want_layer}")
         count = layout.get("nics.compute.count")
         if isinstance(count, int):
             comp, _ = F.compute_nics(topo, layout, v.present)
@@ -280,9 +299,12 @@ def select(topo: Topology, choice: str = "auto", layout_file: Optional[str] = No
     fit = [c for c in cands if c.fits and c.excluded is None]
     if not fit:
         return Selection(layout=None, reason=_none_reason(topo, v, cands), candidates=cands)
-    fit.sort(key=lambda c: (-c.score, -c.layout.priority, c.layout.name))
+    # a layout whose NIC facts fit is preferred to one the NICs contradict
+    fit.sort(key=lambda c: (c.nic_contradiction is not None, -c.score, -c.layout.priority,
+                            c.layout.name))
     top = fit[0]
-    ties = [c for c in fit if abs(c.score - top.score) < 1e-9]
+    ties = [c for c in fit if abs(c.score - top.score) < 1e-9
+            and (c.nic_contradiction is None) == (top.nic_contradiction is None)]
     reason = "auto: " + "; ".join(top.why)
     if len(ties) > 1:
         reason += ("; ambiguous: " + ", ".join(c.layout.name for c in ties)
@@ -290,6 +312,9 @@ def select(topo: Topology, choice: str = "auto", layout_file: Optional[str] = No
                    "give --layout NAME to choose")
     elif len(fit) > 1:
         reason += f"; next: {fit[1].layout.name}"
+    if top.nic_contradiction is not None:
+        reason += (f"; the NICs do not fit {top.layout.name} ({top.nic_contradiction}): its "
+                   "NIC expectations are not applied")
     return _chosen(top, reason, cands)
 
 
@@ -315,6 +340,15 @@ def _chosen(cand: Candidate, reason: str, cands: List[Candidate]) -> Selection:
         lay = remap(lay, mapping)
     else:
         mapping = None
+    if cand.nic_contradiction is not None and not reason.startswith("--"):
+        # auto: the NIC evidence contradicts this layout's NIC facts; its other sections
+        # still apply, the NICs get only the layout-independent checks
+        data = copy.deepcopy(lay.data)
+        data.pop("nics", None)
+        dropped = layouts_pkg.Layout(name=lay.name, data=data, origin=lay.origin,
+                                     title=lay.title)
+        dropped.extra = dict(lay.extra, nics_dropped=cand.nic_contradiction)
+        lay = dropped
     return Selection(layout=lay, reason=reason, mapping=mapping, candidates=cands)
 
 

@@ -51,6 +51,10 @@ _A = ("535.154.05", 12020)
 _H = ("550.54.15", 12040)
 _B = ("570.124.06", 12080)
 
+#: NVSwitch chips of the baseboard by GPU architecture, where a layout states no count
+#: (Ampere: the HGX A100 8-GPU board has 6).
+_DEFAULT_NVSWITCHES = {7: 6}
+
 #: Known GPU models, tried in order against the layout's ``gpus.name_pattern``.
 FAMILIES: Tuple[Family, ...] = (
     Family("Tesla P100-SXM2-16GB", 4, (6, 0), 0x15F9, 16, 1, 20000, 3, 40, 2, _OLD),
@@ -471,8 +475,10 @@ def build(layout: Layout, seed: int = 0, hostname: Optional[str] = None) -> Mach
         total = links if isinstance(links, int) and links >= sw_links else sw_links
         count = layout.get("nvlink.nvswitch_count")
         if not isinstance(count, int) or count < 1:
-            count = 4
-            notes.append("layout states no NVSwitch count: 4 simulated")
+            # the board's own count where the GPU model fixes it (an HGX A100 baseboard has
+            # 6 NVSwitches, as hgx-a100-8 states); 4 (HGX H100/H200) otherwise
+            count = _DEFAULT_NVSWITCHES.get(fam.architecture, 4)
+            notes.append(f"layout states no NVSwitch count: {count} simulated")
         # fewer links than switches: the GPUs sit on baseboards, each with its own switches
         # (DGX-2: 6 links to the 6 switches of the GPU's board, 12 switches in all)
         boards = max(1, count // sw_links) if sw_links < count else 1

@@ -334,3 +334,36 @@ def test_fifo_reported_not_opened(fleet, tmp_path, cli):
         doc = _json(res)
         assert [n["verdict"] == "error" for n in doc["nodes"]] == [False, True]
         assert doc["nodes"][1]["reason"] == "not a regular file (a FIFO)"
+
+
+def test_table_readable_at_80_columns():
+    from rich.console import Console
+
+    from nvtopo.render import audit as render_audit
+
+    console = Console(record=True, width=80, file=open(os.devnull, "w"))
+    printer = render_audit.TablePrinter(console)
+    summary = audit.Summary()
+    deep = "/srv/fleet/snapshots/2024-06-01/cluster-east/rack-17/"
+    for i, verdict in enumerate(["pass", "fail", "pass"]):
+        r = audit.NodeResult(file=f"{deep}node{i:04d}.json",
+                             hostname=f"gpu-node-{i:04d}.cluster-east.example.com",
+                             layout="dgx-h100", verdict=verdict, errors=int(verdict == "fail"),
+                             warnings=3,
+                             worst=(("error", "nvlink.link_down", "GPU3 link 7", "down")
+                                    if verdict == "fail" else
+                                    ("warning", "pcie.gen_low", "GPU5", "gen 3")))
+        summary.add(r)
+        printer.add(r)
+    printer.finish(summary)
+    text = console.export_text()
+    lines = text.splitlines()
+    assert max(len(ln) for ln in lines) <= 80
+    header = next(ln for ln in lines if "Verdict" in ln)
+    for col in ("File", "Host", "Layout", "Verdict", "Err", "Warn"):
+        assert col in header
+    rows = [ln for ln in lines if ".json" in ln]
+    assert len(rows) == 3 and "…" in rows[0]
+    for i, ln in enumerate(rows):
+        assert f"node{i:04d}.json" in ln  # the end of the path is kept
+        assert ("FAIL" if i == 1 else "PASS") in ln and " 3 " in ln + " "

@@ -69,20 +69,26 @@ class TablePrinter:
         if self.widths is None:
             def w(vals: Iterable[str], lo: int, hi: int) -> int:
                 return max(lo, min(hi, max((len(v) for v in vals), default=lo)))
-            self.widths = (w((r.file for r in rows), 4, 60),
-                           w((r.hostname or "–" for r in rows), 4, 24),
-                           w((r.layout or "–" for r in rows), 6, 20))
+            # Verdict (7) and Err/Warn (4 each) always show; File, Host and Layout share
+            # what is left of the width with the worst finding (at least 12 columns).
+            width = getattr(self.console, "width", 80) or 80
+            fixed = 7 + 4 + 4 + 6 * 3  # the three fixed columns; 3 columns between each two
+            room = max(30, width - fixed - 16)  # what File, Host, Layout share
+            hw = w((r.hostname or "–" for r in rows), 4, min(24, max(4, room // 4)))
+            lw = w((r.layout or "–" for r in rows), 6, min(20, max(6, room // 4)))
+            fw = w((r.file for r in rows), 4, max(12, min(60, room - hw - lw)))
+            self.widths = (fw, hw, lw)
             self.console.print(Text("Nodes", style="bold italic"))
         fw, hw, lw = self.widths
         t = Table(box=box.SIMPLE_HEAD, show_edge=False, show_header=self.printed == 0,
                   expand=False, pad_edge=False)
-        t.add_column("File", width=fw, overflow="fold")
-        t.add_column("Host", width=hw, overflow="fold")
-        t.add_column("Layout", width=lw, overflow="fold")
-        t.add_column("Verdict", width=7, no_wrap=True)
-        t.add_column("Err", width=4, justify="right")
-        t.add_column("Warn", width=4, justify="right")
-        t.add_column("Worst finding", min_width=20, ratio=1)
+        t.add_column("File", width=fw, no_wrap=True)
+        t.add_column("Host", width=hw, no_wrap=True, overflow="ellipsis")
+        t.add_column("Layout", width=lw, no_wrap=True, overflow="ellipsis")
+        t.add_column("Verdict", width=7, min_width=7, no_wrap=True)
+        t.add_column("Err", width=4, min_width=3, justify="right", no_wrap=True)
+        t.add_column("Warn", width=4, min_width=4, justify="right", no_wrap=True)
+        t.add_column("Worst finding", min_width=12, ratio=1)
         for r in rows:
             worst: Any = "–"
             if r.worst is not None:
@@ -90,7 +96,7 @@ class TablePrinter:
                 more = r.errors + r.warnings - 1
                 worst = Text.assemble((code, "red" if sev == "error" else "yellow"),
                                       f" {subject}", (f" (+{more} more)" if more else "", "dim"))
-            t.add_row(r.file, r.hostname or "–", r.layout or "–",
+            t.add_row(_tail(r.file, fw), r.hostname or "–", r.layout or "–",
                       Text(r.verdict.upper(), style=VERDICT_STYLE[r.verdict]),
                       str(r.errors), str(r.warnings), worst)
         self.console.print(t)
@@ -136,6 +142,11 @@ class TablePrinter:
             line.append("  (nothing could be checked)", style="bold yellow")
         console.print(line)
 
+
+
+def _tail(path: str, width: int) -> str:
+    """``path`` in ``width`` columns: its end kept (the file name tells the nodes apart)."""
+    return path if len(path) <= width else "…" + path[len(path) - width + 1:]
 
 
 def print_audit(rows: Iterable[NodeResult], summary: Summary, console: Any) -> None:

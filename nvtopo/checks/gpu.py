@@ -44,13 +44,19 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
             gone = [i for i in range(n_exp) if i not in present]
             gone = gone[: n_exp - have]
             renumber = bool(present) and max(present) < have
-            for idx in gone:
+            # a mesh matched up to renumbering: the NVLink wiring tells which layout slot is
+            # absent (the subject stays the index the tools leave out: the last ones)
+            slots = (layout.extra.get("absent_slots") or []) if isinstance(
+                getattr(layout, "extra", None), dict) else []
+            for k, idx in enumerate(gone):
+                slot = (f"; by the NVLink mesh the absent GPU is the layout's GPU{slots[k]}"
+                        if len(slots) == len(gone) and slots[k] != idx else "")
                 out.append(finding(
                     demote("error", inferred), "gpu.missing", f"GPU{idx}",
                     f"GPU{idx} is missing: {have} of {n_exp} GPUs are listed"
                     + (" (GPUs are numbered after the ones present, so the missing GPU may "
                        "be another slot; compare PCI bus ids)" if renumber and idx >= have
-                       else "")
+                       else "") + slot
                     + "; its NVLink pairs, NIC placement and NUMA slot are not checked",
                     expected=n_exp, actual=have, source=src,
                     hint="check dmesg for Xid 79 (fallen off the bus) and lspci for the "

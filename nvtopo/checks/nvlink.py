@@ -39,6 +39,8 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     links_per_gpu = layout.get("nvlink.links_per_gpu") if layout is not None else None
     present = v.present
     missing = F.missing_gpus(layout, v)
+    to_absent = (layout.extra.get("links_to_absent") or {}) if layout is not None and \
+        isinstance(getattr(layout, "extra", None), dict) else {}
 
     def pairs_of(i: int) -> List[Tuple[int, int]]:
         return [k for k in v.pairs if i in k]
@@ -63,8 +65,9 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                         covers=[f"GPU{i}"] + [f"GPU{a}-GPU{b}" for (a, b) in pairs_of(i)]))
                 continue
             # on a direct mesh a missing GPU takes its peers' links to it down with it
-            gone = 0 if nvswitch else sum(expected.get((min(i, k), max(i, k)), 0)
-                                          for k in missing)
+            # (renumbered mesh: the selection's mapping says which layout slot is absent)
+            gone = 0 if nvswitch else to_absent[i] if i in to_absent else sum(
+                expected.get((min(i, k), max(i, k)), 0) for k in missing)
             deficit[i] = max(0, len(gl.down) - gone)
             for link in gl.down[gone:]:
                 rec = next((x for x in gl.links if x.get("link") == link), {})

@@ -148,6 +148,17 @@ def remap(layout: Any, mapping: Dict[int, int]) -> Any:
     out = layouts_pkg.Layout(name=layout.name, data=data, origin=layout.origin,
                              title=layout.title)
     out.extra = dict(layout.extra, mapping={f"GPU{k}": v for k, v in mapping.items()})
+    n_layout = layout.get("gpus.count")
+    if isinstance(pairs, dict) and isinstance(n_layout, int):
+        # layout slots no node GPU maps to (a GPU missing from a mesh), and how many NVLinks
+        # each node GPU had to them: links the missing GPU took down with it
+        absent = sorted(set(range(n_layout)) - set(mapping.values()))
+        if absent:
+            orig = F.layout_pairs(layout, n_layout)
+            out.extra["absent_slots"] = absent
+            out.extra["links_to_absent"] = {
+                k: sum(orig.get((min(t, s), max(t, s)), 0) for s in absent)
+                for k, t in mapping.items()}
     return out
 
 

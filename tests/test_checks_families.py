@@ -370,3 +370,28 @@ def test_finding_json_contract():
     assert list(f) == ["severity", "code", "subject", "expected", "actual", "message", "hint",
                        "source"]
     assert f["severity"] == "error" and f["code"].startswith("pcie.") and f["hint"]
+
+
+@pytest.mark.parametrize("fault,code", [("fabric-not-started", "fabric.not_started"),
+                                        ("nvlink-degraded:GPU2-GPU6", "nvlink.pair_degraded")])
+@pytest.mark.parametrize("name", ["azure-nd96isr-h100-v5", "gcp-a3-ultragpu-8g",
+                                  "aws-p4d-24xlarge"])
+def test_cloud_layout_with_inferred_nvlink_still_fails_on_what_the_node_shows(name, fault,
+                                                                             code):
+    """NVML's own fabric state, and a pair below the node's other NVSwitch pairs, are errors
+    even where the layout's NVLink evidence is only [I] (no demotion)."""
+    import json as _json
+
+    from nvtopo import layouts as _layouts, snapshot as _snapshot
+    from nvtopo import checks as _checks
+    from nvtopo.checks.select import select
+    from nvtopo.simulate import simulate
+
+    lay = _layouts.load(name)
+    assert lay.inferred_only("nvlink")
+    doc = _json.loads(_json.dumps(simulate(lay, (fault,), seed=5)))
+    topo = _snapshot.derive(doc, where=name)
+    found = _checks.run(topo, select(topo, name).layout)
+    assert any(f.code == code and f.severity == "error" for f in found), \
+        [(f.severity, f.code, f.subject) for f in found]
+    assert _checks.verdict(found) == "fail"

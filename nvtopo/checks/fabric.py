@@ -43,7 +43,9 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     if by_state.get("not_started"):
         gpus = by_state["not_started"]
         out.append(finding(
-            demote("error", inferred) if want_fabric else "warning", "fabric.not_started",
+            # NVML's own fabric state: an error whatever the layout's evidence (demotion is
+            # for findings that rest on an inferred layout fact alone)
+            "error" if want_fabric else "warning", "fabric.not_started",
             "node", f"NVLink fabric not started on {len(gpus)} of {len(present)} GPUs "
             f"(GPU {', '.join(map(str, gpus))}): Fabric Manager is not running or has not "
             f"trained the NVSwitch fabric{tail}",
@@ -53,7 +55,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     if by_state.get("in_progress"):
         gpus = by_state["in_progress"]
         out.append(finding(
-            demote("error", inferred), "fabric.in_progress", "node",
+            "error", "fabric.in_progress", "node",
             f"NVLink fabric training still in progress on {len(gpus)} GPUs{tail}",
             expected="completed/success", actual="in_progress", source="nvml",
             hint="wait a minute and re-check; if it stays in progress: " + HINT_FM,
@@ -64,7 +66,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     if failed:
         st = sorted(set(map(str, failed.values())))
         out.append(finding(
-            demote("error", inferred), "fabric.failed", "node",
+            "error", "fabric.failed", "node",
             f"NVLink fabric registration failed on {len(failed)} GPUs (status "
             f"{', '.join(st)}){tail}", expected="completed/success",
             actual=f"completed/{st[0]}", source="nvml", hint=HINT_FM, covers=_all_pairs(v)))

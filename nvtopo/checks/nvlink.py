@@ -158,6 +158,9 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                     expected=f"NV{want}", actual=f"NV{best}", source=v.pairs[mine[0][0]][1],
                     hint=HINT_LINK,
                     covers=[f"GPU{i}"] + [f"GPU{a}-GPU{b}" for (a, b), _ in mine]))
+    # on an NVSwitch system every pair of the node has the same NV#: a pair below the node's
+    # own other pairs rests on what the node shows, not on the layout alone (no demotion)
+    node_best = max((c for c, _ in v.pairs.values()), default=0) if nvswitch else 0
     for (a, b), (c, src) in sorted(v.pairs.items()):
         want = expected.get((a, b))
         if want is None or c == want:
@@ -175,7 +178,8 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
         if want - c <= explained:
             continue
         out.append(finding(
-            demote("error", inferred), "nvlink.pair_degraded", f"GPU{a}-GPU{b}",
+            "error" if c < min(node_best, want) else demote("error", inferred),
+            "nvlink.pair_degraded", f"GPU{a}-GPU{b}",
             f"GPU{a}-GPU{b} has " + (f"NV{c}" if c else "no NVLink") + f", expected NV{want}"
             + (" (NCCL traffic between them falls back to PCIe)" if not c else
                f" ({want - c} link{'s' if want - c > 1 else ''} fewer)"),

@@ -395,3 +395,29 @@ def test_cloud_layout_with_inferred_nvlink_still_fails_on_what_the_node_shows(na
     assert any(f.code == code and f.severity == "error" for f in found), \
         [(f.severity, f.code, f.subject) for f in found]
     assert _checks.verdict(found) == "fail"
+
+
+def test_sysfs_only_snapshot_says_what_was_not_checked(tmp_path, monkeypatch):
+    """No driver-level GPU list and no NVLink data: info findings say so (never errors)."""
+    import json as _json
+    import sys as _sys
+    from pathlib import Path as _Path
+
+    _sys.path.insert(0, str(_Path(__file__).resolve().parent))
+    import sysfs_trees
+    import nvtopo.probes.topo_text as tt
+    from typer.testing import CliRunner
+
+    from nvtopo.cli import app
+
+    monkeypatch.setattr(tt.shutil, "which", lambda name: None)
+    runner = CliRunner()
+    snap = tmp_path / "sy.json"
+    r = runner.invoke(app, ["snapshot", "--sysfs-root", sysfs_trees.tree("roce-bond")[0],
+                            "-o", str(snap)])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(app, ["check", "--from", str(snap), "--format", "json"])
+    assert r.exit_code == 0, r.output
+    found = {(f["severity"], f["code"]) for f in _json.loads(r.stdout)["findings"]}
+    assert ("info", "gpu.not_checked") in found and ("info", "nvlink.not_checked") in found
+    assert not any(s == "error" for s, _ in found)

@@ -73,6 +73,11 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     elif not topo.gpus:
         out.append(finding("info", "gpu.not_checked", "node", "no GPU in the input",
                            source=src))
+    if topo.gpus and not any(s in F.DRIVER_SOURCES for s in topo.sources):
+        out.append(finding("info", "gpu.not_checked", "node",
+                           "GPUs missing/lost not checked: no GPU list from nvidia-smi or "
+                           "NVML (sysfs sees the PCI devices, not whether the driver can "
+                           "use them)", source=src))
     pattern = layout.get("gpus.name_pattern") if layout is not None else None
     if pattern:
         rx = re.compile(pattern, re.I)

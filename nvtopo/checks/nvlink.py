@@ -131,10 +131,12 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                 hint="watch whether they grow (nvidia-smi nvlink -e); a growing CRC/replay "
                      "count points at the link: reset, then reseat/service"))
     if layout is None or not expected or down_fabric is not None:
-        if layout is not None and expected and not v.pairs:
+        if not v.pairs and not v.links and (
+                (layout is not None and expected) or len(topo.gpus) >= 2):
             out.append(finding("info", "nvlink.not_checked", "node",
-                               "NVLink pairs not checked: the input has no GPU↔GPU paths "
-                               "(sysfs does not see NVLink)", source=", ".join(topo.sources)))
+                               "not checked: no NVLink data in the input (no GPU↔GPU paths "
+                               "from nvidia-smi and no NVML links; sysfs does not see "
+                               "NVLink)", source=", ".join(topo.sources)))
         return out
     # -- pair counts against the layout
     if nvswitch and not all(i in v.links for i in present):

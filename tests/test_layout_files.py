@@ -81,3 +81,37 @@ def test_missing_layout_names():
         layouts.load("nosuch")
     with pytest.raises(NvtopoError, match="no such file"):
         layouts.load_file("/nonexistent/layout.json")
+
+
+@pytest.mark.parametrize("pairs,needle", [
+    ({"0-0": 4}, "paired with itself"),
+    ({"0-1": 1, "1-8": 2}, "names GPU8"),
+    ({"0-1": 1, "1-0": 1}, "twice"),
+    ({"0-1": -1}, "non-negative"),
+])
+def test_bad_nvlink_pairs_are_refused_one_line(pairs, needle):
+    doc = {"schema": 1, "name": "x", "gpus": {"count": 8}, "nvlink": {"pairs": pairs}}
+    with pytest.raises(NvtopoError) as e:
+        layouts.parse(json.dumps(doc), where="x.json")
+    msg = str(e.value)
+    assert "bad layout:" in msg and needle in msg and "\n" not in msg
+
+
+def test_empty_pairs_means_no_nvlink_between_any_pair():
+    """{} states "no NVLink between any pair"; null states nothing."""
+    from nvtopo import checks
+    from nvtopo.checks import facts
+    from nvtopo.model import GPU, NVLinkPair, Topology
+
+    none = layouts.parse(json.dumps({"schema": 1, "name": "pcie", "gpus": {"count": 2},
+                                     "nvlink": {"pairs": {}, "evidence": "[S: X]"}}), "p")
+    unstated = layouts.parse(json.dumps({"schema": 1, "name": "u", "gpus": {"count": 2},
+                                         "nvlink": {"pairs": None}}), "u")
+    assert facts.layout_pairs(none, 2) == {(0, 1): 0}
+    assert facts.layout_pairs(unstated, 2) == {}
+    assert none.summary()["nvlink"] == "no NVLink"
+    topo = Topology(sources=["topo-text"], gpus=[GPU(index=0), GPU(index=1)],
+                    nvlinks=[NVLinkPair(a=0, b=1, count=4, source="topo-text")])
+    got = [(f.code, f.subject) for f in checks.run(topo, none)]
+    assert ("nvlink.pair_unexpected", "GPU0-GPU1") in got
+    assert not [f for f in checks.run(topo, unstated) if f.code.startswith("nvlink.pair")]

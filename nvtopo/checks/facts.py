@@ -281,7 +281,8 @@ def layout_pairs(layout: Any, n: int) -> Dict[Tuple[int, int], int]:
     nv = layout.section("nvlink") if layout is not None else {}
     out: Dict[Tuple[int, int], int] = {}
     pairs = nv.get("pairs")
-    if isinstance(pairs, dict) and pairs:
+    # {} states "no NVLink between any pair" (every pair expected 0); null states nothing
+    if isinstance(pairs, dict):
         for i in range(n):
             for j in range(i + 1, n):
                 out[(i, j)] = int(pairs.get(f"{i}-{j}", pairs.get(f"{j}-{i}", 0)))

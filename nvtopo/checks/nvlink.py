@@ -54,7 +54,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                 continue
             if gl.links and any(x.get("rule") == "mig" for x in gl.links) and not gl.active:
                 deficit[i] = 10 ** 6
-                if expected:
+                if any(expected.values()):
                     out.append(finding(
                         "warning", "nvlink.mig", f"GPU{i}",
                         f"GPU{i} is in MIG mode: its NVLinks are off by design, so its "

@@ -78,7 +78,9 @@ class Layout:
     def summary(self) -> Dict[str, Any]:
         """Name, title, GPUs, NV# and compute NICs, for ``nvtopo layouts``."""
         nv = self.section("nvlink")
-        if nv.get("pairs"):
+        if nv.get("pairs") == {}:
+            nvs = "no NVLink"
+        elif nv.get("pairs"):
             nvs = "mesh " + "/".join(f"NV{c}" for c in sorted(set(nv["pairs"].values())))
         elif nv.get("pair_count"):
             nvs = f"NV{nv['pair_count']}" + (" (NVSwitch)" if nv.get("nvswitch") else "")
@@ -196,6 +198,20 @@ def validate(doc: Any, where: str) -> None:
                 isinstance(k, str) and re.match(r"^\d+-\d+$", k) and isinstance(v, int)
                 for k, v in pairs.items()):
             raise bad('"nvlink.pairs" must map "A-B" GPU pairs to NVLink counts')
+        count = probe.get("gpus.count")
+        seen = set()
+        for k, v in pairs.items():
+            a, b = (int(x) for x in k.split("-"))
+            if a == b:
+                raise bad(f'"nvlink.pairs" names GPU{a} paired with itself ("{k}")')
+            if isinstance(count, int) and not isinstance(count, bool) and max(a, b) >= count:
+                raise bad(f'"nvlink.pairs" "{k}" names GPU{max(a, b)}, the layout has '
+                          f'{count} GPUs (GPU0-GPU{count - 1})')
+            if v < 0 or isinstance(v, bool):
+                raise bad(f'"nvlink.pairs" "{k}" must be a non-negative NVLink count')
+            if (min(a, b), max(a, b)) in seen:
+                raise bad(f'"nvlink.pairs" states the pair {min(a, b)}-{max(a, b)} twice')
+            seen.add((min(a, b), max(a, b)))
     path = probe.get("nics.placement.gpu_to_nearest_compute_nic")
     if path is not None and path not in ("PIX", "PXB", "PHB", "NODE", "SYS"):
         raise bad('"nics.placement.gpu_to_nearest_compute_nic" must be PIX, PXB, PHB, NODE or SYS')

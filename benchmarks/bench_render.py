@@ -29,19 +29,10 @@ from nvtopo import checks, layouts, snapshot  # noqa: E402
 from nvtopo.checks import select as selection  # noqa: E402
 from nvtopo.render import check as render_check  # noqa: E402
 from nvtopo.render import matrix, prometheus, svg  # noqa: E402
-from nvtopo.simulate import build, snapshot as sim_snapshot  # noqa: E402
+from nvtopo.simulate import build, nvlink_domain, snapshot as sim_snapshot  # noqa: E402
 
 
-def domain(n: int) -> layouts.Layout:
-    """An n-GPU NVSwitch domain: 18 NVLink5 links per GPU, one 400G NIC per GPU."""
-    doc = {"schema": 1, "name": f"nvl{n}", "gpus": {"count": n, "name_pattern": "GB200"},
-           "nvlink": {"generation": "5.0", "links_per_gpu": 18, "nvswitch": True,
-                      "nvswitch_count": 18, "pair_count": 18, "fabric": True},
-           "nics": {"compute": {"count": n, "rate_gbps": 400, "link_layer": "InfiniBand"},
-                    "placement": {"gpu_to_nearest_compute_nic": "PIX",
-                                  "gpus_per_compute_nic": 1}},
-           "numa": {"nodes_with_gpus": max(1, n // 2)}}
-    return layouts.parse(json.dumps(doc), f"nvl{n}")
+domain = nvlink_domain
 
 
 def many_nics(nics: int) -> layouts.Layout:

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import Dict, FrozenSet, List, Optional, Set, Tuple
+from typing import Dict, FrozenSet, List, Set, Tuple
 
 import pytest
 from hypothesis import HealthCheck, given, settings

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import copy
 import json
 import os
-import shutil
-import tempfile
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict
 
 import pytest
 from typer.testing import CliRunner
@@ -18,7 +15,7 @@ from nvtopo.cli import app
 from nvtopo.errors import NvtopoError
 from nvtopo.model import nvlink_count, path_kind
 from nvtopo.probes import ProbeOptions, nvml, sysfs, topo_text
-from nvtopo.simulate import build, simulate, sources, sysfs_tree
+from nvtopo.simulate import build, nvlink_domain, simulate, sources, sysfs_tree
 from nvtopo.simulate.faults import KINDS, parse
 
 LAYOUTS = layouts.names()
@@ -441,14 +438,7 @@ def test_dgx_h100_simulates_well_under_a_second():
 
 
 def test_a_72_gpu_nvlink_domain(tmp_path):
-    big = {"schema": 1, "name": "nvl72", "gpus": {"count": 72, "name_pattern": "GB200"},
-           "nvlink": {"generation": "5.0", "links_per_gpu": 18, "nvswitch": True,
-                      "nvswitch_count": 18, "pair_count": 18, "fabric": True},
-           "nics": {"compute": {"count": 72, "rate_gbps": 400, "link_layer": "InfiniBand"},
-                    "placement": {"gpu_to_nearest_compute_nic": "PIX",
-                                  "gpus_per_compute_nic": 1}},
-           "numa": {"nodes_with_gpus": 36}}
-    lay = layouts.parse(json.dumps(big), "nvl72")
+    lay = nvlink_domain(72)
     t0 = time.perf_counter()
     doc = json.loads(json.dumps(simulate(lay, ["nvlink-down:GPU70:3"])))
     took = time.perf_counter() - t0

@@ -16,7 +16,7 @@ from nvtopo import layouts, snapshot
 from nvtopo.cli import app
 from nvtopo.model import GPU, NIC, Matrix, NVLinkPair, Topology
 from nvtopo.render import svg
-from nvtopo.simulate import simulate
+from nvtopo.simulate import nvlink_domain, simulate
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = sorted(p for p in (REPO / "fixtures" / "topo-corpus").iterdir() if p.suffix == ".txt")
@@ -141,14 +141,7 @@ def test_check_svg_draws_a_missing_gpu_and_a_node_level_fault(tmp_path):
 
 
 def test_switch_bar_scales_to_a_72_gpu_domain():
-    doc = {"schema": 1, "name": "nvl72", "gpus": {"count": 72, "name_pattern": "GB200"},
-           "nvlink": {"generation": "5.0", "links_per_gpu": 18, "nvswitch": True,
-                      "nvswitch_count": 18, "pair_count": 18, "fabric": True},
-           "nics": {"compute": {"count": 72, "rate_gbps": 400, "link_layer": "InfiniBand"},
-                    "placement": {"gpu_to_nearest_compute_nic": "PIX",
-                                  "gpus_per_compute_nic": 1}},
-           "numa": {"nodes_with_gpus": 36}}
-    lay = layouts.parse(json.dumps(doc), "nvl72")
+    lay = nvlink_domain(72)
     topo = snapshot.derive(json.loads(json.dumps(simulate(lay, ["nvlink-down:GPU40:3"]))))
     text = svg.render(topo)
     root = parse(text)

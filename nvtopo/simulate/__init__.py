@@ -80,4 +80,22 @@ def simulate(layout: Layout, fault_specs: Sequence[str] = (), seed: int = 0,
 
 FAULT_KINDS: List[str] = list(faults_mod.KINDS)
 
-__all__ = ["simulate", "build", "snapshot", "FAULT_KINDS", "SIM_TIME"]
+def nvlink_domain(n: int) -> Layout:
+    """A synthetic layout of an ``n``-GPU NVSwitch domain (GB200-class: 18 NVLink5 links per
+    GPU, NV18 between every pair, one 400G InfiniBand NIC per GPU, two GPUs per NUMA node),
+    for benchmarks and tests at scales no bundled layout has (a 72-GPU NVL72 domain)."""
+    import json
+
+    from ..layouts import parse as parse_layout
+
+    doc = {"schema": 1, "name": f"nvl{n}", "gpus": {"count": n, "name_pattern": "GB200"},
+           "nvlink": {"generation": "5.0", "links_per_gpu": 18, "nvswitch": True,
+                      "nvswitch_count": 18, "pair_count": 18, "fabric": True},
+           "nics": {"compute": {"count": n, "rate_gbps": 400, "link_layer": "InfiniBand"},
+                    "placement": {"gpu_to_nearest_compute_nic": "PIX",
+                                  "gpus_per_compute_nic": 1}},
+           "numa": {"nodes_with_gpus": max(1, n // 2)}}
+    return parse_layout(json.dumps(doc), f"nvl{n}")
+
+
+__all__ = ["simulate", "build", "snapshot", "nvlink_domain", "FAULT_KINDS", "SIM_TIME"]

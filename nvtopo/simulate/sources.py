@@ -34,7 +34,6 @@ def nvml_description(m: Machine) -> Dict[str, Any]:
     }
     old = fam.architecture < 7  # Pascal/Volta drivers: no per-link field values, no MIG
     for i, g in enumerate(gpus):
-        dev = m.dev_of_gpu(g)
         dom, bus, rest = g.bdf.split(":")
         rec: Dict[str, Any] = {
             "name": fam.name,

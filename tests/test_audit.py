@@ -8,7 +8,7 @@ import re
 import shutil
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import make_runner
 
 from nvtopo import audit, examples, layouts
 from nvtopo.cli import app
@@ -49,10 +49,7 @@ def fleet(tmp_path_factory):
 
 @pytest.fixture
 def cli():
-    try:
-        runner = CliRunner(mix_stderr=False)
-    except TypeError:
-        runner = CliRunner()
+    runner = make_runner()
 
     def run(*args):
         return runner.invoke(app, list(args))

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import make_runner
 
 import nvml_fake as F
 from nvtopo import examples, snapshot
@@ -20,10 +20,7 @@ DESKTOP = str(CORPUS / "08_2x-gtx1080ti-desktop-phb-numa-na.txt")
 
 @pytest.fixture
 def cli():
-    try:
-        runner = CliRunner(mix_stderr=False)
-    except TypeError:
-        runner = CliRunner()
+    runner = make_runner()
 
     def run(*args, input=None):
         return runner.invoke(app, list(args), input=input)

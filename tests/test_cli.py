@@ -27,7 +27,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import pytest
 from rich.cells import cell_len
 from rich.console import Console
-from typer.testing import CliRunner
+from cli_runner import make_runner
 
 import nvtopo
 from nvtopo import snapshot
@@ -61,18 +61,6 @@ def corpus(name: str) -> Path:
         if p.is_file():
             return p
     pytest.fail(f"corpus file {name} not found in " + ", ".join(map(str, CORPUS_DIRS)))
-
-
-def make_runner() -> CliRunner:
-    """A runner that keeps stderr apart from stdout.
-
-    Click >= 8.2 (and typer's bundled click) always separates them and has no
-    ``mix_stderr``; older click needs ``mix_stderr=False``.
-    """
-    try:
-        return CliRunner(mix_stderr=False)  # type: ignore[call-arg]
-    except TypeError:
-        return CliRunner()
 
 
 def invoke(args: Sequence[str], input: Optional[str | bytes] = None,

@@ -4,7 +4,7 @@ identical inputs, different hosts, bad input, the JSON document."""
 import json
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import make_runner
 
 from nvtopo import diff, examples, layouts
 from nvtopo.cli import app
@@ -58,10 +58,7 @@ def snaps(tmp_path_factory):
 
 @pytest.fixture
 def cli():
-    try:
-        runner = CliRunner(mix_stderr=False)
-    except TypeError:
-        runner = CliRunner()
+    runner = make_runner()
     return lambda *a: runner.invoke(app, list(a))
 
 

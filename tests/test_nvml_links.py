@@ -4,7 +4,7 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import make_runner
 
 import nvml_fake as F
 from nvtopo import snapshot
@@ -13,13 +13,6 @@ from nvtopo.cli import app
 TEXT = Path(__file__).resolve().parent.parent / "fixtures" / "nvml-text"
 
 
-def make_runner() -> CliRunner:
-    """stderr apart from stdout: click < 8.2 (the newest for Python 3.9) needs
-    ``mix_stderr=False``; click >= 8.2 always separates them and has no such argument."""
-    try:
-        return CliRunner(mix_stderr=False)  # type: ignore[call-arg]
-    except TypeError:
-        return CliRunner()
 
 
 runner = make_runner()

@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Tuple
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from typer.testing import CliRunner
+from cli_runner import make_runner
 
 from nvtopo import layouts, snapshot
 from nvtopo.cli import app
@@ -32,15 +32,8 @@ PROMTOOL = shutil.which("promtool")
 NAME = re.compile(r"^nvtopo_[a-z_]+$")
 
 
-def _runner() -> CliRunner:
-    try:
-        return CliRunner(mix_stderr=False)
-    except TypeError:
-        return CliRunner()
-
-
 def cli(*args: str):
-    return _runner().invoke(app, list(args))
+    return make_runner().invoke(app, list(args))
 
 
 def write_sim(path: Path, layout: str, faults=(), durations=None) -> str:

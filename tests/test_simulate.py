@@ -8,7 +8,7 @@ import time
 from typing import Any, Dict
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import make_runner
 
 from nvtopo import fakesys, layouts, snapshot
 from nvtopo.cli import app
@@ -19,10 +19,7 @@ from nvtopo.simulate import build, nvlink_domain, simulate, sources, sysfs_tree
 from nvtopo.simulate.faults import KINDS, parse
 
 LAYOUTS = layouts.names()
-try:  # click < 8.2 (the newest for Python 3.9) mixes stderr into stdout unless asked
-    runner = CliRunner(mix_stderr=False)  # type: ignore[call-arg]
-except TypeError:
-    runner = CliRunner()
+runner = make_runner()
 
 
 def sim(name: str, *faults: str, seed: int = 1) -> Dict[str, Any]:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import make_runner
 
 import nvtopo
 from nvtopo.cli import app
@@ -34,11 +34,6 @@ def corpus(name: str) -> Path:
     pytest.fail(f"corpus file {name} not found in " + ", ".join(map(str, CORPUS_DIRS)))
 
 
-def make_runner() -> CliRunner:
-    try:
-        return CliRunner(mix_stderr=False)  # type: ignore[call-arg]  # click < 8.2
-    except TypeError:
-        return CliRunner()
 
 
 def invoke(args: Sequence[str], input: Optional[str] = None):

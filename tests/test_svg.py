@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Dict, List, Set
 
 import pytest
-from typer.testing import CliRunner
+from cli_runner import make_runner
 
 from nvtopo import layouts, snapshot
 from nvtopo.cli import app
@@ -24,10 +24,7 @@ NS = "{http://www.w3.org/2000/svg}"
 
 
 def cli(*args: str):
-    try:
-        runner = CliRunner(mix_stderr=False)
-    except TypeError:
-        runner = CliRunner()
+    runner = make_runner()
     return runner.invoke(app, list(args))
 
 

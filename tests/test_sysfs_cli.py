@@ -4,6 +4,7 @@ import json
 import os
 
 import pytest
+from cli_runner import make_runner
 from typer.testing import CliRunner
 
 from nvtopo import fakesys
@@ -129,14 +130,6 @@ def test_show_example_unchanged_without_sysfs():
     r = run("show", "--example", "dgx-h100")
     assert r.exit_code == 0
     assert "PCIe link" not in r.output and "NV18" in r.output
-
-
-def make_runner():
-    """A runner that keeps stderr apart (click 8.1, as on Python 3.9, mixes them by default)."""
-    try:
-        return CliRunner(mix_stderr=False)
-    except TypeError:
-        return CliRunner()
 
 
 def _one_line_error(r, start):

@@ -6,7 +6,7 @@ import json
 import threading
 import time
 
-from typer.testing import CliRunner
+from cli_runner import make_runner
 
 from nvtopo import snapshot
 from nvtopo.cli import app
@@ -115,10 +115,7 @@ def test_a_probe_within_its_budget_is_unchanged():
 def test_snapshot_records_the_timeout_and_ib_shows_it(tmp_path, monkeypatch):
     root, _ = sysfs_trees.tree("dgx-h100")
     monkeypatch.setattr(sysfs, "read_file", slow_counters(0.04))
-    try:
-        runner = CliRunner(mix_stderr=False)
-    except TypeError:
-        runner = CliRunner()
+    runner = make_runner()
     snap = tmp_path / "s.json"
     r = runner.invoke(app, ["snapshot", "--sysfs-root", root, "--timeout", "0.3",
                             "-o", str(snap)])

@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from bench_check_startup import machine  # noqa: E402
+from _machine import machine  # noqa: E402
 
 FAULTS = [["nvlink-down:GPU3:7"], ["ib-port-down:mlx5_4"], ["gpu-missing:GPU7"],
           ["pcie-width:GPU5:8"], ["counters:mlx5_2:symbol_error=1000"],

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -22,19 +21,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
 
-
-def machine() -> str:
-    cpu = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return (f"{platform.node()} · {cpu or platform.processor()} · {os.cpu_count()} CPUs · "
-            f"Python {platform.python_version()} · {platform.system()} {platform.release()}")
+from _machine import machine  # noqa: E402
 
 
 def wall(cmd, runs: int) -> list:

@@ -15,8 +15,6 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import os
-import platform
 import statistics
 import sys
 import time
@@ -24,6 +22,9 @@ from pathlib import Path
 from typing import Callable, Dict, List
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _machine import machine  # noqa: E402
 
 from nvtopo import checks, layouts, snapshot  # noqa: E402
 from nvtopo.checks import select as selection  # noqa: E402
@@ -53,19 +54,6 @@ def timed(fn: Callable[[], object], runs: int) -> List[float]:
         fn()
         out.append(time.perf_counter() - t0)
     return out
-
-
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return (f"{cpu}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
-            f"{platform.system()} {platform.release()}")
 
 
 def main() -> None:

@@ -843,3 +843,11 @@ def test_process_closed_stdout_is_not_an_error(fmt):
     proc.stderr.close()
     assert "Traceback" not in err and "Exception ignored" not in err, err
     assert rc == 0, (rc, err)
+
+
+@pytest.mark.parametrize("cmd", ["show", "snapshot", "links", "ib", "check"])
+def test_timeout_is_bounded(cmd):
+    result = invoke([cmd, "--timeout", "99999"])
+    assert_no_traceback(result)
+    assert result.exit_code == 2
+    assert "--timeout" in result.stderr and "3600" in result.stderr

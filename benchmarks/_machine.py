@@ -1,0 +1,20 @@
+"""The one-line description of the machine every benchmark prints with its figures."""
+
+from __future__ import annotations
+
+import os
+import platform
+from pathlib import Path
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return (f"{platform.node()} · {cpu} · {os.cpu_count()} CPUs · "
+            f"Python {platform.python_version()} · {platform.system()} {platform.release()}")

@@ -231,7 +231,6 @@ def check_file(path: str, layout: str = "auto", layout_file: Optional[str] = Non
                with_findings: bool = False) -> NodeResult:
     """Check one file as ``nvtopo check --from`` does; never raises for bad input."""
     from . import checks, snapshot
-    from .checks import select as selection
 
     hostname = None
     why = _not_regular(path)
@@ -243,8 +242,7 @@ def check_file(path: str, layout: str = "auto", layout_file: Optional[str] = Non
         if not topo.gpus and topo.matrix is None and topo.p2p is None:
             why = "; ".join(n.message for n in topo.notes) or "no GPU facts"
             raise NvtopoError(f"nothing to check: {why}", where=path)
-        sel = selection.select(topo, layout, layout_file)
-        found = checks.run(topo, sel.layout)
+        sel, found = checks.select_and_run(topo, layout, layout_file)
     except NvtopoError as exc:
         msg = exc.message if exc.where in (path, None) else str(exc)
         return NodeResult(file=path, hostname=hostname, layout=None, verdict="error",

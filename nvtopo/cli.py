@@ -414,12 +414,7 @@ def _check_input_recorded(from_: Optional[str], sysfs_root: Optional[str],
     options = _probe_options(timeout, sysfs_root, from_, "check")
     doc: Dict[str, Any] = {}
     if from_ is not None:
-        text, where = snapshot.read_input(from_)
-        if text.lstrip("\ufeff \t\r\n").startswith("{"):
-            doc = snapshot.parse_snapshot(text, where)
-            topo = snapshot.derive(doc, where)
-        else:
-            topo = snapshot.load_text(text, where)
+        topo, doc = snapshot.load_with_document(from_)
     else:
         doc = snapshot.take(options)
         topo = snapshot.derive(doc, where=None)
@@ -476,7 +471,6 @@ def check_cmd(
       nvtopo check --format prometheus -o /var/lib/node_exporter/textfile/nvtopo.prom
     """
     from . import checks
-    from .checks import select as selection
     from .render import check as render_check
 
     if layout != "auto" and layout_file is not None:
@@ -495,8 +489,7 @@ def check_cmd(
         topo, durations = _check_input_recorded(from_, sysfs_root, timeout)
     else:
         topo = _check_input(from_, sysfs_root, timeout)
-    sel = selection.select(topo, layout, layout_file)
-    found = checks.run(topo, sel.layout)
+    sel, found = checks.select_and_run(topo, layout, layout_file)
     doc = render_check.document(sel.name, sel.reason, found, sel.mapping)
     if fmt is CheckFormat.table and output in (None, "-"):
         render_check.print_check(doc, _console())

@@ -493,7 +493,6 @@ def verdicts(a: Topology, b: Topology, not_compared: Iterable[str] = ()) -> Dict
     Findings from a source only one input holds (``not_compared``) are neither new nor
     resolved: they go to ``unconfirmed``, and ``not_compared`` names the sources."""
     from . import checks
-    from .checks import select as selection
 
     res: Dict[str, Any] = {}
     found = {}
@@ -503,8 +502,7 @@ def verdicts(a: Topology, b: Topology, not_compared: Iterable[str] = ()) -> Dict
             res[f"layout_{side}"] = None
             found[side] = []
             continue
-        sel = selection.select(t)
-        f = checks.run(t, sel.layout)
+        sel, f = checks.select_and_run(t)
         res[side] = checks.verdict(f)
         res[f"layout_{side}"] = sel.name
         found[side] = [x for x in f if x.severity in ("error", "warning")]
@@ -540,10 +538,5 @@ def _load(path: str) -> Tuple[Topology, Dict[str, str]]:
     """The model, and which fact sources gave evidence (a snapshot's probe statuses)."""
     from . import snapshot
 
-    text, where = snapshot.read_input(path)
-    if text.lstrip("\ufeff \t\r\n").startswith("{"):
-        doc = snapshot.parse_snapshot(text, where)
-        t = snapshot.derive(doc, where)
-        return t, source_states(t, doc)
-    t = snapshot.load_text(text, where)
-    return t, source_states(t)
+    t, doc = snapshot.load_with_document(path)
+    return t, (source_states(t, doc) if doc else source_states(t))

@@ -2,8 +2,16 @@
 
 A snapshot holds *evidence*, not conclusions: the command, its arguments,
 exit status, stdout, stderr and duration (or why it could not run).  The
-model is always re-derived from it (:func:`derive`), so a parser fix also
-applies to snapshots taken before the fix.
+model is re-derived from it (:func:`derive`), so a parser fix also applies to
+snapshots taken before the fix.
+
+Deriving costs tens of milliseconds, which adds up over a fleet, so a snapshot
+written by nvtopo also carries the model it derived, under ``"derived"`` at
+the end of the file.  That copy is only a cache, used (:func:`cached_model`)
+when the file is byte for byte what nvtopo wrote (a SHA-256 of the file seals
+it) *and* the reading nvtopo derives exactly as the writing one did (same
+version, same SHA-256 of the derivation code).  An edited file, an older or
+newer nvtopo, or a changed parser: the model is re-derived from the evidence.
 
 Input for ``--from`` is a snapshot or a bare ``nvidia-smi topo`` text,
 recognised by content, not by file name; ``-`` reads standard input.
@@ -12,9 +20,11 @@ recognised by content, not by file name; ``-`` reads standard input.
 from __future__ import annotations
 
 import codecs
+import hashlib
 import json
 import os
 import platform
+import re
 import socket
 import sys
 import tempfile
@@ -27,7 +37,7 @@ from . import __version__
 from .errors import NvtopoError
 from .model import Topology
 from . import probes as probes_pkg
-from .probes import ProbeOptions, topo_text
+from .probes import ProbeOptions
 
 SNAPSHOT_KIND = "nvtopo-snapshot"
 #: Version of the snapshot document layout.
@@ -99,8 +109,107 @@ def write_atomic(text: str, path: str) -> None:
         raise NvtopoError(f"cannot write: {exc.strerror or exc}", where=path) from None
 
 
-def dumps(doc: Dict[str, Any]) -> str:
-    return json.dumps(doc, indent=2, sort_keys=False) + "\n"
+def dumps(doc: Dict[str, Any], model: Optional[Topology] = None) -> str:
+    """The snapshot file's text: the evidence, then the sealed model cache.
+
+    ``model`` is the model :func:`derive` gives for ``doc`` (derived here when
+    not given).  Evidence that cannot be derived is written without a cache.
+    """
+    doc = {k: v for k, v in doc.items() if k != "derived"}
+    text = json.dumps(doc, indent=2)
+    if model is None:
+        try:
+            model = derive(doc)
+        except NvtopoError:
+            return text + "\n"
+    body = model.to_dict()
+    body.pop("origin", None)  # where the file is read from is set when it is read
+    cache = {
+        "about": CACHE_ABOUT,
+        "nvtopo_version": __version__,
+        "code_sha256": code_digest(),
+        "model": body,
+        "file_sha256": _ZERO_DIGEST,
+    }
+    # The evidence stays indented for people; the cache, which is for nvtopo, is compact.
+    # The seal is the file's last value, so the last "file_sha256" in the file is it.
+    raw = (text[:text.rindex("}")].rstrip() + ',\n  "derived": '
+           + json.dumps(cache, separators=(",", ":")) + "\n}\n").encode("utf-8")
+    start = raw.index(_ZERO_DIGEST.encode("ascii"), raw.rindex(_SEAL_KEY))
+    seal = hashlib.sha256(raw).hexdigest().encode("ascii")
+    return (raw[:start] + seal + raw[start + len(seal):]).decode("utf-8")
+
+
+# --- the model cache --------------------------------------------------------------------
+
+CACHE_ABOUT = ("A cache of the model nvtopo derived from the evidence above.  It is used only "
+               "while this file is unchanged (file_sha256: SHA-256 of the file with this value "
+               "as 64 zeros) and read by an nvtopo that derives identically (nvtopo_version, "
+               "code_sha256); otherwise the model is re-derived from the evidence.")
+_SEAL_KEY = b'"file_sha256"'
+_ZERO_DIGEST = "0" * 64
+_SEAL_RE = re.compile(rb'"file_sha256"\s*:\s*"([0-9a-f]{64})"')
+#: The modules whose code decides what a snapshot derives to (a test keeps this complete).
+DERIVATION_MODULES = ("__init__.py", "errors.py", "model.py", "snapshot.py",
+                      "probes/__init__.py", "probes/topo_text.py", "probes/nvml.py",
+                      "probes/nvml_text.py", "probes/sysfs.py", "probes/host.py")
+_code_digest: Optional[str] = None
+
+
+def code_digest() -> str:
+    """SHA-256 over the source of :data:`DERIVATION_MODULES` (computed once per process).
+
+    Any change to how evidence is derived changes it, so a cache written by a
+    different build, even one with the same version number, is not trusted.
+    An unreadable source gives a digest no file carries.
+    """
+    global _code_digest
+    if _code_digest is None:
+        h = hashlib.sha256()
+        base = Path(__file__).resolve().parent
+        for name in DERIVATION_MODULES:
+            h.update(name.encode("ascii") + b"\0")
+            try:
+                h.update((base / name).read_bytes())
+            except OSError:
+                h.update(b"unreadable:" + os.urandom(16))
+            h.update(b"\0")
+        _code_digest = h.hexdigest()
+    return _code_digest
+
+
+def cached_model(doc: Dict[str, Any], raw: bytes, where: Optional[str] = None
+                 ) -> Optional[Topology]:
+    """The model cached in a snapshot, if it may be used instead of re-deriving.
+
+    ``raw`` is the file's bytes exactly as read.  ``None`` when there is no
+    cache, the file was changed after nvtopo wrote it, or this nvtopo derives
+    differently from the one that wrote it.
+    """
+    cache = doc.get("derived")
+    if not isinstance(cache, dict) or cache.get("nvtopo_version") != __version__:
+        return None
+    at = raw.rfind(_SEAL_KEY)
+    m = _SEAL_RE.match(raw, at) if at >= 0 else None
+    if m is None or cache.get("file_sha256") != m.group(1).decode("ascii"):
+        return None
+    start, end = m.span(1)
+    view = memoryview(raw)  # hashed in place: no copy of a file of hundreds of kB
+    h = hashlib.sha256(view[:start])
+    h.update(_ZERO_DIGEST.encode("ascii"))
+    h.update(view[end:])
+    if h.hexdigest() != cache["file_sha256"] or cache.get("code_sha256") != code_digest():
+        return None
+    try:
+        topo = Topology.from_dict(cache["model"])
+    except (TypeError, ValueError, KeyError, AttributeError):
+        return None
+    topo.origin = _origin(doc, where)
+    return topo
+
+
+def _origin(doc: Dict[str, Any], where: Optional[str]) -> Dict[str, Any]:
+    return {"kind": "snapshot", "file": where, "nvtopo_version": doc.get("nvtopo_version")}
 
 
 # --- deriving the model --------------------------------------------------------------
@@ -143,8 +252,7 @@ def derive(doc: Dict[str, Any], where: Optional[str] = None) -> Topology:
                   + ", ".join(unknown), source="snapshot")
     host = doc.get("host")
     topo.host = {**topo.host, **(dict(host) if isinstance(host, dict) else {})}
-    topo.origin = {"kind": "snapshot", "file": where,
-                   "nvtopo_version": doc.get("nvtopo_version")}
+    topo.origin = _origin(doc, where)
     return topo
 
 
@@ -156,6 +264,15 @@ def read_input(path: str) -> Tuple[str, str]:
 
     Raises :class:`NvtopoError` for missing, unreadable, empty, binary or
     oversized input.
+    """
+    data, where = read_bytes(path)
+    return decode_bytes(data, where), where
+
+
+def read_bytes(path: str) -> Tuple[bytes, str]:
+    """Read ``path`` (``-`` for stdin) as bytes; returns ``(data, where)``.
+
+    Raises :class:`NvtopoError` for missing, unreadable or oversized input.
     """
     if path == "-":
         where = "<stdin>"
@@ -177,7 +294,30 @@ def read_input(path: str) -> Tuple[str, str]:
     if len(data) > MAX_INPUT_BYTES:
         raise NvtopoError(f"file is larger than {MAX_INPUT_BYTES // (1024 * 1024)} MiB; "
                           "not a snapshot or topo output", where=where)
-    return decode_bytes(data, where), where
+    return data, where
+
+
+_JSON_START = re.compile(rb"[ \t\r\n]*\{")
+
+
+def _fast_snapshot(data: bytes, where: str) -> Optional[Tuple[Topology, Dict[str, Any]]]:
+    """A snapshot read straight from its bytes (no text copy), when it is plain UTF-8 JSON
+    that decodes; ``None`` sends anything else down the general path, whose errors are
+    the precise ones."""
+    if not _JSON_START.match(data):
+        return None
+    try:
+        doc = json.loads(data)
+    except (ValueError, RecursionError):  # JSON and UTF-8 errors alike
+        return None
+    if not isinstance(doc, dict) or doc.get("kind") != SNAPSHOT_KIND:
+        return None
+    doc = _validate_snapshot(doc, where)
+    if "derived" in doc:
+        topo = cached_model(doc, data, where)
+        if topo is not None:
+            return topo, doc
+    return derive(doc, where), doc
 
 
 def decode_bytes(data: bytes, where: str) -> str:
@@ -206,9 +346,9 @@ def load_text(text: str, where: str) -> Topology:
     """Turn input text into a model: a snapshot (JSON) or a bare topo text."""
     if not text.strip():
         raise NvtopoError("file is empty", where=where)
-    if text.lstrip("\ufeff \t\r\n").startswith("{"):
-        return derive(parse_snapshot(text, where), where)
-    from .probes import nvml_text
+    if _is_json(text):
+        return model_of(parse_snapshot(text, where), text, where)
+    from .probes import nvml_text, topo_text
 
     if nvml_text.looks_like(text) and not topo_text.looks_like_topo(text):
         topo = nvml_text.derive_text(text)  # pasted nvidia-smi nvlink / -q text
@@ -227,6 +367,8 @@ def load_text(text: str, where: str) -> Topology:
 
 def parse_snapshot(text: str, where: str) -> Dict[str, Any]:
     """Decode and validate a snapshot document."""
+    if text.startswith("\ufeff"):  # a byte order mark some Windows editors write
+        text = text[1:]
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -239,6 +381,10 @@ def parse_snapshot(text: str, where: str) -> Dict[str, Any]:
     if not isinstance(doc, dict) or doc.get("kind") != SNAPSHOT_KIND:
         raise NvtopoError(f"JSON but not an nvtopo snapshot (no \"kind\": \"{SNAPSHOT_KIND}\")",
                           where=where)
+    return _validate_snapshot(doc, where)
+
+
+def _validate_snapshot(doc: Dict[str, Any], where: str) -> Dict[str, Any]:
     version = doc.get("schema_version")
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise NvtopoError("corrupt snapshot: schema_version is missing or not a positive "
@@ -260,14 +406,43 @@ def parse_snapshot(text: str, where: str) -> Dict[str, Any]:
     return doc
 
 
+def _is_json(text: str) -> bool:
+    return text.lstrip("\ufeff \t\r\n").startswith("{")
+
+
+def model_of(doc: Dict[str, Any], text: Optional[str], where: Optional[str]) -> Topology:
+    """The model of a snapshot document read from ``text``: the sealed cache when it may
+    be used (see :func:`cached_model`), else re-derived from the evidence."""
+    if text is not None and "derived" in doc:
+        topo = cached_model(doc, text.encode("utf-8", errors="surrogatepass"), where)
+        if topo is not None:
+            return topo
+    return derive(doc, where)
+
+
 def load(path: str) -> Topology:
     """Read ``--from`` input into a model."""
-    text, where = read_input(path)
-    return load_text(text, where)
+    return load_with_document(path)[0]
+
+
+def load_with_document(path: str) -> Tuple[Topology, Dict[str, Any]]:
+    """Read ``--from`` input into a model, with the snapshot document it came from
+    (``{}`` for a bare topo or nvlink text)."""
+    data, where = read_bytes(path)
+    fast = _fast_snapshot(data, where)
+    if fast is not None:
+        return fast
+    text = decode_bytes(data, where)
+    if _is_json(text):
+        doc = parse_snapshot(text, where)
+        return model_of(doc, text, where), doc
+    return load_text(text, where), {}
 
 
 def from_text_evidence(text: str, where: str) -> Dict[str, Any]:
     """Wrap a pasted topo text as a snapshot document (host unknown)."""
+    from .probes import topo_text
+
     return {
         "kind": SNAPSHOT_KIND,
         "schema_version": SNAPSHOT_SCHEMA,
@@ -291,8 +466,10 @@ def from_text_evidence(text: str, where: str) -> Dict[str, Any]:
 
 def load_document(path: str) -> Dict[str, Any]:
     """Read ``--from`` input as a snapshot document (a bare topo text is wrapped)."""
+    from .probes import topo_text
+
     text, where = read_input(path)
-    if text.lstrip("\ufeff \t\r\n").startswith("{"):
+    if _is_json(text):
         return parse_snapshot(text, where)
     from .probes import nvml_text
 
@@ -321,6 +498,8 @@ def live(options: Optional[ProbeOptions] = None) -> Topology:
     ``--sysfs-root`` tree with NICs is shown all the same), saying why and
     how to audit a file instead.
     """
+    from .probes import topo_text
+
     doc = take(options)
     topo = derive(doc, where=None)
     topo.origin = {"kind": "live"}

@@ -111,5 +111,17 @@ def run(model: Any, layout: Optional[Any]) -> List[Finding]:
                                         fam_order.get(f.code.split(".")[0], len(FAMILIES))))
 
 
+def select_and_run(model: Any, layout: str = "auto", layout_file: Optional[str] = None
+                   ) -> "tuple[Any, List[Finding]]":
+    """Choose the layout (:func:`nvtopo.checks.select.select`) and run every family against
+    it, reading the model's facts once for both.  Returns ``(selection, findings)``."""
+    from . import select as selection
+    from .facts import shared_views
+
+    with shared_views():
+        sel = selection.select(model, layout, layout_file)
+        return sel, run(model, sel.layout)
+
+
 def verdict(findings: Sequence[Finding]) -> str:
     return "fail" if any(f.severity == "error" for f in findings) else "pass"

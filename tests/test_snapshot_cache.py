@@ -1,0 +1,226 @@
+"""The model cache sealed into snapshots: used only when it is exactly what re-deriving gives.
+
+``snapshot.dumps`` writes the evidence and, under ``"derived"``, the model it derives to,
+sealed by a SHA-256 of the file and keyed by the nvtopo version and a digest of the
+derivation code.  These tests prove (1) reading the cache gives the same model and the
+same findings as re-deriving, over simulated nodes of every layout, faults, the real topo
+corpus, pasted nvlink text and the sysfs fixture trees; (2) the cache really is used; and
+(3) any edit to the file, a different nvtopo version or different derivation code makes
+nvtopo re-derive from the evidence instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nvtopo import checks, fakesys, layouts, snapshot
+from nvtopo.probes import ProbeOptions
+from nvtopo.simulate import simulate
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = sorted((ROOT / "fixtures" / "topo-corpus").glob("*.txt"))
+NVML_TEXT = sorted((ROOT / "fixtures" / "nvml-text").glob("*.txt"))
+SYSFS_TREES = sorted((ROOT / "fixtures" / "sysfs").glob("*.sysfs"))
+
+FAULTED = [("dgx-h100", ["nvlink-down:GPU3:7"]), ("dgx-h100", ["gpu-missing:GPU7"]),
+           ("dgx-h100", ["ib-port-down:mlx5_4", "pcie-width:GPU5:8"]),
+           ("dgx-h100", ["fabric-not-started"]), ("dgx-h100", ["counters:mlx5_2:symbol_error=1000"]),
+           ("dgx-1-v100", ["nvlink-degraded:GPU0-GPU3"]), ("dgx-h100", ["nic-affinity-swap:mlx5_0:mlx5_3"]),
+           ("dgx-a100", ["peermem-missing"])]
+
+
+def _no_derive(monkeypatch):
+    """Make re-deriving fail loudly: what still loads came from the cache."""
+    def refuse(*_a, **_k):
+        raise AssertionError("re-derived although the cache is valid")
+    monkeypatch.setattr(snapshot, "derive", refuse)
+
+
+def _same_as_rederived(doc, tmp_path, monkeypatch, name="node.json"):
+    path = tmp_path / name
+    text = snapshot.dumps(doc)
+    path.write_text(text, encoding="utf-8")
+    assert "derived" in json.loads(text), "dumps wrote no cache"
+    fresh = snapshot.derive(json.loads(text), str(path))
+    with monkeypatch.context() as m:
+        _no_derive(m)
+        cached, _doc = snapshot.load_with_document(str(path))
+    assert cached.to_dict() == fresh.to_dict()
+    assert cached.origin == fresh.origin == {"kind": "snapshot", "file": str(path),
+                                             "nvtopo_version": doc.get("nvtopo_version")}
+    if cached.gpus or cached.matrix is not None:
+        sel_c, found_c = checks.select_and_run(cached)
+        sel_f, found_f = checks.select_and_run(fresh)
+        assert (sel_c.name, sel_c.reason) == (sel_f.name, sel_f.reason)
+        assert [f.to_dict() for f in found_c] == [f.to_dict() for f in found_f]
+    return cached
+
+
+@pytest.mark.parametrize("name", layouts.names())
+def test_cache_of_every_healthy_layout_equals_rederiving(name, tmp_path, monkeypatch):
+    topo = _same_as_rederived(simulate(layouts.load(name), [], seed=3), tmp_path, monkeypatch)
+    assert topo.gpus
+
+
+@pytest.mark.parametrize("name,faults", FAULTED, ids=[f"{n}:{'+'.join(f)}" for n, f in FAULTED])
+def test_cache_of_faulty_nodes_equals_rederiving(name, faults, tmp_path, monkeypatch):
+    topo = _same_as_rederived(simulate(layouts.load(name), faults, seed=5), tmp_path,
+                              monkeypatch)
+    _sel, found = checks.select_and_run(topo)
+    assert checks.verdict(found) == "fail"
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=[p.name for p in CORPUS])
+def test_cache_of_every_corpus_text_equals_rederiving(path, tmp_path, monkeypatch):
+    doc = snapshot.load_document(str(path))
+    _same_as_rederived(doc, tmp_path, monkeypatch)
+
+
+@pytest.mark.parametrize("path", NVML_TEXT, ids=[p.name for p in NVML_TEXT])
+def test_cache_of_pasted_nvlink_text_equals_rederiving(path, tmp_path, monkeypatch):
+    _same_as_rederived(snapshot.load_document(str(path)), tmp_path, monkeypatch)
+
+
+@pytest.mark.parametrize("tree", SYSFS_TREES, ids=[p.stem for p in SYSFS_TREES])
+def test_cache_of_sysfs_trees_equals_rederiving(tree, tmp_path, monkeypatch):
+    root = tmp_path / "sys"
+    fakesys.load_file(str(tree), str(root))
+    doc = snapshot.take(ProbeOptions(sysfs_root=str(root)))
+    topo = _same_as_rederived(doc, tmp_path, monkeypatch)
+    assert topo.nics
+
+
+@pytest.fixture()
+def sealed(tmp_path):
+    """A faulty DGX H100 snapshot as nvtopo writes it, and the model its evidence derives to."""
+    doc = simulate(layouts.load("dgx-h100"), ["nvlink-down:GPU3:7"], seed=2, hostname="n1")
+    text = snapshot.dumps(doc)
+    path = tmp_path / "n1.json"
+    path.write_text(text, encoding="utf-8")
+    return path, text
+
+
+def test_an_edit_to_the_evidence_is_rederived(sealed, tmp_path):
+    path, text = sealed
+    assert snapshot.load(str(path)).host["hostname"] == "n1"
+    edited = tmp_path / "edited.json"
+    edited.write_text(text.replace('"hostname": "n1"', '"hostname": "n2"', 1), encoding="utf-8")
+    assert snapshot.load(str(edited)).host["hostname"] == "n2"
+
+
+def test_an_edit_to_the_cached_model_is_ignored(sealed, tmp_path):
+    path, text = sealed
+    doc = json.loads(text)
+    doc["derived"]["model"]["gpus"] = []  # the seal still reads the old value
+    forged = tmp_path / "forged.json"
+    # keep the same layout and the same seal: only the model changed
+    forged.write_text(text.replace(json.dumps(json.loads(text)["derived"]["model"],
+                                              separators=(",", ":")),
+                                   json.dumps(doc["derived"]["model"], separators=(",", ":"))),
+                      encoding="utf-8")
+    assert forged.read_text() != text
+    assert len(snapshot.load(str(forged)).gpus) == 8
+
+
+@pytest.mark.parametrize("rewrite", [
+    lambda t: json.dumps(json.loads(t), indent=4),  # reformatted (jq, an editor)
+    lambda t: json.dumps(json.loads(t), sort_keys=True),
+    lambda t: t.replace("\n", "\r\n"),
+    lambda t: "\ufeff" + t,
+], ids=["reindented", "keys-sorted", "crlf", "bom"])
+def test_a_reformatted_file_is_rederived_to_the_same_model(sealed, tmp_path, rewrite,
+                                                          monkeypatch):
+    path, text = sealed
+    good = snapshot.load(str(path)).to_dict()
+    other = tmp_path / "other.json"
+    other.write_text(rewrite(text), encoding="utf-8")
+    calls = []
+    real = snapshot.derive
+    monkeypatch.setattr(snapshot, "derive", lambda *a, **k: calls.append(1) or real(*a, **k))
+    topo = snapshot.load(str(other))
+    assert calls == [1]
+    topo.origin["file"] = str(path)
+    assert topo.to_dict() == good
+
+
+def test_another_nvtopo_version_or_derivation_code_rederives(sealed, monkeypatch):
+    path, _text = sealed
+    calls = []
+    real = snapshot.derive
+    monkeypatch.setattr(snapshot, "derive", lambda *a, **k: calls.append(1) or real(*a, **k))
+    snapshot.load(str(path))
+    assert calls == []  # the cache was used
+    with monkeypatch.context() as m:
+        m.setattr(snapshot, "__version__", "99.0")
+        snapshot.load(str(path))
+    assert calls == [1]
+    with monkeypatch.context() as m:
+        m.setattr(snapshot, "_code_digest", "f" * 64)  # a parser fix, same version number
+        snapshot.load(str(path))
+    assert calls == [1, 1]
+
+
+def test_evidence_that_does_not_derive_is_written_without_a_cache():
+    doc = {"kind": "nvtopo-snapshot", "schema_version": 1, "host": {},
+           "probes": {"nvml": "not an object"}}
+    assert "derived" not in json.loads(snapshot.dumps(doc))
+
+
+def test_a_cache_in_the_input_is_replaced_not_kept(sealed):
+    _path, text = sealed
+    doc = json.loads(text)
+    doc["derived"]["model"]["gpus"] = []
+    again = json.loads(snapshot.dumps(doc))
+    assert len(again["derived"]["model"]["gpus"]) == 8
+
+
+def test_the_evidence_stays_readable_and_the_seal_is_the_last_value(sealed):
+    _path, text = sealed
+    head = text[:text.index('"derived"')]
+    assert '\n  "probes": {\n' in head  # indented for people
+    assert text.rstrip().endswith('"}\n}') or text.rstrip().endswith('"}}')
+    assert text.rindex('"file_sha256"') > text.rindex('"model"')
+
+
+def test_derivation_modules_cover_every_module_that_derives(tmp_path):
+    """Any nvtopo module imported while deriving must be in the code digest, or a change
+    to it would leave stale caches trusted."""
+    files = []
+    for i, doc in enumerate([
+        simulate(layouts.load("dgx-h100"), [], seed=1),
+        snapshot.load_document(str(NVML_TEXT[0])),
+        snapshot.load_document(str(CORPUS[0])),
+    ]):
+        p = tmp_path / f"{i}.json"
+        p.write_text(json.dumps(doc), encoding="utf-8")
+        files.append(str(p))
+    code = ("import json, sys\n"
+            "from nvtopo import snapshot\n"
+            "for f in sys.argv[1:]:\n"
+            "    snapshot.derive(json.load(open(f)), f)\n"
+            "    snapshot.load(f)\n"
+            "import nvtopo\n"
+            "print('\\n'.join(sorted(m.__file__ for n, m in sys.modules.items()\n"
+            "                 if n.startswith('nvtopo') and getattr(m, '__file__', None))))\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, "-c", code, *files], capture_output=True, text=True,
+                         check=True, env=env, cwd=str(tmp_path)).stdout.split()
+    base = Path(snapshot.__file__).resolve().parent
+    used = {Path(f).resolve().relative_to(base).as_posix() for f in out}
+    assert {"probes/nvml.py", "probes/sysfs.py", "probes/topo_text.py",
+            "probes/nvml_text.py"} <= used
+    assert used <= set(snapshot.DERIVATION_MODULES), used - set(snapshot.DERIVATION_MODULES)
+
+
+def test_code_digest_covers_the_sources(monkeypatch, tmp_path):
+    first = snapshot.code_digest()
+    assert first == snapshot.code_digest() and len(first) == 64
+    monkeypatch.setattr(snapshot, "_code_digest", None)
+    monkeypatch.setattr(snapshot, "DERIVATION_MODULES", snapshot.DERIVATION_MODULES[:-1])
+    assert snapshot.code_digest() != first

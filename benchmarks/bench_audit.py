@@ -2,7 +2,8 @@
 
 Generates the fleet once into a cache directory (default ``$TMPDIR/nvtopo-bench-fleet``):
 ``--distinct`` simulated nodes (every tenth one faulty, cycling through fault kinds), copied
-under new hostnames up to ``--files`` files (10,000 by default; 2.6 GB).  Then measures, as
+under new hostnames up to ``--files`` files (10,000 by default; 4.7 GB), each written as
+``nvtopo simulate -o`` writes a snapshot: the evidence and the sealed cache of its model.  Then measures, as
 fresh processes:
 
 * the baseline: merely reading and JSON-decoding every file (one process);
@@ -37,9 +38,31 @@ FAULTS = [["nvlink-down:GPU3:7"], ["ib-port-down:mlx5_4"], ["gpu-missing:GPU7"],
           ["nvlink-degraded:GPU2-GPU6"], ["fabric-not-started"], ["ib-rate:mlx5_0:200"]]
 
 
-def generate(d: Path, files: int, distinct: int) -> int:
+FLEET_FORMAT = 2  # 2: files written by snapshot.dumps (evidence + sealed model cache)
+_POOL: list = []
+
+
+def _write_node(job) -> None:
+    i, d, distinct, cache = job
+    from nvtopo import snapshot
+
+    src = _POOL[i % distinct]
+    doc = dict(src, host=dict(src["host"], hostname=f"node{i:05d}"))
+    sub = d / f"rack{i // 1000:02d}"
+    sub.mkdir(exist_ok=True)
+    # as `nvtopo simulate -o` writes it: the model derived from this very document, sealed
+    (sub / f"node{i:05d}.json").write_text(snapshot.dumps(doc) if cache
+                                           else json.dumps(doc, indent=2) + "\n")
+
+
+def generate(d: Path, files: int, distinct: int, cache: bool = True) -> int:
     """Write the fleet (idempotent: a complete directory is reused).  Returns faulty count."""
-    marker = d / f".complete-{files}-{distinct}"
+    import multiprocessing
+
+    from nvtopo import snapshot
+
+    # a cache sealed by other derivation code is (rightly) not used: regenerate after changes
+    marker = d / f".complete-{files}-{distinct}-v{FLEET_FORMAT}-{snapshot.code_digest()[:16]}"
     faulty = sum(1 for i in range(files) if (i % distinct) % 10 == 3)
     if marker.exists():
         return faulty
@@ -49,15 +72,15 @@ def generate(d: Path, files: int, distinct: int) -> int:
     d.mkdir(parents=True, exist_ok=True)
     lay = layouts.load("dgx-h100")
     t = time.perf_counter()
-    pool = []
+    _POOL.clear()
     for i in range(distinct):
         faults = FAULTS[(i // 10) % len(FAULTS)] if i % 10 == 3 else []
-        pool.append(json.dumps(simulate(lay, faults, seed=i, hostname=f"sim{i:05d}")))
-    for i in range(files):
-        text = pool[i % distinct].replace(f'"sim{i % distinct:05d}"', f'"node{i:05d}"', 1)
-        sub = d / f"rack{i // 1000:02d}"
-        sub.mkdir(exist_ok=True)
-        (sub / f"node{i:05d}.json").write_text(text)
+        _POOL.append(simulate(lay, faults, seed=i, hostname=f"sim{i:05d}"))
+    # every file is derived and sealed on its own (its hostname differs), in parallel
+    with multiprocessing.get_context("fork").Pool() as pool:
+        for _ in pool.imap_unordered(_write_node, [(i, d, distinct, cache) for i in range(files)],
+                                     chunksize=50):
+            pass
     marker.write_text("ok\n")
     print(f"generated {files} files ({distinct} distinct simulations) in "
           f"{time.perf_counter() - t:.0f} s into {d}")
@@ -96,9 +119,15 @@ print(time.perf_counter() - t, n)
 """
 
 
+#: Run nvtopo as an installed package runs: with compiled bytecode (see
+#: bench_check_startup.py), cached under a private prefix, never in the checkout.
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+ENV["PYTHONPYCACHEPREFIX"] = os.path.join(tempfile.gettempdir(), "nvtopo-bench-pycache")
+
+
 def run_child(cmd):
     out = subprocess.run([sys.executable, "-c", RUNNER, *cmd], capture_output=True, text=True,
-                         check=True).stdout.split()
+                         check=True, env=ENV).stdout.split()
     return float(out[0]), int(out[1]), int(out[2]), float(out[3])
 
 
@@ -112,35 +141,44 @@ def main() -> None:
     ap.add_argument("--jobs-list", default="1,2")
     ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "nvtopo-bench-fleet"))
     ap.add_argument("--skip-memory", action="store_true")
+    ap.add_argument("--no-cache", action="store_true",
+                    help="a fleet of evidence-only snapshots (as an older nvtopo wrote them, "
+                         "or after an upgrade): every file is re-derived")
     ap.add_argument("--skip-throughput", action="store_true")
     ap.add_argument("--mem-jobs", type=int, default=1,
                     help="--jobs for the memory runs (1: everything in the measured process; "
                          "with more, worker processes are not counted)")
     args = ap.parse_args()
-    d = Path(args.dir)
-    faulty = generate(d, args.files, args.distinct)
+    d = Path(args.dir + ("-evidence-only" if args.no_cache else ""))
+    faulty = generate(d, args.files, args.distinct, cache=not args.no_cache)
     nvtopo = [sys.executable, "-m", "nvtopo"]
     sample = list_files(d, args.sample)
     print(f"machine: {machine()}; load average {os.getloadavg()[0]:.1f} at the start "
           "(other processes share the cores: wall times and --jobs speed-up suffer, CPU "
           "time per file less)")
-    print(f"fleet: {args.files} simulated DGX H100 snapshots ({faulty} faulty), "
+    run_child(nvtopo + ["audit", str(list_files(d, 10))])  # compile bytecode, unmeasured
+    print(f"fleet: {args.files} simulated DGX H100 snapshots ({faulty} faulty, "
+          f"{'evidence only' if args.no_cache else 'with the sealed model cache'}), "
           f"throughput on the first {args.sample}, medians of {args.runs} runs")
 
     base = []
+    jobs_list = [] if args.skip_throughput else [int(x) for x in args.jobs_list.split(",")]
+    runs: dict = {jobs: [] for jobs in jobs_list}
     for _ in range(0 if args.skip_throughput else args.runs):
+        # interleaved: load from other processes on the machine hits every variant alike
         out = subprocess.run([sys.executable, "-c", BASELINE, str(sample)], capture_output=True,
-                             text=True, check=True).stdout.split()
+                             text=True, check=True, env=ENV).stdout.split()
         base.append(float(out[0]))
+        for jobs in jobs_list:
+            runs[jobs].append(run_child(nvtopo + ["audit", str(sample), "--format", "json",
+                                                  "--jobs", str(jobs)]))
     speeds = {}
     b = statistics.median(base) if base else 0.0
     if base:
         print(f"  read + json.loads          {args.sample / b:8.1f} files/s  ({b:.2f} s)")
-    for jobs in [] if args.skip_throughput else [int(x) for x in args.jobs_list.split(",")]:
-        runs = [run_child(nvtopo + ["audit", str(sample), "--format", "json",
-                                    "--jobs", str(jobs)]) for _ in range(args.runs)]
-        w = statistics.median(r[0] for r in runs)
-        cpu = statistics.median(r[3] for r in runs)
+    for jobs in jobs_list:
+        w = statistics.median(r[0] for r in runs[jobs])
+        cpu = statistics.median(r[3] for r in runs[jobs])
         speeds[jobs] = args.sample / w
         # CPU time is only the audit process's own (forkserver workers are not its reaped
         # children), so it is shown for --jobs 1, where every file is checked in-process

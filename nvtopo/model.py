@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 #: Version of the JSON document written by :meth:`Topology.to_dict`.
@@ -57,6 +58,7 @@ PATH_DESCRIPTIONS = {
 _NV_RE = re.compile(r"^NV(\d{1,4})$")
 
 
+@lru_cache(maxsize=512)
 def path_kind(token: Optional[str]) -> Optional[str]:
     """Normalise a printed path token to its kind.
 
@@ -79,6 +81,7 @@ def nvlink_count(token: Optional[str]) -> Optional[int]:
     return int(m.group(1)) if m else None
 
 
+@lru_cache(maxsize=512)
 def path_rank(token: Optional[str]) -> Optional[int]:
     """Rank of a path token, 0 (self) … 6 (SYS); lower is closer."""
     kind = path_kind(token)
@@ -212,10 +215,17 @@ class Matrix:
 
     def get(self, a: str, b: str) -> Optional[str]:
         """Cell for row ``a`` and column ``b``, or ``None``."""
-        try:
-            return self.cells[self.devices.index(a)][self.devices.index(b)]
-        except ValueError:
+        memo = self.__dict__.get("_pos")  # (the device list it indexes, its length, index)
+        if memo is None or memo[0] is not self.devices or memo[1] != len(self.devices):
+            pos: Dict[str, int] = {}
+            for i, lab in enumerate(self.devices):
+                pos.setdefault(lab, i)  # the first occurrence, as list.index finds it
+            memo = self.__dict__["_pos"] = (self.devices, len(self.devices), pos)
+        pos = memo[2]
+        i, j = pos.get(a), pos.get(b)
+        if i is None or j is None:
             return None
+        return self.cells[i][j]
 
     def pairs(self) -> Iterator[Tuple[str, str, Optional[str]]]:
         """Every unordered pair ``(a, b, token)`` above the diagonal."""
@@ -339,7 +349,7 @@ class Topology:
 
     def nic(self, label_or_name: str) -> Optional[NIC]:
         for n in self.nics:
-            if label_or_name in (n.label, n.name):
+            if n.label == label_or_name or n.name == label_or_name:
                 return n
         return None
 

@@ -52,6 +52,8 @@ class View:
     has_nvml: bool = False
     has_sysfs: bool = False
     has_topo: bool = False
+    #: answers derived from this view by pure helpers (e.g. :func:`compute_nics`).
+    memo: Dict[Any, Any] = field(default_factory=dict)
 
 
 def _sources_of(topo: Topology) -> Set[str]:
@@ -231,6 +233,21 @@ def compute_nics(topo: Topology, layout: Any, present: List[int],
                     named.append(x)
         if named:
             return [n for n in named if topo.nic(n) is not None], "names"
+    memo = None
+    if _SHARED is not None:  # the placement answer is pure: compute it once per view
+        memo = view(topo).memo
+        key = ("compute_nics", tuple(present), tuple(missing))
+        if key in memo:
+            names, how = memo[key]
+            return list(names), how
+    names, how = _compute_nics_by_placement(topo, present, missing)
+    if memo is not None:
+        memo[key] = (list(names), how)
+    return names, how
+
+
+def _compute_nics_by_placement(topo: Topology, present: List[int], missing: Sequence[int]
+                               ) -> Tuple[List[str], str]:
     out = []
     for n in topo.nics:
         best = None

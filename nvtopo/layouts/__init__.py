@@ -11,7 +11,6 @@ import json
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
@@ -21,6 +20,8 @@ from ..errors import NvtopoError
 LAYOUT_SCHEMA = 1
 
 _SECTIONS = ("gpus", "nvlink", "nics", "numa")
+#: The bundled layout files live beside this module (installed as plain files).
+_HERE = Path(__file__).resolve().parent
 
 
 @dataclass
@@ -106,8 +107,7 @@ def names() -> List[str]:
 def _names() -> Tuple[str, ...]:
     # bundled files do not change while the process runs; auto selection asks for every
     # layout per node, which a fleet audit does thousands of times
-    return tuple(sorted(p.name[:-5] for p in resources.files(__name__).iterdir()
-                        if p.name.endswith(".json")))
+    return tuple(sorted(p.name[:-5] for p in _HERE.iterdir() if p.name.endswith(".json")))
 
 
 def load(name: str) -> Layout:
@@ -123,8 +123,10 @@ def load(name: str) -> Layout:
 
 @lru_cache(maxsize=None)
 def _load_bundled(name: str) -> Layout:
-    text = (resources.files(__name__) / f"{name}.json").read_text(encoding="utf-8")
-    return parse(text, where=f"layout {name}", origin="bundled")
+    # Bundled layouts are data shipped with the code and validated by its test suite
+    # (tests/test_layouts.py), so reading one does not validate it again.
+    doc = json.loads((_HERE / f"{name}.json").read_text(encoding="utf-8"))
+    return Layout(name=doc["name"], data=doc, origin="bundled", title=doc.get("title") or doc["name"])
 
 
 def load_file(path: str) -> Layout:

@@ -172,6 +172,26 @@ def test_capture_then_check_against_it_passes(cli, tmp_path, source):
         assert r.exit_code == 1
 
 
+def test_capture_of_a_node_without_nvlink_states_no_nvlink(cli, tmp_path):
+    pcie = str(CORPUS / "03_p40-8gpu-pcie-switch-mlx5-soc-tabs.txt")
+    r = cli("layouts", "capture", "--from", pcie, "--name", "p40")
+    assert r.exit_code == 0, r.stderr
+    lay = json.loads(r.stdout)
+    assert lay["nvlink"]["pairs"] == {} and lay["nvlink"]["evidence"]
+    f = tmp_path / "p40.json"
+    f.write_text(r.stdout)
+    r = cli("check", "--from", pcie, "--layout-file", str(f), "--format", "json")
+    assert r.exit_code == 0 and not [x for x in json.loads(r.stdout)["findings"]
+                                     if x["severity"] != "info"]
+    # against it, a node whose GPUs are NVLinked shows every pair as unexpected NVLink
+    # (a warning: more NVLink than expected breaks nothing); unstated, it would show nothing
+    nv = str(CORPUS / "21_h100-8gpu-nv18-8nic-misaligned-columns-sglang.txt")
+    r = cli("check", "--from", nv, "--layout-file", str(f), "--format", "json")
+    unexpected = {x["subject"] for x in json.loads(r.stdout)["findings"]
+                  if x["code"] == "nvlink.pair_unexpected" and x["severity"] == "warning"}
+    assert len(unexpected) == 28, r.stdout
+
+
 def test_check_from_a_file_imports_no_nvml_or_psutil(tmp_path):
     snap = write_snapshot(tmp_path, "dgx-h100")
     code = ("import sys; from nvtopo.cli import app\n"

@@ -224,3 +224,22 @@ def test_code_digest_covers_the_sources(monkeypatch, tmp_path):
     monkeypatch.setattr(snapshot, "_code_digest", None)
     monkeypatch.setattr(snapshot, "DERIVATION_MODULES", snapshot.DERIVATION_MODULES[:-1])
     assert snapshot.code_digest() != first
+
+
+def test_an_old_evidence_only_snapshot_is_given_a_cache_in_place(tmp_path, monkeypatch):
+    from cli_runner import make_runner
+    from nvtopo.cli import app
+
+    doc = simulate(layouts.load("dgx-h100"), ["ib-port-down:mlx5_4"], seed=4)
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(doc, indent=2), encoding="utf-8")  # as written before the cache
+    before = snapshot.load(str(path)).to_dict()
+    res = make_runner().invoke(app, ["snapshot", "--from", str(path), "-o", str(path)])
+    assert res.exit_code == 0, res.stderr
+    written = json.loads(path.read_text(encoding="utf-8"))
+    assert written["probes"] == doc["probes"] and written["host"] == doc["host"]
+    with monkeypatch.context() as m:
+        _no_derive(m)
+        assert snapshot.load(str(path)).to_dict() == before
+    res = make_runner().invoke(app, ["check", "--from", str(path), "--format", "json"])
+    assert res.exit_code == 1 and '"ib.port_down"' in res.stdout

@@ -87,6 +87,11 @@ def capture(topo: Topology, name: str, where: str) -> Dict[str, Any]:
                     nv["fabric"] = True
             nv["evidence"] = ev
             doc["nvlink"] = nv
+        elif len(present) > 1 and len(counts) == len(present) * (len(present) - 1) // 2:
+            # every pair's path is known and none is NV#: a node without NVLink.  Say so
+            # ("pairs": {}: no NVLink between any pair, checked) rather than leave NVLink
+            # unstated, which would check nothing.
+            doc["nvlink"] = {"pairs": {}, "evidence": ev}
     # NICs
     if v.has_sysfs and topo.nics:
         comp, _ = F.compute_nics(topo, None, present)

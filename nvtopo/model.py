@@ -215,13 +215,13 @@ class Matrix:
 
     def get(self, a: str, b: str) -> Optional[str]:
         """Cell for row ``a`` and column ``b``, or ``None``."""
-        memo = self.__dict__.get("_pos")  # (the device list it indexes, its length, index)
-        if memo is None or memo[0] is not self.devices or memo[1] != len(self.devices):
+        memo = self.__dict__.get("_pos")  # (a copy of the devices it indexes, the index)
+        if memo is None or memo[0] != self.devices:
             pos: Dict[str, int] = {}
             for i, lab in enumerate(self.devices):
                 pos.setdefault(lab, i)  # the first occurrence, as list.index finds it
-            memo = self.__dict__["_pos"] = (self.devices, len(self.devices), pos)
-        pos = memo[2]
+            memo = self.__dict__["_pos"] = (list(self.devices), pos)
+        pos = memo[1]
         i, j = pos.get(a), pos.get(b)
         if i is None or j is None:
             return None

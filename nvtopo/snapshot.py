@@ -95,7 +95,9 @@ def write_atomic(text: str, path: str) -> None:
     except OSError as exc:
         raise NvtopoError(f"cannot write here: {exc.strerror or exc}", where=path) from None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        # newline="": the bytes written are the text's (a sealed snapshot stays sealed
+        # on Windows too)
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
@@ -109,19 +111,16 @@ def write_atomic(text: str, path: str) -> None:
         raise NvtopoError(f"cannot write: {exc.strerror or exc}", where=path) from None
 
 
-def dumps(doc: Dict[str, Any], model: Optional[Topology] = None) -> str:
-    """The snapshot file's text: the evidence, then the sealed model cache.
-
-    ``model`` is the model :func:`derive` gives for ``doc`` (derived here when
-    not given).  Evidence that cannot be derived is written without a cache.
-    """
+def dumps(doc: Dict[str, Any]) -> str:
+    """The snapshot file's text: the evidence, then the sealed cache of the model it
+    derives to (a cache already in ``doc`` is dropped and made anew).  Evidence that
+    cannot be derived is written without a cache."""
     doc = {k: v for k, v in doc.items() if k != "derived"}
     text = json.dumps(doc, indent=2)
-    if model is None:
-        try:
-            model = derive(doc)
-        except NvtopoError:
-            return text + "\n"
+    try:
+        model = derive(doc)
+    except NvtopoError:
+        return text + "\n"
     body = model.to_dict()
     body.pop("origin", None)  # where the file is read from is set when it is read
     cache = {
@@ -200,12 +199,81 @@ def cached_model(doc: Dict[str, Any], raw: bytes, where: Optional[str] = None
     h.update(view[end:])
     if h.hexdigest() != cache["file_sha256"] or cache.get("code_sha256") != code_digest():
         return None
+    # The seal catches accidental edits, not a tool that edits a file and seals it anew:
+    # a model of the wrong shape, or host facts that are not the evidence's, is not used.
+    body = cache.get("model")
+    if not _model_shape_ok(body) or not _host_agrees(body.get("host"), doc.get("host")):
+        return None
     try:
-        topo = Topology.from_dict(cache["model"])
+        topo = Topology.from_dict(body)
     except (TypeError, ValueError, KeyError, AttributeError):
         return None
     topo.origin = _origin(doc, where)
     return topo
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _opt_str(x: Any) -> bool:
+    return x is None or isinstance(x, str)
+
+
+def _matrix_ok(m: Any) -> bool:
+    if m is None:
+        return True
+    if not isinstance(m, dict) or not isinstance(m.get("devices"), list) \
+            or not isinstance(m.get("cells"), list):
+        return False
+    devs, cells = m["devices"], m["cells"]
+    n = len(devs)
+    return (all(isinstance(d, str) for d in devs) and len(cells) == n
+            and all(isinstance(r, list) and len(r) == n and all(_opt_str(c) for c in r)
+                    for r in cells)
+            and _opt_str(m.get("source")) and _opt_str(m.get("mode")))
+
+
+def _model_shape_ok(d: Any) -> bool:
+    """The typed fields of a cached model have the types :func:`derive` gives them."""
+    if not isinstance(d, dict) or not _is_int(d.get("schema_version")):
+        return False
+    lists = [d.get(k) for k in ("gpus", "nics", "nvlinks", "notes", "disagreements", "sources")]
+    if not all(isinstance(x, list) for x in lists) or not all(
+            isinstance(d.get(k), dict) for k in ("host", "extra")):
+        return False
+    gpus, nics, nvlinks, notes, disagreements, sources = lists
+    return (all(isinstance(s, str) for s in sources)
+            and all(isinstance(g, dict) and _is_int(g.get("index"))
+                    and isinstance(g.get("label"), str)
+                    and all(_opt_str(g.get(k)) for k in ("name", "uuid", "pci_bus_id",
+                                                         "cpu_affinity", "numa_affinity"))
+                    and (g.get("gpu_numa_id") is None or _is_int(g.get("gpu_numa_id")))
+                    and isinstance(g.get("sources"), dict) and isinstance(g.get("extra"), dict)
+                    for g in gpus)
+            and all(isinstance(n, dict) and isinstance(n.get("label"), str)
+                    and isinstance(n.get("name"), str) and _opt_str(n.get("pci_bus_id"))
+                    and (n.get("numa_node") is None or _is_int(n.get("numa_node")))
+                    and isinstance(n.get("sources"), dict) and isinstance(n.get("extra"), dict)
+                    for n in nics)
+            and all(isinstance(p, dict) and _is_int(p.get("a")) and _is_int(p.get("b"))
+                    and _is_int(p.get("count")) and isinstance(p.get("source"), str)
+                    for p in nvlinks)
+            and all(isinstance(x, dict) and isinstance(x.get("code"), str)
+                    and isinstance(x.get("message"), str) and _opt_str(x.get("subject"))
+                    for x in notes)
+            and all(isinstance(x, dict) and isinstance(x.get("subject"), str)
+                    and isinstance(x.get("fact"), str) and isinstance(x.get("values"), dict)
+                    for x in disagreements)
+            and _matrix_ok(d.get("matrix")) and _matrix_ok(d.get("p2p")))
+
+
+def _host_agrees(model_host: Any, evidence_host: Any) -> bool:
+    """:func:`derive` lays the snapshot's host facts over the probes': they must show."""
+    if not isinstance(evidence_host, dict):
+        return True
+    return isinstance(model_host, dict) and all(
+        k in model_host and model_host[k] == v for k, v in evidence_host.items())
 
 
 def _origin(doc: Dict[str, Any], where: Optional[str]) -> Dict[str, Any]:
@@ -307,7 +375,9 @@ def _fast_snapshot(data: bytes, where: str) -> Optional[Tuple[Topology, Dict[str
     if not _JSON_START.match(data):
         return None
     try:
-        doc = json.loads(data)
+        # strict UTF-8 (json.loads(bytes) would let lone surrogates through, and guess
+        # UTF-16/32 without a BOM, which the general path refuses)
+        doc = json.loads(data.decode("utf-8"))
     except (ValueError, RecursionError):  # JSON and UTF-8 errors alike
         return None
     if not isinstance(doc, dict) or doc.get("kind") != SNAPSHOT_KIND:

@@ -243,3 +243,96 @@ def test_an_old_evidence_only_snapshot_is_given_a_cache_in_place(tmp_path, monke
         assert snapshot.load(str(path)).to_dict() == before
     res = make_runner().invoke(app, ["check", "--from", str(path), "--format", "json"])
     assert res.exit_code == 1 and '"ib.port_down"' in res.stdout
+
+
+def _reseal(text: str) -> str:
+    """Seal an edited file anew, as the README describes the seal (what a tool could do)."""
+    import hashlib
+    import re
+
+    zero = re.sub(r'("file_sha256":")[0-9a-f]{64}"', r'\g<1>' + "0" * 64 + '"', text)
+    seal = hashlib.sha256(zero.encode("utf-8")).hexdigest()
+    return zero.replace('"file_sha256":"' + "0" * 64 + '"', '"file_sha256":"' + seal + '"')
+
+
+def _forge(text: str, change) -> str:
+    head, cache = text.split(',\n  "derived": ')
+    body = json.loads(cache[:-len("\n}\n")])
+    change(body["model"])
+    return _reseal(head + ',\n  "derived": ' + json.dumps(body, separators=(",", ":")) + "\n}\n")
+
+
+def test_resealing_an_unedited_file_gives_the_same_seal(sealed):
+    _path, text = sealed
+    assert _reseal(text) == text  # so the forgeries below differ only where they say
+
+
+@pytest.mark.parametrize("change", [
+    lambda m: m["matrix"]["cells"][0].__setitem__(1, ["NV18"]),
+    lambda m: m["matrix"]["devices"].__setitem__(0, ["GPU0"]),
+    lambda m: m["gpus"][0].__setitem__("index", "0"),
+    lambda m: m["nics"][0].__setitem__("name", 5),
+    lambda m: m["nvlinks"].append({"a": 0, "b": True, "count": 18, "source": "nvml"}),
+    lambda m: m.__setitem__("notes", {}),
+    lambda m: m["host"].__setitem__("hostname", "someone-else"),
+], ids=["cell-list", "device-list", "index-str", "nic-name-int", "bool-index", "notes-dict",
+        "host-not-the-evidence"])
+def test_a_resealed_model_that_cannot_be_the_derivation_is_not_used(sealed, tmp_path, change):
+    path, text = sealed
+    forged = tmp_path / "forged.json"
+    forged.write_text(_forge(text, change), encoding="utf-8")
+    topo = snapshot.load(str(forged))
+    want = snapshot.load(str(path))
+    topo.origin, want.origin = {}, {}
+    assert topo.to_dict() == want.to_dict()
+    sel, found = checks.select_and_run(topo)
+    assert {(f.code, f.subject) for f in found if f.severity == "error"} == {
+        ("nvlink.link_down", "GPU3 link 7")}
+
+
+def test_invalid_utf8_in_a_snapshot_is_read_as_before(sealed, tmp_path):
+    """Bytes that are not UTF-8 (a CESU-8 surrogate here) read as U+FFFD, never as a lone
+    surrogate that would crash printing; the damaged file is re-derived."""
+    _path, text = sealed
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(text.encode("utf-8").replace(b'"hostname": "n1"', b'"hostname": "n\xed\xa0\x80"', 1))
+    topo = snapshot.load(str(bad))
+    assert topo.host["hostname"] == "n\ufffd\ufffd\ufffd"
+    topo.host["hostname"].encode("utf-8")
+
+
+def test_utf16_without_a_bom_is_refused_as_before(sealed, tmp_path):
+    _path, text = sealed
+    f = tmp_path / "u16.json"
+    f.write_bytes(text.encode("utf-16-le"))
+    with pytest.raises(snapshot.NvtopoError, match="binary file"):
+        snapshot.load(str(f))
+
+
+def test_bundled_layouts_load_when_nvtopo_is_imported_from_a_zip(tmp_path):
+    import zipfile
+
+    z = tmp_path / "nvtopo.zip"
+    pkg = Path(snapshot.__file__).resolve().parent
+    with zipfile.ZipFile(z, "w") as zf:
+        for f in pkg.rglob("*"):
+            if f.is_file() and "__pycache__" not in f.parts:
+                zf.write(f, f.relative_to(pkg.parent).as_posix())
+    code = ("from nvtopo import layouts\n"
+            "names = layouts.names()\n"
+            "assert len(names) > 20 and layouts.load('dgx-h100').get('gpus.count') == 8\n"
+            "print(len(names))\n")
+    env = dict(os.environ, PYTHONPATH=str(z))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, cwd=str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    assert int(out.stdout) == len(layouts.names())
+
+
+def test_matrix_lookup_follows_an_edited_device_list():
+    from nvtopo.model import Matrix
+
+    m = Matrix(devices=["GPU0", "GPU1"], cells=[["X", "NV1"], ["NV1", "X"]])
+    assert m.get("GPU0", "GPU1") == "NV1"
+    m.devices[1] = "GPU9"
+    assert m.get("GPU0", "GPU1") is None and m.get("GPU0", "GPU9") == "NV1"

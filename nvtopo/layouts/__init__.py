@@ -20,8 +20,18 @@ from ..errors import NvtopoError
 LAYOUT_SCHEMA = 1
 
 _SECTIONS = ("gpus", "nvlink", "nics", "numa")
-#: The bundled layout files live beside this module (installed as plain files).
-_HERE = Path(__file__).resolve().parent
+#: The bundled layout files live beside this module.
+
+
+def _bundle() -> Any:
+    """The directory of bundled layouts: a plain path when installed as files (fast), else
+    importlib.resources' traversable (nvtopo imported from a zip)."""
+    here = Path(__file__).resolve().parent
+    if here.is_dir():
+        return here
+    from importlib import resources
+
+    return resources.files(__name__)
 
 
 @dataclass
@@ -107,7 +117,7 @@ def names() -> List[str]:
 def _names() -> Tuple[str, ...]:
     # bundled files do not change while the process runs; auto selection asks for every
     # layout per node, which a fleet audit does thousands of times
-    return tuple(sorted(p.name[:-5] for p in _HERE.iterdir() if p.name.endswith(".json")))
+    return tuple(sorted(p.name[:-5] for p in _bundle().iterdir() if p.name.endswith(".json")))
 
 
 def load(name: str) -> Layout:
@@ -124,9 +134,15 @@ def load(name: str) -> Layout:
 @lru_cache(maxsize=None)
 def _load_bundled(name: str) -> Layout:
     # Bundled layouts are data shipped with the code and validated by its test suite
-    # (tests/test_layouts.py), so reading one does not validate it again.
-    doc = json.loads((_HERE / f"{name}.json").read_text(encoding="utf-8"))
-    return Layout(name=doc["name"], data=doc, origin="bundled", title=doc.get("title") or doc["name"])
+    # (tests/test_layout_files.py), so reading one does not validate it again, unless it
+    # does not read as a layout at all (a damaged install): then validation says why.
+    text = (_bundle() / f"{name}.json").read_text(encoding="utf-8")
+    try:
+        doc = json.loads(text)
+        return Layout(name=doc["name"], data=doc, origin="bundled",
+                      title=doc.get("title") or doc["name"])
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return parse(text, where=f"layout {name}", origin="bundled")
 
 
 def load_file(path: str) -> Layout:

@@ -1,6 +1,5 @@
 """The command line: parses options and calls the library.  Nothing else lives here."""
 
-from __future__ import annotations
 
 import enum
 import functools

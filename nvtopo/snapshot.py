@@ -23,13 +23,9 @@ import codecs
 import hashlib
 import json
 import os
-import platform
 import re
-import socket
 import sys
-import tempfile
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Dict, Optional, Tuple
 
@@ -51,6 +47,10 @@ MAX_INPUT_BYTES = 64 * 1024 * 1024
 
 def host_facts() -> Dict[str, Any]:
     """Hostname, kernel and time of the machine taking the snapshot."""
+    import platform
+    import socket
+    from datetime import datetime, timezone
+
     return {
         "hostname": socket.gethostname(),
         "kernel": platform.release(),
@@ -88,6 +88,8 @@ def take(options: Optional[ProbeOptions] = None) -> Dict[str, Any]:
 
 def write_atomic(text: str, path: str) -> None:
     """Write ``text`` to ``path`` through a temporary file and a rename."""
+    import tempfile  # (imported here: reading a snapshot, the common case, never writes)
+
     target = Path(path)
     directory = target.parent if str(target.parent) else Path(".")
     try:

@@ -119,7 +119,10 @@ def dumps(doc: Dict[str, Any]) -> str:
     cannot be derived is written without a cache."""
     doc = {k: v for k, v in doc.items() if k != "derived"}
     text = json.dumps(doc, indent=2)
-    try:
+    try:  # only a document that reads back as a snapshot is given a cache
+        if doc.get("kind") != SNAPSHOT_KIND:
+            raise NvtopoError("not a snapshot document")
+        _validate_snapshot(doc, "snapshot")
         model = derive(doc)
     except NvtopoError:
         return text + "\n"
@@ -179,38 +182,85 @@ def code_digest() -> str:
     return _code_digest
 
 
-def cached_model(doc: Dict[str, Any], raw: bytes, where: Optional[str] = None
-                 ) -> Optional[Topology]:
-    """The model cached in a snapshot, if it may be used instead of re-deriving.
-
-    ``raw`` is the file's bytes exactly as read.  ``None`` when there is no
-    cache, the file was changed after nvtopo wrote it, or this nvtopo derives
-    differently from the one that wrote it.
-    """
-    cache = doc.get("derived")
-    if not isinstance(cache, dict) or cache.get("nvtopo_version") != __version__:
-        return None
+def _sealed(raw: bytes) -> Optional[str]:
+    """The file's seal when it holds (the file is byte for byte what nvtopo wrote), else None."""
     at = raw.rfind(_SEAL_KEY)
     m = _SEAL_RE.match(raw, at) if at >= 0 else None
-    if m is None or cache.get("file_sha256") != m.group(1).decode("ascii"):
+    if m is None:
         return None
     start, end = m.span(1)
     view = memoryview(raw)  # hashed in place: no copy of a file of hundreds of kB
     h = hashlib.sha256(view[:start])
     h.update(_ZERO_DIGEST.encode("ascii"))
     h.update(view[end:])
-    if h.hexdigest() != cache["file_sha256"] or cache.get("code_sha256") != code_digest():
+    seal = m.group(1).decode("ascii")
+    return seal if h.hexdigest() == seal else None
+
+
+def cached_model(doc: Dict[str, Any], raw: bytes, where: Optional[str] = None
+                 ) -> Optional[Topology]:
+    """The model cached in a snapshot document read from ``raw`` (the file's bytes exactly
+    as read), if it may be used instead of re-deriving: ``None`` when there is no cache,
+    the file was changed after nvtopo wrote it, or this nvtopo derives differently from
+    the one that wrote it."""
+    cache = doc.get("derived")
+    if not isinstance(cache, dict) or cache.get("nvtopo_version") != __version__ \
+            or _sealed(raw) != cache.get("file_sha256"):
+        return None
+    return _from_cache(cache, doc.get("host"), doc.get("nvtopo_version"), where)
+
+
+_DERIVED_AT = b'\n  "derived": '
+
+
+def sealed_model(raw: bytes, where: Optional[str] = None) -> Optional[Topology]:
+    """:func:`cached_model` for a file not yet decoded, decoding only the cache (and the
+    host facts, to compare), not the evidence: a sealed file is exactly what nvtopo wrote,
+    whose layout is known (indented evidence; last, the compact cache, which holds no
+    newline).  ``None`` wherever :func:`cached_model` would be, or the file is not such."""
+    seal = _sealed(raw)
+    at = raw.rfind(_DERIVED_AT)
+    if seal is None or at < 0:
+        return None
+    try:
+        cache, end = _DECODER.raw_decode(raw[at + len(_DERIVED_AT):].decode("utf-8"))
+        head = raw[:at].decode("utf-8")
+        host = _top_value(head, "host", {})
+        version = _top_value(head, "nvtopo_version", None)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(cache, dict) or cache.get("file_sha256") != seal \
+            or cache.get("nvtopo_version") != __version__:
+        return None
+    return _from_cache(cache, host, version, where)
+
+
+_DECODER = json.JSONDecoder()
+
+
+def _top_value(head: str, key: str, default: Any) -> Any:
+    """A top-level value of nvtopo's indented snapshot text (top-level keys alone sit at
+    two spaces after a newline)."""
+    at = head.find(f'\n  "{key}": ')
+    if at < 0:
+        return default
+    return _DECODER.raw_decode(head, at + len(key) + 7)[0]
+
+
+def _from_cache(cache: Dict[str, Any], evidence_host: Any, doc_version: Any,
+                where: Optional[str]) -> Optional[Topology]:
+    if cache.get("code_sha256") != code_digest():
         return None
     # The seal catches accidental edits, not a tool that edits a file and seals it anew:
     # a model of the wrong shape, or host facts that are not the evidence's, is not used.
     body = cache.get("model")
-    if not _model_shape_ok(body) or not _host_agrees(body.get("host"), doc.get("host")):
+    if not _model_shape_ok(body) or not _host_agrees(body.get("host"), evidence_host):
         return None
     try:
         topo = Topology.from_dict(body)
     except (TypeError, ValueError, KeyError, AttributeError):
         return None
-    topo.origin = _origin(doc, where)
+    topo.origin = {"kind": "snapshot", "file": where, "nvtopo_version": doc_version}
     return topo
 
 
@@ -493,14 +543,20 @@ def model_of(doc: Dict[str, Any], text: Optional[str], where: Optional[str]) -> 
 
 
 def load(path: str) -> Topology:
-    """Read ``--from`` input into a model."""
-    return load_with_document(path)[0]
+    """Read ``--from`` input into a model (from a snapshot's sealed cache where it may
+    be used, without decoding the evidence)."""
+    data, where = read_bytes(path)
+    topo = sealed_model(data, where) if data.endswith(b"}\n") else None
+    return topo if topo is not None else _load_data(data, where)[0]
 
 
 def load_with_document(path: str) -> Tuple[Topology, Dict[str, Any]]:
     """Read ``--from`` input into a model, with the snapshot document it came from
     (``{}`` for a bare topo or nvlink text)."""
-    data, where = read_bytes(path)
+    return _load_data(*read_bytes(path))
+
+
+def _load_data(data: bytes, where: str) -> Tuple[Topology, Dict[str, Any]]:
     fast = _fast_snapshot(data, where)
     if fast is not None:
         return fast

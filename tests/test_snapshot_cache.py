@@ -50,8 +50,9 @@ def _same_as_rederived(doc, tmp_path, monkeypatch, name="node.json"):
     fresh = snapshot.derive(json.loads(text), str(path))
     with monkeypatch.context() as m:
         _no_derive(m)
-        cached, _doc = snapshot.load_with_document(str(path))
-    assert cached.to_dict() == fresh.to_dict()
+        cached, _doc = snapshot.load_with_document(str(path))  # decodes the whole file
+        quick = snapshot.load(str(path))  # decodes only the cache and the host facts
+    assert cached.to_dict() == fresh.to_dict() == quick.to_dict()
     assert cached.origin == fresh.origin == {"kind": "snapshot", "file": str(path),
                                              "nvtopo_version": doc.get("nvtopo_version")}
     if cached.gpus or cached.matrix is not None:
@@ -336,3 +337,28 @@ def test_matrix_lookup_follows_an_edited_device_list():
     assert m.get("GPU0", "GPU1") == "NV1"
     m.devices[1] = "GPU9"
     assert m.get("GPU0", "GPU1") is None and m.get("GPU0", "GPU9") == "NV1"
+
+
+def test_the_origin_names_the_version_that_took_the_evidence(tmp_path):
+    doc = simulate(layouts.load("dgx-h100"), [], seed=1)
+    doc["nvtopo_version"] = "0.0.9"  # taken by an older nvtopo, cached by this one
+    path = tmp_path / "old.json"
+    path.write_text(snapshot.dumps(doc), encoding="utf-8")
+    assert snapshot.load(str(path)).origin["nvtopo_version"] == "0.0.9"
+    assert snapshot.load_with_document(str(path))[0].origin["nvtopo_version"] == "0.0.9"
+
+
+@pytest.mark.parametrize("doc", [
+    {"kind": "nvtopo-snapshot", "schema_version": 1, "host": {},
+     "probes": {"topo-text": {"status": "ok", "stdout": 17, "error": None}}},
+    {"kind": "something-else", "schema_version": 1, "host": {}, "probes": {}},
+    {"kind": "nvtopo-snapshot", "schema_version": 99, "host": {}, "probes": {}},
+], ids=["stdout-not-text", "not-a-snapshot", "newer-schema"])
+def test_a_document_that_does_not_read_back_gets_no_cache(doc, tmp_path):
+    """A cache would let a sealed file be read where its evidence is refused."""
+    text = snapshot.dumps(doc)
+    assert "derived" not in json.loads(text)
+    path = tmp_path / "x.json"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(snapshot.NvtopoError):
+        snapshot.load(str(path))

@@ -51,6 +51,8 @@ class NodeResult:
     reason: Optional[str] = None
     #: Full findings (``Finding.to_dict()``), only when asked for.
     findings: Optional[List[Dict[str, Any]]] = None
+    #: A snapshot whose model had to be re-derived from its evidence (no usable cache).
+    rederived: bool = False
 
     def to_dict(self) -> Dict[str, Any]:
         d: Dict[str, Any] = {"file": self.file, "hostname": self.hostname, "layout": self.layout,
@@ -78,10 +80,13 @@ class Summary:
     verdicts: Dict[str, int] = field(default_factory=lambda: {"pass": 0, "fail": 0, "error": 0})
     codes: Dict[str, CodeCount] = field(default_factory=dict)
     layouts: Dict[str, int] = field(default_factory=dict)
+    #: Snapshots read without a usable model cache (re-derived from their evidence).
+    rederived: int = 0
 
     def add(self, r: NodeResult) -> None:
         self.files += 1
         self.verdicts[r.verdict] = self.verdicts.get(r.verdict, 0) + 1
+        self.rederived += bool(r.rederived)
         if r.verdict == "error":
             return
         self.layouts[r.layout or "none"] = self.layouts.get(r.layout or "none", 0) + 1
@@ -120,6 +125,7 @@ class Summary:
             "fail": self.verdicts.get("fail", 0),
             "unreadable": self.verdicts.get("error", 0),
             "layouts": dict(sorted(self.layouts.items())),
+            "rederived": self.rederived,
             "codes": [{"code": c, "severity": cc.severity, "nodes": cc.nodes,
                        "findings": cc.subjects, "shown": list(cc.shown),
                        "more": cc.nodes - len(cc.shown)} for c, cc in codes],
@@ -237,7 +243,8 @@ def check_file(path: str, layout: str = "auto", layout_file: Optional[str] = Non
     if why is not None:  # never open a FIFO, socket or device: reading one blocks or never ends
         return _bad_input(path, why)
     try:
-        topo = snapshot.load(path)
+        topo, cached = snapshot.load_noting_cache(path)
+        rederived = cached is False
         hostname = topo.host.get("hostname") or None
         if not topo.gpus and topo.matrix is None and topo.p2p is None:
             why = "; ".join(n.message for n in topo.notes) or "no GPU facts"
@@ -259,7 +266,8 @@ def check_file(path: str, layout: str = "auto", layout_file: Optional[str] = Non
         verdict=checks.verdict(found), errors=len(errs), warnings=len(warns),
         worst=(worst.severity, worst.code, worst.subject, worst.message) if worst else None,
         codes=tuple((f.severity, f.code, f.subject) for f in found),
-        findings=[f.to_dict() for f in found] if with_findings else None)
+        findings=[f.to_dict() for f in found] if with_findings else None,
+        rederived=rederived)
 
 
 def _bad_input(path: str, reason: str) -> NodeResult:

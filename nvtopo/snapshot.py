@@ -420,10 +420,11 @@ def read_bytes(path: str) -> Tuple[bytes, str]:
 _JSON_START = re.compile(rb"[ \t\r\n]*\{")
 
 
-def _fast_snapshot(data: bytes, where: str) -> Optional[Tuple[Topology, Dict[str, Any]]]:
+def _fast_snapshot(data: bytes, where: str
+                   ) -> Optional[Tuple[Topology, Dict[str, Any], bool]]:
     """A snapshot read straight from its bytes (no text copy), when it is plain UTF-8 JSON
     that decodes; ``None`` sends anything else down the general path, whose errors are
-    the precise ones."""
+    the precise ones.  The flag says whether the model came from the sealed cache."""
     if not _JSON_START.match(data):
         return None
     try:
@@ -438,8 +439,8 @@ def _fast_snapshot(data: bytes, where: str) -> Optional[Tuple[Topology, Dict[str
     if "derived" in doc:
         topo = cached_model(doc, data, where)
         if topo is not None:
-            return topo, doc
-    return derive(doc, where), doc
+            return topo, doc, True
+    return derive(doc, where), doc, False
 
 
 def decode_bytes(data: bytes, where: str) -> str:
@@ -535,36 +536,52 @@ def _is_json(text: str) -> bool:
 def model_of(doc: Dict[str, Any], text: Optional[str], where: Optional[str]) -> Topology:
     """The model of a snapshot document read from ``text``: the sealed cache when it may
     be used (see :func:`cached_model`), else re-derived from the evidence."""
+    return _model_of(doc, text, where)[0]
+
+
+def _model_of(doc: Dict[str, Any], text: Optional[str], where: Optional[str]
+              ) -> Tuple[Topology, bool]:
     if text is not None and "derived" in doc:
         topo = cached_model(doc, text.encode("utf-8", errors="surrogatepass"), where)
         if topo is not None:
-            return topo
-    return derive(doc, where)
+            return topo, True
+    return derive(doc, where), False
 
 
 def load(path: str) -> Topology:
     """Read ``--from`` input into a model (from a snapshot's sealed cache where it may
     be used, without decoding the evidence)."""
+    return load_noting_cache(path)[0]
+
+
+def load_noting_cache(path: str) -> Tuple[Topology, Optional[bool]]:
+    """:func:`load`, and how the model was had: ``True`` from the snapshot's sealed cache,
+    ``False`` re-derived from a snapshot's evidence, ``None`` parsed from a text."""
     data, where = read_bytes(path)
     topo = sealed_model(data, where) if data.endswith(b"}\n") else None
-    return topo if topo is not None else _load_data(data, where)[0]
+    if topo is not None:
+        return topo, True
+    topo, doc, cached = _load_data(data, where)
+    return topo, (cached if doc else None)
 
 
 def load_with_document(path: str) -> Tuple[Topology, Dict[str, Any]]:
     """Read ``--from`` input into a model, with the snapshot document it came from
     (``{}`` for a bare topo or nvlink text)."""
-    return _load_data(*read_bytes(path))
+    topo, doc, _cached = _load_data(*read_bytes(path))
+    return topo, doc
 
 
-def _load_data(data: bytes, where: str) -> Tuple[Topology, Dict[str, Any]]:
+def _load_data(data: bytes, where: str) -> Tuple[Topology, Dict[str, Any], bool]:
     fast = _fast_snapshot(data, where)
     if fast is not None:
         return fast
     text = decode_bytes(data, where)
     if _is_json(text):
         doc = parse_snapshot(text, where)
-        return model_of(doc, text, where), doc
-    return load_text(text, where), {}
+        topo, cached = _model_of(doc, text, where)
+        return topo, doc, cached
+    return load_text(text, where), {}, False
 
 
 def from_text_evidence(text: str, where: str) -> Dict[str, Any]:

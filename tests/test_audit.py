@@ -160,7 +160,8 @@ def test_json_contract(fleet, cli):
                               "hint", "source"}
     s = doc["summary"]
     assert set(s) == {"files", "checked", "pass", "fail", "unreadable", "layouts", "codes",
-                      "exit_status"}
+                      "rederived", "exit_status"}
+    assert s["rederived"] == N_NODES  # the fixture's snapshots are evidence only
     for c in s["codes"]:
         assert set(c) == {"code", "severity", "nodes", "findings", "shown", "more"}
         assert c["more"] == c["nodes"] - len(c["shown"])
@@ -364,3 +365,33 @@ def test_table_readable_at_80_columns():
     for i, ln in enumerate(rows):
         assert f"node{i:04d}.json" in ln  # the end of the path is kept
         assert ("FAIL" if i == 1 else "PASS") in ln and " 3 " in ln + " "
+
+
+def test_snapshots_without_a_usable_cache_are_counted_and_named_in_a_note(tmp_path, cli):
+    """Sealed and evidence-only copies of the same nodes give the same verdicts; the
+    evidence-only ones (and an edited sealed one) are counted as re-derived, texts are not."""
+    from nvtopo import snapshot
+
+    lay = layouts.load("dgx-h100")
+    for i, faults in enumerate([[], ["nvlink-down:GPU3:7"]]):
+        doc = simulate(lay, faults, seed=i, hostname=f"n{i}")
+        (tmp_path / f"sealed{i}.json").write_text(snapshot.dumps(doc))
+        (tmp_path / f"old{i}.json").write_text(json.dumps(doc, indent=2))
+    edited = (tmp_path / "sealed0.json").read_text().replace('"n0"', '"n9"', 1)
+    (tmp_path / "edited.json").write_text(edited)
+    (tmp_path / "topo.txt").write_text(examples.read("dgx-h100"))
+    r = cli("audit", str(tmp_path), "--format", "json", "--jobs", "1")
+    doc = _json(r)
+    verdicts = {os.path.basename(n["file"]): n["verdict"] for n in doc["nodes"]}
+    assert verdicts == {"sealed0.json": "pass", "old0.json": "pass", "edited.json": "pass",
+                        "sealed1.json": "fail", "old1.json": "fail", "topo.txt": "pass"}, verdicts
+    assert doc["summary"]["rederived"] == 3  # old0, old1, edited
+    r = cli("audit", str(tmp_path), "--jobs", "1")
+    text = " ".join(r.stdout.split())
+    assert "note: 3 snapshots carried no model cache" in text
+    assert "nvtopo snapshot --from FILE -o FILE" in text
+    for f in ("old0.json", "old1.json", "edited.json"):
+        os.unlink(tmp_path / f)
+    r = cli("audit", str(tmp_path), "--jobs", "1")
+    assert _json(cli("audit", str(tmp_path), "--format", "json"))["summary"]["rederived"] == 0
+    assert "note:" not in r.stdout

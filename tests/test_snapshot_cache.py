@@ -362,3 +362,14 @@ def test_a_document_that_does_not_read_back_gets_no_cache(doc, tmp_path):
     path.write_text(text, encoding="utf-8")
     with pytest.raises(snapshot.NvtopoError):
         snapshot.load(str(path))
+
+
+def test_a_derivation_bug_never_costs_the_evidence(monkeypatch):
+    """`nvtopo snapshot` writes the evidence even when deriving the cache fails oddly."""
+    doc = simulate(layouts.load("dgx-h100"), [], seed=1)
+
+    def boom(*_a, **_k):
+        raise ZeroDivisionError("a bug")
+    monkeypatch.setattr(snapshot, "derive", boom)
+    written = json.loads(snapshot.dumps(doc))
+    assert "derived" not in written and written["probes"] == doc["probes"]

@@ -246,14 +246,31 @@ def test_every_bundled_layouts_healthy_simulation_passes_check_with_layout_auto(
     assert r.exit_code == 0, r.output[-3000:]
 
 
-def test_auto_does_not_apply_a_port_map_the_nics_contradict():
-    """An H200 node with GCP's RoCE NICs: dgx-h200 by GPU name, but not its IB port map."""
+def test_an_oem_h200_node_picks_the_generic_hgx_h200_layout():
+    """An H200 node with GCP's RoCE NICs (A3 Ultra is only used when named): the generic
+    HGX H200 layout, which expects nothing of the integrator's NICs, not the DGX H200."""
     from nvtopo.simulate import simulate
 
     doc = json.loads(json.dumps(simulate(layouts.load("gcp-a3-ultragpu-8g"), (), seed=3)))
     topo = snapshot.derive(doc, where="a3")
     sel = S.select(topo)
-    assert sel.layout is not None and sel.layout.section("nics") == {}
+    assert sel.name == "hgx-h200-8" and sel.layout.section("nics") == {}
+    found = checks.run(topo, sel.layout)
+    assert checks.verdict(found) == "pass"
+    assert not [f for f in found if f.severity != "info"]
+
+
+def test_auto_does_not_apply_a_port_map_the_nics_contradict(monkeypatch):
+    """The same node when only the DGX H200 fits by GPU name (as before hgx-h200-8 was
+    bundled): dgx-h200, but not its InfiniBand port map."""
+    from nvtopo.simulate import simulate
+
+    names = [n for n in layouts.names() if n != "hgx-h200-8"]
+    monkeypatch.setattr(layouts, "names", lambda: list(names))
+    doc = json.loads(json.dumps(simulate(layouts.load("gcp-a3-ultragpu-8g"), (), seed=3)))
+    topo = snapshot.derive(doc, where="a3")
+    sel = S.select(topo)
+    assert sel.name == "dgx-h200" and sel.layout.section("nics") == {}
     assert "NIC expectations are not applied" in sel.reason
     found = checks.run(topo, sel.layout)
     assert checks.verdict(found) == "pass"

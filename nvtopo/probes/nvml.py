@@ -211,7 +211,7 @@ def _arg(a: Any) -> str:
 
 def call_key(fn: str, args: Sequence[Any]) -> str:
     """Canonical recording key: ``nvmlDeviceGetNvLinkState(gpu0,5)``."""
-    return f"{fn}({','.join(_arg(a) for a in args)})"
+    return f"{fn}({','.join([_arg(a) for a in args])})"
 
 
 def field_key(gpu: int, field: int, scope: int) -> str:
@@ -353,22 +353,25 @@ class _Checked:
         self.src = src
         self.bad = bad
 
-    def _check(self, key: str, ans: Answer, check: Optional[Check],
+    def _check(self, key: Callable[[], str], ans: Answer, check: Optional[Check],
                gpu: Optional[int]) -> Answer:
+        """``key`` makes the call's recording key (only needed when the value is bad)."""
         if not ans.ok:
             return ans
         why = (check or _anything)(ans.value)
         if why is None:
             return ans
-        self.bad.append({"call": key, "gpu": gpu, "value": _shown(ans.value), "expected": why})
+        self.bad.append({"call": key(), "gpu": gpu, "value": _shown(ans.value),
+                         "expected": why})
         return Answer(error="BadValue", detail=f"{_shown(ans.value)} is not {why}")
 
     def call(self, fn: str, *args: Any) -> Answer:
-        return self._check(call_key(fn, args), self.src.call(fn, *args), VALUE_CHECKS.get(fn),
-                           _gpu_of(args))
+        return self._check(lambda: call_key(fn, args), self.src.call(fn, *args),
+                           VALUE_CHECKS.get(fn), _gpu_of(args))
 
     def fields(self, gpu: int, ids: Sequence[Tuple[int, int]]) -> Dict[Tuple[int, int], Answer]:
-        return {k: self._check(field_key(gpu, *k), a, FIELD_CHECKS.get(k[0], _COUNTER), gpu)
+        return {k: self._check(lambda k=k: field_key(gpu, *k), a,  # type: ignore[misc]
+                               FIELD_CHECKS.get(k[0], _COUNTER), gpu)
                 for k, a in self.src.fields(gpu, ids).items()}
 
 
@@ -636,8 +639,10 @@ class _GpuWalk:
     def lost(self) -> bool:
         return self.rec.get("fault") is not None
 
-    def _check(self, key: str, ans: Answer) -> Answer:
+    def _check(self, key: Callable[[], str], ans: Answer) -> Answer:
+        """``key`` makes the call's recording key (only needed when the GPU is lost)."""
         if ans.error in LOST and not self.lost:
+            key = key()
             self.rec["fault"] = {"kind": "lost", "call": key,
                                  "message": f"GPU {self.index} fell off the bus (GpuIsLost) "
                                             f"at {key}; later questions were not asked"}
@@ -647,14 +652,14 @@ class _GpuWalk:
         if self.lost:
             return Answer(error="Skipped", detail="GPU lost earlier in the probe")
         full = (Gpu(self.index),) + args
-        return self._check(call_key(fn, full), self.src.call(fn, *full))
+        return self._check(lambda: call_key(fn, full), self.src.call(fn, *full))
 
     def fields(self, ids: Sequence[Tuple[int, int]]) -> Dict[Tuple[int, int], Answer]:
         if self.lost or not ids:
             return {k: Answer(error="Skipped") for k in ids}
         out = self.src.fields(self.index, ids)
         for k, ans in out.items():
-            self._check(field_key(self.index, *k), ans)
+            self._check(lambda k=k: field_key(self.index, *k), ans)  # type: ignore[misc]
         return out
 
 
@@ -735,8 +740,8 @@ def _walk(src: Any, facts: Dict[str, Any]) -> None:
             pair = facts["pairs"].setdefault(f"{a.index}-{b.index}", {})
             for name, idx in P2P_INDEXES:
                 ans = src.call("nvmlDeviceGetP2PStatus", Gpu(a.index), Gpu(b.index), idx)
-                a._check(call_key("nvmlDeviceGetP2PStatus", (Gpu(a.index), Gpu(b.index), idx)),
-                         ans)
+                a._check(lambda a=a, b=b, idx=idx: call_key(  # type: ignore[misc]
+                    "nvmlDeviceGetP2PStatus", (Gpu(a.index), Gpu(b.index), idx)), ans)
                 pair[f"p2p_{name}"] = ans.value if ans.ok else None
             if a.index < b.index:
                 ans = src.call("nvmlDeviceGetTopologyCommonAncestor", Gpu(a.index),
@@ -1191,6 +1196,9 @@ def classify_links(gpus: List[Dict[str, Any]], by_bdf: Dict[Tuple[int, ...], int
         nv["peers"] = sorted(peers)
         nv["switch_links_up"] = len(to_switch)
     kinds = {g["index"]: _kind(g, gpus) for g in gpus}
+    # per GPU, the link numbers that are up (as ``o.get("link") == lk`` compares them)
+    up_links = {id(x): [o.get("link") for o in (x.get("nvlink") or {}).get("links", [])
+                        if o.get("state") in ("active", "sleep")] for x in gpus}
     for g in gpus:
         nv = g.get("nvlink") or {}
         kind = kinds[g["index"]]
@@ -1200,9 +1208,7 @@ def classify_links(gpus: List[Dict[str, Any]], by_bdf: Dict[Tuple[int, ...], int
         fam_kinds = {kinds[x["index"]] for x in family}
         other_models_linked = any(kinds[x["index"]] in ("switch", "mesh", "bridge")
                                   for x in gpus if x is not g and not _same_model(g, x))
-        up_in_family = {lk: [x["index"] for x in family
-                             if any(o.get("link") == lk and o.get("state") in ("active", "sleep")
-                                    for o in (x.get("nvlink") or {}).get("links", []))]
+        up_in_family = {lk: [x["index"] for x in family if lk in up_links[id(x)]]
                         for lk in {lr["link"] for lr in nv.get("links", [])}}
         idle = [lr["link"] for lr in nv.get("links", [])
                 if lr.get("state") is not None and lr["state"] not in ("active", "sleep")]

@@ -123,6 +123,8 @@ def dumps(doc: Dict[str, Any]) -> str:
         if doc.get("kind") != SNAPSHOT_KIND:
             raise NvtopoError("not a snapshot document")
         _validate_snapshot(doc, "snapshot")
+        if _TOO_DEEP.search(text):  # a decoder may refuse such evidence: no cache to hide it
+            raise NvtopoError("evidence nested too deeply to seal")
         model = derive(doc)
     except Exception:  # noqa: BLE001 - the evidence is what matters: never lose it to the cache
         return text + "\n"
@@ -151,6 +153,9 @@ CACHE_ABOUT = ("A cache of the model nvtopo derived from the evidence above.  It
                "as 64 zeros) and read by an nvtopo that derives identically (nvtopo_version, "
                "code_sha256); otherwise the model is re-derived from the evidence.")
 _SEAL_KEY = b'"file_sha256"'
+#: A line indented past 64 levels (real evidence nests under ten): not sealed, since how deep
+#: a decoder goes depends on the reader's own stack.
+_TOO_DEEP = re.compile(r"\n {130}")
 _ZERO_DIGEST = "0" * 64
 _SEAL_RE = re.compile(rb'"file_sha256"\s*:\s*"([0-9a-f]{64})"')
 #: The modules whose code decides what a snapshot derives to (a test keeps this complete).
@@ -227,7 +232,13 @@ def sealed_model(raw: bytes, where: Optional[str] = None) -> Optional[Topology]:
         head = raw[:at].decode("utf-8")
         host = _top_value(head, "host", {})
         version = _top_value(head, "nvtopo_version", None)
+        kind = _top_value(head, "kind", None)
+        schema = _top_value(head, "schema_version", None)
     except (ValueError, RecursionError):
+        return None
+    # what parse_snapshot asks of the document, short of decoding the evidence (whose
+    # shape dumps() checked before sealing it; the seal vouches for the rest)
+    if kind != SNAPSHOT_KIND or not _is_int(schema) or not 1 <= schema <= SNAPSHOT_SCHEMA:
         return None
     if not isinstance(cache, dict) or cache.get("file_sha256") != seal \
             or cache.get("nvtopo_version") != __version__:

@@ -373,3 +373,49 @@ def test_a_derivation_bug_never_costs_the_evidence(monkeypatch):
     monkeypatch.setattr(snapshot, "derive", boom)
     written = json.loads(snapshot.dumps(doc))
     assert "derived" not in written and written["probes"] == doc["probes"]
+
+
+@pytest.mark.parametrize("edit,needle", [
+    (lambda t: t.replace('"schema_version": 1,', '"schema_version": 2,', 1), "newer"),
+    (lambda t: t.replace('"kind": "nvtopo-snapshot"', '"kind": "other"', 1), "not an nvtopo"),
+], ids=["newer-schema", "other-kind"])
+def test_a_resealed_header_the_full_read_refuses_is_refused_by_the_quick_read(
+        sealed, tmp_path, edit, needle):
+    """The evidence-free read asks of the header what parse_snapshot does."""
+    _path, text = sealed
+    forged = tmp_path / "forged.json"
+    forged.write_text(_reseal(edit(text)), encoding="utf-8")
+    for read in (snapshot.load, snapshot.load_with_document):
+        with pytest.raises(snapshot.NvtopoError, match=needle):
+            read(str(forged))
+
+
+def test_evidence_too_deep_to_read_back_gets_no_cache(tmp_path):
+    """Otherwise a check could pass a file whose evidence a full read refuses (how deep a
+    decoder goes depends on the reader's stack): evidence nested past 64 levels is written
+    without a cache, and reading it gives the model or the one-line error, as it always did."""
+    base = snapshot.load_document(str(CORPUS[0]))
+    written = 0
+    for depth in (10, 59, 62, 100, 500, 990, 1000):
+        deep: list = []
+        for _ in range(depth):
+            deep = [deep]
+        doc = dict(base, probes=dict(base["probes"], **{"future-probe": {"data": deep}}))
+        try:
+            text = snapshot.dumps(doc)
+        except RecursionError:  # too deep for the encoder as well: nothing is written
+            continue
+        # data sits at level 3: past level 64 the file has no cache
+        assert ('"derived"' in text) == (depth + 3 <= 64), depth
+        path = tmp_path / f"deep{depth}.json"
+        path.write_text(text, encoding="utf-8")
+        outcomes = []
+        for read in (snapshot.load, lambda p: snapshot.load_with_document(p)[0]):
+            try:
+                outcomes.append(read(str(path)).to_dict())
+            except snapshot.NvtopoError as exc:
+                assert "nested too deeply" in str(exc)
+                outcomes.append("refused")
+        assert outcomes[0] == outcomes[1], depth  # the quick and the full read agree
+        written += 1
+    assert written >= 4

@@ -145,7 +145,8 @@ class TablePrinter:
             n = doc["rederived"]
             console.print(Text(
                 f"note: {n} snapshot{'s' if n != 1 else ''} carried no model cache this nvtopo "
-                "can use (written by another nvtopo version, or edited since) and "
+                "can use (none, or written by another nvtopo version or build, or edited since) "
+                "and "
                 f"{'were' if n != 1 else 'was'} re-derived from the evidence, several times "
                 "slower; `nvtopo snapshot --from FILE -o FILE` gives a snapshot a fresh cache",
                 style="dim"))

@@ -7,6 +7,15 @@ import platform
 from pathlib import Path
 
 
+def installed_env(pycache: str) -> dict:
+    """The environment to run nvtopo as an installed package runs: with compiled bytecode
+    (pip compiles every module), kept under ``pycache``, never written into the checkout
+    (``PYTHONDONTWRITEBYTECODE=1`` would recompile nvtopo's sources on every start)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = pycache
+    return env
+
+
 def machine() -> str:
     cpu = platform.processor() or platform.machine()
     try:

@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from _machine import machine  # noqa: E402
+from _machine import installed_env, machine  # noqa: E402
 
 FAULTS = [["nvlink-down:GPU3:7"], ["ib-port-down:mlx5_4"], ["gpu-missing:GPU7"],
           ["pcie-width:GPU5:8"], ["counters:mlx5_2:symbol_error=1000"],
@@ -121,8 +121,7 @@ print(time.perf_counter() - t, n)
 
 #: Run nvtopo as an installed package runs: with compiled bytecode (see
 #: bench_check_startup.py), cached under a private prefix, never in the checkout.
-ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-ENV["PYTHONPYCACHEPREFIX"] = os.path.join(tempfile.gettempdir(), "nvtopo-bench-pycache")
+ENV = installed_env(os.path.join(tempfile.gettempdir(), "nvtopo-bench-pycache"))
 
 
 def run_child(cmd):

@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from _machine import machine  # noqa: E402
+from _machine import installed_env, machine  # noqa: E402
 
 
 def wall(cmd, runs: int, env=None) -> list:
@@ -62,8 +62,7 @@ def main() -> None:
         doc = simulate(layouts.load(args.layout), [], seed=1)
         Path(snap).write_text(json.dumps(doc, indent=2) if args.no_cache
                               else snapshot.dumps(doc))
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-        env["PYTHONPYCACHEPREFIX"] = os.path.join(tmp, "pycache")
+        env = installed_env(os.path.join(tmp, "pycache"))
         py = sys.executable
         base_cmd = [py, "-c", "import typer, rich.console, rich.table"]
         check_cmd = [py, "-m", "nvtopo", "check", "--from", snap]

@@ -271,7 +271,7 @@ def _from_cache(cache: Dict[str, Any], evidence_host: Any, doc_version: Any,
         topo = Topology.from_dict(body)
     except (TypeError, ValueError, KeyError, AttributeError):
         return None
-    topo.origin = {"kind": "snapshot", "file": where, "nvtopo_version": doc_version}
+    topo.origin = _origin(doc_version, where)
     return topo
 
 
@@ -339,8 +339,9 @@ def _host_agrees(model_host: Any, evidence_host: Any) -> bool:
         k in model_host and model_host[k] == v for k, v in evidence_host.items())
 
 
-def _origin(doc: Dict[str, Any], where: Optional[str]) -> Dict[str, Any]:
-    return {"kind": "snapshot", "file": where, "nvtopo_version": doc.get("nvtopo_version")}
+def _origin(nvtopo_version: Any, where: Optional[str]) -> Dict[str, Any]:
+    """Where a snapshot's model came from: the file, and the nvtopo that took the evidence."""
+    return {"kind": "snapshot", "file": where, "nvtopo_version": nvtopo_version}
 
 
 # --- deriving the model --------------------------------------------------------------
@@ -383,7 +384,7 @@ def derive(doc: Dict[str, Any], where: Optional[str] = None) -> Topology:
                   + ", ".join(unknown), source="snapshot")
     host = doc.get("host")
     topo.host = {**topo.host, **(dict(host) if isinstance(host, dict) else {})}
-    topo.origin = _origin(doc, where)
+    topo.origin = _origin(doc.get("nvtopo_version"), where)
     return topo
 
 
@@ -446,12 +447,8 @@ def _fast_snapshot(data: bytes, where: str
         return None
     if not isinstance(doc, dict) or doc.get("kind") != SNAPSHOT_KIND:
         return None
-    doc = _validate_snapshot(doc, where)
-    if "derived" in doc:
-        topo = cached_model(doc, data, where)
-        if topo is not None:
-            return topo, doc, True
-    return derive(doc, where), doc, False
+    topo, cached = _model_of(_validate_snapshot(doc, where), data, where)
+    return topo, doc, cached
 
 
 def decode_bytes(data: bytes, where: str) -> str:
@@ -520,7 +517,7 @@ def parse_snapshot(text: str, where: str) -> Dict[str, Any]:
 
 def _validate_snapshot(doc: Dict[str, Any], where: str) -> Dict[str, Any]:
     version = doc.get("schema_version")
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+    if not _is_int(version) or version < 1:
         raise NvtopoError("corrupt snapshot: schema_version is missing or not a positive "
                           "integer", where=where)
     if version > SNAPSHOT_SCHEMA:
@@ -547,13 +544,15 @@ def _is_json(text: str) -> bool:
 def model_of(doc: Dict[str, Any], text: Optional[str], where: Optional[str]) -> Topology:
     """The model of a snapshot document read from ``text``: the sealed cache when it may
     be used (see :func:`cached_model`), else re-derived from the evidence."""
-    return _model_of(doc, text, where)[0]
+    raw = text.encode("utf-8", errors="surrogatepass") if text is not None else None
+    return _model_of(doc, raw, where)[0]
 
 
-def _model_of(doc: Dict[str, Any], text: Optional[str], where: Optional[str]
+def _model_of(doc: Dict[str, Any], raw: Optional[bytes], where: Optional[str]
               ) -> Tuple[Topology, bool]:
-    if text is not None and "derived" in doc:
-        topo = cached_model(doc, text.encode("utf-8", errors="surrogatepass"), where)
+    """The model, and whether it came from the cache (``raw``: the file's bytes)."""
+    if raw is not None and "derived" in doc:
+        topo = cached_model(doc, raw, where)
         if topo is not None:
             return topo, True
     return derive(doc, where), False
@@ -590,7 +589,7 @@ def _load_data(data: bytes, where: str) -> Tuple[Topology, Dict[str, Any], bool]
     text = decode_bytes(data, where)
     if _is_json(text):
         doc = parse_snapshot(text, where)
-        topo, cached = _model_of(doc, text, where)
+        topo, cached = _model_of(doc, text.encode("utf-8", errors="surrogatepass"), where)
         return topo, doc, cached
     return load_text(text, where), {}, False
 
@@ -622,12 +621,10 @@ def from_text_evidence(text: str, where: str) -> Dict[str, Any]:
 
 def load_document(path: str) -> Dict[str, Any]:
     """Read ``--from`` input as a snapshot document (a bare topo text is wrapped)."""
-    from .probes import topo_text
-
     text, where = read_input(path)
     if _is_json(text):
         return parse_snapshot(text, where)
-    from .probes import nvml_text
+    from .probes import nvml_text, topo_text
 
     is_topo = topo_text.looks_like_topo(text)
     if not is_topo and nvml_text.looks_like(text):

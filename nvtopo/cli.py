@@ -12,6 +12,7 @@ import typer
 from . import __version__
 from .errors import ExitStatus, NvtopoError
 from .probes import ProbeOptions
+from .safe import printable
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -159,11 +160,15 @@ def _console() -> Any:
             os.dup2(devnull, sys.stdout.fileno())
             raise SystemExit(int(ExitStatus.OK))
 
-    return _Console(highlight=False)
+    # Renderers hand Rich Text objects, never markup; a str that slipped through is printed
+    # as it is, not parsed (no [link=...] from data, no :emoji: codes).
+    return _Console(highlight=False, markup=False, emoji=False)
 
 
 def _print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    # ensure_ascii: control characters and lone surrogates (valid JSON "\ud800") are written
+    # as \uXXXX escapes, so the document can always be encoded and never moves the terminal
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=True) + "\n")
     sys.stdout.flush()
 
 
@@ -264,7 +269,7 @@ def snapshot_cmd(
         doc = snapshot.take(options)
         for name, ev in doc["probes"].items():
             if ev.get("status") != "ok":
-                _say(f"nvtopo: note: {name}: {ev.get('error')} (recorded)")
+                _say(f"nvtopo: note: {printable(name)}: {printable(ev.get('error'))} (recorded)")
     text = snapshot.dumps(doc)
     if output is None or output == "-":
         sys.stdout.write(text)
@@ -320,7 +325,7 @@ def links(
         topo = nvml.derive(evidence)
         where = "live probe"
         if evidence["status"] == "timeout":
-            _say(f"nvtopo: warning: {evidence['error']}")
+            _say(f"nvtopo: warning: {printable(evidence['error'])}")
     doc = render_links.links_doc(topo, gpu=gpu, where=where)
     if fmt is Format.json:
         _print_json(doc)
@@ -788,7 +793,7 @@ def diff_cmd(
 
     d = diff_mod.diff_files(a, b)
     for w in d.warnings:
-        _say(f"nvtopo: warning: {w}")
+        _say(f"nvtopo: warning: {printable(w)}")  # the warnings name hosts and files
     doc = d.to_dict()
     if fmt is Format.json:
         _print_json(doc)

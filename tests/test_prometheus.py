@@ -170,13 +170,15 @@ def test_label_values_are_escaped():
                           {"severity": "error", "code": "nvlink.link_down", "subject": nasty},
                           {"severity": "warning", "code": "x.y", "subject": "a\nb"}]}
     text = prom.render_check(check, labels={"hostname": 'n"17\\\n'})
-    assert '\\"quoted\\"' in text and "\\\\back" in text and "\\nslash" in text
-    assert "\nslash" not in text.replace("\\nslash", "")  # no raw newline inside a label
+    # a newline is a control character: shown as \x0a (nvtopo.safe.printable), never raw
+    assert '\\"quoted\\"' in text and "\\\\back" in text and "\\\\x0aslash" in text
+    assert "\nslash" not in text  # no raw newline inside a label
     fams = assert_well_formed(text)
     got = {(lab["subject"], lab["hostname"]): v for lab, v in samples(fams, "nvtopo_finding")}
-    assert got == {(nasty, 'n"17\\\n'): 2.0, ("a\nb", 'n"17\\\n'): 1.0}
+    shown = nasty.replace("\n", "\\x0a")
+    assert got == {(shown, 'n"17\\\\x0a'): 2.0, ("a\\x0ab", 'n"17\\\\x0a'): 1.0}
     assert samples(fams, "nvtopo_layout_info")[0][0]["layout"] == 'my "lay"\\out'
-    assert prom.escape_label_value('a"b\\c\nd') == 'a\\"b\\\\c\\nd'
+    assert prom.escape_label_value('a"b\\c\nd') == 'a\\"b\\\\c\\\\x0ad'
     with pytest.raises(ValueError):
         prom.render_check(check, labels={"bad-name": "x"})
 

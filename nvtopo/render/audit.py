@@ -7,6 +7,7 @@ import json
 from typing import IO, Any, Dict, Iterable, Iterator, List
 
 from ..audit import SHOWN_NODES, NodeResult, Summary
+from ..safe import printable
 
 VERDICT_STYLE = {"pass": "green", "fail": "bold red", "error": "yellow"}
 
@@ -63,6 +64,8 @@ class TablePrinter:
         from rich.table import Table
         from rich.text import Text
 
+        from .cells import text
+
         rows, self.pending = self.pending, []
         if not rows:
             return
@@ -74,9 +77,9 @@ class TablePrinter:
             width = getattr(self.console, "width", 80) or 80
             fixed = 7 + 4 + 4 + 6 * 3  # the three fixed columns; 3 columns between each two
             room = max(30, width - fixed - 16)  # what File, Host, Layout share
-            hw = w((r.hostname or "–" for r in rows), 4, min(24, max(4, room // 4)))
-            lw = w((r.layout or "–" for r in rows), 6, min(20, max(6, room // 4)))
-            fw = w((r.file for r in rows), 4, max(12, min(60, room - hw - lw)))
+            hw = w((printable(r.hostname or "–") for r in rows), 4, min(24, max(4, room // 4)))
+            lw = w((printable(r.layout or "–") for r in rows), 6, min(20, max(6, room // 4)))
+            fw = w((printable(r.file) for r in rows), 4, max(12, min(60, room - hw - lw)))
             self.widths = (fw, hw, lw)
             self.console.print(Text("Nodes", style="bold italic"))
         fw, hw, lw = self.widths
@@ -94,9 +97,11 @@ class TablePrinter:
             if r.worst is not None:
                 sev, code, subject, _message = r.worst
                 more = r.errors + r.warnings - 1
-                worst = Text.assemble((code, "red" if sev == "error" else "yellow"),
-                                      f" {subject}", (f" (+{more} more)" if more else "", "dim"))
-            t.add_row(_tail(r.file, fw), r.hostname or "–", r.layout or "–",
+                worst = Text.assemble((printable(code), "red" if sev == "error" else "yellow"),
+                                      printable(f" {subject}"),
+                                      (f" (+{more} more)" if more else "", "dim"))
+            t.add_row(Text(_tail(printable(r.file), fw)), text(r.hostname or "–"),
+                      text(r.layout or "–"),
                       Text(r.verdict.upper(), style=VERDICT_STYLE[r.verdict]),
                       str(r.errors), str(r.warnings), worst)
         self.console.print(t)
@@ -105,6 +110,8 @@ class TablePrinter:
     def finish(self, summary: Summary) -> None:
         from rich.table import Table
         from rich.text import Text
+
+        from .cells import text
 
         self._flush()
         console = self.console
@@ -118,8 +125,8 @@ class TablePrinter:
             t.add_column(f"Which (first {SHOWN_NODES})", ratio=1)
             for c in doc["codes"]:
                 which = ", ".join(c["shown"]) + (f", … +{c['more']} more" if c["more"] else "")
-                t.add_row(Text(c["code"], style="red" if c["severity"] == "error" else "yellow"),
-                          c["severity"], str(c["nodes"]), which)
+                t.add_row(text(c["code"], style="red" if c["severity"] == "error" else "yellow"),
+                          text(c["severity"]), text(c["nodes"]), text(which))
             console.print(t)
         if bad:
             t = Table(title=f"Could not be read ({self.nbad})", title_justify="left", expand=False,
@@ -127,7 +134,7 @@ class TablePrinter:
             t.add_column("File", overflow="fold")
             t.add_column("Reason", ratio=1)
             for r in bad:
-                t.add_row(r.file, r.reason or "")
+                t.add_row(text(r.file), text(r.reason or ""))
             if self.nbad > len(bad):
                 t.add_row(f"… and {self.nbad - len(bad)} more", "(--format json lists every file)")
             console.print(t)
@@ -185,7 +192,7 @@ def stream_json(results: Iterable[NodeResult], summary: Summary, out: IO[str]) -
 
 
 def _esc(v: Any) -> str:
-    return str(v).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+    return printable(v).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
 def _labels(d: Dict[str, Any]) -> str:

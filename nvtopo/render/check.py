@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..checks import SEVERITIES, Finding, verdict
+from .cells import printable, text
 
 STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
 TITLE = {"error": "Errors", "warning": "Warnings", "info": "Not checked / notes"}
@@ -33,11 +34,11 @@ def _val(x: Any) -> str:
 
 
 def print_check(doc: Dict[str, Any], console: Console) -> None:
-    console.print(Text.assemble(("Layout: ", "bold"), (doc["layout"], "bold cyan"),
-                                f"  ({doc['layout_reason']})"))
+    console.print(Text.assemble(("Layout: ", "bold"), (printable(doc["layout"]), "bold cyan"),
+                                printable(f"  ({doc['layout_reason']})")))
     if doc.get("layout_mapping"):
-        console.print("GPU renumbering (node → layout): " + ", ".join(
-            f"{k}→{v}" for k, v in doc["layout_mapping"].items()))
+        console.print(text("GPU renumbering (node → layout): " + ", ".join(
+            f"{k}→{v}" for k, v in doc["layout_mapping"].items())))
     findings: List[Dict[str, Any]] = doc["findings"]
     for sev in SEVERITIES:
         group = [f for f in findings if f["severity"] == sev]
@@ -52,12 +53,12 @@ def print_check(doc: Dict[str, Any], console: Console) -> None:
             table.add_column("Actual", no_wrap=False)
         table.add_column("What" if sev == "info" else "What / what to do", ratio=1)
         for f in group:
-            what = Text(f["message"])
+            what = text(f["message"])
             if f.get("hint") and sev != "info":
-                what.append("\n→ " + f["hint"], style="dim")
-            row = [f["code"], f["subject"]]
+                what.append("\n→ " + printable(f["hint"]), style="dim")
+            row = [text(f["code"]), text(f["subject"])]
             if sev != "info":
-                row += [_val(f["expected"]), _val(f["actual"])]
+                row += [text(_val(f["expected"])), text(_val(f["actual"]))]
             table.add_row(*row, what)
         console.print(table)
     n = {s: sum(1 for f in findings if f["severity"] == s) for s in SEVERITIES}
@@ -77,5 +78,6 @@ def print_layouts(rows: List[Dict[str, Any]], console: Console) -> None:
     for col in ("GPUs", "NV#", "Compute NICs"):
         table.add_column(col, no_wrap=True)
     for r in rows:
-        table.add_row(r["name"], r["title"], _val(r["gpus"]), _val(r["nvlink"]), _val(r["nics"]))
+        table.add_row(text(r["name"]), text(r["title"]), text(_val(r["gpus"])),
+                      text(_val(r["nvlink"])), text(_val(r["nics"])))
     console.print(table)

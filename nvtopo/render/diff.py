@@ -8,15 +8,17 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from .cells import printable, text
 from .check import STYLE, _val
 
 
 def print_diff(doc: Dict[str, Any], console: Console) -> None:
     a, b = doc["a"], doc["b"]
-    console.print(Text.assemble(("Diff: ", "bold"), a["file"], f" ({a['hostname'] or '?'})",
-                                " → ", b["file"], f" ({b['hostname'] or '?'})"))
+    console.print(Text.assemble(("Diff: ", "bold"), printable(a["file"]),
+                                printable(f" ({a['hostname'] or '?'})"), " → ",
+                                printable(b["file"]), printable(f" ({b['hostname'] or '?'})")))
     for w in doc["warnings"]:
-        console.print(Text("warning: " + w, style="yellow"))
+        console.print(text("warning: " + w, style="yellow"))
     changes: List[Dict[str, Any]] = doc["changes"]
     if changes:
         t = Table(title=f"Changes ({len(changes)})", title_justify="left", expand=False)
@@ -26,21 +28,21 @@ def print_diff(doc: Dict[str, Any], console: Console) -> None:
         t.add_column("After")
         t.add_column("What", ratio=1)
         for c in changes:
-            t.add_row(c["kind"], c["subject"], _val(c["before"]), _val(c["after"]),
-                      c["message"])
+            t.add_row(text(c["kind"]), text(c["subject"]), text(_val(c["before"])),
+                      text(_val(c["after"])), text(c["message"]))
         console.print(t)
     v = doc["verdict"]
     line = Text("Verdict: ", style="bold")
     for side in ("before", "after"):
         val = v.get(side) or "–"
-        line.append(val.upper(), style="bold red" if val == "fail" else "bold green"
+        line.append(printable(val.upper()), style="bold red" if val == "fail" else "bold green"
                     if val == "pass" else "dim")
-        line.append(f" ({v.get('layout_' + side) or 'no data'})")
+        line.append(printable(f" ({v.get('layout_' + side) or 'no data'})"))
         if side == "before":
             line.append(" → ")
     nc = (doc.get("sources") or {}).get("not_compared") or {}
     if nc:
-        line.append(f"  (not comparable: {_sources(nc)})", style="yellow")
+        line.append(printable(f"  (not comparable: {_sources(nc)})"), style="yellow")
     console.print(line)
     for key, title in (("new", "New findings"), ("resolved", "Resolved findings"),
                        ("unconfirmed", "Findings not compared (evidence on one side only)")):
@@ -55,9 +57,10 @@ def print_diff(doc: Dict[str, Any], console: Console) -> None:
             t.add_column("Seen in", no_wrap=True)
         t.add_column("What", ratio=1)
         for f in group:
-            cells = [Text(f["severity"], style=STYLE.get(f["severity"], "")), f["code"],
-                     f["subject"]] + ([f.get("side", "")] if key == "unconfirmed" else [])
-            t.add_row(*cells, f["message"])
+            cells = [text(f["severity"], style=STYLE.get(f["severity"], "")), text(f["code"]),
+                     text(f["subject"])] + ([text(f.get("side", ""))] if key == "unconfirmed"
+                                            else [])
+            t.add_row(*cells, text(f["message"]))
         console.print(t)
     compared = (doc.get("sources") or {}).get("compared")
     scope = ""
@@ -65,13 +68,13 @@ def print_diff(doc: Dict[str, Any], console: Console) -> None:
         scope = (f" in what both recorded (compared: {', '.join(compared) or 'nothing'}; "
                  f"not compared: {', '.join(nc)})")
     if doc["changed"]:
-        console.print(Text(f"CHANGED: {len(changes)} change(s)"
+        console.print(text(f"CHANGED: {len(changes)} change(s)"
                            + (f", verdict {v.get('before')} → {v.get('after')}"
                               + (" (not comparable: evidence missing on one side)" if nc else "")
                               if v.get("before") != v.get("after") else "") + scope,
                            style="bold red"))
     else:
-        console.print(Text("NO CHANGE" + scope, style="bold yellow" if nc else "bold green"))
+        console.print(text("NO CHANGE" + scope, style="bold yellow" if nc else "bold green"))
 
 
 def _sources(nc: Dict[str, str]) -> str:

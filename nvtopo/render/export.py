@@ -18,8 +18,10 @@ def export(draw: Callable[[Any], None], fmt: str, title: str, width: int = WIDTH
     """``fmt``: ``html``, ``rich-svg`` or ``text``."""
     from rich.console import Console
 
+    # markup and emoji off: the views hand Rich Text objects; a str from data is not parsed
     console = Console(record=True, file=io.StringIO(), width=width, force_terminal=True,
-                      color_system="truecolor", highlight=False, legacy_windows=False)
+                      color_system="truecolor", highlight=False, markup=False, emoji=False,
+                      legacy_windows=False)
     draw(console)
     if fmt == "html":
         return console.export_html(inline_styles=True)
@@ -62,4 +64,8 @@ def check_document(doc: Any, topo: Any, fmt: str, layout: Any = None,
 
 
 def _where(topo: Any) -> str:
-    return str(topo.host.get("hostname") or topo.origin.get("file") or "node")
+    """The host (or file) named in an export's title, made printable: Rich escapes the title
+    for HTML but leaves control characters, which no XML document may hold."""
+    from ..safe import printable
+
+    return printable(topo.host.get("hostname") or topo.origin.get("file") or "node")

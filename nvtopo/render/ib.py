@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..model import Topology, pci_bdf
+from .cells import printable, text
 from .matrix import cell_style
 
 #: Version of the ``nvtopo ib --format json`` document.
@@ -109,7 +110,7 @@ def _relabeled(entry: Any, rename: Dict[str, str]) -> Any:
 
 
 def _dim(s: str) -> Text:
-    return Text(s, style="dim")
+    return text(s, style="dim")
 
 
 def _rate_cell(p: Dict[str, Any], best: Dict[Optional[str], float], soft: bool = False) -> Text:
@@ -123,20 +124,20 @@ def _rate_cell(p: Dict[str, Any], best: Dict[Optional[str], float], soft: bool =
     extra = " ".join(x for x in (rate.get("speed"), rate.get("width")) if x)
     if extra:
         parts.append(extra)
-    text = Text(" ".join(parts))
+    shown = text(" ".join(parts))
     top = best.get(p.get("link_layer"))
     if top is not None and g < top and not soft:
-        text.stylize("bold yellow")
-        text.append(f" (peers {top:g})", style="yellow")
-    return text
+        shown.stylize("bold yellow")
+        shown.append(f" (peers {top:g})", style="yellow")
+    return shown
 
 
 def _errors_cell(p: Dict[str, Any]) -> Text:
-    text = Text()
+    out = Text()
     sat = set(p.get("counters_saturated") or [])
     items = []
     for name, v in sorted((p.get("error_counters") or {}).items()):
-        items.append(Text(f"{name}={v}" + ("+" if name in sat else ""),
+        items.append(text(f"{name}={v}" + ("+" if name in sat else ""),
                           style="bold red" if name in sat else "red"))
     unknown = p.get("counters_unknown") or {}
     if unknown:
@@ -145,9 +146,9 @@ def _errors_cell(p: Dict[str, Any]) -> Text:
         items.append(_dim("no counters"))
     for i, it in enumerate(items):
         if i:
-            text.append(", ")
-        text.append_text(it)
-    return text if items else _dim("—")
+            out.append(", ")
+        out.append_text(it)
+    return out if items else _dim("—")
 
 
 def port_table(doc: Dict[str, Any]) -> Table:
@@ -169,11 +170,11 @@ def port_table(doc: Dict[str, Any]) -> Table:
         if layer is None:
             layer_t = Text("?", style="magenta")
         else:
-            layer_t = Text(f"{layer} ({p['transport']})" if p.get("transport") == "RoCE"
+            layer_t = text(f"{layer} ({p['transport']})" if p.get("transport") == "RoCE"
                            else layer)
         nd = p.get("netdev")
         if nd:
-            nd_t = Text(nd)
+            nd_t = text(nd)
             st = p.get("netdev_stats")
             if st:
                 nd_t.append(" up" if st.get("up") else " down",
@@ -186,17 +187,18 @@ def port_table(doc: Dict[str, Any]) -> Table:
         if near:
             tok = h.get("nearest_gpu_path")
             shown = ", ".join(near[:3]) + (f" +{len(near) - 3}" if len(near) > 3 else "")
-            near_t = Text.assemble(Text(tok or "?", style=cell_style(tok)), " ", shown)
+            near_t = Text.assemble(text(tok or "?", style=cell_style(tok)), " ", printable(shown))
         else:
             near_t = _dim("none" if h.get("soft") else "unknown")
         numa = h.get("numa_node")
         table.add_row(
-            h["name"], str(p["port"]),
-            Text(state or "?", style=STATE_STYLES.get(state or "", "magenta")),
-            Text(phys or "?", style=PHYS_STYLES.get(phys or "", "yellow")),
+            text(h["name"]), text(p["port"]),
+            text(state or "?", style=STATE_STYLES.get(state or "", "magenta")),
+            text(phys or "?", style=PHYS_STYLES.get(phys or "", "yellow")),
             _rate_cell(p, best, bool(h.get("soft"))), layer_t, nd_t,
-            h.get("pci_address") or _dim("none (software)" if h.get("soft") else "?"),
-            str(numa) if numa is not None else _dim("?"),
+            text(h["pci_address"]) if h.get("pci_address")
+            else _dim("none (software)" if h.get("soft") else "?"),
+            text(numa) if numa is not None else _dim("?"),
             near_t, _errors_cell(p))
     return table
 
@@ -228,7 +230,7 @@ def summary(doc: Dict[str, Any]) -> Text:
     numa = doc.get("numa")
     if numa and numa.get("nodes"):
         parts.append(f"{len(numa['nodes'])} NUMA node{'s' if len(numa['nodes']) != 1 else ''}")
-    return Text(" · ".join(parts), style="bold")
+    return text(" · ".join(parts), style="bold")
 
 
 def render(topo: Topology) -> RenderableType:
@@ -237,9 +239,9 @@ def render(topo: Topology) -> RenderableType:
     head = Text("nvtopo ib", style="bold")
     where = topo.origin.get("file") or doc.get("sysfs_root")
     if where:
-        head.append(f" · {where}")
+        head.append(printable(f" · {where}"))
     if topo.host.get("hostname"):
-        head.append(f" · host {topo.host['hostname']}")
+        head.append(printable(f" · host {topo.host['hostname']}"))
     parts.append(head)
     parts.append(Text(""))
     if doc["hcas"]:
@@ -252,10 +254,10 @@ def render(topo: Topology) -> RenderableType:
         parts.append(Text(""))
         for n in notes:
             parts.append(Text.assemble(("warning: ", "yellow") if n.level == "warning"
-                                       else ("note: ", "dim"), n.message))
+                                       else ("note: ", "dim"), printable(n.message)))
         for d in topo.disagreements:
             parts.append(Text.assemble(("disagreement: ", "bold yellow"),
-                                       f"{d.subject} {d.fact}: {d.message}"))
+                                       printable(f"{d.subject} {d.fact}: {d.message}")))
     parts += [Text(""), summary(doc)]
     return Group(*parts)
 

@@ -16,6 +16,7 @@ from rich.text import Text
 
 from ..errors import NvtopoError
 from ..model import Topology, pci_bdf
+from .cells import printable, text, title
 
 #: Where link facts live in the model, in order of preference.
 LINK_SOURCES = ("nvml", "nvml-text")
@@ -144,16 +145,16 @@ def _errors(errs: Dict[str, Any]) -> Text:
         if n:
             out.append("/", style="dim")
         v = errs.get(k)
-        out.append("–" if v is None else str(v), style="bold red" if v else "")
+        out.append("–" if v is None else printable(v), style="bold red" if v else "")
     return out
 
 
 def gpu_table(g: Dict[str, Any]) -> Table:
     bw = g.get("bandwidth_gbps_per_direction")
-    title = f"GPU{g['index']} · {g.get('name') or '?'} · {g['active']}/{g['total']} active"
+    head = f"GPU{g['index']} · {g.get('name') or '?'} · {g['active']}/{g['total']} active"
     if bw:
-        title += f" · {bw:g} GB/s per direction"
-    table = Table(title=title, title_justify="left", box=None, pad_edge=False,
+        head += f" · {bw:g} GB/s per direction"
+    table = Table(title=title(head), title_justify="left", box=None, pad_edge=False,
                   padding=(0, 1), header_style="bold underline",
                   show_edge=False)
     table.add_column("Link", justify="right", no_wrap=True, min_width=4)
@@ -165,22 +166,22 @@ def gpu_table(g: Dict[str, Any]) -> Table:
     for lk in g["links"]:
         speed = lk.get("speed_mbps")
         table.add_row(
-            str(lk["link"]), Text(lk["state"], style=STATE_STYLES.get(lk["state"], "")),
-            lk.get("version") or "–", f"{speed / 1000:g}" if speed else "–",
-            _remote(lk["remote"]), _errors(lk["errors"]))
+            text(lk["link"]), text(lk["state"], style=STATE_STYLES.get(lk["state"], "")),
+            text(lk.get("version") or "–"), text(f"{speed / 1000:g}" if speed else "–"),
+            text(_remote(lk["remote"])), _errors(lk["errors"]))
     return table
 
 
 def print_links(doc: Dict[str, Any], console: Console) -> None:
     for g in doc["gpus"]:
         if g.get("fault"):
-            console.print(Text(f"GPU{g['index']}: {g['fault'].get('message')}",
+            console.print(text(f"GPU{g['index']}: {g['fault'].get('message')}",
                                style="bold red"), soft_wrap=True)
         if not g["links"]:
             what = {"not_supported": "NVLink not supported on this GPU",
                     "inactive": g.get("reason") or "all links inactive"}.get(
                         g["nvlink"], "no NVLink facts")
-            console.print(Text(f"GPU{g['index']} · {g.get('name') or '?'} · {what}",
+            console.print(text(f"GPU{g['index']} · {g.get('name') or '?'} · {what}",
                                style="dim" if g["nvlink"] == "not_supported" else "yellow"))
             console.print()
             continue
@@ -191,31 +192,31 @@ def print_links(doc: Dict[str, Any], console: Console) -> None:
                 reasons.setdefault(f"{lk['state']}: {lk['reason']}", []).append(lk["link"])
         for why, ids in reasons.items():
             style = "bold red" if why.startswith("down") else "yellow"
-            console.print(Text(f"  links {', '.join(map(str, ids))} {why}", style=style),
+            console.print(text(f"  links {', '.join(map(str, ids))} {why}", style=style),
                           soft_wrap=True)
         bad = [(lk["link"], k, v) for lk in g["links"] for k, v in lk["errors"].items() if v]
         if bad:
-            console.print(Text("  nonzero error counters: " + ", ".join(
+            console.print(text("  nonzero error counters: " + ", ".join(
                 f"link {i} {k}={v}" for i, k, v in bad), style="bold red"), soft_wrap=True)
         console.print()
     pairs = doc.get("pairs") or []
     if pairs:
         counts = sorted({p["count"] for p in pairs})
-        console.print(f"{len(pairs)} NVLink-connected GPU pairs (" + ", ".join(
+        console.print(text(f"{len(pairs)} NVLink-connected GPU pairs (" + ", ".join(
             f"NV{c}" for c in counts) + ")" + (" through NVSwitch" if doc.get("nvswitch")
-                                               else ""))
+                                               else "")))
     for n in doc.get("notes") or []:
         if n["code"] in ("nvml.gpu_lost", "nvml.timeout"):
             continue  # said above (the GPU's fault, the incomplete line)
-        console.print(Text(f"note: {n['subject'] + ': ' if n.get('subject') else ''}"
+        console.print(text(f"note: {n['subject'] + ': ' if n.get('subject') else ''}"
                            f"{n['message']}",
                            style="yellow" if n.get("level") == "warning" else "dim"),
                       soft_wrap=True)
     for d in doc.get("disagreements") or []:
-        console.print(Text(f"disagreement: {d['subject']} {d['fact']}: {d['message']}",
+        console.print(text(f"disagreement: {d['subject']} {d['fact']}: {d['message']}",
                            style="bold yellow"))
     if doc.get("incomplete"):
         inc = doc["incomplete"]
         what = f"NVML did not answer {inc['call']}" if inc.get("call") else \
             "the NVML probe did not finish"
-        console.print(Text(f"incomplete: {what} before the deadline", style="bold red"))
+        console.print(text(f"incomplete: {what} before the deadline", style="bold red"))

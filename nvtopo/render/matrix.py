@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..model import P2P_STATUS, PATH_DESCRIPTIONS, Matrix, Topology, path_kind, path_rank
+from .cells import printable, text
 
 PATH_STYLES: Dict[str, str] = {
     "X": "dim",
@@ -41,8 +42,13 @@ def cell_style(token: Optional[str], p2p: bool = False) -> str:
     return PATH_STYLES.get(kind, UNKNOWN_STYLE) if kind else UNKNOWN_STYLE
 
 
+def _shown(token: Optional[str]) -> str:
+    """A matrix cell as printed: the token made printable (a pasted text may hold anything)."""
+    return MISSING if token is None else printable(token)
+
+
 def _cell_text(token: Optional[str], p2p: bool) -> Text:
-    return Text(MISSING if token is None else token, style=cell_style(token, p2p))
+    return Text(_shown(token), style=cell_style(token, p2p))
 
 
 def _is_gpu(label: str) -> bool:
@@ -58,8 +64,9 @@ def _symmetric(m: Matrix) -> bool:
 def _block(m: Matrix, rows: Sequence[int], cols: Sequence[int], title: str, p2p: bool,
            width: int) -> List[RenderableType]:
     """One block of the matrix, split into column chunks that fit ``width``."""
-    label_w = max([len(m.devices[r]) for r in rows] + [3])
-    widths = {c: max([len(m.devices[c])] + [len(m.cells[r][c] or MISSING) for r in rows])
+    names = [printable(d) for d in m.devices]
+    label_w = max([len(names[r]) for r in rows] + [3])
+    widths = {c: max([len(names[c])] + [len(_shown(m.cells[r][c])) for r in rows])
               for c in cols}
     chunks: List[List[int]] = []
     used = label_w + 4
@@ -75,25 +82,25 @@ def _block(m: Matrix, rows: Sequence[int], cols: Sequence[int], title: str, p2p:
     for chunk in chunks:
         t_title = title
         if len(chunks) > 1:
-            first, last = m.devices[chunk[0]], m.devices[chunk[-1]]
+            first, last = names[chunk[0]], names[chunk[-1]]
             t_title += f" ({first})" if first == last else f" ({first}…{last})"
         tables.append(Text(t_title, style="bold", no_wrap=True, overflow="ellipsis"))
         if label_w + sum(widths[c] + 1 for c in chunk) <= width:
-            tables.append(_block_lines(m, rows, chunk, label_w, widths, p2p))
+            tables.append(_block_lines(m, names, rows, chunk, label_w, widths, p2p))
             continue
         table = Table(box=None, pad_edge=False, padding=(0, 1, 0, 0), show_edge=False)
         table.add_column("", style="bold", no_wrap=True, min_width=label_w)
         for c in chunk:
-            table.add_column(m.devices[c], justify="center", no_wrap=True, min_width=widths[c],
-                             header_style="bold")
+            table.add_column(Text(names[c]), justify="center", no_wrap=True,
+                             min_width=widths[c], header_style="bold")
         for r in rows:
-            table.add_row(m.devices[r], *[_cell_text(m.cells[r][c], p2p) for c in chunk])
+            table.add_row(Text(names[r]), *[_cell_text(m.cells[r][c], p2p) for c in chunk])
         tables.append(table)
     return tables
 
 
-def _block_lines(m: Matrix, rows: Sequence[int], chunk: Sequence[int], label_w: int,
-                 widths: Dict[int, int], p2p: bool) -> RenderableType:
+def _block_lines(m: Matrix, names: Sequence[str], rows: Sequence[int], chunk: Sequence[int],
+                 label_w: int, widths: Dict[int, int], p2p: bool) -> RenderableType:
     """One chunk as lines of text, laid out exactly as the borderless table would lay it out
     (columns centred, one space between), without a table cell per matrix cell: a 144-device
     matrix has 20,000 cells, which a Rich table renders in seconds."""
@@ -102,24 +109,26 @@ def _block_lines(m: Matrix, rows: Sequence[int], chunk: Sequence[int], label_w: 
     head.append(" " * label_w, style="bold")
     head.append(" ", style="bold")
     for k, c in enumerate(chunk):
-        name, w = m.devices[c], widths[c]
+        name, w = names[c], widths[c]
         left = (w - len(name)) // 2
         head.append(" " * left + name + " " * (w - len(name) - left), style="bold")
         if k < last:
             head.append(" ", style="bold")
     lines: List[Text] = [head]
     styles: Dict[Optional[str], str] = {}
+    shown_of: Dict[Optional[str], str] = {}
     for r in rows:
         line = Text(no_wrap=True)
-        line.append(m.devices[r].ljust(label_w), style="bold")
+        line.append(names[r].ljust(label_w), style="bold")
         line.append(" ", style="bold")
         for k, c in enumerate(chunk):
             tok = m.cells[r][c]
-            shown = MISSING if tok is None else tok
-            w = widths[c]
-            left = (w - len(shown)) // 2
             if tok not in styles:
                 styles[tok] = cell_style(tok, p2p)
+                shown_of[tok] = _shown(tok)
+            shown = shown_of[tok]
+            w = widths[c]
+            left = (w - len(shown)) // 2
             line.append(" " * left + shown + " " * (w - len(shown) - left), style=styles[tok])
             if k < last:
                 line.append(" ")
@@ -131,8 +140,9 @@ def matrix_tables(m: Matrix, width: int, p2p: bool = False) -> List[RenderableTy
     """The matrix as one table when it fits, else as blocks and chunks."""
     n = len(m.devices)
     everything = list(range(n))
-    full_w = max(len(d) for d in m.devices) + 4 + sum(
-        max([len(m.devices[c])] + [len(m.cells[r][c] or MISSING) for r in everything]) + 1
+    names = [printable(d) for d in m.devices]
+    full_w = max(len(d) for d in names) + 4 + sum(
+        max([len(names[c])] + [len(_shown(m.cells[r][c])) for r in everything]) + 1
         for c in everything)
     title = "P2P status" if p2p else "Topology matrix"
     if full_w <= width:
@@ -165,7 +175,7 @@ def _nearest(topo: Topology, label: str, candidates: Sequence[str]) -> Tuple[Lis
 
 
 def _styled(token: Optional[str]) -> Text:
-    return Text(token or MISSING, style=cell_style(token))
+    return Text(printable(token) or MISSING, style=cell_style(token))
 
 
 def gpu_table(topo: Topology) -> Table:
@@ -200,22 +210,23 @@ def gpu_table(topo: Topology) -> Table:
             label = f"NV{lo}" if lo == hi else f"NV{lo}–NV{hi}"
             nv = Text(f"{label} to {len(linked)}/{len(counts)}", style="green")
         row: List[RenderableType] = [
-            g.label,
-            g.cpu_affinity or Text("—", style="dim"),
-            g.numa_affinity or Text("—", style="dim"),
-            str(g.gpu_numa_id) if g.gpu_numa_id is not None else Text("—", style="dim"),
+            text(g.label),
+            text(g.cpu_affinity) if g.cpu_affinity else Text("—", style="dim"),
+            text(g.numa_affinity) if g.numa_affinity else Text("—", style="dim"),
+            text(g.gpu_numa_id) if g.gpu_numa_id is not None else Text("—", style="dim"),
             nv,
         ]
         if pcie:
             facts = g.extra.get("sysfs") or {}
-            row += [facts.get("pci_address") or Text("—", style="dim"), pcie_link_text(facts)]
+            row += [text(facts["pci_address"]) if facts.get("pci_address")
+                    else Text("—", style="dim"), pcie_link_text(facts)]
         if nic_labels:
             best, tok = _nearest(topo, g.label, nic_labels)
             if best:
                 shown = ", ".join(_nic_ref(b, names) for b in best[:3])
                 if len(best) > 3:
                     shown += f" +{len(best) - 3}"
-                row.append(Text.assemble(_styled(tok), " ", shown))
+                row.append(Text.assemble(_styled(tok), " ", printable(shown)))
             else:
                 row.append(Text("unknown", style="dim"))
         table.add_row(*row)
@@ -235,15 +246,16 @@ def pcie_link_text(facts: Dict[str, object]) -> Text:
     cg, cw, mg, mw = (link.get("current_gen"), link.get("current_width"), link.get("max_gen"),
                       link.get("max_width"))
     cur = f"Gen{cg if cg is not None else '?'} x{cw if cw is not None else '?'}"
-    text = Text(cur)
+    shown = Text(printable(cur))
     if link.get("width_below_max") or link.get("speed_below_max"):
-        text.append(f" (max Gen{mg if mg is not None else '?'} x{mw if mw is not None else '?'})")
+        shown.append(printable(
+            f" (max Gen{mg if mg is not None else '?'} x{mw if mw is not None else '?'})"))
         hop = facts.get("narrowest_hop") if isinstance(facts, dict) else None
         if link.get("width_below_max"):
-            text.stylize("bold red")
+            shown.stylize("bold red")
         elif isinstance(hop, dict) and hop.get("speed_below_expected"):
-            text.stylize("yellow")
-    return text
+            shown.stylize("yellow")
+    return shown
 
 
 def _nic_ref(label: str, names: Dict[str, str]) -> str:
@@ -262,11 +274,11 @@ def nic_table(topo: Topology) -> Table:
         best, tok = _nearest(topo, n.label, gpu_labels)
         near: RenderableType
         if best:
-            near = Text.assemble(_styled(tok), " ", ", ".join(best))
+            near = Text.assemble(_styled(tok), " ", printable(", ".join(best)))
         else:
             near = Text("unknown", style="dim")
         named = n.name != n.label or n.sources.get("name") == "sysfs"
-        table.add_row(n.label, n.name if named else Text("unknown", style="dim"),
+        table.add_row(text(n.label), text(n.name) if named else Text("unknown", style="dim"),
                       near)
     return table
 
@@ -298,7 +310,7 @@ def legend(topo: Topology) -> Table:
     unknown = [k for k in present if k not in order]
     if unknown:
         table.add_row(Text("Legend:" if not table.row_count else "", style="bold"),
-                      Text(", ".join(unknown), style=UNKNOWN_STYLE),
+                      text(", ".join(unknown), style=UNKNOWN_STYLE),
                       "= not a known token (kept as printed)")
     return table
 
@@ -334,20 +346,20 @@ def summary(topo: Topology) -> Text:
         parts.append("NUMA unknown (N/A)")
     else:
         parts.append("NUMA not reported")
-    return Text(" · ".join(parts), style="bold")
+    return text(" · ".join(parts), style="bold")
 
 
 def notes(topo: Topology) -> Optional[Text]:
     if not topo.notes:
         return None
-    text = Text()
+    out = Text()
     for i, n in enumerate(topo.notes):
         if i:
-            text.append("\n")
+            out.append("\n")
         style = "yellow" if n.level == "warning" else "dim"
-        text.append(f"{n.level}: ", style=style)
-        text.append(n.message)
-    return text
+        out.append(printable(f"{n.level}: "), style=style)
+        out.append(printable(n.message))
+    return out
 
 
 def render(topo: Topology, width: int) -> RenderableType:
@@ -357,9 +369,9 @@ def render(topo: Topology, width: int) -> RenderableType:
     host = topo.host.get("hostname")
     head = Text("nvtopo", style="bold")
     if origin:
-        head.append(f" · {origin}")
+        head.append(printable(f" · {origin}"))
     if host:
-        head.append(f" · host {host}")
+        head.append(printable(f" · host {host}"))
     parts.append(head)
     m = topo.matrix if topo.matrix is not None else topo.p2p
     if m is not None:

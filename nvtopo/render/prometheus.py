@@ -30,7 +30,9 @@ Public API (``nvtopo audit --format prometheus`` uses it for many nodes at once)
     probe_durations(doc) -> Dict[str, float]
         duration_s of every probe a snapshot document recorded.
     escape_label_value(text) -> str
-        Backslash, double quote and newline escaped as the exposition format requires.
+        The text made printable (nvtopo.safe.printable: control characters, bidirectional
+        controls and lone surrogates written as \\xNN / \\uNNNN), then backslash, double
+        quote and newline escaped as the exposition format requires.
 
 Metrics (all gauges; label values escaped): ``nvtopo_check_pass`` (1 no error finding, 0 at
 least one), ``nvtopo_check_findings{severity}`` (count per severity, all three always
@@ -53,6 +55,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
+from ..safe import printable
+
 SEVERITIES = ("error", "warning", "info")
 
 _LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
@@ -62,8 +66,11 @@ Sample = Tuple[Dict[str, str], float]
 
 
 def escape_label_value(text: Any) -> str:
-    """A label value as the exposition format writes it: ``\\``, ``"`` and newline escaped."""
-    return (str(text).replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", "\\n"))
+    """A label value as the exposition format writes it: made :func:`~nvtopo.safe.printable`
+    (no control character reaches a label, and a lone surrogate, which cannot be encoded,
+    is shown as ``\\ud800``), then ``\\``, ``"`` and newline escaped."""
+    return (printable(text).replace("\\", "\\\\").replace("\"", "\\\"")
+            .replace("\n", "\\n"))
 
 
 def _escape_help(text: str) -> str:

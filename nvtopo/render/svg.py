@@ -27,8 +27,10 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple
+from xml.sax.saxutils import escape as xml_escape
 
 from ..model import Topology, path_kind, path_rank, pci_bdf
+from ..safe import printable
 
 # --- geometry and colours ---------------------------------------------------------------
 
@@ -57,16 +59,15 @@ C_GPU_FILL = "#e3f2fd"
 C_NUMA_FILL = "#fafafa"
 
 _SEV_RANK = {"error": 2, "warning": 1}
-_BAD_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 
 def _esc(text: Any) -> str:
-    s = _BAD_XML.sub("?", str(text))
-    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def _attr(text: Any) -> str:
-    return _esc(text).replace("\"", "&quot;")
+    """Text for an SVG text node: made :func:`nvtopo.safe.printable` (control characters,
+    bidirectional controls and lone surrogates shown as ``\\xNN`` / ``\\uNNNN``: none
+    may stand in an XML document), then ``&``, ``<`` and ``>`` escaped.  Quotes need no
+    escaping in text content and are kept, so ordinary names give the bytes they always
+    gave.  No attribute holds data as it is: ids go through :func:`_id`."""
+    return xml_escape(printable(text))
 
 
 def _id(text: str) -> str:
@@ -79,6 +80,8 @@ def _num(x: float) -> str:
 
 
 def _clip(text: str, n: int) -> str:
+    """``text`` made printable, then cut to ``n`` characters (what is drawn is counted)."""
+    text = printable(text)
     return text if len(text) <= n else text[: max(1, n - 1)] + "…"
 
 
@@ -366,7 +369,9 @@ def _cls(base: str, sev: Optional[str]) -> str:
 
 
 def _title(parts: List[str]) -> str:
-    return f"<title>{_esc(chr(10).join(parts))}</title>" if parts else ""
+    # one line per part: each part is escaped (a newline in data is shown as \\x0a), the
+    # separators stay line feeds
+    return f"<title>{chr(10).join(_esc(p) for p in parts)}</title>" if parts else ""
 
 
 def _gpu_lines(g: Any, gl: Optional[GpuLink]) -> List[str]:

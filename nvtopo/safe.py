@@ -141,10 +141,14 @@ def markup(value: Any) -> str:
 
 
 _XML_ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&apos;"}
-_XML_RE = re.compile("[&<>\"']")
+_XML_TEXT_RE = re.compile("[&<>]")
+_XML_ATTR_RE = re.compile("[&<>\"']")
 
 
-def xml(value: Any) -> str:
-    """``value`` made :func:`printable`, then escaped for XML text and attribute values."""
+def xml(value: Any, *, attribute: bool = False) -> str:
+    """``value`` made :func:`printable`, then escaped for XML: ``&``, ``<`` and ``>`` for text
+    content; with ``attribute`` both quotes too (for a value inside ``"…"`` or ``'…'``).
+    Quotes in text content stay as they are, so ordinary text keeps its bytes."""
     text = printable(value)
-    return _XML_RE.sub(lambda m: _XML_ESCAPES[m.group(0)], text)
+    pattern = _XML_ATTR_RE if attribute else _XML_TEXT_RE
+    return pattern.sub(lambda m: _XML_ESCAPES[m.group(0)], text)

@@ -102,6 +102,6 @@ def test_markup_renders_literally(text):
 
 @pytest.mark.parametrize("text", INJECTIONS)
 def test_xml_well_formed(text):
-    doc = f"<r a=\"{safe.xml(text)}\">{safe.xml(text)}</r>"
+    doc = f"<r a=\"{safe.xml(text, attribute=True)}\">{safe.xml(text)}</r>"
     parsed = xml.dom.minidom.parseString(doc.encode("utf-8"))
     assert parsed.documentElement.getAttribute("a") == safe.printable(text)

@@ -27,10 +27,9 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple
-from xml.sax.saxutils import escape as xml_escape
 
 from ..model import Topology, path_kind, path_rank, pci_bdf
-from ..safe import printable
+from ..safe import printable, xml
 
 # --- geometry and colours ---------------------------------------------------------------
 
@@ -62,12 +61,9 @@ _SEV_RANK = {"error": 2, "warning": 1}
 
 
 def _esc(text: Any) -> str:
-    """Text for an SVG text node: made :func:`nvtopo.safe.printable` (control characters,
-    bidirectional controls and lone surrogates shown as ``\\xNN`` / ``\\uNNNN``: none
-    may stand in an XML document), then ``&``, ``<`` and ``>`` escaped.  Quotes need no
-    escaping in text content and are kept, so ordinary names give the bytes they always
-    gave.  No attribute holds data as it is: ids go through :func:`_id`."""
-    return xml_escape(printable(text))
+    """Text for an SVG text node (:func:`nvtopo.safe.xml`).  No attribute holds data as it
+    is: ids go through :func:`_id`."""
+    return xml(text)
 
 
 def _id(text: str) -> str:

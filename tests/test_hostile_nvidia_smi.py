@@ -363,6 +363,34 @@ def test_run_refuses_a_timeout_that_is_no_duration():
             bounded.run(["true"], bad)
 
 
+# --- --timeout on every command that takes it -----------------------------------------------
+
+TIMEOUT_COMMANDS = [["show"], ["snapshot"], ["links"], ["ib"], ["check"], ["layouts", "capture"]]
+
+
+@pytest.mark.parametrize("cmd", TIMEOUT_COMMANDS, ids=" ".join)
+@pytest.mark.parametrize("value", ["nan", "NaN", "inf", "-inf", "1e309", "-1", "0", "0.05",
+                                   "3600.5", "99999", "abc", "", "\uff12", "\x1b[31m5"])
+def test_timeout_that_is_no_duration_is_one_line_error(smi, cmd, value):
+    """NaN passed click's range check and gave a traceback; inf, 1e309 and the rest were
+    multi-line usage errors.  Refused before any probing."""
+    fake = smi("healthy.py")
+    line = assert_one_line_error(invoke([*cmd, "--timeout", value]),
+                                 r"^nvtopo: error: --timeout: ", r"0\.1 to 3600")
+    assert "\x1b" not in line
+    assert fake.pids() == []  # nothing was run
+
+
+@pytest.mark.parametrize("value, seconds", [("0.1", 0.1), ("3600", 3600.0), (" 2 ", 2.0),
+                                            ("30", 30.0)])
+def test_timeout_in_range_is_accepted(smi, value, seconds):
+    smi("healthy.py")
+    result = invoke(["snapshot", "--timeout", value])
+    assert result.exit_code == 0, result.stderr
+    ev = json.loads(result.stdout)["probes"]["topo-text"]
+    assert ev["timeout_s"] == seconds and ev["status"] == "ok"
+
+
 # --- the whole command under a hostile nvidia-smi ---------------------------------------------
 
 #: fake -> (exit status of show, a phrase of its error line or None, snapshot status).
@@ -457,3 +485,12 @@ def test_process_show_exits_2_with_one_line(smi, name, phrase):
     assert proc.stdout == b""
     assert took < 1 + MARGIN + 2, took  # + interpreter start-up
     fake.assert_ran_and_left_nothing()
+
+
+def test_process_timeout_nan_is_one_line(smi):
+    fake = smi("healthy.py")
+    proc, _ = run_process(["show", "--timeout", "nan"])
+    assert proc.returncode == 2
+    assert proc.stderr.decode() == ("nvtopo: error: --timeout: 'nan' is not a number of "
+                                    "seconds from 0.1 to 3600\n")
+    assert fake.pids() == []

@@ -91,6 +91,34 @@ FROM_HELP = ("Read this file instead of probing: a snapshot, or a pasted `nvidia
 #: Longest --timeout accepted (an hour): a bounded wait, and no overflow in thread joins.
 MAX_TIMEOUT = 3600.0
 TIMEOUT_HELP = "Seconds before a hung nvidia-smi is given up (live probing only)."
+#: Shortest --timeout accepted.
+MIN_TIMEOUT = 0.1
+
+
+def _timeout_seconds(value: Any) -> float:
+    """The ``--timeout`` value: a plain decimal number of seconds, MIN_TIMEOUT to MAX_TIMEOUT.
+
+    Anything else (``nan``, ``inf``, ``1e309``, a negative or non-ASCII number, a word) is
+    one error line and exit status 2, before any probing.  Click's own range check lets NaN
+    through (every comparison with NaN is false), so the check is made here.
+    """
+    from .safe import ascii_float, printable
+
+    seconds = ascii_float(value)
+    if seconds is not None and MIN_TIMEOUT <= seconds <= MAX_TIMEOUT:
+        return seconds
+    shown = printable(value)
+    shown = shown if len(shown) <= 40 else shown[:40] + "..."
+    _err(str(NvtopoError(f"'{shown}' is not a number of seconds from {MIN_TIMEOUT:g} to "
+                         f"{MAX_TIMEOUT:g}", where="--timeout")))
+    raise typer.Exit(int(ExitStatus.ERROR))
+
+
+def _timeout_option(help: str = TIMEOUT_HELP) -> Any:
+    return typer.Option(30.0, "--timeout", parser=_timeout_seconds, metavar="SECONDS",
+                        help=f"{help} [{MIN_TIMEOUT:g} to {MAX_TIMEOUT:g}]")
+
+
 SYSFS_ROOT_HELP = ("Read this directory as /sys (live probing only): a host /sys mounted "
                    "elsewhere in a container, or a copied tree audited offline.")
 
@@ -183,7 +211,7 @@ def show(
         ShowFormat.table, "--format",
         help="table (Rich), json (the model), svg (a topology picture), html or rich-svg "
              "(the table view as an HTML page or an SVG of the terminal)."),
-    timeout: float = typer.Option(30.0, "--timeout", min=0.1, max=MAX_TIMEOUT, help=TIMEOUT_HELP),
+    timeout: float = _timeout_option(),
     sysfs_root: Optional[str] = typer.Option(None, "--sysfs-root", metavar="DIR",
                                              help=SYSFS_ROOT_HELP),
     output: Optional[str] = typer.Option(None, "--output", "-o", metavar="FILE",
@@ -244,7 +272,7 @@ def snapshot_cmd(
         None, "--from", "-f", metavar="FILE",
         help="Turn a pasted `nvidia-smi topo` text (or a snapshot) into a snapshot file "
              "instead of probing. '-' reads standard input."),
-    timeout: float = typer.Option(30.0, "--timeout", min=0.1, max=MAX_TIMEOUT, help=TIMEOUT_HELP),
+    timeout: float = _timeout_option(),
     sysfs_root: Optional[str] = typer.Option(None, "--sysfs-root", metavar="DIR",
                                              help=SYSFS_ROOT_HELP),
 ) -> None:
@@ -292,7 +320,7 @@ def links(
     gpu: Optional[int] = typer.Option(None, "--gpu", min=0, metavar="N",
                                       help="Only this GPU (NVML index)."),
     fmt: Format = typer.Option(Format.table, "--format", help="table (Rich) or json."),
-    timeout: float = typer.Option(30.0, "--timeout", min=0.1, max=MAX_TIMEOUT,
+    timeout: float = _timeout_option(
                                   help="Seconds before the NVML probe is given up (live only)."),
 ) -> None:
     """Show every NVLink of every GPU: state, version, speed, remote end, error counters.
@@ -346,7 +374,7 @@ def ib_cmd(
                                              help=SYSFS_ROOT_HELP),
     fmt: Format = typer.Option(Format.table, "--format",
                                help="table (Rich) or json (the ib document)."),
-    timeout: float = typer.Option(30.0, "--timeout", min=0.1, max=MAX_TIMEOUT,
+    timeout: float = _timeout_option(
                                   help="Seconds of sysfs reading before the rest is given up "
                                        "(a failing HCA can stall counter reads)."),
 ) -> None:
@@ -451,7 +479,7 @@ def check_cmd(
         help="table (Rich), json, prometheus (node_exporter textfile format), svg (the "
              "topology picture with faulty elements marked), html or rich-svg (the table "
              "view exported)."),
-    timeout: float = typer.Option(30.0, "--timeout", min=0.1, max=MAX_TIMEOUT, help=TIMEOUT_HELP),
+    timeout: float = _timeout_option(),
     output: Optional[str] = typer.Option(None, "--output", "-o", metavar="FILE",
                                          help=OUTPUT_HELP),
 ) -> None:
@@ -567,7 +595,7 @@ def layouts_capture(
                                             "'captured')."),
     sysfs_root: Optional[str] = typer.Option(None, "--sysfs-root", metavar="DIR",
                                              help=SYSFS_ROOT_HELP),
-    timeout: float = typer.Option(30.0, "--timeout", min=0.1, max=MAX_TIMEOUT, help=TIMEOUT_HELP),
+    timeout: float = _timeout_option(),
 ) -> None:
     """Write a layout from a known-good node (this one, or --from FILE) to standard output.
 

@@ -44,11 +44,17 @@ def capture(options: Optional["ProbeOptions"] = None, args: Sequence[str] = DEFA
     """Run ``nvidia-smi topo -m`` and return its raw evidence.
 
     Never raises for the expected failures: a missing ``nvidia-smi``, a
-    non-zero exit or a hang are recorded in ``error`` (with ``status``
-    ``missing``, ``failed`` or ``timeout``) so that snapshots keep them.
+    non-zero exit, a hang or a flood of output are recorded in ``error``
+    (with ``status`` ``missing``, ``failed`` or ``timeout``) so that
+    snapshots keep them.  The run is bounded (:mod:`nvtopo.probes.run`): by
+    the timeout, by a byte cap on each output stream (past it the output is
+    cut and the status is ``failed``), and no process it started outlives it.
     """
+    from . import run as bounded
+
     timeout = options.timeout if options is not None else DEFAULT_TIMEOUT
     argv = [executable, *args]
+    command = " ".join(argv)
     evidence: Dict[str, object] = {
         "command": executable,
         "args": list(args),
@@ -67,30 +73,43 @@ def capture(options: Optional["ProbeOptions"] = None, args: Sequence[str] = DEFA
         return evidence
     start = time.monotonic()
     try:
-        proc = subprocess.run([path, *args], capture_output=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL, check=False)
-    except subprocess.TimeoutExpired as exc:
-        evidence["duration_s"] = round(time.monotonic() - start, 3)
-        evidence["status"] = "timeout"
-        evidence["stdout"] = _decode(exc.stdout)
-        evidence["stderr"] = _decode(exc.stderr)
-        evidence["error"] = (f"{' '.join(argv)} did not finish within {timeout:g} s "
-                             "(a GPU or the driver may be hung)")
-        return evidence
+        out = bounded.run([path, *args], timeout)
     except OSError as exc:
         evidence["duration_s"] = round(time.monotonic() - start, 3)
         evidence["status"] = "failed"
         evidence["error"] = f"could not run {executable}: {exc.strerror or exc}"
         return evidence
-    evidence["duration_s"] = round(time.monotonic() - start, 3)
-    evidence["exit_status"] = proc.returncode
-    evidence["stdout"] = _decode(proc.stdout)
-    evidence["stderr"] = _decode(proc.stderr)
-    if proc.returncode != 0:
+    evidence["duration_s"] = out.duration_s
+    evidence["exit_status"] = out.returncode
+    stdout, stderr = out.stdout, out.stderr
+    if out.cut is not None:
+        # Cut output is not parsed (status failed): a head is enough to see what it was,
+        # and keeps the snapshot small.
+        stdout, stderr = stdout[:bounded.KEEP_WHEN_CUT], stderr[:bounded.KEEP_WHEN_CUT]
+    evidence["stdout"] = _decode(stdout)
+    evidence["stderr"] = _decode(stderr)
+    left = ""
+    if out.left_behind:
+        left = ("; processes " + ", ".join(map(str, out.left_behind[:8]))
+                + " did not end after SIGKILL (stuck in the driver?)")
+    if out.timed_out:
+        evidence["status"] = "timeout"
+        evidence["error"] = (f"{command} did not finish within {timeout:g} s "
+                             f"(a GPU or the driver may be hung){left}")
+    elif out.cut is not None:
+        cap = bounded.STDOUT_CAP if out.cut == "stdout" else bounded.STDERR_CAP
+        stream = "standard output" if out.cut == "stdout" else "standard error"
+        evidence["status"] = "failed"
+        evidence["error"] = (f"{command} printed more than {bounded.size_text(cap)} on {stream}; "
+                             f"output cut and the program ended (the first "
+                             f"{bounded.size_text(bounded.KEEP_WHEN_CUT)} are kept){left}")
+    elif out.returncode != 0:
         evidence["status"] = "failed"
         first = (evidence["stderr"] or evidence["stdout"] or "").strip().splitlines()
-        why = first[0] if first else "no output"
-        evidence["error"] = f"{' '.join(argv)} exited with status {proc.returncode}: {why}"
+        why = first[0].strip() if first else "no output"
+        if len(why) > 300:  # one line, not a screenful
+            why = why[:300] + "..."
+        evidence["error"] = f"{command} exited with status {out.returncode}: {why}{left}"
     return evidence
 
 
@@ -118,9 +137,11 @@ def derive(evidence: Dict[str, object]) -> Topology:
 
 
 def _decode(data: Optional[bytes]) -> Optional[str]:
+    """Output bytes as text: invalid UTF-8 (a multi-byte character cut at a cap included)
+    becomes U+FFFD; ``None`` stays ``None``."""
     if data is None:
         return None
-    return data.decode("utf-8", errors="replace")
+    return bytes(data).decode("utf-8", errors="replace")
 
 
 # --- lexical helpers ---------------------------------------------------------

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 from cli_runner import make_runner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from nvtopo import fakesys
 from nvtopo.cli import app
@@ -450,3 +452,154 @@ def test_a_hung_listing_is_named_as_pending(monkeypatch):
         for t in threading.enumerate():
             if t.name == "nvtopo-sysfs":
                 t.join(10)
+
+
+# --- 2. Unicode digits ----------------------------------------------------------------------------
+
+
+def unicode_tree():
+    root = sysfs_trees.scratch_dir()
+    faults = fakesys.load_file(str(HOSTILE / "unicode-digits.sysfs"), root)
+    return root, faults
+
+
+def test_unicode_digits_are_unknown_with_a_note_never_a_crash():
+    root, faults = unicode_tree()
+    ev = capture(root, faults=faults)
+    assert ev["status"] == "ok"
+    for topo in (sysfs.derive(ev), sysfs.derive(json.loads(json.dumps(ev)))):
+        h = topo.nics[0].extra["sysfs"]
+        # the port directory "²" is no port (before: ValueError from int("²") in the walk)
+        assert [p["port"] for p in h["ports"]] == [1, 2] and h["skipped_ports"] == ["²"]
+        p1, p2 = h["ports"]
+        assert (p1["state"], p1["rate_gbps"], p1["lid"]) == ("ACTIVE", 400, 26)
+        assert p1["counters"] == {"link_downed": None, "symbol_error": 0}
+        assert p1["counters_unknown"] == {"link_downed": "٣"}
+        # "٤: ACTIVE" is no state and "٤٠٠ Gb/sec" no rate: unknown, not DOWN, not 400
+        assert p2["state"] is None and p2["state_code"] is None
+        assert p2["unknown"]["state"] == "not a value: '٤: ACTIVE'"
+        assert p2["rate"]["gbps"] is None
+        assert p2["unknown"]["rate"] == "not a rate: '٤٠٠ Gb/sec (4X NDR)'"
+        # NUMA: node² is no node; a cpulist or distance that does not parse is unknown
+        nodes = topo.extra["sysfs"]["numa"]["nodes"]
+        assert [n["node"] for n in nodes] == [0, 1]
+        assert nodes[0]["cpus"] is None and nodes[0]["distances"] is None
+        assert nodes[0]["unknown"] == {"distance": "not a value: '10 2¹'",
+                                       "cpulist": "not a value: '0-²'"}
+        assert nodes[1]["cpus"] == 4 and nodes[1]["distances"] == [21, 10]
+        # the GPU: width "１６", max speed "٣٢.0 GT/s", numa_node "٠" are unknown
+        g = topo.gpus[0].extra["sysfs"]
+        assert g["link"]["current_width"] is None and g["link"]["max_gts"] is None
+        assert g["link"]["current_gts"] == 32.0 and g["link"]["max_width"] == 16
+        assert g["link"]["unknown"] == {"current_link_width": "not a value: '１６'",
+                                        "max_link_speed": "not a value: '٣٢.0 GT/s PCIe'"}
+        assert g["numa_node"] is None and g["numa_unknown"] == "not a value: '٠'"
+        assert topo.gpus[0].numa_affinity is None
+        bad = warnings(topo, "sysfs.bad_value")
+        for path in ("bus/pci/devices/0000:1b:00.0/current_link_width",
+                     "bus/pci/devices/0000:1b:00.0/max_link_speed",
+                     "bus/pci/devices/0000:1b:00.0/numa_node",
+                     "class/infiniband/mlx5_0/ports/2/state",
+                     "class/infiniband/mlx5_0/ports/2/rate",
+                     "devices/system/node/node0/cpulist",
+                     "devices/system/node/node0/distance"):
+            assert sum(m.startswith(path + ": ") for m in bad) == 1, (path, bad)
+        [msg] = warnings(topo, "sysfs.bad_port")
+        assert msg.startswith("class/infiniband/mlx5_0/ports: 1 entry not named as a port")
+        assert "'²'" in msg
+
+
+def test_snapshot_of_unicode_digits_reads_back_in_every_command(tmp_path):
+    root, _ = unicode_tree()
+    snap = tmp_path / "s.json"
+    ok(run("snapshot", "--sysfs-root", root, "-o", snap))
+    # before: "corrupt snapshot: the sysfs evidence cannot be read (ValueError ...)"
+    for cmd in (["show"], ["check"], ["ib"], ["ib", "--format", "json"],
+                ["show", "--format", "json"]):
+        r = run(*cmd, "--from", snap)
+        assert r.exit_code in (0, 1), (cmd, r.stdout, r.stderr)  # check: 1 = findings
+        assert "corrupt" not in r.stderr and "Traceback" not in r.stderr
+    j = json.loads(run("ib", "--from", snap, "--format", "json").stdout)
+    assert j["hcas"][0]["skipped_ports"] == ["²"]
+    live = json.loads(ok(run("ib", "--sysfs-root", root, "--format", "json")).stdout)
+    assert live["hcas"] == j["hcas"] and live["numa"] == j["numa"]
+
+
+def test_check_does_not_call_an_unparsed_state_down(tmp_path):
+    root, _ = unicode_tree()
+    r = run("check", "--sysfs-root", root, "--format", "json")
+    doc = json.loads(r.stdout)
+    found = [f for f in doc["findings"] if "mlx5_0 port 2" in f.get("subject", "")]
+    assert not [f for f in found if f["code"] == "ib.port_down"]
+    [nc] = [f for f in doc["findings"] if f["code"] == "ib.not_checked"]
+    assert "mlx5_0 port 2 state" in nc["message"]
+
+
+@pytest.mark.parametrize("raw", ["²", "١", "３", "0-²", "٣-4", "1,²", "5-3", "9" * 60])
+def test_cpulist_count_takes_ascii_only(raw):
+    assert sysfs.cpulist_count(raw) is None
+
+
+def test_natural_key_never_calls_int_on_unicode_or_huge_digit_runs():
+    names = ["mlx5_10", "mlx5_²", "mlx5_2", "mlx5_" + "9" * 5000, "mlx5_02", "mlx5_"]
+    assert sorted(names, key=sysfs.natural_key) == [
+        "mlx5_", "mlx5_02", "mlx5_2", "mlx5_10", "mlx5_" + "9" * 5000, "mlx5_²"]
+
+
+_ATTR_VALUES = st.one_of(
+    st.text(max_size=30),
+    st.text(alphabet="0123456789²³¹٠١٢٣٤٥٦٧٨٩０１２３ -,:.xXGTs/bBec()NDR", max_size=30),
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(values=st.lists(_ATTR_VALUES, min_size=12, max_size=12),
+       names=st.lists(st.text(min_size=1, max_size=6).filter(
+           lambda s: "/" not in s and s not in (".", "..")), min_size=3, max_size=3))
+def test_any_text_in_any_attribute_derives_without_error(values, names):
+    """Evidence as a capture could record it from a hostile tree: every value and name is
+    arbitrary text.  derive never raises, and every number it returns came from ASCII."""
+    port, node, hca = names
+    b = "devices/pci0000:00/0000:00:01.0"
+    files = {
+        f"{b}/class": "0x030200", f"{b}/vendor": "0x10de",
+        f"{b}/numa_node": values[0], f"{b}/current_link_width": values[1],
+        f"{b}/current_link_speed": values[2], f"{b}/local_cpulist": values[3],
+        f"class/infiniband/{hca}/ports/{port}/state": values[4],
+        f"class/infiniband/{hca}/ports/{port}/rate": values[5],
+        f"class/infiniband/{hca}/ports/{port}/lid": values[6],
+        f"class/infiniband/{hca}/ports/{port}/counters/symbol_error": values[7],
+        f"class/infiniband/{hca}/ports/{port}/phys_state": values[8],
+        f"devices/system/node/{node}/cpulist": values[9],
+        f"devices/system/node/{node}/distance": values[10],
+        "devices/system/node/online": values[11],
+    }
+    ev = {"status": "ok", "files": files,
+          "links": {"bus/pci/devices/0000:00:01.0": "../../../" + b},
+          "dirs": {"bus/pci/devices": ["0000:00:01.0"], "class/infiniband": [hca],
+                   f"class/infiniband/{hca}": ["ports"],
+                   f"class/infiniband/{hca}/ports": [port],
+                   f"class/infiniband/{hca}/ports/{port}/counters": ["symbol_error"],
+                   "devices/system/node": [node]},
+          "errors": {}}
+    topo = sysfs.derive(ev)
+    json.dumps(topo.to_dict())  # the model serialises
+    g = topo.gpus[0].extra["sysfs"]
+    if g["link"]["current_width"] is not None:
+        assert values[1].strip().isascii()
+    if g["numa_node"] is not None:
+        assert values[0].strip().isascii()
+    for p in topo.nics[0].extra["sysfs"]["ports"]:
+        assert port.isascii() and port == str(p["port"])
+        if p["state_code"] is not None:
+            assert values[4].split(":")[0].strip().isascii()
+        if p["rate"]["gbps"] is not None:
+            assert values[5].isascii() or not any(c.isdigit() and not c.isascii()
+                                                  for c in values[5])
+        if p["counters"]["symbol_error"] is not None:
+            assert values[7].strip().isascii()
+    for n in (topo.extra["sysfs"]["numa"] or {}).get("nodes", []):
+        assert node.isascii()
+        if n["distances"]:
+            assert values[10].isascii() or not any(
+                c.isdigit() and not c.isascii() for c in values[10])

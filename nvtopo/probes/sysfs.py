@@ -44,12 +44,13 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from ..errors import NvtopoError
 from ..model import GPU, NIC, Matrix, Topology, path_rank, pci_bdf
+from ..safe import MAX_DIGITS, ascii_int, is_ascii_digits
 
 SOURCE = "sysfs"
 DEFAULT_ROOT = "/sys"
 
 HOST_BRIDGE_RE = re.compile(r"^pci([0-9a-f]{4,}):([0-9a-f]{2})$")
-NODE_RE = re.compile(r"^node(\d+)$")
+NODE_RE = re.compile(r"^node([0-9]{1,9})$")
 
 VENDOR_NVIDIA = 0x10DE
 VENDOR_MELLANOX = 0x15B3
@@ -192,6 +193,8 @@ MAX_EVIDENCE_BYTES = 16 * 1024 * 1024
 #: Most devices of one kind (GPUs, NICs, NVMe drives, RDMA devices) read: the path matrix
 #: grows with the square of their number.  Real nodes have tens.
 MAX_DEVICES = 1024
+#: IB port numbers are 8 bits: a ``ports/`` entry named otherwise is no port.
+MAX_PORT = 255
 
 _OPEN_FLAGS = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
                | getattr(os, "O_CLOEXEC", 0))
@@ -655,15 +658,19 @@ def parse_enum(raw: Optional[str]) -> Tuple[Optional[int], Optional[str]]:
     if raw is None:
         return None, None
     s = raw.strip()
-    m = re.match(r"^(\d+)\s*:\s*(.*)$", s)
+    m = _ENUM_RE.match(s)
     if m:
         return int(m.group(1)), (m.group(2).strip() or None)
     return None, (s or None)
 
 
+# ASCII digits only, and few of them: Python's \d and int() take any Unicode digit ("٤").
+_ENUM_RE = re.compile(r"^([0-9]{1,9})\s*:\s*(.*)$", re.S)
+
+
 _RATE_RE = re.compile(
-    r"^\s*(?P<num>\d+(?:\.\d+)?)\s*(?P<unit>[GM])[bB]/sec"
-    r"(?:\s*\(\s*(?P<lanes>\d+)X\s*(?P<speed>[A-Za-z0-9]+)?\s*\))?\s*$")
+    r"^\s*(?P<num>[0-9]{1,9}(?:\.[0-9]{1,9})?)\s*(?P<unit>[GM])[bB]/sec"
+    r"(?:\s*\(\s*(?P<lanes>[0-9]{1,3})X\s*(?P<speed>[A-Za-z0-9]{1,16})?\s*\))?\s*$")
 
 
 def parse_rate(raw: Optional[str]) -> Dict[str, Any]:
@@ -697,21 +704,28 @@ def parse_pcie_speed(raw: Optional[str]) -> Optional[float]:
     """``"32.0 GT/s PCIe"`` (kernel >= 5.7) or ``"8 GT/s"`` (<= 5.6) -> GT/s; ``Unknown`` -> None."""
     if raw is None:
         return None
-    m = re.match(r"^\s*(\d+(?:\.\d+)?)\s*GT/s", raw)
+    m = _GTS_RE.match(raw)
     return float(m.group(1)) if m else None
+
+
+_GTS_RE = re.compile(r"^\s*([0-9]{1,6}(?:\.[0-9]{1,6})?)\s*GT/s")
 
 
 def pcie_gen(gts: Optional[float]) -> Optional[int]:
     return PCIE_GEN.get(gts) if gts is not None else None
 
 
-def _int(raw: Optional[str], base: int = 10) -> Optional[int]:
+def _int(raw: Optional[str], base: int = 10, signed: bool = False) -> Optional[int]:
+    """An integer in ASCII (:func:`nvtopo.safe.ascii_int`), or ``None``; base 0: hexadecimal
+    with ``0x``, else decimal (``lid``: ``0x1a``)."""
     if raw is None:
         return None
-    try:
-        return int(raw.strip(), base)
-    except ValueError:
-        return None
+    s = raw.strip(" \t\r\n")
+    if base == 10 and s.isdigit() and s.isascii() and len(s) <= MAX_DIGITS:  # the usual
+        return int(s)
+    if base == 0:
+        base = 16 if s[:2] in ("0x", "0X") else 10
+    return ascii_int(s, base, signed=signed)
 
 
 def sysfs_bdf(name: str) -> Optional[Tuple[int, int, int, int]]:
@@ -741,10 +755,12 @@ def cpulist_count(cpulist: Optional[str]) -> Optional[int]:
             continue
         if "-" in part:
             a, _, b = part.partition("-")
-            if not (a.isdigit() and b.isdigit()):
+            lo, hi = ascii_int(a), ascii_int(b)
+            if lo is None or hi is None or hi < lo or not (is_ascii_digits(a)
+                                                           and is_ascii_digits(b)):
                 return None
-            n += int(b) - int(a) + 1
-        elif part.isdigit():
+            n += hi - lo + 1
+        elif is_ascii_digits(part) and ascii_int(part) is not None:
             n += 1
         else:
             return None
@@ -752,8 +768,13 @@ def cpulist_count(cpulist: Optional[str]) -> Optional[int]:
 
 
 def natural_key(name: str) -> List[Any]:
-    """``mlx5_2`` before ``mlx5_10``."""
-    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name)]
+    """``mlx5_2`` before ``mlx5_10``.  Runs of ASCII digits compare as numbers (by length,
+    then digits: no int() of a name, however long); every other character as text."""
+    parts: List[Any] = re.split(r"([0-9]+)", name)
+    for i in range(1, len(parts), 2):  # odd places: the digit runs
+        d = parts[i].lstrip("0")
+        parts[i] = (len(d), d, parts[i])
+    return parts
 
 
 def _reason(err: Optional[str]) -> str:
@@ -825,6 +846,12 @@ def _read_pci(v: Any, base: str, bdf: str, kind: str, vendor: Optional[int],
     return dev
 
 
+def _port_number(name: str) -> Optional[int]:
+    """The number of a ``ports/`` entry as the kernel names it (``1``, not ``01`` or ``²``)."""
+    n = ascii_int(name, lo=0, hi=MAX_PORT) if is_ascii_digits(name) else None
+    return n if n is not None and name == str(n) else None
+
+
 def _collect(v: Any) -> Dict[str, Any]:
     """Walk the tree through view ``v`` and return what was found, values still raw.
 
@@ -874,7 +901,8 @@ def _collect(v: Any) -> Dict[str, Any]:
             out["ib_absent"][name] = lerr
             continue
         hca: Dict[str, Any] = {"name": name, "path": v.resolve(base), "attrs": {}, "errors": {},
-                               "ports": [], "netdevs": [], "hw_counters": None}
+                               "ports": [], "netdevs": [], "hw_counters": None,
+                               "skipped_ports": []}
         for attr in HCA_ATTRS:
             val, aerr = v.read(f"{base}/{attr}")
             if val is None:
@@ -893,11 +921,16 @@ def _collect(v: Any) -> Dict[str, Any]:
         ports, perr = v.listdir(base + "/ports")
         if ports is None:
             hca["errors"]["ports"] = perr
-        for p in sorted(ports or [], key=lambda s: (not s.isdigit(), int(s) if s.isdigit() else 0, s)):
-            if not p.isdigit():
-                continue
+        numbered = []
+        for p in ports or []:
+            num = _port_number(p)
+            if num is None:
+                hca["skipped_ports"].append(p)
+            else:
+                numbered.append((num, p))
+        for num, p in sorted(numbered):
             pbase = f"{base}/ports/{p}"
-            port: Dict[str, Any] = {"port": int(p), "attrs": {}, "errors": {}}
+            port: Dict[str, Any] = {"port": num, "attrs": {}, "errors": {}}
             for attr in PORT_ATTRS:
                 val, aerr = v.read(f"{pbase}/{attr}")
                 if val is None:
@@ -928,11 +961,11 @@ def _collect(v: Any) -> Dict[str, Any]:
     nodes, err = v.listdir("devices/system/node")
     if nodes is not None:
         numa: Dict[str, Any] = {"nodes": [], "online": v.read("devices/system/node/online")[0]}
-        found = sorted((x for x in nodes if NODE_RE.match(x)), key=lambda s: int(s[4:]))
-        for n in found[:MAX_DEVICES]:
+        found = sorted((int(m.group(1)), x) for x in nodes for m in (NODE_RE.match(x),) if m)
+        for num, n in found[:MAX_DEVICES]:
             cpulist, cerr = v.read(f"devices/system/node/{n}/cpulist")
             dist, derr = v.read(f"devices/system/node/{n}/distance")
-            numa["nodes"].append({"node": int(n[4:]), "cpulist": cpulist, "distance": dist,
+            numa["nodes"].append({"node": num, "name": n, "cpulist": cpulist, "distance": dist,
                                   "errors": {k: e for k, e in (("cpulist", cerr),
                                                                ("distance", derr))
                                              if e is not None and k}})
@@ -1077,7 +1110,7 @@ def _switches(dev: Dict[str, Any]) -> Optional[List[str]]:
 
 
 def _numa(dev: Dict[str, Any]) -> Optional[int]:
-    n = _int(dev["attrs"].get("numa_node"))
+    n = _int(dev["attrs"].get("numa_node"), signed=True)
     return n if n is not None and n >= 0 else None
 
 
@@ -1143,6 +1176,11 @@ def _port(p: Dict[str, Any], node_type: Optional[str]) -> Dict[str, Any]:
             unknown[k] = _reason(e[k])
     if a.get("rate") is not None and rate["gbps"] is None:
         unknown["rate"] = f"not a rate: {a['rate']!r}"
+    # the kernel writes "4: ACTIVE" and nothing else: other text is no state (unknown, not DOWN)
+    if a.get("state") is not None and state_code is None:
+        unknown["state"], state = f"not a value: {a['state']!r}", None
+    if a.get("phys_state") is not None and phys_code is None:
+        unknown["phys_state"], phys = f"not a value: {a['phys_state']!r}", None
     if layer == "InfiniBand":
         transport = "IB"
     elif layer == "Ethernet":
@@ -1223,9 +1261,24 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
         raw_numa = dev["attrs"].get("numa_node")
         if raw_numa is None:
             facts["numa_unknown"] = _reason(dev["errors"].get("numa_node"))
+        elif _int(raw_numa, signed=True) is None:
+            facts["numa_unknown"] = f"not a value: {raw_numa!r}"
         elif _numa(dev) is None:
             facts["numa_unknown"] = f"numa_node is {raw_numa.strip()} (no NUMA information)"
         return facts
+
+    for bdf in sorted(pci, key=lambda b: sysfs_bdf(b) or (0, 0, 0, 0)):
+        a = pci[bdf]["attrs"]
+        for k in ("numa_node", "current_link_speed", "current_link_width", "max_link_speed",
+                  "max_link_width"):
+            val = a.get(k)
+            if val is None or val.strip() == "" or val.startswith("Unknown"):  # "Unknown speed"
+                continue
+            ok = (parse_pcie_speed(val) is not None if "speed" in k
+                  else _int(val, signed=k == "numa_node") is not None)
+            if not ok:
+                topo.note("sysfs.bad_value", f"bus/pci/devices/{bdf}/{k}: not a value: "
+                          f"{val!r}: unknown", source=SOURCE, level="warning", subject=bdf)
 
     gpus = sorted((d for d in pci.values() if d["kind"] == "gpu"),
                   key=lambda d: sysfs_bdf(d["bdf"]) or (0, 0, 0, 0))
@@ -1304,6 +1357,11 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
         ports = [_port(p, node_type) for p in h["ports"]]
         for port in ports:
             port["netdev"] = _port_netdev(port, hca["netdevs"])
+            for k, why in sorted(port["unknown"].items()):
+                if why.startswith(("not a value: ", "not a rate: ")):
+                    topo.note("sysfs.bad_value", f"class/infiniband/{h['name']}/ports/"
+                              f"{port['port']}/{k}: {why}: unknown", source=SOURCE,
+                              level="warning", subject=h["name"])
             # counters left unread at the deadline: sysfs.timeout says so, once
             failing = {k: r for k, r in port["counters_unknown"].items()
                        if r not in (DEADLINE, LIMIT)}
@@ -1320,6 +1378,14 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
                           source=SOURCE, level="warning", subject=h["name"])
         if "ports" in e:
             topo.note("sysfs.no_ports", f"{h['name']}: ports/ unreadable ({_reason(e['ports'])})",
+                      source=SOURCE, level="warning", subject=h["name"])
+        bad = sorted(h.get("skipped_ports") or [])
+        hca["skipped_ports"] = bad
+        if bad:
+            topo.note("sysfs.bad_port", f"class/infiniband/{h['name']}/ports: {len(bad)} "
+                      f"entr{'ies' if len(bad) > 1 else 'y'} not named as a port (0-{MAX_PORT}), "
+                      "not read: " + ", ".join(repr(x) for x in bad[:4])
+                      + (f" and {len(bad) - 4} more" if len(bad) > 4 else ""),
                       source=SOURCE, level="warning", subject=h["name"])
         hca["ports"] = ports
         hcas.append(hca)
@@ -1436,15 +1502,24 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
         for nd in numa["nodes"]:
             cpul = nd["cpulist"].strip() if nd["cpulist"] is not None else None
             dist = None
+            unknown = {k: _reason(v) for k, v in nd["errors"].items()}
             if nd["distance"] is not None:
-                parts = nd["distance"].split()
-                dist = [int(x) for x in parts] if all(x.isdigit() for x in parts) else None
-            entry = {"node": nd["node"], "cpulist": cpul, "cpus": cpulist_count(cpul),
-                     "distances": dist}
+                parts = [_int(x) for x in nd["distance"].split()]
+                dist = parts if None not in parts else None
+                if dist is None:
+                    unknown["distance"] = f"not a value: {nd['distance']!r}"
+            cpus = cpulist_count(cpul)
+            if cpul is not None and cpus is None:
+                unknown["cpulist"] = f"not a value: {nd['cpulist']!r}"
+            entry = {"node": nd["node"], "cpulist": cpul, "cpus": cpus, "distances": dist}
             if cpul == "":
                 entry["memory_only"] = True
-            if nd["errors"]:
-                entry["unknown"] = {k: _reason(v) for k, v in nd["errors"].items()}
+            if unknown:
+                entry["unknown"] = unknown
+            for k in ("cpulist", "distance"):
+                if k in unknown and k not in nd["errors"]:
+                    topo.note("sysfs.bad_value", f"devices/system/node/{nd.get('name') or nd['node']}"
+                              f"/{k}: {unknown[k]}: unknown", source=SOURCE, level="warning")
             nodes.append(entry)
         info["numa"] = {"online": (numa["online"] or "").strip() or None, "nodes": nodes}
     else:

@@ -20,7 +20,7 @@ from cli_runner import make_runner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nvtopo import fakesys
+from nvtopo import fakesys, snapshot
 from nvtopo.cli import app
 from nvtopo.probes import ProbeOptions, sysfs
 
@@ -353,7 +353,9 @@ def test_a_chain_of_more_than_40_links_does_not_leave_the_root(tmp_path):
         "ELOOP: Too many levels of symbolic links"]
     topo = sysfs.derive(json.loads(text))
     nine = [n.extra["sysfs"] for n in topo.nics if n.name == "mlx5_9"][0]["ports"][0]
-    assert nine["counters"] is None
+    assert nine["counters_status"] == "unreadable"
+    assert nine["counters_note"] == ("counters/ unreadable: too many levels of symbolic links "
+                                     "(ELOOP)")
     assert topo.extra["sysfs"]["absent_devices"]["mlx5_8"] == sysfs.ELOOP_TEXT
 
 
@@ -603,3 +605,79 @@ def test_any_text_in_any_attribute_derives_without_error(values, names):
         if n["distances"]:
             assert values[10].isascii() or not any(
                 c.isdigit() and not c.isascii() for c in values[10])
+
+
+# --- 3. unreadable is not absent ------------------------------------------------------------------
+
+
+def test_unreadable_counters_directory_is_not_reported_as_absent(tmp_path):
+    root = small_tree(tmp_path, f"class/infiniband/mlx5_1/node_type = 1: CA\n"
+                                f"class/infiniband/mlx5_1/ports/1/state = 4: ACTIVE\n")
+    # file modes do not stop root: the EACCES is injected, as the fixtures' "!" entries are
+    ev = capture(root, faults={f"{PORT}/counters": "EACCES: Permission denied"})
+    assert ev["errors"][f"{PORT}/counters"] == "EACCES: Permission denied"
+    for topo in (sysfs.derive(ev), sysfs.derive(json.loads(json.dumps(ev)))):
+        denied, absent = port1(topo, "mlx5_0"), port1(topo, "mlx5_1")
+        assert denied["counters"] is None and absent["counters"] is None  # kept as before
+        assert denied["counters_status"] == "unreadable"
+        assert denied["counters_note"] == "counters/ unreadable: permission denied (EACCES)"
+        assert absent["counters_status"] == "absent"
+        assert absent["counters_note"] == "no counters/ directory (driver without PMA)"
+        assert denied["hw_counters_status"] == absent["hw_counters_status"] == "absent"
+        assert warnings(topo, "sysfs.counters_unreadable") == [
+            "mlx5_0 port 1: counters/ unreadable: permission denied (EACCES): its error "
+            "counters are unknown (not absent)"]
+    out = ok(run("ib", "--sysfs-root", root)).stdout  # no injection through the CLI: read
+    assert "counters unreadable" not in out
+
+
+def test_ib_and_check_show_unreadable_counters_apart_from_absent(tmp_path):
+    root = small_tree(tmp_path, "class/infiniband/mlx5_1/node_type = 1: CA\n"
+                                "class/infiniband/mlx5_1/ports/1/state = 4: ACTIVE\n"
+                                "class/infiniband/mlx5_1/ports/1/phys_state = 5: LinkUp\n"
+                                "class/infiniband/mlx5_1/ports/1/rate = 400 Gb/sec (4X NDR)\n")
+    ev = capture(root, faults={f"{PORT}/counters": "EACCES: Permission denied"})
+    snap = tmp_path / "s.json"
+    snap.write_text(snapshot.dumps({"schema_version": 1, "kind": "nvtopo-snapshot",
+                                    "probes": {"sysfs": ev}}))
+    r = ok(run("ib", "--from", snap))
+    rows = {ln.split()[0]: ln for ln in r.stdout.splitlines() if ln.startswith("mlx5_")}
+    assert rows["mlx5_0"].rstrip().endswith("counters unreadable")
+    assert rows["mlx5_1"].rstrip().endswith("no counters")
+    assert ("warning: mlx5_0 port 1: counters/ unreadable: permission denied (EACCES)"
+            in r.stdout)
+    j = json.loads(ok(run("ib", "--from", snap, "--format", "json")).stdout)
+    ports = {h["name"]: h["ports"][0] for h in j["hcas"]}
+    assert ports["mlx5_0"]["counters_status"] == "unreadable"
+    assert ports["mlx5_1"]["counters_status"] == "absent"
+    c = json.loads(run("check", "--from", snap, "--format", "json").stdout)
+    [nc] = [f for f in c["findings"] if f["code"] == "ib.not_checked"]
+    assert "mlx5_0 port 1 counters" in nc["message"]
+    assert "mlx5_1 port 1 counters" not in nc["message"]  # absent: nothing to check
+
+
+@pytest.mark.parametrize("err,status,note", [
+    ("ENOENT: No such file or directory", "absent", "no counters/ directory (driver without PMA)"),
+    ("EACCES: Permission denied", "unreadable", "counters/ unreadable: permission denied (EACCES)"),
+    ("EPERM: Operation not permitted", "unreadable",
+     "counters/ unreadable: permission denied (EPERM)"),
+    ("EIO: Input/output error", "unreadable", "counters/ unreadable: input/output error (EIO)"),
+    ("ENOTDIR: Not a directory", "unreadable", "counters/ unreadable: not a directory (ENOTDIR)"),
+    (sysfs.DEADLINE, "not read", "counters/ not read (the probe's time budget was spent)"),
+    (sysfs.LIMIT, "not read", "counters/ not read (the evidence reached its size limit)"),
+])
+def test_counters_directory_status_for_every_reason(err, status, note):
+    p = sysfs._port({"port": 1, "attrs": {"state": "4: ACTIVE"}, "errors": {},
+                     "counters": None, "counters_error": err, "hw_counters": None,
+                     "hw_counters_error": None}, "CA")
+    assert (p["counters_status"], p["counters_note"]) == (status, note)
+
+
+def test_a_fifo_where_counters_should_be_is_unreadable_not_absent(tmp_path):
+    root = small_tree(tmp_path)
+    (root / IB / "ports" / "2").mkdir()
+    os.mkfifo(str(root / IB / "ports" / "2" / "counters"))
+    topo = sysfs.derive(capture(root))
+    p2 = topo.nics[0].extra["sysfs"]["ports"][1]
+    assert p2["counters_status"] == "unreadable"
+    assert p2["counters_note"] == "counters/ unreadable: not a directory (ENOTDIR)"

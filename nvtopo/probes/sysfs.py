@@ -917,7 +917,7 @@ def _collect(v: Any) -> Dict[str, Any]:
                 val, _ = v.read(f"{base}/device/net/{nd}/{attr}")
                 entry[attr] = val
             hca["netdevs"].append(entry)
-        hca["hw_counters"] = _read_counter_dir(v, base + "/hw_counters")
+        hca["hw_counters"], hca["hw_counters_error"] = _read_counter_dir(v, base + "/hw_counters")
         ports, perr = v.listdir(base + "/ports")
         if ports is None:
             hca["errors"]["ports"] = perr
@@ -944,8 +944,9 @@ def _collect(v: Any) -> Dict[str, Any]:
                         port["errors"][attr] = aerr
                     else:
                         port["attrs"][attr] = val
-            port["counters"] = _read_counter_dir(v, pbase + "/counters")
-            port["hw_counters"] = _read_counter_dir(v, pbase + "/hw_counters")
+            port["counters"], port["counters_error"] = _read_counter_dir(v, pbase + "/counters")
+            port["hw_counters"], port["hw_counters_error"] = _read_counter_dir(
+                v, pbase + "/hw_counters")
             hca["ports"].append(port)
         out["hcas"].append(hca)
         # The PCI function of an RDMA device is read whatever its class and vendor (an
@@ -985,16 +986,19 @@ def _collect(v: Any) -> Dict[str, Any]:
     return out
 
 
-def _read_counter_dir(v: Any, path: str) -> Optional[Dict[str, Tuple[Optional[str], Optional[str]]]]:
-    names, _ = v.listdir(path)
+def _read_counter_dir(v: Any, path: str) -> Tuple[Optional[Dict[str, Tuple[Optional[str],
+                                                                            Optional[str]]]],
+                                                  Optional[str]]:
+    """The counters of directory ``path`` (name -> (value, error)), or ``None`` and why not."""
+    names, err = v.listdir(path)
     if names is None:
-        return None
+        return None, err
     out = {}
     for n in names:
         if n == "lifespan":  # a writable cache setting, not a counter
             continue
         out[n] = v.read(f"{path}/{n}")
-    return out
+    return out, None
 
 
 # --- derive (pure) ------------------------------------------------------------------------------
@@ -1225,9 +1229,39 @@ def _port(p: Dict[str, Any], node_type: Optional[str]) -> Dict[str, Any]:
     }
     if not active and rate["gbps"] is not None:
         port["rate_note"] = "port not ACTIVE: the rate it shows is meaningless"
-    if p.get("counters") is None:
+    # absent (no PMA), unreadable (EACCES...) and not read (deadline) are three answers
+    port["counters_status"] = _dir_status(p.get("counters"), p.get("counters_error"))
+    port["hw_counters_status"] = _dir_status(p.get("hw_counters"), p.get("hw_counters_error"))
+    if port["counters_status"] == "absent":
         port["counters_note"] = "no counters/ directory (driver without PMA)"
+    elif port["counters_status"] != "read":
+        port["counters_note"] = f"counters/ {_dir_reason(p.get('counters_error'))}"
     return port
+
+
+def _dir_status(listing: Any, err: Optional[str]) -> str:
+    """``read``, ``absent`` (ENOENT), ``not read`` (deadline, limit) or ``unreadable``."""
+    if listing is not None:
+        return "read"
+    if err is None or err.startswith("ENOENT"):
+        return "absent"
+    if err in (DEADLINE, LIMIT):
+        return "not read"
+    return "unreadable"
+
+
+def _dir_reason(err: Optional[str]) -> str:
+    """Why a directory that is there was not read: ``unreadable: permission denied (EACCES)``."""
+    if err is None or err.startswith("ENOENT"):
+        return "absent"
+    if err == DEADLINE:
+        return "not read (the probe's time budget was spent)"
+    if err == LIMIT:
+        return "not read (the evidence reached its size limit)"
+    name, _, msg = err.partition(": ")
+    if name in ("EACCES", "EPERM"):
+        return f"unreadable: permission denied ({name})"
+    return f"unreadable: {msg.lower() if msg else err} ({name})" if msg else f"unreadable: {err}"
 
 
 def build(raw: Dict[str, Any], root: Optional[str] = None,
@@ -1354,6 +1388,7 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
                                    "type": _int(nd.get("type"))})
         hw = _counters(h["hw_counters"]) if h["hw_counters"] is not None else None
         hca["hw_counters"] = hw["values"] if hw else None
+        hca["hw_counters_status"] = _dir_status(h["hw_counters"], h.get("hw_counters_error"))
         ports = [_port(p, node_type) for p in h["ports"]]
         for port in ports:
             port["netdev"] = _port_netdev(port, hca["netdevs"])
@@ -1362,6 +1397,11 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
                     topo.note("sysfs.bad_value", f"class/infiniband/{h['name']}/ports/"
                               f"{port['port']}/{k}: {why}: unknown", source=SOURCE,
                               level="warning", subject=h["name"])
+            if port["counters_status"] == "unreadable":
+                topo.note("sysfs.counters_unreadable",
+                          f"{h['name']} port {port['port']}: {port['counters_note']}: its error "
+                          "counters are unknown (not absent)", source=SOURCE, level="warning",
+                          subject=h["name"])
             # counters left unread at the deadline: sysfs.timeout says so, once
             failing = {k: r for k, r in port["counters_unknown"].items()
                        if r not in (DEADLINE, LIMIT)}
@@ -1377,7 +1417,9 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
                           f"(true value is at least that): {', '.join(port['counters_saturated'])}",
                           source=SOURCE, level="warning", subject=h["name"])
         if "ports" in e:
-            topo.note("sysfs.no_ports", f"{h['name']}: ports/ unreadable ({_reason(e['ports'])})",
+            topo.note("sysfs.no_ports", f"{h['name']}: ports/ {_dir_reason(e['ports'])}"
+                      if e["ports"] in (DEADLINE, LIMIT) else
+                      f"{h['name']}: ports/ unreadable ({_reason(e['ports'])})",
                       source=SOURCE, level="warning", subject=h["name"])
         bad = sorted(h.get("skipped_ports") or [])
         hca["skipped_ports"] = bad

@@ -681,3 +681,81 @@ def test_a_fifo_where_counters_should_be_is_unreadable_not_absent(tmp_path):
     p2 = topo.nics[0].extra["sysfs"]["ports"][1]
     assert p2["counters_status"] == "unreadable"
     assert p2["counters_note"] == "counters/ unreadable: not a directory (ENOTDIR)"
+
+
+# --- 4. a tree that may not be read -------------------------------------------------------------
+
+
+def _deny_under(monkeypatch, root):
+    """Make stat() below ``root`` fail as for a mode-000 directory (root ignores modes)."""
+    real = os.stat
+    root = str(root)
+
+    def stat(path, *a, **kw):
+        p = os.fspath(path)
+        if isinstance(p, str) and p.startswith(root + os.sep):
+            raise PermissionError(13, "Permission denied", p)
+        return real(path, *a, **kw)
+    monkeypatch.setattr(os, "stat", stat)
+
+
+@pytest.mark.parametrize("cmd", [["ib"], ["show"], ["snapshot"], ["check"]])
+def test_mode_000_root_is_permission_denied_not_no_devices(tmp_path, monkeypatch, cmd):
+    root = small_tree(tmp_path)
+    _deny_under(monkeypatch, root)
+    r = make_runner().invoke(app, [*cmd, "--sysfs-root", str(root)])
+    assert r.exit_code == 2 and r.stdout == "" and "Traceback" not in r.stderr
+    # before: "is not a sysfs tree (no devices/ directory)"
+    assert r.stderr == (f"nvtopo: error: --sysfs-root {root}: permission denied (run as a "
+                        "user who may read the tree, or copy it)\n")
+
+
+def test_why_not_sysfs_names_the_directory_that_may_not_be_searched(tmp_path, monkeypatch):
+    root = tmp_path / "sys"
+    fakesys.materialize("devices/system/node/node0/cpulist = 0-3\nclass/net/\n", str(root))
+    _deny_under(monkeypatch, root / "devices")
+    assert sysfs.why_not_sysfs(str(root)) == "permission denied on devices/"
+    (root / "class" / "infiniband").mkdir()
+    assert sysfs.why_not_sysfs(str(root)) is None  # one unreadable marker refuses nothing
+    monkeypatch.undo()
+    _deny_under(monkeypatch, tmp_path)  # a parent that may not be searched
+    with pytest.raises(Exception) as exc:
+        sysfs.check_root(str(root))
+    assert str(exc.value) == f"--sysfs-root {root}: permission denied"
+
+
+def _as_nobody():
+    """argv prefix that runs a command as an unprivileged user, or None."""
+    if os.getuid() != 0:
+        return []
+    for tool in ("/usr/bin/setpriv", "/bin/setpriv"):
+        if os.path.exists(tool):
+            return [tool, "--reuid=65534", "--regid=65534", "--clear-groups"]
+    return None
+
+
+def test_mode_000_root_through_the_os(tmp_path):
+    """The same through real file modes: as an unprivileged user (root ignores modes)."""
+    prefix = _as_nobody()
+    if prefix is None:
+        pytest.skip("running as root without setpriv: modes cannot deny (the message logic "
+                    "is tested with a denied stat above)")
+    base = Path(sysfs_trees.scratch_dir())
+    for d in [base, *base.parents]:
+        if str(d) in ("/", "/tmp", "/dev/shm"):
+            break
+        os.chmod(str(d), 0o755)  # the way down must be open to that user
+    root = base / "locked"
+    fakesys.materialize(BASE, str(root))
+    os.chmod(str(root), 0)
+    try:
+        r = subprocess.run(prefix + [sys.executable, "-m", "nvtopo", "ib", "--sysfs-root",
+                                     str(root)], capture_output=True, text=True, timeout=60,
+                           cwd=str(REPO))
+    finally:
+        os.chmod(str(root), 0o755)
+    if "ModuleNotFoundError" in r.stderr or "Permission denied: '" in r.stderr:
+        pytest.skip(f"nvtopo cannot be run as that user here: {r.stderr[-200:]}")
+    assert r.returncode == 2, r.stderr
+    assert r.stderr == (f"nvtopo: error: --sysfs-root {root}: permission denied (run as a "
+                        "user who may read the tree, or copy it)\n")

@@ -511,15 +511,53 @@ def why_not_sysfs(root: str) -> Optional[str]:
     refused: it has ``bus/`` but its ``devices`` is a file.
     """
     def isdir(rel: str) -> bool:
-        return os.path.isdir(os.path.join(root, rel))
+        try:
+            return stat.S_ISDIR(os.stat(os.path.join(root, rel)).st_mode)
+        except PermissionError:
+            raise
+        except (OSError, ValueError):  # absent, not a directory, a NUL in the path
+            return False
 
-    if not isdir("devices"):
-        return "no devices/ directory"
-    if not (isdir("bus") or isdir("class")):
-        return "devices/ but neither bus/ nor class/"
-    if not any(isdir(m) for m in SYSFS_MARKERS):
-        return f"none of {', '.join(m + '/' for m in SYSFS_MARKERS)}"
+    def anydir(*rels: str) -> bool:
+        # A directory that may not be searched is "permission denied" only when none of
+        # the others is there: one unreadable marker does not refuse a tree.
+        denied: Optional[PermissionError] = None
+        for rel in rels:
+            try:
+                if isdir(rel):
+                    return True
+            except PermissionError as exc:
+                denied = denied or exc
+        if denied is not None:
+            raise denied
+        return False
+
+    try:
+        if not anydir("devices"):
+            return "no devices/ directory"
+        if not anydir("bus", "class"):
+            return "devices/ but neither bus/ nor class/"
+        if not anydir(*SYSFS_MARKERS):
+            return f"none of {', '.join(m + '/' for m in SYSFS_MARKERS)}"
+    except PermissionError as exc:
+        return PERMISSION_DENIED + _denied_where(root, exc)
     return None
+
+
+#: What :func:`why_not_sysfs` and :func:`check_root` say of a tree they may not look into:
+#: not "absent", not "no sysfs tree".
+PERMISSION_DENIED = "permission denied"
+
+
+def _denied_where(root: str, exc: OSError) -> str:
+    """`` on DIR/`` for the directory that may not be searched when ``stat(DIR/x)`` is denied,
+    or nothing when that directory is ``root`` itself."""
+    path = exc.filename if isinstance(exc.filename, str) else ""
+    parent = os.path.dirname(os.path.normpath(path)) if path else ""
+    if not parent or os.path.normpath(parent) == os.path.normpath(root):
+        return ""
+    rel = os.path.relpath(parent, root)
+    return f" on {_path_shown(rel if not rel.startswith('..') else parent)}/"
 
 
 def looks_like_sysfs(root: str) -> bool:
@@ -539,12 +577,21 @@ def _option_shown(root: str) -> str:
 def check_root(root: str) -> None:
     """Raise :class:`NvtopoError` when ``--sysfs-root`` is no sysfs tree (exit 2, one line)."""
     where = _option_shown(root)
-    if not root or not os.path.exists(root):
+    try:
+        st = os.stat(root) if root else None
+    except PermissionError:
+        raise NvtopoError(PERMISSION_DENIED, where=where) from None
+    except (OSError, ValueError):
+        st = None
+    if st is None:
         raise NvtopoError("no such directory", where=where)
-    if not os.path.isdir(root):
+    if not stat.S_ISDIR(st.st_mode):
         raise NvtopoError("is not a directory (a sysfs tree such as /sys is wanted)",
                           where=where)
     why = why_not_sysfs(root)
+    if why is not None and why.startswith(PERMISSION_DENIED):
+        raise NvtopoError(f"{why} (run as a user who may read the tree, or copy it)",
+                          where=where)
     if why is not None:
         raise NvtopoError(f"is not a sysfs tree ({why}); the directory must play the role "
                           "of /sys", where=where)
@@ -594,7 +641,8 @@ def capture(options: Optional[Any] = None, faults: Optional[Dict[str, str]] = No
     why = why_not_sysfs(root) if root and os.path.isdir(root) else "no such directory"
     if why is not None:
         evidence["status"] = "missing"
-        evidence["error"] = f"{_path_shown(root)} is not a sysfs tree ({why})"
+        evidence["error"] = (f"{_path_shown(root)}: {why}" if why.startswith(PERMISSION_DENIED)
+                             else f"{_path_shown(root)} is not a sysfs tree ({why})")
         return evidence
     budget = _budget(getattr(options, "timeout", None))
     evidence["timeout_s"] = budget if budget < threading.TIMEOUT_MAX else None  # JSON has no inf

@@ -408,7 +408,13 @@ class _LiveView:
         if text.endswith("\n"):
             text = text[:-1]
         self.files[real] = text
-        self._spend(1, _cost(real) + _cost(text))
+        room = self._room  # (inline _spend: this runs once per file)
+        room[0] -= 1
+        both = real + text
+        room[1] -= (len(both) if both.isascii() and both.isprintable() else 6 * len(both)) \
+            + _ENTRY_COST
+        if room[0] < 0 or room[1] < 0:
+            self.full = LIMIT
         return text, None
 
     def listdir(self, rel: str) -> Tuple[Optional[List[str]], Optional[str]]:

@@ -118,7 +118,8 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                     hint="clear the counters (perfquery -x -R) and watch them grow; symbol "
                          "errors and link_downed point at the cable/transceiver",
                     covers=[subj]))
-            if p.get("counters_unknown"):
+            if p.get("counters_unknown") or p.get("counters_status") in ("unreadable",
+                                                                         "not read"):
                 unknown.append(f"{subj} counters")
     if unknown:
         out.append(finding("info", "ib.not_checked", "node",

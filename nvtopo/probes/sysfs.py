@@ -37,18 +37,20 @@ import errno
 import os
 import re
 import shlex
+import stat
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from ..errors import NvtopoError
 from ..model import GPU, NIC, Matrix, Topology, path_rank, pci_bdf
+from ..safe import MAX_DIGITS, ascii_int, is_ascii_digits
 
 SOURCE = "sysfs"
 DEFAULT_ROOT = "/sys"
 
 HOST_BRIDGE_RE = re.compile(r"^pci([0-9a-f]{4,}):([0-9a-f]{2})$")
-NODE_RE = re.compile(r"^node(\d+)$")
+NODE_RE = re.compile(r"^node([0-9]{1,9})$")
 
 VENDOR_NVIDIA = 0x10DE
 VENDOR_MELLANOX = 0x15B3
@@ -92,42 +94,84 @@ PEER_MEM_FILES = ("kernel/mm/memory_peers/nv_mem/version",)
 # --- path resolution inside the root ---------------------------------------------
 
 
+#: Symlinks followed to resolve one path, at most (the kernel's limit, ``ELOOP`` past it).
+MAX_LINKS = 40
+
+
 def resolve_path(rel: str, readlink: Callable[[str], Optional[str]],
-                 cache: Dict[str, str], _depth: int = 0) -> str:
+                 cache: Dict[str, str], _depth: int = 0,
+                 on_loop: Optional[Callable[[str], Any]] = None) -> str:
     """Resolve every symlink in ``rel`` (relative to the root), staying inside the root.
 
     ``readlink(path)`` gives a link's target, or ``None`` when ``path`` is no
     link.  Relative targets resolve against the link's directory; absolute
     ones (``/sys/devices/...`` or ``/devices/...``) are re-rooted; ``..``
-    never climbs above the root.  Results are cached per path.
+    never climbs above the root.  Results are cached per path.  A link met
+    after :data:`MAX_LINKS` links (a loop, or a chain that long) is left
+    unresolved and handed to ``on_loop``: the live view reads nothing at or
+    under it (the OS would follow it, anywhere).  Iterative: a target with
+    thousands of components cannot exhaust the stack.
     """
     hit = cache.get(rel)
     if hit is not None:
         return hit
+    # The common case, first: the parent is resolved and the last component is no link.
     head, _, comp = rel.rpartition("/")
-    cur = resolve_path(head, readlink, cache, _depth) if head else ""
-    if not comp or comp == ".":
-        res = cur
-    elif comp == "..":
-        res = cur.rsplit("/", 1)[0] if "/" in cur else ""
-    else:
+    cur = cache.get(head) if head else None
+    if cur is not None and comp and comp != "." and comp != "..":
         key = f"{cur}/{comp}" if cur else comp
         res = cache.get(key)
-        if res is None:
-            target = readlink(key) if _depth < 40 else None
-            if target is None:
-                res = key
-            elif target.startswith("/"):
-                t = target.lstrip("/")
-                if t == "sys" or t.startswith("sys/"):
-                    t = t[3:].lstrip("/")
-                res = resolve_path(t, readlink, cache, _depth + 1)
-            else:
-                res = resolve_path(f"{cur}/{target}" if cur else target, readlink, cache,
-                                   _depth + 1)
-            cache[key] = res
-    cache[rel] = res
-    return res
+        if res is None and readlink(key) is None:
+            cache[key] = res = key
+        if res is not None:
+            cache[rel] = res
+            return res
+    # A stack of (component, links followed to reach it) and (None, key) markers: when a
+    # marker comes off, ``cur`` is the resolution of ``key`` (a prefix of ``rel`` or a link).
+    todo: List[Tuple[Optional[str], Any]] = []
+    # start from the longest resolved prefix (usually the parent directory)
+    head, cur = rel, ""
+    while True:
+        todo.append((None, head))
+        head, _, comp = head.rpartition("/")
+        todo.append((comp, _depth))
+        if not head:
+            break
+        hit = cache.get(head)
+        if hit is not None:
+            cur = hit
+            break
+    while todo:
+        comp, extra = todo.pop()
+        if comp is None:
+            cache[extra] = cur
+            continue
+        if not comp or comp == ".":
+            continue
+        if comp == "..":
+            cur = cur.rsplit("/", 1)[0] if "/" in cur else ""
+            continue
+        key = f"{cur}/{comp}" if cur else comp
+        res = cache.get(key)
+        if res is not None:
+            cur = res
+            continue
+        target = readlink(key)
+        if target is not None and extra >= MAX_LINKS:
+            target = None
+            if on_loop is not None:
+                on_loop(key)
+        if target is None:
+            cache[key] = cur = key
+            continue
+        todo.append((None, key))
+        if target.startswith("/"):
+            target = target.lstrip("/")
+            if target == "sys" or target.startswith("sys/"):
+                target = target[3:].lstrip("/")
+            cur = ""
+        todo.extend((c, extra + 1) for c in reversed(target.split("/")))
+    return cur
 
 
 def _errno_text(exc: OSError) -> str:
@@ -135,60 +179,198 @@ def _errno_text(exc: OSError) -> str:
     return f"{name}: {exc.strerror or os.strerror(exc.errno or errno.EIO)}"
 
 
-_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+#: Largest file read.  A sysfs attribute is at most one page (4096 bytes); anything bigger
+#: (a stray file in a copied tree, a sparse file) is no attribute: refused, never cut.
+MAX_ATTR_BYTES = 64 * 1024
+#: Most names read from one directory.  The largest directories of a real /sys
+#: (``bus/pci/devices``, ``hw_counters``) hold hundreds; the rest of a bigger one is not read.
+MAX_DIR_ENTRIES = 10_000
+#: Most entries (files, errors, links, listed names) and bytes the whole evidence holds:
+#: a DGX H100 tree is about 1,500 entries and 100 kB.  Past either, nothing more is read
+#: (status ``"limit"``), so a snapshot stays well below what ``--from`` accepts.
+MAX_EVIDENCE_ENTRIES = 200_000
+MAX_EVIDENCE_BYTES = 16 * 1024 * 1024
+#: Most devices of one kind (GPUs, NICs, NVMe drives, RDMA devices) read: the path matrix
+#: grows with the square of their number.  Real nodes have tens.
+MAX_DEVICES = 1024
+#: IB port numbers are 8 bits: a ``ports/`` entry named otherwise is no port.
+MAX_PORT = 255
+
+_OPEN_FLAGS = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+               | getattr(os, "O_CLOEXEC", 0))
+_DIR_FLAGS = _OPEN_FLAGS | getattr(os, "O_DIRECTORY", 0)
 _CHUNK = 1 << 16
+_S_IFMT, _S_IFREG = 0o170000, stat.S_IFREG
 
 
-def read_file(path: str) -> bytes:
-    """One sysfs file, to EOF, without following a final symlink (``ELOOP`` if it is one)."""
+class Refused(OSError):
+    """A file the probe does not read because no sysfs attribute looks like it."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _file_kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "directory"), (stat.S_ISCHR, "character device"),
+                       (stat.S_ISBLK, "block device"), (stat.S_ISFIFO, "FIFO"),
+                       (stat.S_ISSOCK, "socket"), (stat.S_ISLNK, "symbolic link")):
+        if test(mode):
+            return name
+    return f"file type 0o{stat.S_IFMT(mode):o}"
+
+
+def _too_big(limit: int) -> Refused:
+    return Refused(f"larger than {limit} bytes (a sysfs attribute is at most 4096); not read")
+
+
+def read_file(path: str, limit: Optional[int] = None) -> bytes:
+    """One sysfs file, at most ``limit`` (:data:`MAX_ATTR_BYTES`) bytes, without following a
+    final symlink.
+
+    Raises ``OSError`` (``ELOOP`` for a symlink) or :class:`Refused` for what is
+    no attribute: anything but a regular file (a device such as ``/dev/zero``,
+    a FIFO, a socket: never opened, so nothing blocks and no driver is woken)
+    and a file larger than ``limit``.  Opened with ``O_NONBLOCK|O_NOFOLLOW|
+    O_CLOEXEC`` and checked again after opening (a file swapped meanwhile is
+    refused).
+    """
+    if limit is None:
+        limit = MAX_ATTR_BYTES
+    st = os.lstat(path)
+    if st.st_mode & _S_IFMT != _S_IFREG:
+        if stat.S_ISLNK(st.st_mode):
+            raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), path)
+        raise Refused(f"not a regular file ({_file_kind(st.st_mode)}); not read")
+    if st.st_size > limit:  # sysfs says 4096 for every attribute; a sparse 1 GiB file says so
+        raise _too_big(limit)
     fd = os.open(path, _OPEN_FLAGS)
     try:
-        chunks = [os.read(fd, _CHUNK)]
-        while len(chunks[-1]) == _CHUNK:  # sysfs files can exceed a page: read to EOF
-            chunks.append(os.read(fd, _CHUNK))
+        fst = os.fstat(fd)
+        if fst.st_ino != st.st_ino or fst.st_dev != st.st_dev or fst.st_mode != st.st_mode:
+            raise Refused("changed while it was opened; not read")
+        want = limit + 1 if limit < _CHUNK else _CHUNK
+        data = os.read(fd, want)
+        if len(data) < want:  # the whole file in one read: every real attribute
+            return data
+        chunks = [data]  # sysfs binary attributes can exceed a page: read on, up to limit
+        total = len(data)
+        while total <= limit:
+            data = os.read(fd, min(_CHUNK, limit + 1 - total))
+            if not data:
+                break
+            chunks.append(data)
+            total += len(data)
+        if total > limit:  # st_size lied (procfs-like files say 0)
+            raise _too_big(limit)
+        return b"".join(chunks)
     finally:
         os.close(fd)
-    return b"".join(chunks)
+
+
+def list_dir(path: str, limit: Optional[int] = None) -> Tuple[List[str], bool]:
+    """At most ``limit`` (:data:`MAX_DIR_ENTRIES`) names of directory ``path`` (not
+    followed if it is a symlink: ``ELOOP``), in the order the directory gives them, and
+    whether more were left."""
+    if limit is None:
+        limit = MAX_DIR_ENTRIES
+    fd = os.open(path, _DIR_FLAGS)
+    try:
+        names: List[str] = []
+        with os.scandir(fd) as it:
+            for entry in it:
+                if len(names) >= limit:
+                    return names, True
+                names.append(entry.name)
+        return names, False
+    finally:
+        os.close(fd)
+
+
+def _cost(text: str) -> int:
+    """Bytes ``text`` takes in the snapshot's JSON, at most (``\\uXXXX`` for the rest)."""
+    return len(text) if text.isascii() and text.isprintable() else 6 * len(text)
+
+
+#: Bytes counted for each entry on top of its text (JSON quotes, indentation, key).
+_ENTRY_COST = 16
 
 
 class _LiveView:
     """Reads a sysfs tree through its root and records everything it reads."""
 
     def __init__(self, root: str, faults: Optional[Dict[str, str]] = None,
-                 reader: Optional[Callable[[str], bytes]] = None) -> None:
+                 reader: Optional[Callable[[str], bytes]] = None,
+                 max_entries: Optional[int] = None, max_bytes: Optional[int] = None) -> None:
         self.root = os.path.abspath(root)
         #: Reads one file (absolute path) to bytes; injectable (a slow reader, in tests).
         self._reader = reader or read_file
         #: Set when the time budget is spent: no file is read after that (directory
         #: listings and links are kernfs metadata and never wait on a device).
         self.stopped = False
-        #: The file being read now, and since when (what a hung read waits on).
+        #: Set (to :data:`LIMIT`) when the evidence holds :data:`MAX_EVIDENCE_ENTRIES`
+        #: entries or :data:`MAX_EVIDENCE_BYTES` bytes: nothing more is read or recorded.
+        self.full: Optional[str] = None
+        self._room = [MAX_EVIDENCE_ENTRIES if max_entries is None else max_entries,
+                      MAX_EVIDENCE_BYTES if max_bytes is None else max_bytes]
+        #: The file or directory being read now, and since when (what a hung read waits on).
         self.inflight: Optional[Tuple[str, float]] = None
         self.files: Dict[str, str] = {}
         self.links: Dict[str, str] = {}
         self.dirs: Dict[str, List[str]] = {}
         self.errors: Dict[str, str] = {}
+        #: Directories with more than :data:`MAX_DIR_ENTRIES` names (the rest not read).
+        self.cut: Dict[str, str] = {}
         self._cache: Dict[str, str] = {}
+        #: Paths whose symlinks did not resolve within 40 links (a loop, or a chain too
+        #: long): nothing at or under them is read (the OS would follow them anywhere).
+        self._loops: Set[str] = set()
         #: Injected read errors (resolved path -> "ERRNO: message"), for tests:
         #: file modes cannot simulate EACCES when tests run as root, and no
         #: plain file can simulate EINVAL.
         self.faults = dict(faults or {})
 
+    def _spend(self, entries: int, nbytes: int) -> None:
+        room = self._room
+        room[0] -= entries
+        room[1] -= nbytes + _ENTRY_COST * entries
+        if room[0] < 0 or room[1] < 0:
+            self.full = LIMIT
+
+    def _record_error(self, real: str, err: str) -> None:
+        self.errors[real] = err
+        self._spend(1, _cost(real) + len(err))
+
     def _readlink(self, key: str) -> Optional[str]:
+        if self.full:
+            return None
         try:
             target = os.readlink(os.path.join(self.root, key))
         except OSError:
             return None
         self.links[key] = target
+        self._spend(1, _cost(key) + _cost(target))
         return target
 
     def resolve(self, rel: str) -> str:
-        return resolve_path(rel, self._readlink, self._cache)
+        return resolve_path(rel, self._readlink, self._cache, on_loop=self._loops.add)
+
+    def _looped(self, real: str) -> bool:
+        if real in self._loops:
+            return True
+        i = real.find("/")
+        while i >= 0:
+            if real[:i] in self._loops:
+                return True
+            i = real.find("/", i + 1)
+        return False
 
     def read(self, rel: str) -> Tuple[Optional[str], Optional[str]]:
+        if self.full:
+            return None, self.full
         # Resolve the directory (cached); open the file itself without following
-        # a symlink, and resolve only when it is one (ELOOP): one syscall saved
-        # per file, and no link is ever followed outside the root.
+        # a symlink, and resolve only when it is one (ELOOP): no link is ever
+        # followed outside the root.
         head, _, name = rel.rpartition("/")
         real = f"{self.resolve(head)}/{name}" if head else name
         if real in self.files:
@@ -197,21 +379,28 @@ class _LiveView:
             return None, self.errors[real]
         fault = self.faults.get(real)
         if fault is not None:
-            self.errors[real] = fault
+            self._record_error(real, fault)
             return None, fault
+        if self._loops and self._looped(real):
+            self._record_error(real, ELOOP_TEXT)
+            return None, ELOOP_TEXT
         if self.stopped:
-            self.errors[real] = DEADLINE
+            self._record_error(real, DEADLINE)
             return None, DEADLINE
         self.inflight = (real, time.monotonic())
         try:
             data = self._reader(f"{self.root}/{real}")
+        except Refused as exc:
+            err = f"refused: {exc.reason}"
+            self._record_error(real, err)
+            return None, err
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 target = self.resolve(real)
                 if target != real:
                     return self.read(target)
             err = _errno_text(exc)
-            self.errors[real] = err
+            self._record_error(real, err)
             return None, err
         finally:
             self.inflight = None
@@ -219,9 +408,18 @@ class _LiveView:
         if text.endswith("\n"):
             text = text[:-1]
         self.files[real] = text
+        room = self._room  # (inline _spend: this runs once per file)
+        room[0] -= 1
+        both = real + text
+        room[1] -= (len(both) if both.isascii() and both.isprintable() else 6 * len(both)) \
+            + _ENTRY_COST
+        if room[0] < 0 or room[1] < 0:
+            self.full = LIMIT
         return text, None
 
     def listdir(self, rel: str) -> Tuple[Optional[List[str]], Optional[str]]:
+        if self.full:
+            return None, self.full
         real = self.resolve(rel)
         if real in self.dirs:
             return self.dirs[real], None
@@ -229,15 +427,25 @@ class _LiveView:
             return None, self.errors[real]
         fault = self.faults.get(real)
         if fault is not None:
-            self.errors[real] = fault
+            self._record_error(real, fault)
             return None, fault
+        if self._loops and self._looped(real):
+            self._record_error(real, ELOOP_TEXT)
+            return None, ELOOP_TEXT
+        self.inflight = (real, time.monotonic())
         try:
-            names = sorted(os.listdir(os.path.join(self.root, real)))
+            found, more = list_dir(os.path.join(self.root, real), MAX_DIR_ENTRIES)
         except OSError as exc:
             err = _errno_text(exc)
-            self.errors[real] = err
+            self._record_error(real, err)
             return None, err
+        finally:
+            self.inflight = None
+        names = sorted(found)
+        if more:
+            self.cut[real] = f"more than {MAX_DIR_ENTRIES} entries: only the first read"
         self.dirs[real] = names
+        self._spend(1 + len(names), _cost(real) + sum(_cost(n) + _ENTRY_COST for n in names))
         return names, None
 
 
@@ -245,6 +453,10 @@ class _LiveView:
 NOT_RECORDED = "ENOENT: not in the evidence"
 #: The reason of a file not read because the probe's time budget was spent.
 DEADLINE = "deadline: not read, the probe's time budget was spent"
+#: The reason of a file or directory not read because the evidence was full.
+LIMIT = "limit: not read, the evidence reached its size limit"
+#: A path under a symlink that did not resolve within 40 links.
+ELOOP_TEXT = "ELOOP: Too many levels of symbolic links"
 #: The time budget when no options give one (``ProbeOptions.timeout``).
 DEFAULT_TIMEOUT = 30.0
 
@@ -260,9 +472,10 @@ class _EvidenceView:
         self.links: Dict[str, str] = _str_map(evidence.get("links"))
         self.errors: Dict[str, str] = _str_map(evidence.get("errors"))
         dirs = evidence.get("dirs")
+        # (a capture never lists more than MAX_DIR_ENTRIES names; an edited file may)
         self.dirs: Dict[str, List[str]] = {
-            k: [str(x) for x in v] for k, v in (dirs.items() if isinstance(dirs, dict) else [])
-            if isinstance(v, list)}
+            k: [str(x) for x in v[:MAX_DIR_ENTRIES]]
+            for k, v in (dirs.items() if isinstance(dirs, dict) else []) if isinstance(v, list)}
         self._cache: Dict[str, str] = {}
 
     def resolve(self, rel: str) -> str:
@@ -304,15 +517,53 @@ def why_not_sysfs(root: str) -> Optional[str]:
     refused: it has ``bus/`` but its ``devices`` is a file.
     """
     def isdir(rel: str) -> bool:
-        return os.path.isdir(os.path.join(root, rel))
+        try:
+            return stat.S_ISDIR(os.stat(os.path.join(root, rel)).st_mode)
+        except PermissionError:
+            raise
+        except (OSError, ValueError):  # absent, not a directory, a NUL in the path
+            return False
 
-    if not isdir("devices"):
-        return "no devices/ directory"
-    if not (isdir("bus") or isdir("class")):
-        return "devices/ but neither bus/ nor class/"
-    if not any(isdir(m) for m in SYSFS_MARKERS):
-        return f"none of {', '.join(m + '/' for m in SYSFS_MARKERS)}"
+    def anydir(*rels: str) -> bool:
+        # A directory that may not be searched is "permission denied" only when none of
+        # the others is there: one unreadable marker does not refuse a tree.
+        denied: Optional[PermissionError] = None
+        for rel in rels:
+            try:
+                if isdir(rel):
+                    return True
+            except PermissionError as exc:
+                denied = denied or exc
+        if denied is not None:
+            raise denied
+        return False
+
+    try:
+        if not anydir("devices"):
+            return "no devices/ directory"
+        if not anydir("bus", "class"):
+            return "devices/ but neither bus/ nor class/"
+        if not anydir(*SYSFS_MARKERS):
+            return f"none of {', '.join(m + '/' for m in SYSFS_MARKERS)}"
+    except PermissionError as exc:
+        return PERMISSION_DENIED + _denied_where(root, exc)
     return None
+
+
+#: What :func:`why_not_sysfs` and :func:`check_root` say of a tree they may not look into:
+#: not "absent", not "no sysfs tree".
+PERMISSION_DENIED = "permission denied"
+
+
+def _denied_where(root: str, exc: OSError) -> str:
+    """`` on DIR/`` for the directory that may not be searched when ``stat(DIR/x)`` is denied,
+    or nothing when that directory is ``root`` itself."""
+    path = exc.filename if isinstance(exc.filename, str) else ""
+    parent = os.path.dirname(os.path.normpath(path)) if path else ""
+    if not parent or os.path.normpath(parent) == os.path.normpath(root):
+        return ""
+    rel = os.path.relpath(parent, root)
+    return f" on {_path_shown(rel if not rel.startswith('..') else parent)}/"
 
 
 def looks_like_sysfs(root: str) -> bool:
@@ -332,12 +583,21 @@ def _option_shown(root: str) -> str:
 def check_root(root: str) -> None:
     """Raise :class:`NvtopoError` when ``--sysfs-root`` is no sysfs tree (exit 2, one line)."""
     where = _option_shown(root)
-    if not root or not os.path.exists(root):
+    try:
+        st = os.stat(root) if root else None
+    except PermissionError:
+        raise NvtopoError(PERMISSION_DENIED, where=where) from None
+    except (OSError, ValueError):
+        st = None
+    if st is None:
         raise NvtopoError("no such directory", where=where)
-    if not os.path.isdir(root):
+    if not stat.S_ISDIR(st.st_mode):
         raise NvtopoError("is not a directory (a sysfs tree such as /sys is wanted)",
                           where=where)
     why = why_not_sysfs(root)
+    if why is not None and why.startswith(PERMISSION_DENIED):
+        raise NvtopoError(f"{why} (run as a user who may read the tree, or copy it)",
+                          where=where)
     if why is not None:
         raise NvtopoError(f"is not a sysfs tree ({why}); the directory must play the role "
                           "of /sys", where=where)
@@ -387,7 +647,8 @@ def capture(options: Optional[Any] = None, faults: Optional[Dict[str, str]] = No
     why = why_not_sysfs(root) if root and os.path.isdir(root) else "no such directory"
     if why is not None:
         evidence["status"] = "missing"
-        evidence["error"] = f"{_path_shown(root)} is not a sysfs tree ({why})"
+        evidence["error"] = (f"{_path_shown(root)}: {why}" if why.startswith(PERMISSION_DENIED)
+                             else f"{_path_shown(root)} is not a sysfs tree ({why})")
         return evidence
     budget = _budget(getattr(options, "timeout", None))
     evidence["timeout_s"] = budget if budget < threading.TIMEOUT_MAX else None  # JSON has no inf
@@ -420,16 +681,26 @@ def capture(options: Optional[Any] = None, faults: Optional[Dict[str, str]] = No
         raise failed[0]
     # dict() copies are atomic under the GIL: a hung worker that wakes up later cannot
     # change what is returned
-    files, links, dirs, errors = (dict(view.files), dict(view.links), dict(view.dirs),
-                                  dict(view.errors))
+    files, links, dirs, errors, cut = (dict(view.files), dict(view.links), dict(view.dirs),
+                                       dict(view.errors), dict(view.cut))
     pending_path = (evidence.get("pending") or {}).get("path")
-    if pending_path is not None and pending_path not in files:
+    if pending_path is not None and pending_path not in files and pending_path not in dirs:
         errors[pending_path] = DEADLINE
+    if view.full:
+        # Nothing was read or recorded past the limit: what the evidence lacks is unknown
+        # for that reason (derive answers LIMIT for it), never absent.
+        evidence["status"] = "limit"
+        evidence["error"] = (f"sysfs probe stopped at its evidence limit ({MAX_EVIDENCE_ENTRIES} "
+                             f"entries or {MAX_EVIDENCE_BYTES // (1024 * 1024)} MiB); files "
+                             "not read by then are unknown" + (
+                                 f" ({evidence['error']})" if evidence["error"] else ""))
     evidence["duration_s"] = round(time.monotonic() - start, 4)
     evidence["files"] = files
     evidence["links"] = links
     evidence["dirs"] = dirs
     evidence["errors"] = errors
+    if cut:
+        evidence["cut"] = cut
     return evidence
 
 
@@ -441,15 +712,19 @@ def parse_enum(raw: Optional[str]) -> Tuple[Optional[int], Optional[str]]:
     if raw is None:
         return None, None
     s = raw.strip()
-    m = re.match(r"^(\d+)\s*:\s*(.*)$", s)
+    m = _ENUM_RE.match(s)
     if m:
         return int(m.group(1)), (m.group(2).strip() or None)
     return None, (s or None)
 
 
+# ASCII digits only, and few of them: Python's \d and int() take any Unicode digit ("٤").
+_ENUM_RE = re.compile(r"^([0-9]{1,9})\s*:\s*(.*)$", re.S)
+
+
 _RATE_RE = re.compile(
-    r"^\s*(?P<num>\d+(?:\.\d+)?)\s*(?P<unit>[GM])[bB]/sec"
-    r"(?:\s*\(\s*(?P<lanes>\d+)X\s*(?P<speed>[A-Za-z0-9]+)?\s*\))?\s*$")
+    r"^\s*(?P<num>[0-9]{1,9}(?:\.[0-9]{1,9})?)\s*(?P<unit>[GM])[bB]/sec"
+    r"(?:\s*\(\s*(?P<lanes>[0-9]{1,3})X\s*(?P<speed>[A-Za-z0-9]{1,16})?\s*\))?\s*$")
 
 
 def parse_rate(raw: Optional[str]) -> Dict[str, Any]:
@@ -483,21 +758,28 @@ def parse_pcie_speed(raw: Optional[str]) -> Optional[float]:
     """``"32.0 GT/s PCIe"`` (kernel >= 5.7) or ``"8 GT/s"`` (<= 5.6) -> GT/s; ``Unknown`` -> None."""
     if raw is None:
         return None
-    m = re.match(r"^\s*(\d+(?:\.\d+)?)\s*GT/s", raw)
+    m = _GTS_RE.match(raw)
     return float(m.group(1)) if m else None
+
+
+_GTS_RE = re.compile(r"^\s*([0-9]{1,6}(?:\.[0-9]{1,6})?)\s*GT/s")
 
 
 def pcie_gen(gts: Optional[float]) -> Optional[int]:
     return PCIE_GEN.get(gts) if gts is not None else None
 
 
-def _int(raw: Optional[str], base: int = 10) -> Optional[int]:
+def _int(raw: Optional[str], base: int = 10, signed: bool = False) -> Optional[int]:
+    """An integer in ASCII (:func:`nvtopo.safe.ascii_int`), or ``None``; base 0: hexadecimal
+    with ``0x``, else decimal (``lid``: ``0x1a``)."""
     if raw is None:
         return None
-    try:
-        return int(raw.strip(), base)
-    except ValueError:
-        return None
+    s = raw.strip(" \t\r\n")
+    if base == 10 and s.isdigit() and s.isascii() and len(s) <= MAX_DIGITS:  # the usual
+        return int(s)
+    if base == 0:
+        base = 16 if s[:2] in ("0x", "0X") else 10
+    return ascii_int(s, base, signed=signed)
 
 
 def sysfs_bdf(name: str) -> Optional[Tuple[int, int, int, int]]:
@@ -527,10 +809,12 @@ def cpulist_count(cpulist: Optional[str]) -> Optional[int]:
             continue
         if "-" in part:
             a, _, b = part.partition("-")
-            if not (a.isdigit() and b.isdigit()):
+            lo, hi = ascii_int(a), ascii_int(b)
+            if lo is None or hi is None or hi < lo or not (is_ascii_digits(a)
+                                                           and is_ascii_digits(b)):
                 return None
-            n += int(b) - int(a) + 1
-        elif part.isdigit():
+            n += hi - lo + 1
+        elif is_ascii_digits(part) and ascii_int(part) is not None:
             n += 1
         else:
             return None
@@ -538,8 +822,13 @@ def cpulist_count(cpulist: Optional[str]) -> Optional[int]:
 
 
 def natural_key(name: str) -> List[Any]:
-    """``mlx5_2`` before ``mlx5_10``."""
-    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name)]
+    """``mlx5_2`` before ``mlx5_10``.  Runs of ASCII digits compare as numbers (by length,
+    then digits: no int() of a name, however long); every other character as text."""
+    parts: List[Any] = re.split(r"([0-9]+)", name)
+    for i in range(1, len(parts), 2):  # odd places: the digit runs
+        d = parts[i].lstrip("0")
+        parts[i] = (len(d), d, parts[i])
+    return parts
 
 
 def _reason(err: Optional[str]) -> str:
@@ -611,9 +900,22 @@ def _read_pci(v: Any, base: str, bdf: str, kind: str, vendor: Optional[int],
     return dev
 
 
+def _port_number(name: str) -> Optional[int]:
+    """The number of a ``ports/`` entry as the kernel names it (``1``, not ``01`` or ``²``)."""
+    n = ascii_int(name, lo=0, hi=MAX_PORT) if is_ascii_digits(name) else None
+    return n if n is not None and name == str(n) else None
+
+
 def _collect(v: Any) -> Dict[str, Any]:
-    """Walk the tree through view ``v`` and return what was found, values still raw."""
-    out: Dict[str, Any] = {"pci": {}, "hcas": [], "numa": None, "modules": {}}
+    """Walk the tree through view ``v`` and return what was found, values still raw.
+
+    Bounded whatever the tree holds: at most :data:`MAX_DEVICES` devices of each
+    kind (the rest counted in ``skipped``), ports named 0-255 only.
+    """
+    out: Dict[str, Any] = {"pci": {}, "hcas": [], "numa": None, "modules": {},
+                           "skipped": {}}
+    skipped: Dict[str, int] = out["skipped"]
+    per_kind: Dict[str, int] = {}
 
     # -- PCI devices
     names, err = v.listdir("bus/pci/devices")
@@ -629,12 +931,20 @@ def _collect(v: Any) -> Dict[str, Any]:
         kind = _pci_kind(vendor, cls)
         if kind is None:
             continue
+        if kind != "bridge":  # bridges are looked up, never paired: no square to bound
+            if per_kind.get(kind, 0) >= MAX_DEVICES:
+                skipped[kind] = skipped.get(kind, 0) + 1
+                continue
+            per_kind[kind] = per_kind.get(kind, 0) + 1
         out["pci"][bdf] = _read_pci(v, base, bdf, kind, vendor, cls)
 
     # -- RDMA devices
     devs, err = v.listdir("class/infiniband")
     out["ib_error"] = err if devs is None else None
     out["ib_absent"] = {}
+    if devs is not None and len(devs) > MAX_DEVICES:
+        skipped["rdma"] = len(devs) - MAX_DEVICES
+        devs = devs[:MAX_DEVICES]
     for name in devs or []:
         base = f"class/infiniband/{name}"
         # A name whose entry is no directory (a dangling link: the device vanished; a
@@ -645,7 +955,8 @@ def _collect(v: Any) -> Dict[str, Any]:
             out["ib_absent"][name] = lerr
             continue
         hca: Dict[str, Any] = {"name": name, "path": v.resolve(base), "attrs": {}, "errors": {},
-                               "ports": [], "netdevs": [], "hw_counters": None}
+                               "ports": [], "netdevs": [], "hw_counters": None,
+                               "skipped_ports": []}
         for attr in HCA_ATTRS:
             val, aerr = v.read(f"{base}/{attr}")
             if val is None:
@@ -660,15 +971,20 @@ def _collect(v: Any) -> Dict[str, Any]:
                 val, _ = v.read(f"{base}/device/net/{nd}/{attr}")
                 entry[attr] = val
             hca["netdevs"].append(entry)
-        hca["hw_counters"] = _read_counter_dir(v, base + "/hw_counters")
+        hca["hw_counters"], hca["hw_counters_error"] = _read_counter_dir(v, base + "/hw_counters")
         ports, perr = v.listdir(base + "/ports")
         if ports is None:
             hca["errors"]["ports"] = perr
-        for p in sorted(ports or [], key=lambda s: (not s.isdigit(), int(s) if s.isdigit() else 0, s)):
-            if not p.isdigit():
-                continue
+        numbered = []
+        for p in ports or []:
+            num = _port_number(p)
+            if num is None:
+                hca["skipped_ports"].append(p)
+            else:
+                numbered.append((num, p))
+        for num, p in sorted(numbered):
             pbase = f"{base}/ports/{p}"
-            port: Dict[str, Any] = {"port": int(p), "attrs": {}, "errors": {}}
+            port: Dict[str, Any] = {"port": num, "attrs": {}, "errors": {}}
             for attr in PORT_ATTRS:
                 val, aerr = v.read(f"{pbase}/{attr}")
                 if val is None:
@@ -682,8 +998,9 @@ def _collect(v: Any) -> Dict[str, Any]:
                         port["errors"][attr] = aerr
                     else:
                         port["attrs"][attr] = val
-            port["counters"] = _read_counter_dir(v, pbase + "/counters")
-            port["hw_counters"] = _read_counter_dir(v, pbase + "/hw_counters")
+            port["counters"], port["counters_error"] = _read_counter_dir(v, pbase + "/counters")
+            port["hw_counters"], port["hw_counters_error"] = _read_counter_dir(
+                v, pbase + "/hw_counters")
             hca["ports"].append(port)
         out["hcas"].append(hca)
         # The PCI function of an RDMA device is read whatever its class and vendor (an
@@ -699,13 +1016,16 @@ def _collect(v: Any) -> Dict[str, Any]:
     nodes, err = v.listdir("devices/system/node")
     if nodes is not None:
         numa: Dict[str, Any] = {"nodes": [], "online": v.read("devices/system/node/online")[0]}
-        for n in sorted((x for x in nodes if NODE_RE.match(x)), key=lambda s: int(s[4:])):
+        found = sorted((int(m.group(1)), x) for x in nodes for m in (NODE_RE.match(x),) if m)
+        for num, n in found[:MAX_DEVICES]:
             cpulist, cerr = v.read(f"devices/system/node/{n}/cpulist")
             dist, derr = v.read(f"devices/system/node/{n}/distance")
-            numa["nodes"].append({"node": int(n[4:]), "cpulist": cpulist, "distance": dist,
+            numa["nodes"].append({"node": num, "name": n, "cpulist": cpulist, "distance": dist,
                                   "errors": {k: e for k, e in (("cpulist", cerr),
                                                                ("distance", derr))
                                              if e is not None and k}})
+        if len(found) > MAX_DEVICES:
+            skipped["numa"] = len(found) - MAX_DEVICES
         out["numa"] = numa
     else:
         out["numa_error"] = err
@@ -720,16 +1040,19 @@ def _collect(v: Any) -> Dict[str, Any]:
     return out
 
 
-def _read_counter_dir(v: Any, path: str) -> Optional[Dict[str, Tuple[Optional[str], Optional[str]]]]:
-    names, _ = v.listdir(path)
+def _read_counter_dir(v: Any, path: str) -> Tuple[Optional[Dict[str, Tuple[Optional[str],
+                                                                            Optional[str]]]],
+                                                  Optional[str]]:
+    """The counters of directory ``path`` (name -> (value, error)), or ``None`` and why not."""
+    names, err = v.listdir(path)
     if names is None:
-        return None
+        return None, err
     out = {}
     for n in names:
         if n == "lifespan":  # a writable cache setting, not a counter
             continue
         out[n] = v.read(f"{path}/{n}")
-    return out
+    return out, None
 
 
 # --- derive (pure) ------------------------------------------------------------------------------
@@ -739,18 +1062,29 @@ def derive(evidence: Dict[str, Any]) -> Topology:
     """Model facts from recorded sysfs evidence.  Pure: no I/O."""
     topo = Topology(sources=[SOURCE])
     status = evidence.get("status") or "ok"
-    if status not in ("ok", "timeout"):
+    if status not in ("ok", "timeout", "limit"):
         topo.note("sysfs.unavailable", f"no sysfs facts: {evidence.get('error') or status}",
                   source=SOURCE, level="warning")
         return topo
     timed_out = status == "timeout"
-    raw = _collect(_EvidenceView(evidence, unread=DEADLINE if timed_out else NOT_RECORDED))
+    unread = LIMIT if status == "limit" else DEADLINE if timed_out else NOT_RECORDED
+    raw = _collect(_EvidenceView(evidence, unread=unread))
     if timed_out:
         errors = evidence.get("errors")
-        unread = sum(1 for e in (errors.values() if isinstance(errors, dict) else ())
-                     if e == DEADLINE)
+        n = sum(1 for e in (errors.values() if isinstance(errors, dict) else ())
+                if e == DEADLINE)
         topo.note("sysfs.timeout", f"{evidence.get('error') or 'sysfs probe timed out'} "
-                  f"({unread} files)", source=SOURCE, level="warning")
+                  f"({n} files)", source=SOURCE, level="warning")
+    elif status == "limit":
+        topo.note("sysfs.limit", str(evidence.get("error") or LIMIT), source=SOURCE,
+                  level="warning")
+    cut = evidence.get("cut")
+    if isinstance(cut, dict) and cut:
+        paths = sorted(str(k) for k in cut)
+        topo.note("sysfs.listing_cut", f"{len(paths)} director{'ies' if len(paths) > 1 else 'y'}"
+                  f" with more than {MAX_DIR_ENTRIES} entries, the rest not read: "
+                  + ", ".join(paths[:4]) + (f" and {len(paths) - 4} more" if len(paths) > 4
+                                            else ""), source=SOURCE, level="warning")
     return build(raw, root=evidence.get("root"), topo=topo)
 
 
@@ -834,7 +1168,7 @@ def _switches(dev: Dict[str, Any]) -> Optional[List[str]]:
 
 
 def _numa(dev: Dict[str, Any]) -> Optional[int]:
-    n = _int(dev["attrs"].get("numa_node"))
+    n = _int(dev["attrs"].get("numa_node"), signed=True)
     return n if n is not None and n >= 0 else None
 
 
@@ -900,6 +1234,11 @@ def _port(p: Dict[str, Any], node_type: Optional[str]) -> Dict[str, Any]:
             unknown[k] = _reason(e[k])
     if a.get("rate") is not None and rate["gbps"] is None:
         unknown["rate"] = f"not a rate: {a['rate']!r}"
+    # the kernel writes "4: ACTIVE" and nothing else: other text is no state (unknown, not DOWN)
+    if a.get("state") is not None and state_code is None:
+        unknown["state"], state = f"not a value: {a['state']!r}", None
+    if a.get("phys_state") is not None and phys_code is None:
+        unknown["phys_state"], phys = f"not a value: {a['phys_state']!r}", None
     if layer == "InfiniBand":
         transport = "IB"
     elif layer == "Ethernet":
@@ -944,9 +1283,39 @@ def _port(p: Dict[str, Any], node_type: Optional[str]) -> Dict[str, Any]:
     }
     if not active and rate["gbps"] is not None:
         port["rate_note"] = "port not ACTIVE: the rate it shows is meaningless"
-    if p.get("counters") is None:
+    # absent (no PMA), unreadable (EACCES...) and not read (deadline) are three answers
+    port["counters_status"] = _dir_status(p.get("counters"), p.get("counters_error"))
+    port["hw_counters_status"] = _dir_status(p.get("hw_counters"), p.get("hw_counters_error"))
+    if port["counters_status"] == "absent":
         port["counters_note"] = "no counters/ directory (driver without PMA)"
+    elif port["counters_status"] != "read":
+        port["counters_note"] = f"counters/ {_dir_reason(p.get('counters_error'))}"
     return port
+
+
+def _dir_status(listing: Any, err: Optional[str]) -> str:
+    """``read``, ``absent`` (ENOENT), ``not read`` (deadline, limit) or ``unreadable``."""
+    if listing is not None:
+        return "read"
+    if err is None or err.startswith("ENOENT"):
+        return "absent"
+    if err in (DEADLINE, LIMIT):
+        return "not read"
+    return "unreadable"
+
+
+def _dir_reason(err: Optional[str]) -> str:
+    """Why a directory that is there was not read: ``unreadable: permission denied (EACCES)``."""
+    if err is None or err.startswith("ENOENT"):
+        return "absent"
+    if err == DEADLINE:
+        return "not read (the probe's time budget was spent)"
+    if err == LIMIT:
+        return "not read (the evidence reached its size limit)"
+    name, _, msg = err.partition(": ")
+    if name in ("EACCES", "EPERM"):
+        return f"unreadable: permission denied ({name})"
+    return f"unreadable: {msg.lower() if msg else err} ({name})" if msg else f"unreadable: {err}"
 
 
 def build(raw: Dict[str, Any], root: Optional[str] = None,
@@ -980,9 +1349,24 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
         raw_numa = dev["attrs"].get("numa_node")
         if raw_numa is None:
             facts["numa_unknown"] = _reason(dev["errors"].get("numa_node"))
+        elif _int(raw_numa, signed=True) is None:
+            facts["numa_unknown"] = f"not a value: {raw_numa!r}"
         elif _numa(dev) is None:
             facts["numa_unknown"] = f"numa_node is {raw_numa.strip()} (no NUMA information)"
         return facts
+
+    for bdf in sorted(pci, key=lambda b: sysfs_bdf(b) or (0, 0, 0, 0)):
+        a = pci[bdf]["attrs"]
+        for k in ("numa_node", "current_link_speed", "current_link_width", "max_link_speed",
+                  "max_link_width"):
+            val = a.get(k)
+            if val is None or val.strip() == "" or val.startswith("Unknown"):  # "Unknown speed"
+                continue
+            ok = (parse_pcie_speed(val) is not None if "speed" in k
+                  else _int(val, signed=k == "numa_node") is not None)
+            if not ok:
+                topo.note("sysfs.bad_value", f"bus/pci/devices/{bdf}/{k}: not a value: "
+                          f"{val!r}: unknown", source=SOURCE, level="warning", subject=bdf)
 
     gpus = sorted((d for d in pci.values() if d["kind"] == "gpu"),
                   key=lambda d: sysfs_bdf(d["bdf"]) or (0, 0, 0, 0))
@@ -1058,11 +1442,23 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
                                    "type": _int(nd.get("type"))})
         hw = _counters(h["hw_counters"]) if h["hw_counters"] is not None else None
         hca["hw_counters"] = hw["values"] if hw else None
+        hca["hw_counters_status"] = _dir_status(h["hw_counters"], h.get("hw_counters_error"))
         ports = [_port(p, node_type) for p in h["ports"]]
         for port in ports:
             port["netdev"] = _port_netdev(port, hca["netdevs"])
+            for k, why in sorted(port["unknown"].items()):
+                if why.startswith(("not a value: ", "not a rate: ")):
+                    topo.note("sysfs.bad_value", f"class/infiniband/{h['name']}/ports/"
+                              f"{port['port']}/{k}: {why}: unknown", source=SOURCE,
+                              level="warning", subject=h["name"])
+            if port["counters_status"] == "unreadable":
+                topo.note("sysfs.counters_unreadable",
+                          f"{h['name']} port {port['port']}: {port['counters_note']}: its error "
+                          "counters are unknown (not absent)", source=SOURCE, level="warning",
+                          subject=h["name"])
             # counters left unread at the deadline: sysfs.timeout says so, once
-            failing = {k: r for k, r in port["counters_unknown"].items() if r != DEADLINE}
+            failing = {k: r for k, r in port["counters_unknown"].items()
+                       if r not in (DEADLINE, LIMIT)}
             reasons = sorted(set(failing.values()))
             if reasons:
                 topo.note("sysfs.counters_unknown",
@@ -1075,7 +1471,17 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
                           f"(true value is at least that): {', '.join(port['counters_saturated'])}",
                           source=SOURCE, level="warning", subject=h["name"])
         if "ports" in e:
-            topo.note("sysfs.no_ports", f"{h['name']}: ports/ unreadable ({_reason(e['ports'])})",
+            topo.note("sysfs.no_ports", f"{h['name']}: ports/ {_dir_reason(e['ports'])}"
+                      if e["ports"] in (DEADLINE, LIMIT) else
+                      f"{h['name']}: ports/ unreadable ({_reason(e['ports'])})",
+                      source=SOURCE, level="warning", subject=h["name"])
+        bad = sorted(h.get("skipped_ports") or [])
+        hca["skipped_ports"] = bad
+        if bad:
+            topo.note("sysfs.bad_port", f"class/infiniband/{h['name']}/ports: {len(bad)} "
+                      f"entr{'ies' if len(bad) > 1 else 'y'} not named as a port (0-{MAX_PORT}), "
+                      "not read: " + ", ".join(repr(x) for x in bad[:4])
+                      + (f" and {len(bad) - 4} more" if len(bad) > 4 else ""),
                       source=SOURCE, level="warning", subject=h["name"])
         hca["ports"] = ports
         hcas.append(hca)
@@ -1139,10 +1545,28 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
               sorted((raw.get("ib_absent") or {}).items(), key=lambda x: natural_key(x[0]))}
     info["absent_devices"] = absent
     for name, why in absent.items():
+        if why == LIMIT:
+            continue  # said once below
         topo.note("sysfs.device_absent", f"class/infiniband/{name}: not read before the "
                   "deadline, so not counted as an RDMA device" if why == DEADLINE else
                   f"class/infiniband/{name} is absent or unreadable ({why}): not counted as "
                   "an RDMA device", source=SOURCE, level="warning", subject=name)
+    past = [name for name, why in absent.items() if why == LIMIT]
+    if past:
+        topo.note("sysfs.device_absent", f"{len(past)} RDMA devices not read once the evidence "
+                  f"reached its limit, so not counted: {', '.join(past[:4])}"
+                  + (f" and {len(past) - 4} more" if len(past) > 4 else ""), source=SOURCE,
+                  level="warning")
+    skipped = raw.get("skipped") or {}
+    for kind, what, where in (("rdma", "RDMA devices", "class/infiniband"),
+                              ("gpu", "GPUs", "bus/pci/devices"),
+                              ("nic", "NICs", "bus/pci/devices"),
+                              ("nvme", "NVMe drives", "bus/pci/devices"),
+                              ("numa", "NUMA nodes", "devices/system/node")):
+        if skipped.get(kind):
+            topo.note("sysfs.too_many", f"{where}: {skipped[kind]} {what} beyond the first "
+                      f"{MAX_DEVICES} not read (no real node has that many)", source=SOURCE,
+                      level="warning")
     if raw.get("ib_error") is not None:
         info["rdma"] = f"class/infiniband absent or unreadable: {_reason(raw['ib_error'])}"
     elif not hcas:
@@ -1174,15 +1598,24 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
         for nd in numa["nodes"]:
             cpul = nd["cpulist"].strip() if nd["cpulist"] is not None else None
             dist = None
+            unknown = {k: _reason(v) for k, v in nd["errors"].items()}
             if nd["distance"] is not None:
-                parts = nd["distance"].split()
-                dist = [int(x) for x in parts] if all(x.isdigit() for x in parts) else None
-            entry = {"node": nd["node"], "cpulist": cpul, "cpus": cpulist_count(cpul),
-                     "distances": dist}
+                parts = [_int(x) for x in nd["distance"].split()]
+                dist = parts if None not in parts else None
+                if dist is None:
+                    unknown["distance"] = f"not a value: {nd['distance']!r}"
+            cpus = cpulist_count(cpul)
+            if cpul is not None and cpus is None:
+                unknown["cpulist"] = f"not a value: {nd['cpulist']!r}"
+            entry = {"node": nd["node"], "cpulist": cpul, "cpus": cpus, "distances": dist}
             if cpul == "":
                 entry["memory_only"] = True
-            if nd["errors"]:
-                entry["unknown"] = {k: _reason(v) for k, v in nd["errors"].items()}
+            if unknown:
+                entry["unknown"] = unknown
+            for k in ("cpulist", "distance"):
+                if k in unknown and k not in nd["errors"]:
+                    topo.note("sysfs.bad_value", f"devices/system/node/{nd.get('name') or nd['node']}"
+                              f"/{k}: {unknown[k]}: unknown", source=SOURCE, level="warning")
             nodes.append(entry)
         info["numa"] = {"online": (numa["online"] or "").strip() or None, "nodes": nodes}
     else:

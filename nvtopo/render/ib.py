@@ -142,7 +142,9 @@ def _errors_cell(p: Dict[str, Any]) -> Text:
     unknown = p.get("counters_unknown") or {}
     if unknown:
         items.append(Text(f"{len(unknown)} unreadable", style="magenta"))
-    if p.get("counters") is None:
+    if p.get("counters_status") in ("unreadable", "not read"):  # not absent: unknown
+        items.append(Text(f"counters {p['counters_status']}", style="magenta"))
+    elif p.get("counters") is None:
         items.append(_dim("no counters"))
     for i, it in enumerate(items):
         if i:

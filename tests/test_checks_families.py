@@ -406,12 +406,12 @@ def test_sysfs_only_snapshot_says_what_was_not_checked(tmp_path, monkeypatch):
     _sys.path.insert(0, str(_Path(__file__).resolve().parent))
     import sysfs_trees
     import nvtopo.probes.topo_text as tt
-    from typer.testing import CliRunner
+    from cli_runner import make_runner
 
     from nvtopo.cli import app
 
     monkeypatch.setattr(tt.shutil, "which", lambda name: None)
-    runner = CliRunner()
+    runner = make_runner()
     snap = tmp_path / "sy.json"
     r = runner.invoke(app, ["snapshot", "--sysfs-root", sysfs_trees.tree("roce-bond")[0],
                             "-o", str(snap)])

@@ -233,12 +233,12 @@ def test_dgx1_p100_mesh_is_two_quads_plus_cross_links():
 def test_every_bundled_layouts_healthy_simulation_passes_check_with_layout_auto(name, tmp_path):
     """`nvtopo simulate NAME` then `nvtopo check --layout auto`: exit 0 for every layout (a
     cloud layout auto cannot pick falls to a sibling, whose facts must not contradict it)."""
-    from typer.testing import CliRunner
+    from cli_runner import make_runner
 
     from nvtopo.cli import app
 
     out = tmp_path / f"{name}.json"
-    runner = CliRunner()
+    runner = make_runner()
     r = runner.invoke(app, ["simulate", name, "-o", str(out)])
     assert r.exit_code == 0, r.output
     r = runner.invoke(app, ["check", "--from", str(out), "--layout", "auto", "--format",

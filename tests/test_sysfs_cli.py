@@ -5,14 +5,13 @@ import os
 
 import pytest
 from cli_runner import make_runner
-from typer.testing import CliRunner
 
 from nvtopo import fakesys
 from nvtopo.cli import app
 
 import sysfs_trees
 
-runner = CliRunner()
+runner = make_runner()
 
 
 @pytest.fixture(autouse=True)
@@ -205,9 +204,9 @@ def test_ib_from_input_without_sysfs_evidence(tmp_path):
     f = tmp_path / "topo.txt"
     f.write_text(examples.read("dgx-h100"))
     r = run("ib", "--from", str(f))
-    assert r.exit_code == 2 and "holds no sysfs evidence" in r.output
+    assert r.exit_code == 2 and "holds no sysfs evidence" in r.stderr
     r = run("ib", "--from", str(f), "--sysfs-root", str(tmp_path))
-    assert r.exit_code == 2 and "either --from or --sysfs-root" in r.output
+    assert r.exit_code == 2 and "either --from or --sysfs-root" in r.stderr
 
 
 def test_ib_without_rdma_devices_is_an_answer_not_an_error(tmp_path):

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Dict, Optional, Tuple
 
 from . import __version__
+from . import model_shape
 from .errors import NvtopoError
 from .model import Topology
 from . import probes as probes_pkg
@@ -159,8 +160,8 @@ _TOO_DEEP = re.compile(r"\n {130}")
 _ZERO_DIGEST = "0" * 64
 _SEAL_RE = re.compile(rb'"file_sha256"\s*:\s*"([0-9a-f]{64})"')
 #: The modules whose code decides what a snapshot derives to (a test keeps this complete).
-DERIVATION_MODULES = ("__init__.py", "errors.py", "model.py", "snapshot.py",
-                      "probes/__init__.py", "probes/topo_text.py", "probes/nvml.py",
+DERIVATION_MODULES = ("__init__.py", "errors.py", "model.py", "model_shape.py",
+                      "snapshot.py", "probes/__init__.py", "probes/topo_text.py", "probes/nvml.py",
                       "probes/nvml_text.py", "probes/sysfs.py", "probes/host.py")
 _code_digest: Optional[str] = None
 
@@ -279,56 +280,23 @@ def _is_int(x: Any) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
-def _opt_str(x: Any) -> bool:
-    return x is None or isinstance(x, str)
-
-
-def _matrix_ok(m: Any) -> bool:
+def _square(m: Any) -> bool:
+    """A matrix (already of the right types) whose rows match its device list."""
     if m is None:
         return True
-    if not isinstance(m, dict) or not isinstance(m.get("devices"), list) \
-            or not isinstance(m.get("cells"), list):
-        return False
-    devs, cells = m["devices"], m["cells"]
-    n = len(devs)
-    return (all(isinstance(d, str) for d in devs) and len(cells) == n
-            and all(isinstance(r, list) and len(r) == n and all(_opt_str(c) for c in r)
-                    for r in cells)
-            and _opt_str(m.get("source")) and _opt_str(m.get("mode")))
+    n = len(m["devices"])
+    return len(m["cells"]) == n and all(len(r) == n for r in m["cells"])
 
 
 def _model_shape_ok(d: Any) -> bool:
-    """The typed fields of a cached model have the types :func:`derive` gives them."""
-    if not isinstance(d, dict) or not _is_int(d.get("schema_version")):
+    """The cached model has exactly the shape :func:`derive` gives models (every key and
+    type, see :mod:`nvtopo.model_shape`), and its matrices are square."""
+    if not model_shape.fits(d):
         return False
-    lists = [d.get(k) for k in ("gpus", "nics", "nvlinks", "notes", "disagreements", "sources")]
-    if not all(isinstance(x, list) for x in lists) or not all(
-            isinstance(d.get(k), dict) for k in ("host", "extra")):
-        return False
-    gpus, nics, nvlinks, notes, disagreements, sources = lists
-    return (all(isinstance(s, str) for s in sources)
-            and all(isinstance(g, dict) and _is_int(g.get("index"))
-                    and isinstance(g.get("label"), str)
-                    and all(_opt_str(g.get(k)) for k in ("name", "uuid", "pci_bus_id",
-                                                         "cpu_affinity", "numa_affinity"))
-                    and (g.get("gpu_numa_id") is None or _is_int(g.get("gpu_numa_id")))
-                    and isinstance(g.get("sources"), dict) and isinstance(g.get("extra"), dict)
-                    for g in gpus)
-            and all(isinstance(n, dict) and isinstance(n.get("label"), str)
-                    and isinstance(n.get("name"), str) and _opt_str(n.get("pci_bus_id"))
-                    and (n.get("numa_node") is None or _is_int(n.get("numa_node")))
-                    and isinstance(n.get("sources"), dict) and isinstance(n.get("extra"), dict)
-                    for n in nics)
-            and all(isinstance(p, dict) and _is_int(p.get("a")) and _is_int(p.get("b"))
-                    and _is_int(p.get("count")) and isinstance(p.get("source"), str)
-                    for p in nvlinks)
-            and all(isinstance(x, dict) and isinstance(x.get("code"), str)
-                    and isinstance(x.get("message"), str) and _opt_str(x.get("subject"))
-                    for x in notes)
-            and all(isinstance(x, dict) and isinstance(x.get("subject"), str)
-                    and isinstance(x.get("fact"), str) and isinstance(x.get("values"), dict)
-                    for x in disagreements)
-            and _matrix_ok(d.get("matrix")) and _matrix_ok(d.get("p2p")))
+    nvml = d["extra"].get("nvml")
+    p2p = nvml.get("p2p") if nvml is not None else None
+    return (_square(d["matrix"]) and _square(d["p2p"])
+            and all(_square(m) for m in (p2p or {}).values()))
 
 
 def _host_agrees(model_host: Any, evidence_host: Any) -> bool:

@@ -87,31 +87,12 @@ def take(options: Optional[ProbeOptions] = None) -> Dict[str, Any]:
     }
 
 
-def write_atomic(text: str, path: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename."""
-    import tempfile  # (imported here: reading a snapshot, the common case, never writes)
+def write_atomic(text: str, path: str) -> bool:
+    """Write ``text`` to ``path``: atomically for a file, directly for standard output, a
+    device or a FIFO (see :mod:`nvtopo.output`).  True when a file was written."""
+    from . import output  # (imported here: reading a snapshot, the common case, never writes)
 
-    target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=str(directory))
-    except OSError as exc:
-        raise NvtopoError(f"cannot write here: {exc.strerror or exc}", where=path) from None
-    try:
-        # newline="": the bytes written are the text's (a sealed snapshot stays sealed
-        # on Windows too)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except OSError as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise NvtopoError(f"cannot write: {exc.strerror or exc}", where=path) from None
+    return output.write(text, path)
 
 
 def dumps(doc: Dict[str, Any]) -> str:

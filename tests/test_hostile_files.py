@@ -17,7 +17,6 @@ import errno
 import gzip
 import json
 import os
-import resource
 import signal
 import socket
 import stat
@@ -250,6 +249,12 @@ def test_o_empty_is_one_line_naming_the_option(args):
     assert res.stderr == "nvtopo: error: -o: empty file name\n"
 
 
+def test_from_empty_is_one_line_naming_the_option():
+    res = make_runner().invoke(app, ["show", "--from", ""])
+    assert res.exit_code == 2
+    assert res.stderr == "nvtopo: error: --from: empty file name\n"
+
+
 # --- -o: permissions ----------------------------------------------------------------------------
 
 
@@ -362,6 +367,8 @@ def test_sigterm_while_writing_leaves_no_temporary_file(tmp_path, name):
 
 @POSIX
 def test_a_file_size_limit_is_one_line_and_leaves_no_temporary_file(tmp_path):
+    import resource
+
     def limit():
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG instead of a core dump
         resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
@@ -412,3 +419,145 @@ def test_the_wrote_line_is_one_line_too(tmp_path):
     assert res.returncode == 0, res.stderr
     assert res.stderr == b"nvtopo: wrote new\\x0aline.json\n"
     assert (tmp_path / "new\nline.json").exists()
+
+
+# --- --from: FIFOs, sockets, devices, standard input ------------------------------------------
+
+
+@POSIX
+def test_from_a_fifo_is_refused_at_once(tmp_path):
+    fifo = tmp_path / "topo.txt"
+    os.mkfifo(fifo)
+    t = time.monotonic()
+    res = _cli(["show", "--from", str(fifo)], timeout=10)  # it used to block for ever
+    assert time.monotonic() - t < 10
+    assert res.returncode == 2
+    _one_line_error(res.stderr, str(fifo), "not a regular file (a FIFO)")
+
+
+@POSIX
+def test_from_a_socket_or_a_device_is_refused(tmp_path):
+    sock_path = tmp_path / "s.sock"
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.bind(str(sock_path))
+        res = make_runner().invoke(app, ["show", "--from", str(sock_path)])
+        assert res.exit_code == 2
+        _one_line_error(res.stderr, str(sock_path), "not a regular file (a socket)")
+    finally:
+        s.close()
+    res = make_runner().invoke(app, ["check", "--from", "/dev/null"])
+    assert res.exit_code == 2
+    _one_line_error(res.stderr, "/dev/null", "not a regular file (a character device)")
+
+
+@POSIX
+@pytest.mark.parametrize("name", ["-", "/dev/stdin", "/proc/self/fd/0"])
+def test_from_standard_input_by_any_of_its_names(name):
+    if name.startswith("/proc") and not os.path.exists("/proc/self/fd/0"):
+        pytest.skip("no /proc here")
+    text = examples.read("dgx-h100").encode()
+    res = _cli(["show", "--from", name, "--format", "json"], stdin=text)
+    assert res.returncode == 0, res.stderr
+    model = json.loads(res.stdout)
+    assert len(model["gpus"]) == 8 and model["origin"]["file"] == "<stdin>"
+
+
+@POSIX
+def test_from_a_pipe_handed_over_as_dev_fd(tmp_path):
+    """``nvtopo show --from <(nvidia-smi topo -m)``: the shell hands over /dev/fd/63."""
+    if not os.path.isdir("/dev/fd"):
+        pytest.skip("no /dev/fd here")
+    r, w = os.pipe()
+    text = examples.read("dgx-h100").encode()
+    writer = threading.Thread(target=lambda: (os.write(w, text), os.close(w)))
+    writer.start()
+    try:
+        res = _cli(["show", "--from", f"/dev/fd/{r}", "--format", "json"], pass_fds=(r,))
+    finally:
+        writer.join()
+        os.close(r)
+    assert res.returncode == 0, res.stderr
+    assert len(json.loads(res.stdout)["gpus"]) == 8
+
+
+def test_from_a_directory_is_one_line(tmp_path):
+    res = make_runner().invoke(app, ["show", "--from", str(tmp_path)])
+    assert res.exit_code == 2
+    _one_line_error(res.stderr, str(tmp_path), "is a directory")
+
+
+# --- --from: the byte bounds -------------------------------------------------------------------
+
+
+def test_standard_input_past_the_bound_is_refused():
+    res = _cli(["show", "--from", "-"], stdin=b"x" * (snapshot.MAX_INPUT_BYTES + 1))
+    assert res.returncode == 2
+    _one_line_error(res.stderr, "<stdin>", "larger than 64 MiB")
+
+
+def _snapshot_with(tmp_path: Path, name: str, **probe_fields) -> Path:
+    doc = {"kind": "nvtopo-snapshot", "schema_version": 1, "host": {},
+           "probes": {"topo-text": dict({"status": "ok", "stdout": "x"}, **probe_fields)}}
+    path = tmp_path / name
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return path
+
+
+def test_json_past_its_bound_is_refused_before_decoding(tmp_path):
+    path = _snapshot_with(tmp_path, "big.json", padding="\U0001F600" + "a" * (17 * 2 ** 20))
+    res = make_runner().invoke(app, ["check", "--from", str(path)])
+    assert res.exit_code == 2
+    _one_line_error(res.stderr, str(path), "JSON larger than 16 MiB")
+
+
+def test_json_of_too_many_values_is_refused_before_decoding(tmp_path):
+    path = tmp_path / "values.json"
+    path.write_text('{"kind": "nvtopo-snapshot", "schema_version": 1, "probes": {"x": {"a": ['
+                    + "{}," * 1_700_000 + "{}]}}}", encoding="utf-8")
+    assert path.stat().st_size > 4 * 2 ** 20
+    res = make_runner().invoke(app, ["show", "--from", str(path)])
+    assert res.exit_code == 2
+    _one_line_error(res.stderr, str(path), "more than 1,000,000 JSON values")
+
+
+def test_text_past_its_bound_is_refused(tmp_path):
+    wide = tmp_path / "wide.txt"
+    wide.write_text("GPU0 " + "X " * (4 * 2 ** 20 + 8) + "\n")
+    res = make_runner().invoke(app, ["show", "--from", str(wide)])
+    assert res.exit_code == 2
+    _one_line_error(res.stderr, str(wide), "text is larger than 8 MiB")
+    tall = tmp_path / "tall.txt"
+    tall.write_text("GPU0 X\n" * 100_001)
+    res = make_runner().invoke(app, ["show", "--from", str(tall)])
+    assert res.exit_code == 2
+    _one_line_error(res.stderr, str(tall), "more than 100,000 lines")
+
+
+@pytest.mark.parametrize("stdout", ["GPU0 X\n" * 100_001, "X" * (8 * 2 ** 20 + 1)],
+                         ids=["lines", "bytes"])
+def test_evidence_text_past_its_bound_is_refused(tmp_path, stdout):
+    path = _snapshot_with(tmp_path, "snap.json", stdout=stdout)
+    res = make_runner().invoke(app, ["show", "--from", str(path)])
+    assert res.exit_code == 2
+    _one_line_error(res.stderr, str(path), "probe 'topo-text' field 'stdout' is larger")
+
+
+def test_compressed_input_is_not_inflated(tmp_path):
+    doc = snapshot.dumps(simulate(layouts.load("dgx-h100"), [], seed=1))
+    path = tmp_path / "node.json.gz"
+    path.write_bytes(gzip.compress(doc.encode()))
+    res = make_runner().invoke(app, ["check", "--from", str(path)])
+    assert res.exit_code == 2
+    _one_line_error(res.stderr, str(path), "binary file")
+
+
+def test_a_real_snapshot_is_far_inside_every_bound(tmp_path):
+    """The bounds never refuse what nvtopo writes: its largest layout's snapshot holds a
+    small part of each."""
+    text = snapshot.dumps(simulate(layouts.load("dgx-2"), [], seed=1)).encode()
+    values = text.count(b",") + text.count(b"[") + text.count(b"{")
+    assert len(text) * 10 < snapshot.MAX_JSON_BYTES and values * 20 < snapshot.MAX_JSON_VALUES
+    path = tmp_path / "dgx2.json"
+    path.write_bytes(text)
+    assert snapshot.load_noting_cache(str(path))[1] is True

@@ -70,18 +70,18 @@ def check(path: Optional[str]) -> None:
 
 
 def _where_to(path: str) -> Optional[os.stat_result]:
-    """Checks ``path`` as :func:`check` does; returns the status of the file it names,
-    or None for a file yet to be created."""
+    """Checks ``path`` as :func:`check` does; returns the status of the file it names
+    (links followed), or None for a file yet to be created."""
     if path == "":
         raise NvtopoError("empty file name", where=OPTION)
-    target = _target(path)
     try:
-        st = os.stat(target)
+        st = os.stat(path)  # follows every link, /proc's magic ones included
     except FileNotFoundError:
         st = None
     except OSError as exc:
         raise NvtopoError(f"cannot write: {exc.strerror or exc}", where=path) from None
     if st is None:
+        target = _target(path)
         parent = os.path.dirname(target) or "."
         if not os.path.isdir(parent):
             what = (f"it is a link to {target}, whose directory {parent} does not exist"
@@ -108,19 +108,20 @@ def write(text: str, path: str) -> bool:
     data = text.encode("utf-8", errors="replace")
     st = _where_to(path)
     if st is not None and (stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
-        _write_stream(data, path, _target(path), stat.S_ISFIFO(st.st_mode))
+        # opened by the name given: a link (to /dev/stdout, say) is followed by open()
+        _write_stream(data, path, stat.S_ISFIFO(st.st_mode))
         return False
     _write_file(data, path, _target(path), st)
     return True
 
 
-def _write_stream(data: bytes, path: str, target: str, fifo: bool) -> None:
+def _write_stream(data: bytes, path: str, fifo: bool) -> None:
     """Write to a device or FIFO as it is (no temporary file, no rename)."""
     flags = os.O_WRONLY | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
         # A FIFO opened for writing blocks until someone reads; non-blocking, nobody
         # reading is ENXIO at once.
-        fd = os.open(target, flags | (getattr(os, "O_NONBLOCK", 0) if fifo else 0))
+        fd = os.open(path, flags | (getattr(os, "O_NONBLOCK", 0) if fifo else 0))
     except OSError as exc:
         if fifo and exc.errno == errno.ENXIO:
             raise NvtopoError("cannot write: a FIFO nobody is reading", where=path) from None

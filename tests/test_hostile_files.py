@@ -113,6 +113,18 @@ def test_o_onto_a_link_to_a_character_device_writes_the_device_and_keeps_the_lin
 
 
 @POSIX
+def test_o_onto_a_link_to_standard_output_writes_the_pipe_and_keeps_the_link(tmp_path):
+    link = tmp_path / "out"
+    link.symlink_to("/dev/stdout")
+    res = _cli(["show", "--example", "dgx-h100", "--format", "json", "-o", "out"],
+               cwd=tmp_path)  # standard output: a pipe
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.decode() == _json_of_example() and res.stderr == b""
+    assert link.is_symlink() and os.readlink(link) == "/dev/stdout"
+    assert _listing(tmp_path) == ["out"]
+
+
+@POSIX
 def test_o_to_a_terminal_writes_it_directly(tmp_path):
     master, slave = os.openpty()
     try:

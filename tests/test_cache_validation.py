@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import itertools
 import json
 import random
 import re
@@ -37,7 +36,7 @@ from typing import Any, Callable, Dict, Iterator, List, Set, Tuple
 import pytest
 from rich.console import Console
 
-from nvtopo import checks, fakesys, layouts, model_shape, snapshot
+from nvtopo import checks, fakesys, layouts, snapshot
 from nvtopo.errors import NvtopoError
 from nvtopo.probes import ProbeOptions
 from nvtopo.render import check as render_check
@@ -574,3 +573,13 @@ def test_a_number_out_of_range_or_of_another_type_is_no_cached_counter(value):
     assert fits(2.5, NUMN) and not fits(2.5, IN)
     assert not fits(value, IN)
     assert not fits(value, NUMN)
+
+
+def test_a_value_nested_deeper_than_the_description_is_walked_no_deeper():
+    from nvtopo.model_shape import MODEL, fits
+
+    deep: Any = 1
+    for _ in range(50_000):  # far past the interpreter's recursion limit
+        deep = [deep]
+    assert not fits({"schema_version": 1, "extra": {"sysfs": {"nvme": deep}}}, MODEL)
+    assert not fits(deep, MODEL)

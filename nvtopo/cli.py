@@ -59,31 +59,30 @@ class CheckFormat(str, enum.Enum):
     rich_svg = "rich-svg"
 
 
-OUTPUT_HELP = ("Write to FILE instead of standard output, atomically (a temporary file in the "
-               "same directory, then a rename). '-': standard output.")
+OUTPUT_HELP = ("Write to FILE instead of standard output: a file atomically (a temporary file "
+               "in the same directory, then a rename; a link's target, keeping its mode), a "
+               "device or FIFO directly. '-': standard output.")
 
 
 def _check_output(output: Optional[str]) -> None:
-    """An ``-o`` path whose directory does not exist fails before any probing."""
-    import os
+    """An ``-o`` value that cannot be written (empty, a directory, a file in a directory
+    that does not exist) fails before any probing."""
+    from . import output as output_mod
 
-    if output is None or output == "-":
-        return
-    parent = os.path.dirname(output) or "."
-    if not os.path.isdir(parent):
-        raise NvtopoError(f"cannot write: directory {parent} does not exist", where=output)
+    output_mod.check(output)
 
 
-def _emit(text: str, output: Optional[str]) -> None:
-    """``text`` to standard output, or atomically to ``output``."""
+def _emit(text: str, output: Optional[str], wrote: str = "") -> None:
+    """``text`` to standard output, or to ``output``: a file atomically, a device or FIFO
+    directly (see :mod:`nvtopo.output`); a file written is said on standard error."""
     if output is None or output == "-":
         sys.stdout.write(text)
         sys.stdout.flush()
-    else:
-        from . import snapshot
+        return
+    from . import snapshot
 
-        snapshot.write_atomic(text, output)
-        _say(f"nvtopo: wrote {output}")
+    if snapshot.write_atomic(text, output):
+        _say(f"nvtopo: wrote {output}{wrote}")
 
 
 FROM_HELP = ("Read this file instead of probing: a snapshot, or a pasted `nvidia-smi topo` "
@@ -136,9 +135,10 @@ def _probe_options(timeout: float, sysfs_root: Optional[str], from_: Optional[st
 
 
 def _say(line: str) -> None:
-    """One line on stderr, flushed (test runners and pipes must see it)."""
+    """One line on stderr, flushed (test runners and pipes must see it).  One line
+    whatever it quotes: file names and evidence may hold newlines and escapes."""
     sys.stdout.flush()
-    sys.stderr.write(line + "\n")
+    sys.stderr.write(printable(line) + "\n")
     sys.stderr.flush()
 
 
@@ -290,6 +290,7 @@ def snapshot_cmd(
     """
     from . import snapshot
 
+    _check_output(output)
     options = _probe_options(timeout, sysfs_root, from_, "snapshot")
     if from_ is not None:
         doc = snapshot.load_document(from_)
@@ -297,14 +298,8 @@ def snapshot_cmd(
         doc = snapshot.take(options)
         for name, ev in doc["probes"].items():
             if ev.get("status") != "ok":
-                _say(f"nvtopo: note: {printable(name)}: {printable(ev.get('error'))} (recorded)")
-    text = snapshot.dumps(doc)
-    if output is None or output == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    else:
-        snapshot.write_atomic(text, output)
-        _say(f"nvtopo: wrote {output}")
+                _say(f"nvtopo: note: {name}: {ev.get('error')} (recorded)")
+    _emit(snapshot.dumps(doc), output)
 
 
 # --- links: per-GPU NVLink state from NVML (issue #3) ----------------------------------------
@@ -353,7 +348,7 @@ def links(
         topo = nvml.derive(evidence)
         where = "live probe"
         if evidence["status"] == "timeout":
-            _say(f"nvtopo: warning: {printable(evidence['error'])}")
+            _say(f"nvtopo: warning: {evidence['error']}")
     doc = render_links.links_doc(topo, gpu=gpu, where=where)
     if fmt is Format.json:
         _print_json(doc)
@@ -668,17 +663,12 @@ def simulate_cmd(
 
     if hostname is not None and not hostname.strip():
         raise NvtopoError("--hostname is empty", where="simulate")
+    _check_output(output)
     lay = sim_machine.load_layout(layout, layout_file)
     doc = sim.simulate(lay, list(fault or []), seed=seed, hostname=hostname)
-    text = snapshot.dumps(doc)
-    if output is None or output == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    else:
-        snapshot.write_atomic(text, output)
-        _say(f"nvtopo: wrote {output} (simulated {lay.name}"
-             + (f", faults: {', '.join(doc['simulated']['faults'])}"
-                if doc["simulated"]["faults"] else ", healthy") + ")")
+    _emit(snapshot.dumps(doc), output, f" (simulated {lay.name}"
+          + (f", faults: {', '.join(doc['simulated']['faults'])}"
+             if doc["simulated"]["faults"] else ", healthy") + ")")
 
 
 # --- audit: many saved snapshots at once (issue #6) -----------------------------------------
@@ -821,7 +811,7 @@ def diff_cmd(
 
     d = diff_mod.diff_files(a, b)
     for w in d.warnings:
-        _say(f"nvtopo: warning: {printable(w)}")  # the warnings name hosts and files
+        _say(f"nvtopo: warning: {w}")
     doc = d.to_dict()
     if fmt is Format.json:
         _print_json(doc)

@@ -20,6 +20,7 @@ recognised by content, not by file name; ``-`` reads standard input.
 from __future__ import annotations
 
 import codecs
+import errno
 import hashlib
 import json
 import os
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any, Dict, Optional, Tuple
 
 from . import __version__
+from . import model_shape
 from .errors import NvtopoError
 from .model import Topology
 from . import probes as probes_pkg
@@ -86,31 +88,12 @@ def take(options: Optional[ProbeOptions] = None) -> Dict[str, Any]:
     }
 
 
-def write_atomic(text: str, path: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename."""
-    import tempfile  # (imported here: reading a snapshot, the common case, never writes)
+def write_atomic(text: str, path: str) -> bool:
+    """Write ``text`` to ``path``: atomically for a file, directly for standard output, a
+    device or a FIFO (see :mod:`nvtopo.output`).  True when a file was written."""
+    from . import output  # (imported here: reading a snapshot, the common case, never writes)
 
-    target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=str(directory))
-    except OSError as exc:
-        raise NvtopoError(f"cannot write here: {exc.strerror or exc}", where=path) from None
-    try:
-        # newline="": the bytes written are the text's (a sealed snapshot stays sealed
-        # on Windows too)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except OSError as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise NvtopoError(f"cannot write: {exc.strerror or exc}", where=path) from None
+    return output.write(text, path)
 
 
 def dumps(doc: Dict[str, Any]) -> str:
@@ -159,8 +142,8 @@ _TOO_DEEP = re.compile(r"\n {130}")
 _ZERO_DIGEST = "0" * 64
 _SEAL_RE = re.compile(rb'"file_sha256"\s*:\s*"([0-9a-f]{64})"')
 #: The modules whose code decides what a snapshot derives to (a test keeps this complete).
-DERIVATION_MODULES = ("__init__.py", "errors.py", "model.py", "snapshot.py",
-                      "probes/__init__.py", "probes/topo_text.py", "probes/nvml.py",
+DERIVATION_MODULES = ("__init__.py", "errors.py", "model.py", "model_shape.py",
+                      "snapshot.py", "probes/__init__.py", "probes/topo_text.py", "probes/nvml.py",
                       "probes/nvml_text.py", "probes/sysfs.py", "probes/host.py", "safe.py")
 _code_digest: Optional[str] = None
 
@@ -279,56 +262,23 @@ def _is_int(x: Any) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
 
-def _opt_str(x: Any) -> bool:
-    return x is None or isinstance(x, str)
-
-
-def _matrix_ok(m: Any) -> bool:
+def _square(m: Any) -> bool:
+    """A matrix (already of the right types) whose rows match its device list."""
     if m is None:
         return True
-    if not isinstance(m, dict) or not isinstance(m.get("devices"), list) \
-            or not isinstance(m.get("cells"), list):
-        return False
-    devs, cells = m["devices"], m["cells"]
-    n = len(devs)
-    return (all(isinstance(d, str) for d in devs) and len(cells) == n
-            and all(isinstance(r, list) and len(r) == n and all(_opt_str(c) for c in r)
-                    for r in cells)
-            and _opt_str(m.get("source")) and _opt_str(m.get("mode")))
+    n = len(m["devices"])
+    return len(m["cells"]) == n and all(len(r) == n for r in m["cells"])
 
 
 def _model_shape_ok(d: Any) -> bool:
-    """The typed fields of a cached model have the types :func:`derive` gives them."""
-    if not isinstance(d, dict) or not _is_int(d.get("schema_version")):
+    """The cached model has exactly the shape :func:`derive` gives models (every key and
+    type, see :mod:`nvtopo.model_shape`), and its matrices are square."""
+    if not model_shape.fits(d):
         return False
-    lists = [d.get(k) for k in ("gpus", "nics", "nvlinks", "notes", "disagreements", "sources")]
-    if not all(isinstance(x, list) for x in lists) or not all(
-            isinstance(d.get(k), dict) for k in ("host", "extra")):
-        return False
-    gpus, nics, nvlinks, notes, disagreements, sources = lists
-    return (all(isinstance(s, str) for s in sources)
-            and all(isinstance(g, dict) and _is_int(g.get("index"))
-                    and isinstance(g.get("label"), str)
-                    and all(_opt_str(g.get(k)) for k in ("name", "uuid", "pci_bus_id",
-                                                         "cpu_affinity", "numa_affinity"))
-                    and (g.get("gpu_numa_id") is None or _is_int(g.get("gpu_numa_id")))
-                    and isinstance(g.get("sources"), dict) and isinstance(g.get("extra"), dict)
-                    for g in gpus)
-            and all(isinstance(n, dict) and isinstance(n.get("label"), str)
-                    and isinstance(n.get("name"), str) and _opt_str(n.get("pci_bus_id"))
-                    and (n.get("numa_node") is None or _is_int(n.get("numa_node")))
-                    and isinstance(n.get("sources"), dict) and isinstance(n.get("extra"), dict)
-                    for n in nics)
-            and all(isinstance(p, dict) and _is_int(p.get("a")) and _is_int(p.get("b"))
-                    and _is_int(p.get("count")) and isinstance(p.get("source"), str)
-                    for p in nvlinks)
-            and all(isinstance(x, dict) and isinstance(x.get("code"), str)
-                    and isinstance(x.get("message"), str) and _opt_str(x.get("subject"))
-                    for x in notes)
-            and all(isinstance(x, dict) and isinstance(x.get("subject"), str)
-                    and isinstance(x.get("fact"), str) and isinstance(x.get("values"), dict)
-                    for x in disagreements)
-            and _matrix_ok(d.get("matrix")) and _matrix_ok(d.get("p2p")))
+    nvml = d["extra"].get("nvml")
+    p2p = nvml.get("p2p") if nvml is not None else None
+    return (_square(d["matrix"]) and _square(d["p2p"])
+            and all(_square(m) for m in (p2p or {}).values()))
 
 
 def _host_agrees(model_host: Any, evidence_host: Any) -> bool:
@@ -401,32 +351,127 @@ def read_input(path: str) -> Tuple[str, str]:
     return decode_bytes(data, where), where
 
 
-def read_bytes(path: str) -> Tuple[bytes, str]:
-    """Read ``path`` (``-`` for stdin) as bytes; returns ``(data, where)``.
+#: Names of this process's standard input, read as ``-`` is.
+STDIN_NAMES = ("-", "/dev/stdin", "/proc/self/fd/0", "/dev/fd/0")
+_FD_ALIAS = re.compile(r"/(?:dev/fd|proc/self/fd)/([0-9]+)")
 
-    Raises :class:`NvtopoError` for missing, unreadable or oversized input.
+
+def read_bytes(path: str) -> Tuple[bytes, str]:
+    """Read ``path`` (``-`` or ``/dev/stdin`` for stdin) as bytes; returns ``(data, where)``.
+
+    Raises :class:`NvtopoError` for missing, unreadable or oversized input, and for
+    anything that is not a regular file (a FIFO would block, a device never end),
+    except standard input and descriptors handed to nvtopo (``<(cmd)``'s ``/dev/fd/63``).
+    Never more than :data:`MAX_INPUT_BYTES` + 1 bytes are read.
     """
-    if path == "-":
+    if path == "":
+        raise NvtopoError("empty file name", where="--from")
+    if path in STDIN_NAMES:
         where = "<stdin>"
         data = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
     else:
         where = path
-        p = Path(path)
-        try:
-            if p.is_dir():
-                raise NvtopoError("is a directory, not a file", where=where)
-            with p.open("rb") as fh:
-                data = fh.read(MAX_INPUT_BYTES + 1)
-        except FileNotFoundError:
-            raise NvtopoError("no such file", where=where) from None
-        except PermissionError:
-            raise NvtopoError("permission denied", where=where) from None
-        except OSError as exc:
-            raise NvtopoError(f"cannot read: {exc.strerror or exc}", where=where) from None
+        data = _read_file(path)
     if len(data) > MAX_INPUT_BYTES:
         raise NvtopoError(f"file is larger than {MAX_INPUT_BYTES // (1024 * 1024)} MiB; "
                           "not a snapshot or topo output", where=where)
+    _check_bulk(data, where)
     return data, where
+
+
+def _read_file(path: str) -> bytes:
+    """A regular file's first :data:`MAX_INPUT_BYTES` + 1 bytes.  Opened without blocking
+    and checked on the open descriptor (no race with a file swapped for a FIFO)."""
+    import stat
+
+    flags = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+             | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        why = "no such file (a broken link?)" if os.path.islink(path) else "no such file"
+        raise NvtopoError(why, where=path) from None
+    except PermissionError:
+        raise NvtopoError("permission denied", where=path) from None
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # a socket (or a device with nothing behind it)
+            raise NvtopoError(f"not a regular file ({_kind_of(path)})", where=path) from None
+        raise NvtopoError(f"cannot read: {exc.strerror or exc}", where=path) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise NvtopoError("is a directory, not a file", where=path)
+        handed = _FD_ALIAS.fullmatch(path) is not None and stat.S_ISFIFO(mode)
+        if not stat.S_ISREG(mode) and not handed:
+            raise NvtopoError(f"not a regular file ({_kind_of(path, mode)})", where=path)
+        if handed:  # a pipe handed to nvtopo: read it as standard input is read
+            os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=True) as fh:
+            fd = -1
+            return fh.read(MAX_INPUT_BYTES + 1)
+    except OSError as exc:
+        raise NvtopoError(f"cannot read: {exc.strerror or exc}", where=path) from None
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+def _kind_of(path: str, mode: Optional[int] = None) -> str:
+    import stat
+
+    if mode is None:
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            return "not openable"
+    return ("a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "a character device" if stat.S_ISCHR(mode)
+            else "a block device" if stat.S_ISBLK(mode) else "not a regular file")
+
+
+#: A bare nvidia-smi text (or one kept as a snapshot's evidence) is never larger: a
+#: 1024-device topo matrix is about 5 MB in 1,100 lines, ``nvidia-smi -q`` of 8 GPUs 5,000
+#: lines.  Parsing takes time and memory in proportion (``check`` of the 1024-device
+#: matrix: 8 s, 400 MB peak; of 8 MiB of 4,000-cell rows: 7 s, 600 MB; 64 MiB of one-cell
+#: rows took 200 s and 4.6 GB), so more is refused.
+MAX_TEXT_BYTES = 8 * 1024 * 1024
+MAX_TEXT_LINES = 100_000
+#: A snapshot is never larger (a DGX H100's is 0.5 MB, a DGX-2's 0.6 MB).  Decoding a JSON
+#: string may take four bytes a character (one emoji in 64 MiB of ASCII: 0.6 GB), so JSON
+#: past this is refused before it is decoded.
+MAX_JSON_BYTES = 16 * 1024 * 1024
+#: Most JSON values (commas and brackets, counted before decoding) a snapshot larger than
+#: :data:`_COUNT_PAST` bytes may hold: a DGX H100 snapshot holds about 17,000 and a DGX-2
+#: 23,000.  A value costs up to ~100 bytes decoded (64 MiB of ``{},`` decode to 1.7 GB),
+#: so this bounds what decoding a hostile file costs; a smaller file cannot hold enough
+#: values to matter (4 MiB: 1.4 million at most), and is not counted.
+MAX_JSON_VALUES = 1_000_000
+_COUNT_PAST = 4 * 1024 * 1024
+
+
+def _check_bulk(data: bytes, where: str) -> None:
+    """Refuse input whose decoding would cost far more memory or time than any real
+    snapshot or nvidia-smi text: too many JSON values, or text past :data:`MAX_TEXT_BYTES`
+    (UTF-16 and UTF-32 text may take two and four times the bytes)."""
+    head = data[:4]
+    width = 4 if head.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)) else \
+        2 if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) else 1
+    start = data[:64].lstrip(b"\xef\xbb\xbf\xff\xfe\x00 \t\r\n")
+    if start.startswith(b"{"):
+        if len(data) > MAX_JSON_BYTES:
+            raise NvtopoError(f"JSON larger than {MAX_JSON_BYTES // (1024 * 1024)} MiB; not a "
+                              "snapshot nvtopo wrote", where=where)
+        if len(data) > _COUNT_PAST:
+            values = data.count(b",") + data.count(b"[") + data.count(b"{")
+            if values > MAX_JSON_VALUES:
+                raise NvtopoError(f"holds more than {MAX_JSON_VALUES:,} JSON values "
+                                  f"({values:,}); not a snapshot nvtopo wrote", where=where)
+    elif len(data) > MAX_TEXT_BYTES * width:
+        raise NvtopoError(f"text is larger than {MAX_TEXT_BYTES // (1024 * 1024)} MiB; not "
+                          "nvidia-smi output", where=where)
+    elif data.count(b"\n") > MAX_TEXT_LINES:
+        raise NvtopoError(f"text has more than {MAX_TEXT_LINES:,} lines; not nvidia-smi "
+                          "output", where=where)
 
 
 _JSON_START = re.compile(rb"[ \t\r\n]*\{")
@@ -533,6 +578,13 @@ def _validate_snapshot(doc: Dict[str, Any], where: str) -> Dict[str, Any]:
         for key in ("stdout", "stderr", "error"):
             if ev.get(key) is not None and not isinstance(ev.get(key), str):
                 raise NvtopoError(f"corrupt snapshot: probe {name!r} field {key!r} is not text",
+                                  where=where)
+            text = ev.get(key)
+            if isinstance(text, str) and (len(text) > MAX_TEXT_BYTES
+                                          or text.count("\n") > MAX_TEXT_LINES):
+                raise NvtopoError(f"corrupt snapshot: probe {name!r} field {key!r} is larger "
+                                  f"than {MAX_TEXT_BYTES // (1024 * 1024)} MiB or "
+                                  f"{MAX_TEXT_LINES:,} lines; no nvidia-smi prints that much",
                                   where=where)
     return doc
 

@@ -189,7 +189,7 @@ _PORT = Obj({
     "counters": Opt(Map(IN)), "counters_unknown": Map(S), "counters_saturated": List(S),
     "error_counters": Map(I), "data_bytes": Obj({"xmit?": IN, "rcv?": IN}),
     "hw_counters": Opt(Map(IN)), "hw_counters_unknown": Map(S), "unknown": Map(S),
-    "rate_note?": S, "counters_note?": S})
+    "rate_note?": S, "counters_note?": S, "counters_status": S, "hw_counters_status": S})
 _HCA = Obj({
     "name": S, "pci_address": SN, "numa_node": IN, "parent": S, "soft": B,
     "node_type": SN, "node_guid": SN, "sys_image_guid": SN, "fw_ver": SN, "hca_type": SN,
@@ -199,7 +199,8 @@ _HCA = Obj({
     "pci": Opt(Obj({"device_id": SN, "class": SN, "local_cpulist": SN, "host_bridge": SN,
                     "chain": List(S), "link": _LINK, "narrowest_hop": _NARROWEST})),
     "numa_unknown?": S, "pci_note?": S,
-    "hw_counters": Opt(Map(IN)), "ports": List(_PORT),
+    "hw_counters": Opt(Map(IN)), "hw_counters_status": S, "skipped_ports": List(S),
+    "ports": List(_PORT),
     "gpu_paths": Map(SN), "nearest_gpus": List(S), "nearest_gpu_path": SN})
 _SYSFS_NODE = Obj({
     "root": S, "absent_devices": Map(S), "rdma?": S,

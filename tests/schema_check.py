@@ -129,6 +129,21 @@ def document_of(args: Any) -> Optional[Tuple[str, str, Optional[str]]]:
     output = None
     if cmd in ("show", "check", "snapshot", "simulate"):
         output = _option(rest, "--output", "-o")
+        if output is not None and output != "-":
+            import os
+            import stat
+
+            from nvtopo import output as out_mod
+
+            if out_mod._stream(output) is not None \
+                    or out_mod._stream(os.path.realpath(output)) is not None:
+                output = "-"  # -o /dev/stdout, or a link to it: the document is on stdout
+            else:
+                try:
+                    if not stat.S_ISREG(os.stat(output).st_mode):
+                        return None  # a device or FIFO took the document: nothing to read back
+                except OSError:
+                    pass
         output = None if output in (None, "-") else output
     if cmd in _ALWAYS_JSON:
         return cmd, _ALWAYS_JSON[cmd], output

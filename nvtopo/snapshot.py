@@ -161,7 +161,7 @@ _SEAL_RE = re.compile(rb'"file_sha256"\s*:\s*"([0-9a-f]{64})"')
 #: The modules whose code decides what a snapshot derives to (a test keeps this complete).
 DERIVATION_MODULES = ("__init__.py", "errors.py", "model.py", "snapshot.py",
                       "probes/__init__.py", "probes/topo_text.py", "probes/nvml.py",
-                      "probes/nvml_text.py", "probes/sysfs.py", "probes/host.py")
+                      "probes/nvml_text.py", "probes/sysfs.py", "probes/host.py", "safe.py")
 _code_digest: Optional[str] = None
 
 

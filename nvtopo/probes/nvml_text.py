@@ -28,7 +28,7 @@ blocks, links, keys, and at most ``MAX_NOTES`` notes of one kind per GPU).
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from ..model import GPU, NVLinkPair, Topology, pci_bdf
 from ..safe import ascii_float, ascii_int
@@ -232,8 +232,8 @@ def parse(text: str) -> Dict[str, Any]:
             bad("link number", value, "the line is ignored")
         return lk
 
-    for raw in text.replace("\r\n", "\n").split("\n"):
-        line = raw.rstrip()
+    for raw in _lines(text):
+        line = raw.rstrip()  # a CR of a CRLF goes here
         if not line.strip() or line.strip() in ("...", "......", "[...]"):
             continue
         hdr = _gpu_header(line)
@@ -373,6 +373,18 @@ def parse(text: str) -> Dict[str, Any]:
         rec["notes"].finish()
     notes.finish()
     return {"gpus": gpus, "sections": sections, "notes": notes}
+
+
+def _lines(text: str) -> Iterator[str]:
+    """The lines of ``text`` (split at LF), one at a time: no list of millions of lines."""
+    start = 0
+    while True:
+        end = text.find("\n", start)
+        if end < 0:
+            yield text[start:]
+            return
+        yield text[start:end]
+        start = end + 1
 
 
 def _clip(text: str, limit: int = 80) -> str:

@@ -24,7 +24,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from . import ProbeOptions
 from ..model import GPU, NIC, Matrix, NVLinkPair, Topology, nvlink_count
-from ..safe import ascii_int
+from ..safe import ascii_int, is_ascii_digits
 
 SOURCE = "topo-text"
 
@@ -284,7 +284,7 @@ _ONE_CELL = frozenset(_FIXED_CELLS)
 
 
 def _is_cell(tok: str) -> bool:
-    if tok in _ONE_CELL or (tok[:2] == "NV" and tok[2:].isascii() and tok[2:].isdigit()):
+    if tok in _ONE_CELL or (tok[:2] == "NV" and is_ascii_digits(tok[2:])):
         return True  # the common case, without the scan
     return _scan_cells(tok, 0)[0] is not None
 

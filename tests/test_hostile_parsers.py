@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import re
 import signal
-import time
 import tracemalloc
 from contextlib import contextmanager
 from pathlib import Path

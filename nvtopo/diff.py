@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from .model import GPU, Topology, pci_bdf
+from .safe import ascii_int
 
 #: Changes of the same kind and before/after on more subjects than this are grouped.
 GROUP_OVER = 4
@@ -290,11 +291,11 @@ def _nvlink_pairs(a: Topology, b: Topology, ka: Dict[Any, GPU], kb: Dict[Any, GP
             continue
         x = _label(key[0], ka[key[0]], kb[key[0]]).split(" ")[0]
         y = _label(key[1], ka[key[1]], kb[key[1]]).split(" ")[0]
-        lo, hi = sorted((x, y), key=lambda s: int(s[3:]) if s[3:].isdigit() else 0)
+        lo, hi = sorted((x, y), key=lambda s: ascii_int(s[3:]) or 0)
         fa, fb = (f"NV{ca}" if ca else None), (f"NV{cb}" if cb else None)
         items.append((f"{lo}-{hi}", fa, fb,
                       f"{lo}-{hi}: {_show(fa)} → {_show(fb)}"))
-    items.sort(key=lambda it: [int(x) for x in re.findall(r"\d+", it[0])])
+    items.sort(key=lambda it: [ascii_int(x) or 0 for x in re.findall(r"[0-9]+", it[0])])
     _grouped("nvlink.pair", items, out, "GPU pairs")
 
 

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
+from .safe import ascii_int, is_ascii_digits
+
 #: Version of the JSON document written by :meth:`Topology.to_dict`.
 SCHEMA_VERSION = 1
 
@@ -55,7 +57,7 @@ PATH_DESCRIPTIONS = {
     "SOC": "Old drivers' name for SYS: PCIe as well as the SMP link between CPU sockets",
 }
 
-_NV_RE = re.compile(r"^NV(\d{1,4})$")
+_NV_RE = re.compile(r"^NV([0-9]{1,4})$")  # ASCII digits: \d also takes "٣"
 
 
 @lru_cache(maxsize=512)
@@ -425,8 +427,10 @@ class Topology:
                         subject=f"{a}-{b}", fact="p2p" if attr == "p2p" else "path",
                         values={mine_m.source: have, theirs.source: tok},
                         message=f"{mine_m.source} says {have}, {theirs.source} says {tok}"))
-        index_map = {int(k[3:]): int(v[3:]) for k, v in relabel.items()
-                     if k[3:].isdigit() and v[3:].isdigit()}
+        index_map = {a: b for k, v in relabel.items()
+                     if is_ascii_digits(k[3:]) and is_ascii_digits(v[3:])
+                     for a, b in [(ascii_int(k[3:]), ascii_int(v[3:]))]
+                     if a is not None and b is not None}
         for p in other.nvlinks:
             if index_map:
                 p = NVLinkPair(a=index_map.get(p.a, p.a), b=index_map.get(p.b, p.b),

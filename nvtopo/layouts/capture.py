@@ -14,6 +14,7 @@ from collections import Counter
 from typing import Any, Dict, List, Optional
 
 from ..model import Topology, path_rank
+from ..safe import is_ascii_digits
 
 
 def _uniform(values: List[Any]) -> Optional[Any]:
@@ -147,4 +148,6 @@ def capture(topo: Topology, name: str, where: str) -> Dict[str, Any]:
 
 
 def _natural(s: str) -> List[Any]:
-    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", s)]
+    # digit runs compare as numbers of any length, without int() (ASCII digits only)
+    return [(len(t.lstrip("0")), t.lstrip("0")) if is_ascii_digits(t) else t
+            for t in re.split(r"([0-9]+)", s)]

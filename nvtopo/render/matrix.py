@@ -16,6 +16,7 @@ from rich.text import Text
 
 from ..model import P2P_STATUS, PATH_DESCRIPTIONS, Matrix, Topology, path_kind, path_rank
 from .cells import printable, text
+from ..safe import is_ascii_digits
 
 PATH_STYLES: Dict[str, str] = {
     "X": "dim",
@@ -52,7 +53,7 @@ def _cell_text(token: Optional[str], p2p: bool) -> Text:
 
 
 def _is_gpu(label: str) -> bool:
-    return label.startswith("GPU") and label[3:].isdigit()
+    return label.startswith("GPU") and is_ascii_digits(label[3:])
 
 
 def _symmetric(m: Matrix) -> bool:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ..model import Topology, path_kind, path_rank, pci_bdf
-from ..safe import printable, xml
+from ..safe import ascii_int, is_ascii_digits, printable, xml
 
 # --- geometry and colours ---------------------------------------------------------------
 
@@ -203,7 +203,8 @@ def _numa_sort(key: str) -> Tuple[int, int, str]:
         return (3, 0, "")
     if key == "":
         return (2, 0, "")
-    return (0, int(key), "") if key.isdigit() else (1, 0, key)
+    num = ascii_int(key) if is_ascii_digits(key) else None
+    return (0, num, "") if num is not None else (1, 0, key)
 
 
 def _arrange(topo: Topology, faults: Faults) -> List[Group]:
@@ -493,7 +494,8 @@ def render(topo: Topology, check: Optional[Mapping[str, Any]] = None) -> str:
                 per_gpu = (nvml.get("switches") or {}).get(bus) or {}
                 tip = [f"NVSwitch {bus}"] + [f"GPU{k}: {v} links" for k, v in
                                              sorted(per_gpu.items(), key=lambda kv:
-                                                    int(kv[0]) if str(kv[0]).isdigit() else 0)]
+                                                    ascii_int(str(kv[0])) or 0
+                                                    if is_ascii_digits(str(kv[0])) else 0)]
                 tip += faults.messages.get(f"sw-{sid}", [])
                 svg.add(f'<g id="nvswitch-{sid}" class="{_cls("nvswitch", sev)}">'
                         + _title(tip))

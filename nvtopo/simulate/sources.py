@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
+from ..safe import ascii_int, is_ascii_digits
 from .machine import CONNECTX, PCIE_GTS, Machine, rate_text
 from .sysfs_tree import Tree
 
@@ -136,7 +137,8 @@ def sysfs_tree(m: Machine) -> Tree:
 
 
 def _hca(t: Tree, m: Machine, nic: Any, path: str) -> None:
-    i = int(nic.name.rsplit("_", 1)[1]) if nic.name.rsplit("_", 1)[-1].isdigit() else 0
+    last = nic.name.rsplit("_", 1)[-1]
+    i = (ascii_int(last) if is_ascii_digits(last) else None) or 0
     rate = nic.port.rate_gbps
     cx = CONNECTX.get(int(rate) if float(rate) in (100, 200, 400, 800) else 400, CONNECTX[400])
     if nic.role == "storage":

@@ -62,19 +62,53 @@ def host_facts() -> Dict[str, Any]:
     }
 
 
+#: Seconds a probe may run past ``--timeout`` (its own clean-up: ending nvidia-smi's process
+#: group, joining a worker) before ``take`` records it as not returned and goes on without it.
+OVERRUN_GRACE_S = 3.0
+
+
 def take(options: Optional[ProbeOptions] = None) -> Dict[str, Any]:
-    """Run every probe and return the snapshot document."""
+    """Run every probe and return the snapshot document.
+
+    The probes run at the same time, each under the one ``options.timeout``: a live
+    command ends within that bound (plus a few seconds of clean-up) however many probes
+    hang.  A probe still running after :data:`OVERRUN_GRACE_S` more is recorded as
+    ``"status": "unanswered"`` (its thread is a daemon: it cannot keep nvtopo alive).
+    """
+    import threading
+
     options = options or ProbeOptions()
     started = time.monotonic()
     foreign = options.foreign_root()
     probes: Dict[str, Any] = {}
+    results: Dict[str, Any] = {}
+
+    def run(name: str) -> None:
+        try:
+            results[name] = probes_pkg.module(name).capture(options)
+        except Exception as exc:  # noqa: BLE001 - a probe's bug must not cost the others
+            results[name] = {"status": "unanswered",
+                             "error": f"{name} probe failed: {type(exc).__name__}: {exc}"}
+
+    workers = []
     for name in probes_pkg.PROBES:
         if foreign and name in probes_pkg.MACHINE_PROBES:
-            probes[name] = {"status": "skipped", "error": (
+            results[name] = {"status": "skipped", "error": (
                 f"not run: --sysfs-root {options.sysfs_root} is another machine's sysfs tree, "
                 "and this machine's answers would not describe it")}
-        else:
-            probes[name] = probes_pkg.module(name).capture(options)
+            continue
+        worker = threading.Thread(target=run, args=(name,), name=f"nvtopo-{name}", daemon=True)
+        worker.start()
+        workers.append((name, worker))
+    deadline = started + float(options.timeout) + OVERRUN_GRACE_S
+    for name, worker in workers:
+        worker.join(max(0.0, deadline - time.monotonic()))
+        if worker.is_alive() or name not in results:
+            results[name] = {"status": "unanswered", "error": (
+                f"{name} probe did not return within {float(options.timeout):g} s "
+                f"(+{OVERRUN_GRACE_S:g} s); its facts are unknown")}
+    for name in probes_pkg.PROBES:
+        probes[name] = results[name]
     host = host_facts()
     if foreign:
         host = {"hostname": None, "time": host["time"], "sysfs_root": options.sysfs_root}
@@ -317,6 +351,11 @@ def derive(doc: Dict[str, Any], where: Optional[str] = None) -> Topology:
         if evidence.get("status") == "skipped":
             topo.note(f"source.{name}_skipped", f"{name}: {evidence.get('error') or 'not run'}",
                       source=name)
+            continue
+        if evidence.get("status") == "unanswered":
+            topo.note(f"source.{name}_unanswered",
+                      f"{name}: {evidence.get('error') or 'the probe did not return'}",
+                      source=name, level="warning")
             continue
         try:
             fragment = probes_pkg.module(name).derive(evidence)

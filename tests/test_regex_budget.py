@@ -52,10 +52,9 @@ TAILS = ("!", "\n", "\x00")
 #: ``re.compile`` sites whose pattern is built at run time, not from nvtopo's source, so
 #: that there is nothing to time here.  Keyed by (file, enclosing function).
 ALLOWED_DYNAMIC = {
-    ("checks/gpu.py", "check"):
-        "a layout's gpus.name_pattern (timed below for the built-in layouts)",
-    ("checks/select.py", "score"):
-        "a layout's gpus.name_pattern, as above",
+    ("layouts/__init__.py", "_name_rx"):
+        "a layout's gpus.name_pattern, applied by name_matches to at most NAME_SEARCH_LIMIT "
+        "characters (timed below for the built-in layouts)",
     ("layouts/__init__.py", "validate"):
         "compiles a layout's pattern to validate it (never applied to text there)",
     ("simulate/machine.py", "_family"):
@@ -64,11 +63,7 @@ ALLOWED_DYNAMIC = {
 
 #: Patterns known to blow the budget, by (module, name), with why they are not fixed here.
 #: Each is still timed and must still fail (strict xfail): fixed, its entry goes.
-KNOWN_SLOW = {
-    ("nvtopo.probes.sysfs", "_RATE_RE"):
-        "quadratic in a run of spaces inside '(<n>X <spaces>': two \\s* around an optional "
-        "word; the sysfs probe is another part of issue 10 (reported there)",
-}
+KNOWN_SLOW: Dict[Tuple[str, str], str] = {}
 
 
 # --- finding the patterns -------------------------------------------------------------------
@@ -490,19 +485,36 @@ def _layout_name_patterns() -> List[str]:
     return sorted(found)
 
 
-#: checks/gpu.py and checks/select.py search GPU names with the layouts' name patterns; a
-#: name from a snapshot can be megabytes long.  ``X.*Y`` is quadratic in it (40 000
-#: characters: 9 s).  Outside the parsers; reported.  Fixed, these entries go.
-SLOW_LAYOUT_PATTERNS = {"H100.*(HBM3|SXM)", "A100-SXM4|A100.*SXM"}
+class _NameSearch:
+    """A layout name pattern as the checks apply it (:func:`nvtopo.layouts.name_matches`),
+    with the pattern interface :func:`slowest` times."""
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+        self._rx = re.compile(pattern, re.I)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._rx, name)
+
+    def findall(self, text: Any) -> Any:
+        from nvtopo.layouts import name_matches
+
+        return name_matches(self.pattern, text) if isinstance(text, str) else None
 
 
-@pytest.mark.parametrize("pattern", [
-    pytest.param(p, marks=[pytest.mark.xfail(strict=True, reason="layout name pattern "
-                                              "searched in GPU names of any length; reported")]
-                 if p in SLOW_LAYOUT_PATTERNS else [])
-    for p in _layout_name_patterns()])
+@pytest.mark.parametrize("pattern", _layout_name_patterns())
 def test_builtin_layout_name_patterns_run_in_linear_time(pattern):
-    _over(re.compile(pattern, re.I), "layouts gpus.name_pattern", False)
+    """checks/gpu.py and checks/select.py search GPU names with the layouts' name patterns;
+    a name from a snapshot can be megabytes long, and ``X.*Y`` is quadratic in it (40,000
+    characters took 9 s): only the first NAME_SEARCH_LIMIT characters are searched."""
+    took, text = slowest(_NameSearch(pattern))
+    assert took <= BUDGET_S, f"layout name pattern {pattern!r} took {took:.2f} s on {_show(text)}"
+
+
+def test_the_raw_layout_name_patterns_are_slow_without_the_limit():
+    """The limit is what keeps them fast: the raw pattern crawls on the same input."""
+    took, _ = slowest(re.compile("H100.*(HBM3|SXM)", re.I))
+    assert took > BUDGET_S
 
 
 #: Patterns this project had, each of which hung or crawled on real-looking input.

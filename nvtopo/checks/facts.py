@@ -103,7 +103,7 @@ def _view(topo: Topology) -> View:
     for d in topo.disagreements:
         if d.fact != "presence":
             continue
-        m = re.match(r"^GPU(\d+)$", d.subject)
+        m = re.match(r"^GPU([0-9]{1,6})$", d.subject)
         if not m:
             continue
         idx = int(m.group(1))
@@ -161,7 +161,7 @@ def _pairs(topo: Topology, present: List[int]) -> Dict[Tuple[int, int], Tuple[in
     for d in topo.disagreements:  # the other source's count, kept by merge as a disagreement
         if d.fact not in ("nvlink_count", "path"):
             continue
-        m = re.match(r"^GPU(\d+)-GPU(\d+)$", d.subject)
+        m = re.match(r"^GPU([0-9]{1,6})-GPU([0-9]{1,6})$", d.subject)
         if not m:
             continue
         for src, val in d.values.items():
@@ -177,7 +177,7 @@ def _pairs(topo: Topology, present: List[int]) -> Dict[Tuple[int, int], Tuple[in
     return out
 
 
-_GPU_LABEL = re.compile(r"^GPU(\d+)$")
+_GPU_LABEL = re.compile(r"^GPU([0-9]{1,6})$")
 
 
 @lru_cache(maxsize=4096)
@@ -289,7 +289,7 @@ def numa_of(g: Any) -> Optional[int]:
     s = g.numa_affinity
     if not isinstance(s, str):
         return None
-    m = re.match(r"^\s*(\d+)", s)
+    m = re.match(r"^\s*([0-9]{1,6})", s)
     return int(m.group(1)) if m else None
 
 

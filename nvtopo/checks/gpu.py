@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, List, Optional
 
+from ..layouts import name_matches
 from ..model import Topology
 from . import Finding, demote, facts as F, finding
 
@@ -80,8 +81,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                            "use them)", source=src))
     pattern = layout.get("gpus.name_pattern") if layout is not None else None
     if pattern:
-        rx = re.compile(pattern, re.I)
-        bad = [g for g in topo.gpus if g.name and not rx.search(g.name)]
+        bad = [g for g in topo.gpus if g.name and not name_matches(pattern, g.name)]
         if bad:
             g = bad[0]
             out.append(finding(

@@ -171,8 +171,7 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
     pattern = layout.get("gpus.name_pattern")
     name_ok = False
     if names and pattern:
-        rx = re.compile(pattern, re.I)
-        if all(rx.search(nm) for nm in names):
+        if all(layouts_pkg.name_matches(pattern, nm) for nm in names):
             name_ok = True
             c.score += 50
             c.why.append(f"GPU name {names[0]!r} matches")

@@ -34,6 +34,23 @@ def _bundle() -> Any:
     return resources.files(__name__)
 
 
+#: NVML names a GPU in at most 96 bytes: a layout's name pattern searches no more than this
+#: much of a name (a pattern like ``H100.*SXM`` is quadratic in the text it searches, and a
+#: name read from a file can be megabytes long).
+NAME_SEARCH_LIMIT = 256
+
+
+@lru_cache(maxsize=256)
+def _name_rx(pattern: str) -> "re.Pattern[str]":
+    return re.compile(pattern, re.I)
+
+
+def name_matches(pattern: str, name: str) -> bool:
+    """Whether GPU ``name`` matches a layout's ``gpus.name_pattern`` (a case-insensitive
+    search of the name's first :data:`NAME_SEARCH_LIMIT` characters)."""
+    return _name_rx(pattern).search(name[:NAME_SEARCH_LIMIT]) is not None
+
+
 @dataclass
 class Layout:
     """A parsed layout file."""
@@ -213,7 +230,7 @@ def validate(doc: Any, where: str) -> None:
     pairs = probe.get("nvlink.pairs")
     if pairs is not None:
         if not isinstance(pairs, dict) or not all(
-                isinstance(k, str) and re.match(r"^\d+-\d+$", k) and isinstance(v, int)
+                isinstance(k, str) and re.match(r"^[0-9]{1,6}-[0-9]{1,6}$", k) and isinstance(v, int)
                 for k, v in pairs.items()):
             raise bad('"nvlink.pairs" must map "A-B" GPU pairs to NVLink counts')
         count = probe.get("gpus.count")
@@ -235,7 +252,7 @@ def validate(doc: Any, where: str) -> None:
         raise bad('"nics.placement.gpu_to_nearest_compute_nic" must be PIX, PXB, PHB, NODE or SYS')
     gpu_nic = probe.get("nics.placement.gpu_nic")
     if gpu_nic is not None and (not isinstance(gpu_nic, dict) or not all(
-            re.match(r"^\d+$", str(k)) and (isinstance(v, str) or (
+            re.match(r"^[0-9]{1,6}$", str(k)) and (isinstance(v, str) or (
                 isinstance(v, list) and all(isinstance(x, str) for x in v)))
             for k, v in gpu_nic.items())):
         raise bad('"nics.placement.gpu_nic" must map GPU indexes to NIC names (or lists)')
@@ -270,5 +287,5 @@ def validate(doc: Any, where: str) -> None:
         raise bad('"nics.error_thresholds" must map counter names to non-negative integers')
     numa = probe.get("numa.gpu_numa")
     if numa is not None and (not isinstance(numa, dict) or not all(
-            re.match(r"^\d+$", str(k)) and isinstance(v, int) for k, v in numa.items())):
+            re.match(r"^[0-9]{1,6}$", str(k)) and isinstance(v, int) for k, v in numa.items())):
         raise bad('"numa.gpu_numa" must map GPU indexes to NUMA node numbers')

@@ -724,7 +724,7 @@ _ENUM_RE = re.compile(r"^([0-9]{1,9})\s*:\s*(.*)$", re.S)
 
 _RATE_RE = re.compile(
     r"^\s*(?P<num>[0-9]{1,9}(?:\.[0-9]{1,9})?)\s*(?P<unit>[GM])[bB]/sec"
-    r"(?:\s*\(\s*(?P<lanes>[0-9]{1,3})X\s*(?P<speed>[A-Za-z0-9]{1,16})?\s*\))?\s*$")
+    r"(?:\s*\(\s*(?P<lanes>[0-9]{1,3})X(?:\s*(?P<speed>[A-Za-z][A-Za-z0-9]{0,15}))?\s*\))?\s*$")
 
 
 def parse_rate(raw: Optional[str]) -> Dict[str, Any]:

@@ -120,10 +120,10 @@ def faults_of(check: Optional[Mapping[str, Any]], topo: Topology,
         subj = str(f.get("subject") or "")
         code = str(f.get("code") or "")
         note = f"{sev}: {code}: {f.get('message') or ''}"
-        m = re.match(r"^GPU(\d+)(?: link (\d+))?$", subj)
-        m_pair = re.match(r"^GPU(\d+)-GPU(\d+)$", subj)
-        m_gn = re.match(r"^GPU(\d+)-(.+)$", subj)
-        m_port = re.match(r"^(.+) port \d+$", subj)
+        m = re.match(r"^GPU([0-9]{1,6})(?: link ([0-9]{1,6}))?$", subj)
+        m_pair = re.match(r"^GPU([0-9]{1,6})-GPU([0-9]{1,6})$", subj)
+        m_gn = re.match(r"^GPU([0-9]{1,6})-(.+)$", subj)
+        m_port = re.match(r"^(.+) port [0-9]{1,6}$", subj)
         if m:
             idx = int(m.group(1))
             if code in ("gpu.missing", "gpu.lost") and idx not in have:

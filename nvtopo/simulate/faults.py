@@ -33,18 +33,18 @@ KINDS: Dict[str, Tuple[str, str]] = {
     "peermem-missing": ("peermem-missing", "nvidia_peermem not loaded (no GPUDirect RDMA)"),
 }
 
-_GPU = r"GPU(\d{1,4})"
+_GPU = r"GPU([0-9]{1,4})"
 _NIC = r"([A-Za-z][\w.-]*)"
 _PATTERNS = {
-    "nvlink-down": re.compile(rf"^{_GPU}:(\d{{1,3}})$"),
+    "nvlink-down": re.compile(rf"^{_GPU}:([0-9]{{1,3}})$"),
     "nvlink-degraded": re.compile(rf"^{_GPU}-{_GPU}$"),
     "gpu-missing": re.compile(rf"^{_GPU}$"),
     "ib-port-down": re.compile(rf"^{_NIC}$"),
-    "ib-rate": re.compile(rf"^{_NIC}:(\d+(?:\.\d+)?)$"),
-    "pcie-width": re.compile(rf"^{_GPU}:(\d{{1,2}})$"),
-    "pcie-gen": re.compile(rf"^{_GPU}:(\d)$"),
+    "ib-rate": re.compile(rf"^{_NIC}:([0-9]{{1,6}}(?:\.[0-9]{{1,6}})?)$"),
+    "pcie-width": re.compile(rf"^{_GPU}:([0-9]{{1,2}})$"),
+    "pcie-gen": re.compile(rf"^{_GPU}:([0-9])$"),
     "nic-affinity-swap": re.compile(rf"^{_NIC}:{_NIC}$"),
-    "counters": re.compile(rf"^{_NIC}:(\w+)=(\d{{1,12}})$"),
+    "counters": re.compile(rf"^{_NIC}:(\w+)=([0-9]{{1,12}})$"),
 }
 
 

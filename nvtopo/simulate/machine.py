@@ -411,7 +411,7 @@ def _names_for(count: int, pool: Sequence[str], taken: Sequence[str]) -> List[st
 
 
 def _mlx_index(name: str) -> Optional[int]:
-    m = re.match(r"^mlx5_(\d+)$", name)
+    m = re.match(r"^mlx5_([0-9]{1,6})$", name)
     return int(m.group(1)) if m else None
 
 

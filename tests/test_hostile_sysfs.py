@@ -151,7 +151,10 @@ MEASURE = textwrap.dedent("""\
     t0 = time.monotonic()
     ev = sysfs.capture(ProbeOptions(sysfs_root=sys.argv[1], timeout=float(sys.argv[2])))
     took = time.monotonic() - t0
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+    # VmHWM is this process image's own peak (ru_maxrss keeps the forking parent's across
+    # exec, so a big pytest process would be measured instead)
+    rss = next(int(line.split()[1]) for line in open("/proc/self/status")
+               if line.startswith("VmHWM:")) // 1024
     print(json.dumps({"status": ev["status"], "took": took, "rss_mib": rss,
                       "errors": ev["errors"], "json_bytes": len(json.dumps(ev))}))
 """)

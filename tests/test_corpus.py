@@ -23,7 +23,7 @@ from nvtopo.probes.topo_text import parse
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "topo-corpus"
 #: Where the project's shared corpus lives on the development machines; the fixtures are a
-#: byte-for-byte copy of its ``corpus/topo``.  Test data only: the comparison skips without it.
+#: byte-for-byte copy of its topo directory.  Test data only: the comparison skips without it.
 SHARED_CORPUS = Path("/work/shared/corpus/topo")
 
 EXPECTED_SUFFIX = ".expected.json"

@@ -61,7 +61,7 @@ def _relabel(entry: Dict[str, Any], rename: Dict[str, str]) -> None:
 
 
 def document(topo: Topology) -> Dict[str, Any]:
-    """The ``nvtopo ib --format json`` document (see README, "nvtopo ib")."""
+    """The ``nvtopo ib --format json`` document (its contract: docs/json.md)."""
     info = topo.extra.get("sysfs") or {}
     net_if = (topo.extra.get("host") or {}).get("net_if") or {}
     rename = gpu_renames(topo)

@@ -1,6 +1,6 @@
 """``nvtopo links``: per GPU and NVLink, state, version, speed, remote end, error counters.
 
-:func:`links_doc` builds the JSON document (the contract in the README) from
+:func:`links_doc` builds the JSON document (its contract: docs/json.md) from
 the model; :func:`print_links` renders it with Rich.  Both read only the
 model: NVML facts under ``GPU.extra["nvml"]``, pasted nvidia-smi text under
 ``GPU.extra["nvml-text"]``.

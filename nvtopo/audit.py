@@ -264,8 +264,9 @@ def check_file(path: str, layout: str = "auto", layout_file: Optional[str] = Non
     return NodeResult(
         file=path, hostname=str(hostname) if hostname else None, layout=sel.name,
         verdict=checks.verdict(found), errors=len(errs), warnings=len(warns),
-        worst=(worst.severity, worst.code, worst.subject, worst.message) if worst else None,
-        codes=tuple((f.severity, f.code, f.subject) for f in found),
+        worst=(worst.severity, worst.code, str(worst.subject), worst.message) if worst
+        else None,
+        codes=tuple((f.severity, f.code, str(f.subject)) for f in found),
         findings=[f.to_dict() for f in found] if with_findings else None,
         rederived=rederived)
 

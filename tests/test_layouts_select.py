@@ -67,7 +67,7 @@ def test_corpus_picks_its_layout_and_healthy_ones_check_clean(path):
     else:
         assert sel.layout.family == family
         assert sel.reason.startswith("auto: ")
-    errors = [(f.code, f.subject) for f in checks.run(topo, sel.layout)
+    errors = [(f.code, str(f.subject)) for f in checks.run(topo, sel.layout)
               if f.severity == "error"]
     if healthy:
         assert errors == []
@@ -117,7 +117,8 @@ def test_identity_mesh_needs_no_mapping_and_a_missing_link_is_one_pair_finding()
     topo = _mesh_topo(pairs)
     sel = S.select(topo)
     assert sel.layout.family == "dgx-1" and sel.mapping is None
-    errs = [(f.code, f.subject) for f in checks.run(topo, sel.layout) if f.severity == "error"]
+    errs = [(f.code, str(f.subject)) for f in checks.run(topo, sel.layout)
+            if f.severity == "error"]
     assert errs == [("nvlink.pair_degraded", "GPU0-GPU3")]
 
 
@@ -145,7 +146,8 @@ def test_degraded_h100_node_keeps_its_layout():
     topo = _h100_nvswitch(n=7, names="NVIDIA H100 80GB HBM3")
     sel = S.select(topo)
     assert sel.layout.family == "h100-8"
-    errs = [(f.code, f.subject) for f in checks.run(topo, sel.layout) if f.severity == "error"]
+    errs = [(f.code, str(f.subject)) for f in checks.run(topo, sel.layout)
+            if f.severity == "error"]
     assert errs == [("gpu.missing", "GPU7")]
 
 

@@ -1,7 +1,8 @@
 """Checks: is the wiring what the layout says it should be?
 
 Every check family is a module with one pure function ``check(model, layout)``
-returning a list of :class:`Finding`.  ``layout`` is ``None`` when no layout
+returning a list of :class:`Finding`, each about a typed
+:class:`~nvtopo.checks.subject.Subject`.  ``layout`` is ``None`` when no layout
 fits the node: the families then run only their layout-independent parts
 (links down, ports down, counters, PCIe hops, disagreements).
 
@@ -10,7 +11,8 @@ share one reading of the model (:func:`nvtopo.checks.facts.view`), which
 knows which GPUs are missing, whether the NVLink fabric is down and which
 links are down, so each family leaves out the consequences another family
 reports.  What is left over (sources that disagree about a fact a finding
-already explains) is folded here, by the ``covers`` of each finding.
+already explains) is folded here, by the ``covers`` of each finding: a set of
+subjects, compared as subjects (a NIC named ``GPU3`` is not the GPU).
 
 Severities: ``error`` (something is wrong), ``warning`` (probably wrong, or
 an expectation whose only evidence is inferred), ``info`` (not checked:
@@ -20,54 +22,16 @@ the input does not say).  Unknown is never an error.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
-from typing import Any, Dict, FrozenSet, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
-SEVERITIES = ("error", "warning", "info")
+from .findings import SEVERITIES, Finding, demote, finding
+from .subject import Subject
+
+__all__ = ["FAMILIES", "SEVERITIES", "Finding", "Subject", "demote", "finding", "fold", "run",
+           "select_and_run", "verdict"]
 
 #: Check families, in report order.
 FAMILIES = ("gpu", "fabric", "nvlink", "p2p", "pcie", "nic", "ib", "numa", "source")
-
-
-@dataclass
-class Finding:
-    """One answer of a check.
-
-    ``code`` is stable, with a domain prefix (``nvlink.link_down``);
-    ``subject`` names what it is about (``GPU3 link 7``, ``GPU2-GPU6``,
-    ``mlx5_4 port 1``, ``GPU5``, ``node``); ``source`` the evidence (which
-    probe said it: ``nvml``, ``sysfs``, ``topo-text``, or several).
-    """
-
-    severity: str
-    code: str
-    subject: str
-    message: str
-    expected: Any = None
-    actual: Any = None
-    hint: str = ""
-    source: str = ""
-    #: Subjects whose other findings this one explains (not serialised).
-    covers: FrozenSet[str] = field(default_factory=frozenset)
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {"severity": self.severity, "code": self.code, "subject": self.subject,
-                "expected": self.expected, "actual": self.actual, "message": self.message,
-                "hint": self.hint, "source": self.source}
-
-
-def finding(severity: str, code: str, subject: str, message: str, *, expected: Any = None,
-            actual: Any = None, hint: str = "", source: str = "",
-            covers: Sequence[str] = ()) -> Finding:
-    assert severity in SEVERITIES, severity
-    return Finding(severity=severity, code=code, subject=subject, message=message,
-                   expected=expected, actual=actual, hint=hint, source=source,
-                   covers=frozenset(covers))
-
-
-def demote(severity: str, inferred: bool) -> str:
-    """An expectation whose evidence is only ``[I]`` gives at most a warning."""
-    return "warning" if inferred and severity == "error" else severity
 
 
 def fold(findings: List[Finding]) -> List[Finding]:

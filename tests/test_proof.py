@@ -91,7 +91,7 @@ def findings(name: str, faults: Tuple[str, ...]):
     from nvtopo.checks.select import select
 
     lay = select(topo, name).layout
-    return tuple(f for f in checks.run(topo, lay) if f.severity in ("error", "warning"))
+    return tuple(f for f in checks.run(topo, lay).findings if f.severity in ("error", "warning"))
 
 
 @functools.lru_cache(maxsize=None)

@@ -1,14 +1,19 @@
-"""Typed subjects: the text every subject kind shows, equality by what a subject is (never by
-its text), folding by subject, and a disagreement's subject typed from the model."""
+"""Typed subjects and the check report: the text every subject kind shows, equality by what a
+subject is (never by its text), folding by subject, the report's verdict, counts and JSON
+document, and the renderers reading the report instead of deciding."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from nvtopo import checks
+from nvtopo import checks, layouts, snapshot
 from nvtopo.checks import subject as S
 from nvtopo.checks.source import subject_of
 from nvtopo.model import GPU, NIC, Disagreement, Topology
+from nvtopo.render import prometheus as prom
+from nvtopo.simulate import simulate
 
 # --- subjects --------------------------------------------------------------------------------
 
@@ -159,3 +164,107 @@ def test_disagreement_subject_is_typed_by_its_fact_and_the_model(subject, fact, 
     got = subject_of(_topo(), Disagreement(subject, fact, {"a": 1, "b": 2}))
     assert got == want and got.kind == want.kind
     assert str(got) == subject  # the text shown is the model's, unchanged
+
+
+# --- the report ------------------------------------------------------------------------------
+
+
+def _report(*severities, mapping=None):
+    found = tuple(checks.finding(sev, f"x.{k}", S.gpu(k), f"m{k}")
+                  for k, sev in enumerate(severities))
+    return checks.Report(layout_name="dgx-h100", reason="best fit", findings=found,
+                         mapping=mapping)
+
+
+def test_report_decides_verdict_counts_worst_and_exit_status_once():
+    r = _report("warning", "info", "error", "warning", "error")
+    assert r.verdict == "fail" and r.exit_status == 1
+    assert dict(r.counts) == {"error": 2, "warning": 2, "info": 1}
+    assert r.worst is r.findings[2]
+    assert r.not_checked == (r.findings[1],)
+    ok = _report("warning", "info")
+    assert (ok.verdict, ok.exit_status, ok.worst) == ("pass", 0, ok.findings[0])
+    empty = _report()
+    assert (empty.verdict, dict(empty.counts), empty.worst) == (
+        "pass", {"error": 0, "warning": 0, "info": 0}, None)
+    with pytest.raises(Exception):
+        r.verdict = "pass"  # type: ignore[misc]
+
+
+def test_report_document_keeps_the_json_contract():
+    doc = _report("error", mapping={3: 0, 0: 3}).document()
+    assert list(doc) == ["layout", "layout_reason", "verdict", "findings", "layout_mapping"]
+    assert doc["layout_mapping"] == {"GPU0": 3, "GPU3": 0}
+    assert list(doc["layout_mapping"]) == ["GPU0", "GPU3"]
+    assert (doc["layout"], doc["layout_reason"], doc["verdict"]) == ("dgx-h100", "best fit",
+                                                                     "fail")
+    assert doc["findings"] == [{"severity": "error", "code": "x.0", "subject": "GPU0",
+                                "expected": None, "actual": None, "message": "m0", "hint": "",
+                                "source": ""}]
+    assert list(_report("warning").document()) == ["layout", "layout_reason", "verdict",
+                                                    "findings"]
+
+
+def test_missing_gpus_are_those_reported_missing_or_lost():
+    found = (checks.finding("error", "gpu.missing", S.gpu(7), "m"),
+             checks.finding("warning", "gpu.missing", S.gpu(5), "m"),
+             checks.finding("error", "gpu.lost", S.gpu(2), "m"),
+             checks.finding("info", "gpu.missing", S.gpu(1), "m"),
+             checks.finding("error", "nic.missing", S.nic("GPU4"), "m"),
+             checks.finding("error", "pcie.width_low", S.gpu(6), "m"))
+    r = checks.Report(layout_name="x", reason="", findings=found)
+    assert r.missing_gpus == [2, 5, 7]
+
+
+def test_select_and_run_reports_the_selection(tmp_path):
+    lay = layouts.load("dgx-h100")
+    topo = snapshot.derive(json.loads(json.dumps(simulate(lay, ["nvlink-down:GPU3:7"],
+                                                          seed=5))))
+    r = checks.select_and_run(topo)
+    assert r.layout_name == "dgx-h100" and r.layout is not None and r.layout.name == "dgx-h100"
+    assert r.reason and r.verdict == "fail" and r.counts["error"] == 1
+    assert [(f.code, f.subject) for f in r.findings if f.severity == "error"] == [
+        ("nvlink.link_down", S.link(3, 7))]
+    none = checks.run(topo, None)
+    assert none.layout_name == "none" and none.layout is None and none.reason == ""
+
+
+@pytest.mark.parametrize("faults,want", [
+    (["nvlink-down:GPU3:7"], {("nvlink.link_down", "link")}),
+    (["nvlink-degraded:GPU2-GPU6"], {("nvlink.pair_degraded", "pair")}),
+    (["ib-port-down:mlx5_4"], {("ib.port_down", "port")}),
+    (["gpu-missing:GPU3"], {("gpu.missing", "gpu")}),
+    (["fabric-not-started"], {("fabric.not_started", "node")}),
+    (["nic-affinity-swap:mlx5_0:mlx5_3"], {("nic.placement", "gpu_nic")}),
+])
+def test_each_fault_gives_a_subject_of_its_kind(faults, want):
+    lay = layouts.load("dgx-h100")
+    topo = snapshot.derive(json.loads(json.dumps(simulate(lay, faults, seed=5))))
+    r = checks.run(topo, lay)
+    got = {(f.code, f.subject.kind) for f in r.findings if f.severity == "error"}
+    assert got == want
+
+
+# --- renderers read the report ----------------------------------------------------------------
+
+
+def test_prometheus_takes_the_reports_verdict_and_counts():
+    """The counts are the report's: a summary whose counts say 5 errors is shown as 5."""
+    summary = prom.CheckSummary(layout=None, verdict="fail",
+                                counts={"error": 5, "warning": 0, "info": 2},
+                                findings=[("error", "a.b", "GPU1"), ("error", "a.b", "GPU1")])
+    text = prom.render_check(summary)
+    assert "nvtopo_check_pass 0\n" in text
+    assert 'nvtopo_check_findings{severity="error"} 5\n' in text
+    assert 'nvtopo_check_findings{severity="info"} 2\n' in text
+    assert 'nvtopo_finding{code="a.b",subject="GPU1",severity="error"} 2\n' in text
+    assert 'nvtopo_layout_info{layout="none"} 1\n' in text
+
+
+def test_prometheus_summary_of_a_report():
+    r = _report("error", "info")
+    s = prom.CheckSummary.of(r)
+    assert (s.layout, s.verdict, dict(s.counts)) == ("dgx-h100", "fail",
+                                                     {"error": 1, "warning": 0, "info": 1})
+    assert s.findings == (("error", "x.0", "GPU0"), ("info", "x.1", "GPU1"))
+    assert prom.render_check(r) == prom.render_check(s)

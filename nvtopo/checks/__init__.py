@@ -14,6 +14,9 @@ reports.  What is left over (sources that disagree about a fact a finding
 already explains) is folded here, by the ``covers`` of each finding: a set of
 subjects, compared as subjects (a NIC named ``GPU3`` is not the GPU).
 
+:func:`run` and :func:`select_and_run` return a :class:`Report`: the findings in
+report order with the verdict, the counts and the JSON document decided once.
+
 Severities: ``error`` (something is wrong), ``warning`` (probably wrong, or
 an expectation whose only evidence is inferred), ``info`` (not checked:
 the input does not say).  Unknown is never an error.
@@ -22,13 +25,14 @@ the input does not say).  Unknown is never an error.
 from __future__ import annotations
 
 import importlib
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional
 
 from .findings import SEVERITIES, Finding, demote, finding
+from .report import Report, verdict
 from .subject import Subject
 
-__all__ = ["FAMILIES", "SEVERITIES", "Finding", "Subject", "demote", "finding", "fold", "run",
-           "select_and_run", "verdict"]
+__all__ = ["FAMILIES", "SEVERITIES", "Finding", "Report", "Subject", "demote", "finding",
+           "fold", "run", "select_and_run", "verdict"]
 
 #: Check families, in report order.
 FAMILIES = ("gpu", "fabric", "nvlink", "p2p", "pcie", "nic", "ib", "numa", "source")
@@ -59,8 +63,11 @@ def fold(findings: List[Finding]) -> List[Finding]:
     return out
 
 
-def run(model: Any, layout: Optional[Any]) -> List[Finding]:
-    """Every family's findings, folded, ordered by severity then family."""
+def run(model: Any, layout: Optional[Any], reason: str = "",
+        mapping: Optional[Dict[int, int]] = None) -> Report:
+    """Every family's findings against ``layout`` (None: the layout-independent parts),
+    folded, ordered by severity then family, as a :class:`Report`.  ``reason`` and
+    ``mapping``: what the layout selection said (:func:`select_and_run` passes them)."""
     from .facts import shared_views
 
     found: List[Finding] = []
@@ -71,21 +78,19 @@ def run(model: Any, layout: Optional[Any]) -> List[Finding]:
     found = fold(found)
     order = {s: i for i, s in enumerate(SEVERITIES)}
     fam_order = {f: i for i, f in enumerate(FAMILIES)}
-    return sorted(found, key=lambda f: (order[f.severity],
-                                        fam_order.get(f.code.split(".")[0], len(FAMILIES))))
+    found.sort(key=lambda f: (order[f.severity],
+                              fam_order.get(f.code.split(".")[0], len(FAMILIES))))
+    return Report(layout_name=layout.name if layout is not None else "none", reason=reason,
+                  findings=tuple(found), mapping=mapping, layout=layout)
 
 
 def select_and_run(model: Any, layout: str = "auto", layout_file: Optional[str] = None
-                   ) -> "tuple[Any, List[Finding]]":
+                   ) -> Report:
     """Choose the layout (:func:`nvtopo.checks.select.select`) and run every family against
-    it, reading the model's facts once for both.  Returns ``(selection, findings)``."""
+    it, reading the model's facts once for both."""
     from . import select as selection
     from .facts import shared_views
 
     with shared_views():
         sel = selection.select(model, layout, layout_file)
-        return sel, run(model, sel.layout)
-
-
-def verdict(findings: Sequence[Finding]) -> str:
-    return "fail" if any(f.severity == "error" for f in findings) else "pass"
+        return run(model, sel.layout, sel.reason, sel.mapping)

@@ -13,12 +13,13 @@ layout is deterministic (the same model gives the same bytes):
   GPU pairs; the bar runs along every row of NUMA boxes.  Without switches (a direct
   mesh, DGX-1, GH200) every NVLinked pair is an arc labelled NV#; on a switched node only
   the pairs short of links that no GPU edge explains are drawn;
-* with a check document (``nvtopo check --format svg``), elements named in error findings
-  are outlined red, in warnings amber; GPUs the check reports missing are drawn as dashed
-  placeholders; the findings are listed below the picture; a legend closes it.
+* with a check's report (``nvtopo check --format svg``), elements named in error findings
+  are outlined red, in warnings amber (from the findings' typed subjects); GPUs the report
+  says are missing are drawn as dashed placeholders; the findings are listed below the
+  picture; a legend closes it.
 
-Public API: ``render(topo, check=None) -> str`` (``check``: the check document of
-:func:`nvtopo.render.check.document`, or ``None`` for ``nvtopo show``).
+Public API: ``render(topo, report=None) -> str`` (``report``: the
+:class:`nvtopo.checks.Report` of ``nvtopo check``, or ``None`` for ``nvtopo show``).
 """
 
 from __future__ import annotations
@@ -26,10 +27,13 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..model import Topology, path_kind, path_rank, pci_bdf
 from ..safe import ascii_int, is_ascii_digits, printable, xml
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..checks import Report
 
 # --- geometry and colours ---------------------------------------------------------------
 
@@ -82,6 +86,12 @@ def _clip(text: str, n: int) -> str:
 
 
 # --- what is faulty ------------------------------------------------------------------------
+#
+# From the findings' typed subjects; nothing is parsed back from a subject's text: a GPU
+# subject marks that GPU, a link its GPU and its NVLink edge, a pair the arc and both GPUs, a
+# GPU-NIC subject the PCIe edge and both ends, a port or a NIC the NIC's box, an NVSwitch its
+# box.  A subject the picture does not draw (a NIC not in the model, the node, a source's own
+# words) marks the frame.
 
 
 @dataclass
@@ -95,6 +105,7 @@ class Faults:
     gpu_links: Dict[int, str] = field(default_factory=dict)
     switches: Dict[str, str] = field(default_factory=dict)
     node: Optional[str] = None
+    #: GPUs the report says are missing that the model does not hold (drawn as placeholders).
     missing: List[int] = field(default_factory=list)
     messages: Dict[str, List[str]] = field(default_factory=dict)
 
@@ -104,65 +115,57 @@ class Faults:
             d[key] = sev
 
 
-def faults_of(check: Optional[Mapping[str, Any]], topo: Topology,
+def faults_of(report: Optional["Report"], topo: Topology,
               switch_ids: Mapping[str, str]) -> Faults:
-    """Which drawn elements the check's error and warning findings name."""
+    """Which drawn elements the report's error and warning findings name.
+
+    ``switch_ids``: NVSwitch bus id (as NVML and the short form write it) -> element id."""
     out = Faults()
-    if not check:
+    if report is None:
         return out
-    nic_names = {n.name for n in topo.nics} | {n.label for n in topo.nics}
-    label_to_name = {n.label: n.name for n in topo.nics}
+    # a subject names a NIC by its device name or, from a topo text, by its matrix label
+    label_to_name = {n.name: n.name for n in topo.nics}
+    label_to_name.update({n.label: n.name for n in topo.nics})
     have = {g.index for g in topo.gpus}
-    for f in check.get("findings") or []:
-        sev = f.get("severity")
+    out.missing = [i for i in report.missing_gpus if i not in have]
+    missing = set(out.missing)
+    for f in report.findings:
+        sev = f.severity
         if sev not in _SEV_RANK:
             continue
-        subj = str(f.get("subject") or "")
-        code = str(f.get("code") or "")
-        note = f"{sev}: {code}: {f.get('message') or ''}"
-        m = re.match(r"^GPU([0-9]{1,6})(?: link ([0-9]{1,6}))?$", subj)
-        m_pair = re.match(r"^GPU([0-9]{1,6})-GPU([0-9]{1,6})$", subj)
-        m_gn = re.match(r"^GPU([0-9]{1,6})-(.+)$", subj)
-        m_port = re.match(r"^(.+) port [0-9]{1,6}$", subj)
-        if m:
-            idx = int(m.group(1))
-            if code in ("gpu.missing", "gpu.lost") and idx not in have:
-                if idx not in out.missing:
-                    out.missing.append(idx)
+        s = f.subject
+        note = f"{sev}: {f.code}: {f.message or ''}"
+        if s.kind in ("gpu", "link") and s.gpu is not None:
+            idx = s.gpu
+            if idx in missing:
                 out.messages.setdefault(f"missing-{idx}", []).append(note)
                 continue
             Faults._put(out.gpus, idx, sev)
             out.messages.setdefault(f"gpu-{idx}", []).append(note)
-            if m.group(2) is not None or code.startswith("nvlink."):
+            if s.kind == "link" or f.code.startswith("nvlink."):
                 Faults._put(out.gpu_links, idx, sev)
-        elif m_pair:
-            a, b = sorted((int(m_pair.group(1)), int(m_pair.group(2))))
+        elif s.kind == "pair" and s.gpu is not None and s.peer is not None:
+            a, b = sorted((s.gpu, s.peer))
             Faults._put(out.pairs, (a, b), sev)
             for i in (a, b):
                 Faults._put(out.gpus, i, sev)
                 out.messages.setdefault(f"gpu-{i}", []).append(note)
-        elif m_gn and m_gn.group(2) in nic_names:
-            idx, nic = int(m_gn.group(1)), label_to_name.get(m_gn.group(2), m_gn.group(2))
+        elif s.kind == "gpu_nic" and s.gpu is not None and s.name in label_to_name:
+            idx, nic = s.gpu, label_to_name[s.name]
             Faults._put(out.gpu_nic, (idx, nic), sev)
             Faults._put(out.gpus, idx, sev)
             Faults._put(out.nics, nic, sev)
             out.messages.setdefault(f"gpu-{idx}", []).append(note)
             out.messages.setdefault(f"nic-{nic}", []).append(note)
-        elif m_port and m_port.group(1) in nic_names:
-            nic = label_to_name.get(m_port.group(1), m_port.group(1))
+        elif s.kind in ("port", "nic") and s.name in label_to_name:
+            nic = label_to_name[s.name]
             Faults._put(out.nics, nic, sev)
             out.messages.setdefault(f"nic-{nic}", []).append(note)
-        elif subj in nic_names:
-            nic = label_to_name.get(subj, subj)
-            Faults._put(out.nics, nic, sev)
-            out.messages.setdefault(f"nic-{nic}", []).append(note)
-        elif subj in switch_ids:
-            Faults._put(out.switches, switch_ids[subj], sev)
-            out.messages.setdefault(f"sw-{switch_ids[subj]}", []).append(note)
-        else:
-            if _SEV_RANK[sev] > _SEV_RANK.get(out.node or "", 0):
-                out.node = sev
-    out.missing.sort()
+        elif s.kind == "switch" and s.name in switch_ids:
+            Faults._put(out.switches, switch_ids[s.name], sev)
+            out.messages.setdefault(f"sw-{switch_ids[s.name]}", []).append(note)
+        elif _SEV_RANK[sev] > _SEV_RANK.get(out.node or "", 0):
+            out.node = sev
     return out
 
 
@@ -207,7 +210,8 @@ def _numa_sort(key: str) -> Tuple[int, int, str]:
     return (0, num, "") if num is not None else (1, 0, key)
 
 
-def _arrange(topo: Topology, faults: Faults) -> List[Group]:
+def _arrange(topo: Topology, missing: Sequence[int]) -> List[Group]:
+    """The NUMA boxes, in order; ``missing``: GPUs drawn as placeholders (a box of their own)."""
     gpus = sorted(topo.gpus, key=lambda g: g.index)
     matrix = topo.matrix
     idx = {d: i for i, d in enumerate(matrix.devices)} if matrix is not None else {}
@@ -250,8 +254,8 @@ def _arrange(topo: Topology, faults: Faults) -> List[Group]:
         by_numa.setdefault(_gpu_numa(g), []).append(cells[g.index])
     for key, nics in loose.items():
         by_numa.setdefault(key, []).append(Cell(gpu=None, nics=nics))
-    if faults.missing:
-        by_numa[MISSING] = [Cell(gpu=None, nics=[], missing=i) for i in faults.missing]
+    if missing:
+        by_numa[MISSING] = [Cell(gpu=None, nics=[], missing=i) for i in missing]
     cpus: Dict[str, str] = {}
     sysfs = topo.extra.get("sysfs") if isinstance(topo.extra.get("sysfs"), dict) else {}
     for nd in ((sysfs.get("numa") or {}).get("nodes") or []):
@@ -408,13 +412,13 @@ def _port_summary(n: Any) -> Tuple[str, str]:
     return bad, C_PORT_DOWN if bad in ("DOWN", "INIT", "ARMED") else C_PORT_OTHER
 
 
-def render(topo: Topology, check: Optional[Mapping[str, Any]] = None) -> str:
-    """The topology picture as an SVG document (text)."""
+def render(topo: Topology, report: Optional["Report"] = None) -> str:
+    """The topology picture as an SVG document (text); with ``report``, its findings marked."""
     switches = _switches(topo)
     switch_ids = {b: _id(_short_bus(b)) for b in switches}
     switch_ids.update({_short_bus(b): _id(_short_bus(b)) for b in switches})
-    faults = faults_of(check, topo, switch_ids)
-    groups = _arrange(topo, faults)
+    faults = faults_of(report, topo, switch_ids)
+    groups = _arrange(topo, faults.missing)
     links = _gpu_links(topo)
     present = sorted(g.index for g in topo.gpus)
     nvml = topo.extra.get("nvml") if isinstance(topo.extra.get("nvml"), dict) else {}
@@ -460,12 +464,11 @@ def render(topo: Topology, check: Optional[Mapping[str, Any]] = None) -> str:
     # -- title
     host = topo.host.get("hostname") or topo.origin.get("file") or "node"
     head = f"nvtopo · {host}"
-    if check:
-        n_err = sum(1 for f in check.get("findings") or [] if f.get("severity") == "error")
-        n_warn = sum(1 for f in check.get("findings") or [] if f.get("severity") == "warning")
-        verdict = "FAIL" if check.get("verdict") == "fail" else "PASS"
-        head += (f" · layout {check.get('layout')} · {verdict}: {n_err} error(s), "
-                 f"{n_warn} warning(s)")
+    failed = report is not None and report.verdict == "fail"
+    if report is not None:
+        n = report.counts
+        head += (f" · layout {report.layout_name} · {'FAIL' if failed else 'PASS'}: "
+                 f"{n['error']} error(s), {n['warning']} warning(s)")
     numas = sorted({grp.key for grp in groups if grp.key and grp.key != MISSING},
                    key=_numa_sort)
     sub = (f"{len(topo.gpus)} GPUs · {len(topo.nics)} NICs · "
@@ -473,8 +476,7 @@ def render(topo: Topology, check: Optional[Mapping[str, Any]] = None) -> str:
            f"{len(topo.gpus)} GPUs · {len(topo.nics)} NICs · ")
     sub += f"{len(numas)} NUMA nodes · sources: {', '.join(topo.sources) or 'none'}"
     svg.text(MARGIN, y + 16, head, size=16, weight="bold",
-             fill=C_ERROR if faults.node == "error" or (check and check.get("verdict") == "fail")
-             else "#212121", cls="title")
+             fill=C_ERROR if faults.node == "error" or failed else "#212121", cls="title")
     svg.text(MARGIN, y + 34, sub, size=11, fill="#616161")
     y += 50
 
@@ -682,16 +684,16 @@ def render(topo: Topology, check: Optional[Mapping[str, Any]] = None) -> str:
     if switches:
         per_line = max(8, int((max(row_w + [0]) or MAX_ROW_W) // SW_PITCH))
         width_all = max(width_all, left + min(len(switches), per_line) * SW_PITCH + MARGIN)
-    if check:
-        shown = [f for f in check.get("findings") or [] if f.get("severity") in _SEV_RANK]
+    if report is not None:
+        shown = [f for f in report.findings if f.severity in _SEV_RANK]
         if shown:
             svg.text(MARGIN, y + 4, f"Findings ({len(shown)})", size=12, weight="bold")
             y += 20
             chars = int((width_all - 2 * MARGIN) // 6.3)
             for f in shown[:40]:
-                sev = f["severity"]
+                sev = f.severity
                 mark = "✗" if sev == "error" else "!"
-                line = f"{mark} {f.get('code')} · {f.get('subject')} — {f.get('message')}"
+                line = f"{mark} {f.code} · {f.subject} — {f.message}"
                 svg.text(MARGIN, y + 4, _clip(line, chars), size=10,
                          fill=C_ERROR if sev == "error" else "#e65100", cls="finding")
                 y += 15

@@ -28,7 +28,6 @@ from _machine import machine  # noqa: E402
 
 from nvtopo import checks, layouts, snapshot  # noqa: E402
 from nvtopo.checks import select as selection  # noqa: E402
-from nvtopo.render import check as render_check  # noqa: E402
 from nvtopo.render import matrix, prometheus, svg  # noqa: E402
 from nvtopo.simulate import build, nvlink_domain, snapshot as sim_snapshot  # noqa: E402
 
@@ -68,10 +67,10 @@ def main() -> None:
         doc = sim_snapshot(build(lay, faults))
         topo = snapshot.derive(json.loads(json.dumps(doc)))
         sel = selection.select(topo, "auto", None)
-        found: list = []
+        reports: list = []
 
         def run_check() -> None:
-            found[:] = checks.run(topo, lay)
+            reports[:] = [checks.run(topo, lay, "bench")]
 
         def table() -> None:
             matrix.print_topology(topo, _console())
@@ -79,14 +78,14 @@ def main() -> None:
         stages: Dict[str, List[float]] = {
             "select": timed(lambda: selection.select(topo, "auto", None), args.runs),
             "check": timed(run_check, args.runs)}
-        check_doc = render_check.document(lay.name, "bench", found)
+        report = reports[0]
         stages["table"] = timed(table, args.runs)
-        stages["svg"] = timed(lambda: svg.render(topo, check=check_doc), args.runs)
+        stages["svg"] = timed(lambda: svg.render(topo, report=report), args.runs)
         stages["prometheus"] = timed(
-            lambda: prometheus.render_check(check_doc, topo, layout=lay), args.runs)
-        size = len(svg.render(topo, check=check_doc))
+            lambda: prometheus.render_check(report, topo, layout=lay), args.runs)
+        size = len(svg.render(topo, report=report))
         print(f"{title}: {len(topo.gpus)} GPUs, {len(topo.nics)} NICs, "
-              f"{len(found)} findings ({sel.name} picked automatically), SVG {size / 1e3:.0f} kB, "
+              f"{len(report.findings)} findings ({sel.name} picked automatically), SVG {size / 1e3:.0f} kB, "
               f"{args.runs} runs")
         for name, xs in stages.items():
             print(f"  {name:<10} median {statistics.median(xs) * 1000:8.1f} ms   "

@@ -44,7 +44,7 @@ def main() -> None:
         text = json.dumps(doc)
         topo = snapshot.derive(json.loads(text))
         t2 = time.perf_counter()
-        checks.run(topo, lay)
+        checks.run(topo, lay).findings
         t3 = time.perf_counter()
         stages["simulate"].append(t1 - t0)
         stages["derive"].append(t2 - t1)

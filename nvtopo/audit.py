@@ -43,6 +43,8 @@ class NodeResult:
     verdict: str
     errors: int = 0
     warnings: int = 0
+    #: ``info`` findings (not checked): with ``errors`` and ``warnings``, the report's counts.
+    infos: int = 0
     #: ``(severity, code, subject, message)`` of the first error, else first warning.
     worst: Optional[Tuple[str, str, str, str]] = None
     #: ``(severity, code, subject)`` of every finding, info included (summary, Prometheus).
@@ -249,7 +251,7 @@ def check_file(path: str, layout: str = "auto", layout_file: Optional[str] = Non
         if not topo.gpus and topo.matrix is None and topo.p2p is None:
             why = "; ".join(n.message for n in topo.notes) or "no GPU facts"
             raise NvtopoError(f"nothing to check: {why}", where=path)
-        sel, found = checks.select_and_run(topo, layout, layout_file)
+        report = checks.select_and_run(topo, layout, layout_file)
     except NvtopoError as exc:
         msg = exc.message if exc.where in (path, None) else str(exc)
         return NodeResult(file=path, hostname=hostname, layout=None, verdict="error",
@@ -258,15 +260,15 @@ def check_file(path: str, layout: str = "auto", layout_file: Optional[str] = Non
         return NodeResult(file=path, hostname=hostname, layout=None, verdict="error",
                           reason=f"internal error while checking: {type(exc).__name__}: {exc}"
                           .replace("\n", " "))
-    errs = [f for f in found if f.severity == "error"]
-    warns = [f for f in found if f.severity == "warning"]
-    worst = (errs or warns or [None])[0]
+    worst = report.worst
     return NodeResult(
-        file=path, hostname=str(hostname) if hostname else None, layout=sel.name,
-        verdict=checks.verdict(found), errors=len(errs), warnings=len(warns),
-        worst=(worst.severity, worst.code, worst.subject, worst.message) if worst else None,
-        codes=tuple((f.severity, f.code, f.subject) for f in found),
-        findings=[f.to_dict() for f in found] if with_findings else None,
+        file=path, hostname=str(hostname) if hostname else None, layout=report.layout_name,
+        verdict=report.verdict, errors=report.counts["error"],
+        warnings=report.counts["warning"], infos=report.counts["info"],
+        worst=(worst.severity, worst.code, str(worst.subject), worst.message) if worst
+        else None,
+        codes=tuple((f.severity, f.code, str(f.subject)) for f in report.findings),
+        findings=[f.to_dict() for f in report.findings] if with_findings else None,
         rederived=rederived)
 
 

@@ -516,18 +516,16 @@ def check_cmd(
         topo, durations = _check_input_recorded(from_, sysfs_root, timeout)
     else:
         topo = _check_input(from_, sysfs_root, timeout)
-    sel, found = checks.select_and_run(topo, layout, layout_file)
-    doc = render_check.document(sel.name, sel.reason, found, sel.mapping)
+    report = checks.select_and_run(topo, layout, layout_file)
     if fmt is CheckFormat.table and output in (None, "-"):
-        render_check.print_check(doc, _console())
+        render_check.print_check(report, _console())
     elif fmt is CheckFormat.json:
-        _emit(json.dumps(doc, indent=2) + "\n", output)
+        _emit(json.dumps(report.document(), indent=2) + "\n", output)
     else:
         from .render import export
 
-        _emit(export.check_document(doc, topo, fmt.value, layout=sel.layout,
-                                    durations=durations), output)
-    raise typer.Exit(int(ExitStatus.FINDINGS if doc["verdict"] == "fail" else ExitStatus.OK))
+        _emit(export.check_document(report, topo, fmt.value, durations=durations), output)
+    raise typer.Exit(report.exit_status)
 
 
 layouts_app = typer.Typer(

@@ -503,10 +503,10 @@ def verdicts(a: Topology, b: Topology, not_compared: Iterable[str] = ()) -> Dict
             res[f"layout_{side}"] = None
             found[side] = []
             continue
-        sel, f = checks.select_and_run(t)
-        res[side] = checks.verdict(f)
-        res[f"layout_{side}"] = sel.name
-        found[side] = [x for x in f if x.severity in ("error", "warning")]
+        report = checks.select_and_run(t)
+        res[side] = report.verdict
+        res[f"layout_{side}"] = report.layout_name
+        found[side] = [x for x in report.findings if x.severity in ("error", "warning")]
     keys_a = {(x.code, x.subject) for x in found["before"]}
     keys_b = {(x.code, x.subject) for x in found["after"]}
     missing = set(not_compared or ())

@@ -301,16 +301,15 @@ def views(topo: Any, tables: bool = True) -> Dict[str, str]:
         print_it(c)
         return c.file.getvalue()
 
-    sel, found = checks.select_and_run(topo)
-    doc = render_check.document(sel.name, sel.reason, found, sel.mapping)
-    out["check.json"] = json.dumps(doc)
+    report = checks.select_and_run(topo)
+    out["check.json"] = json.dumps(report.document())
     run("links.json", lambda: json.dumps(render_links.links_doc(topo, where="input")))
     sysfs = render_ib.has_sysfs(topo)
     if sysfs:
         out["ib.json"] = json.dumps(render_ib.document(topo))
     out["show.json"] = json.dumps(topo.to_dict())
     if tables:
-        out["check.table"] = table(lambda c: render_check.print_check(doc, c))
+        out["check.table"] = table(lambda c: render_check.print_check(report, c))
         run("links.table", lambda: table(lambda c: render_links.print_links(
             render_links.links_doc(topo, where="input"), c)))
         if sysfs:

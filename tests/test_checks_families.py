@@ -92,11 +92,11 @@ def healthy(nvml=True, sysfs=True, n=8):
 
 
 def run(topo, lay=LAY, level=("error", "warning")):
-    return [(f.code, f.subject) for f in checks.run(topo, lay) if f.severity in level]
+    return [(f.code, str(f.subject)) for f in checks.run(topo, lay).findings if f.severity in level]
 
 
 def only(topo, level):
-    return [(f.code, f.subject) for f in checks.run(topo, LAY) if f.severity == level]
+    return [(f.code, str(f.subject)) for f in checks.run(topo, LAY).findings if f.severity == level]
 
 
 def test_healthy_node_has_no_finding_at_all_but_info():
@@ -127,8 +127,8 @@ def test_link_down_is_one_finding_with_its_pairs_folded():
             topo.matrix.cells[a][3] = topo.matrix.cells[3][a] = "NV17"
     topo.disagreements.append(Disagreement("GPU0-GPU3", "nvlink_count",
                                            {"topo-text": 18, "nvml": 17}, "x"))
-    found = checks.run(topo, LAY)
-    assert [(f.code, f.subject, f.severity) for f in found if f.severity != "info"] == [
+    found = checks.run(topo, LAY).findings
+    assert [(f.code, str(f.subject), f.severity) for f in found if f.severity != "info"] == [
         ("nvlink.link_down", "GPU3 link 7", "error")]
     assert "7 GPU pairs drop to NV17" in found[0].message
     assert "also explains 1 finding of source.disagreement" in found[0].message  # the disagreement is folded in
@@ -138,8 +138,8 @@ def test_pair_degraded_names_both_gpus():
     topo = healthy()
     topo.matrix.cells[2][6] = topo.matrix.cells[6][2] = "NV17"
     next(p for p in topo.nvlinks if (p.a, p.b) == (2, 6)).count = 17
-    found = [f for f in checks.run(topo, LAY) if f.severity != "info"]
-    assert [(f.code, f.subject) for f in found] == [("nvlink.pair_degraded", "GPU2-GPU6")]
+    found = [f for f in checks.run(topo, LAY).findings if f.severity != "info"]
+    assert [(f.code, str(f.subject)) for f in found] == [("nvlink.pair_degraded", "GPU2-GPU6")]
     assert found[0].expected == "NV18" and found[0].actual == "NV17"
 
 
@@ -336,7 +336,7 @@ def test_grace_numa_affinity_list_reads_its_cpu_node():
     gpus = [GPU(i, numa_affinity=f"{i},{5 + 8 * i}-{11 + 8 * i}", gpu_numa_id=4 + 8 * i)
             for i in range(4)]
     topo = Topology(gpus=gpus, matrix=Matrix(labels, cells), sources=["topo-text"])
-    assert [f for f in checks.run(topo, lay) if f.severity != "info"] == []
+    assert [f for f in checks.run(topo, lay).findings if f.severity != "info"] == []
 
 
 def test_source_disagreement_is_a_warning():
@@ -352,7 +352,7 @@ def test_inferred_expectation_is_at_most_a_warning():
     lay = layouts.Layout("x", data)
     topo = healthy()
     topo.gpu(2).numa_affinity = "1"
-    found = [(f.code, f.severity) for f in checks.run(topo, lay) if f.severity != "info"]
+    found = [(f.code, f.severity) for f in checks.run(topo, lay).findings if f.severity != "info"]
     assert found == [("numa.placement", "warning")]
 
 
@@ -366,7 +366,7 @@ def test_without_a_layout_only_layout_independent_findings():
 def test_finding_json_contract():
     topo = healthy()
     topo.gpu(5).extra["sysfs"]["hops"][1] = hop(cur_w=8)
-    f = checks.run(topo, LAY)[0].to_dict()
+    f = checks.run(topo, LAY).findings[0].to_dict()
     assert list(f) == ["severity", "code", "subject", "expected", "actual", "message", "hint",
                        "source"]
     assert f["severity"] == "error" and f["code"].startswith("pcie.") and f["hint"]
@@ -391,9 +391,9 @@ def test_cloud_layout_with_inferred_nvlink_still_fails_on_what_the_node_shows(na
     assert lay.inferred_only("nvlink")
     doc = _json.loads(_json.dumps(simulate(lay, (fault,), seed=5)))
     topo = _snapshot.derive(doc, where=name)
-    found = _checks.run(topo, select(topo, name).layout)
+    found = _checks.run(topo, select(topo, name).layout).findings
     assert any(f.code == code and f.severity == "error" for f in found), \
-        [(f.severity, f.code, f.subject) for f in found]
+        [(f.severity, f.code, str(f.subject)) for f in found]
     assert _checks.verdict(found) == "fail"
 
 
@@ -421,3 +421,23 @@ def test_sysfs_only_snapshot_says_what_was_not_checked(tmp_path, monkeypatch):
     found = {(f["severity"], f["code"]) for f in _json.loads(r.stdout)["findings"]}
     assert ("info", "gpu.not_checked") in found and ("info", "nvlink.not_checked") in found
     assert not any(s == "error" for s, _ in found)
+
+
+def test_a_nic_named_like_a_gpu_is_not_folded_under_the_gpu():
+    """A disagreement about a NIC literally named GPU3 is the NIC's: a GPU3 finding does not
+    explain it (folding compared text before subjects were typed, and hid it)."""
+    topo = healthy()
+    topo.nics.append(NIC(label="NIC8", name="GPU3"))
+    topo.gpu(3).extra["sysfs"]["hops"][1] = hop(cur_w=8)  # pcie.width_low on GPU3: covers GPU3
+    topo.disagreements.append(Disagreement("GPU3", "numa_node", {"sysfs": 0, "topo-text": 1},
+                                           "sysfs says 0, topo-text says 1"))
+    found = [f for f in checks.run(topo, LAY).findings if f.severity != "info"]
+    assert [(f.code, str(f.subject), f.subject.kind) for f in found] == [
+        ("pcie.width_low", "GPU3", "gpu"), ("source.disagreement", "GPU3", "nic")]
+    assert "also explains" not in found[0].message
+    # the same text about the GPU is the GPU's, and folded
+    topo.disagreements[-1] = Disagreement("GPU3", "numa_affinity", {"sysfs": "0",
+                                                                    "topo-text": "1"}, "x")
+    found = [f for f in checks.run(topo, LAY).findings if f.severity != "info"]
+    assert [(f.code, str(f.subject)) for f in found] == [("pcie.width_low", "GPU3")]
+    assert "also explains 1 finding of source.disagreement" in found[0].message

@@ -540,8 +540,12 @@ def test_prometheus_label_value_is_printable(name):
     value = prom.escape_label_value(s)
     assert UNSAFE.search(value) is None and "\n" not in value
     value.encode("utf-8")
-    text = prom.render_check({"layout": "x" + s, "verdict": "fail", "findings": [
-        {"severity": "error", "code": "a.b", "subject": s}]}, labels={"hostname": s})
+    from nvtopo import checks
+    from nvtopo.checks import subject as S
+
+    report = checks.Report(layout_name="x" + s, reason="", findings=(
+        checks.finding("error", "a.b", S.other(s), "m"),))
+    text = prom.render_check(report, labels={"hostname": s})
     fams = prom_families(text)
     sample = fams["nvtopo_finding"].samples[0]
     assert sample.labels["subject"] == sample.labels["hostname"] == SHOWN[name]
@@ -565,6 +569,8 @@ def _render_all(host: str, gpu: str, nic: str, note: str) -> Dict[str, str]:
 
     from rich.console import Console
 
+    from nvtopo import checks
+    from nvtopo.checks import subject as S
     from nvtopo.model import GPU, NIC, Matrix, Note, NVLinkPair, Topology
     from nvtopo.render import check as render_check
     from nvtopo.render import export, matrix, svg
@@ -579,20 +585,19 @@ def _render_all(host: str, gpu: str, nic: str, note: str) -> Dict[str, str]:
                     nvlinks=[NVLinkPair(0, 1, 4)], host={"hostname": host},
                     origin={"kind": "snapshot", "file": note},
                     notes=[Note(code="x.y", message=note, level="warning")])
-    doc = render_check.document(note, note, [])
-    doc["findings"] = [{"severity": "error", "code": "a.b", "subject": nic, "expected": note,
-                        "actual": {nic: note}, "message": note, "hint": note, "source": "x"}]
-    doc["verdict"] = "fail"
+    report = checks.Report(layout_name=note, reason=note, findings=(
+        checks.finding("error", "a.b", S.nic(nic), note, expected=note, actual={nic: note},
+                       hint=note, source="x"),))
     out: Dict[str, str] = {}
     for name, draw in (("show", lambda c: matrix.print_topology(topo, c)),
-                       ("check", lambda c: render_check.print_check(doc, c))):
+                       ("check", lambda c: render_check.print_check(report, c))):
         buf = io.StringIO()
         draw(Console(file=buf, width=120, force_terminal=True, color_system="truecolor"))
         out[name] = buf.getvalue()
-    out["svg"] = svg.render(topo, check=doc)
-    out["prometheus"] = prom.render_check(doc, topo)
+    out["svg"] = svg.render(topo, report=report)
+    out["prometheus"] = prom.render_check(report, topo)
     out["html"] = export.show_document(topo, "html")
-    out["rich-svg"] = export.check_document(doc, topo, "rich-svg")
+    out["rich-svg"] = export.check_document(report, topo, "rich-svg")
     return out
 
 

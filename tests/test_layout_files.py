@@ -116,6 +116,6 @@ def test_empty_pairs_means_no_nvlink_between_any_pair():
     assert none.summary()["nvlink"] == "no NVLink"
     topo = Topology(sources=["topo-text"], gpus=[GPU(index=0), GPU(index=1)],
                     nvlinks=[NVLinkPair(a=0, b=1, count=4, source="topo-text")])
-    got = [(f.code, f.subject) for f in checks.run(topo, none)]
+    got = [(f.code, str(f.subject)) for f in checks.run(topo, none).findings]
     assert ("nvlink.pair_unexpected", "GPU0-GPU1") in got
-    assert not [f for f in checks.run(topo, unstated) if f.code.startswith("nvlink.pair")]
+    assert not [f for f in checks.run(topo, unstated).findings if f.code.startswith("nvlink.pair")]

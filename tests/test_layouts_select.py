@@ -67,7 +67,7 @@ def test_corpus_picks_its_layout_and_healthy_ones_check_clean(path):
     else:
         assert sel.layout.family == family
         assert sel.reason.startswith("auto: ")
-    errors = [(f.code, f.subject) for f in checks.run(topo, sel.layout)
+    errors = [(f.code, str(f.subject)) for f in checks.run(topo, sel.layout).findings
               if f.severity == "error"]
     if healthy:
         assert errors == []
@@ -108,7 +108,7 @@ def test_permuted_dgx1_v100_mesh_matches_with_the_mapping():
         pa, pb = perm[a], perm[b]
         assert pairs.get(f"{min(sel.mapping[pa], sel.mapping[pb])}-"
                          f"{max(sel.mapping[pa], sel.mapping[pb])}") == c
-    assert [f for f in checks.run(topo, sel.layout) if f.severity == "error"] == []
+    assert [f for f in checks.run(topo, sel.layout).findings if f.severity == "error"] == []
 
 
 def test_identity_mesh_needs_no_mapping_and_a_missing_link_is_one_pair_finding():
@@ -117,7 +117,8 @@ def test_identity_mesh_needs_no_mapping_and_a_missing_link_is_one_pair_finding()
     topo = _mesh_topo(pairs)
     sel = S.select(topo)
     assert sel.layout.family == "dgx-1" and sel.mapping is None
-    errs = [(f.code, f.subject) for f in checks.run(topo, sel.layout) if f.severity == "error"]
+    errs = [(f.code, str(f.subject)) for f in checks.run(topo, sel.layout).findings
+            if f.severity == "error"]
     assert errs == [("nvlink.pair_degraded", "GPU0-GPU3")]
 
 
@@ -145,7 +146,8 @@ def test_degraded_h100_node_keeps_its_layout():
     topo = _h100_nvswitch(n=7, names="NVIDIA H100 80GB HBM3")
     sel = S.select(topo)
     assert sel.layout.family == "h100-8"
-    errs = [(f.code, f.subject) for f in checks.run(topo, sel.layout) if f.severity == "error"]
+    errs = [(f.code, str(f.subject)) for f in checks.run(topo, sel.layout).findings
+            if f.severity == "error"]
     assert errs == [("gpu.missing", "GPU7")]
 
 
@@ -169,7 +171,7 @@ def test_explicit_layout_and_user_file(tmp_path):
     sel = S.select(topo, "dgx-h100")
     assert sel.layout.name == "dgx-h100" and sel.reason.startswith("--layout dgx-h100")
     # the DGX port map does not hold on this OEM board: named GPUs reach other NICs
-    codes = {f.code for f in checks.run(topo, sel.layout) if f.severity == "error"}
+    codes = {f.code for f in checks.run(topo, sel.layout).findings if f.severity == "error"}
     assert "nic.placement" in codes
     f = tmp_path / "mine.json"
     f.write_text(json.dumps(dict(layouts.load("hgx-h100-8").data, name="mine")))
@@ -218,7 +220,7 @@ def test_inferred_only_sections_give_warnings_not_errors():
     lay = layouts.load("dgx-station-v100")
     assert lay.inferred_only("nvlink") and lay.inferred_only("numa")
     topo = _mesh_topo({"0-1": 2, "0-2": 1, "0-3": 2, "1-2": 2, "1-3": 2, "2-3": 2}, n=4)
-    found = checks.run(topo, lay)
+    found = checks.run(topo, lay).findings
     assert [f.severity for f in found if f.code == "nvlink.pair_degraded"] == ["warning"]
     assert not [f for f in found if f.severity == "error"]
 
@@ -255,7 +257,7 @@ def test_an_oem_h200_node_picks_the_generic_hgx_h200_layout():
     topo = snapshot.derive(doc, where="a3")
     sel = S.select(topo)
     assert sel.name == "hgx-h200-8" and sel.layout.section("nics") == {}
-    found = checks.run(topo, sel.layout)
+    found = checks.run(topo, sel.layout).findings
     assert checks.verdict(found) == "pass"
     assert not [f for f in found if f.severity != "info"]
 
@@ -272,6 +274,6 @@ def test_auto_does_not_apply_a_port_map_the_nics_contradict(monkeypatch):
     sel = S.select(topo)
     assert sel.name == "dgx-h200" and sel.layout.section("nics") == {}
     assert "NIC expectations are not applied" in sel.reason
-    found = checks.run(topo, sel.layout)
+    found = checks.run(topo, sel.layout).findings
     assert checks.verdict(found) == "pass"
     assert any(f.code == "nic.not_checked" and f.severity == "info" for f in found)

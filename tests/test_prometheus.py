@@ -17,7 +17,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from cli_runner import make_runner
 
-from nvtopo import layouts, snapshot
+from nvtopo import checks, layouts, snapshot
+from nvtopo.checks import subject as S
 from nvtopo.cli import app
 from nvtopo.render import prometheus as prom
 from nvtopo.simulate import simulate
@@ -165,10 +166,10 @@ def test_healthy_node_passes_and_topo_text_has_no_unknown_series(tmp_path):
 
 def test_label_values_are_escaped():
     nasty = 'GPU1 "quoted"\\back\nslash'
-    check = {"layout": 'my "lay"\\out', "verdict": "fail",
-             "findings": [{"severity": "error", "code": "nvlink.link_down", "subject": nasty},
-                          {"severity": "error", "code": "nvlink.link_down", "subject": nasty},
-                          {"severity": "warning", "code": "x.y", "subject": "a\nb"}]}
+    check = checks.Report(layout_name='my "lay"\\out', reason="", findings=(
+        checks.finding("error", "nvlink.link_down", S.other(nasty), "m"),
+        checks.finding("error", "nvlink.link_down", S.other(nasty), "m"),
+        checks.finding("warning", "x.y", S.other("a\nb"), "m")))
     text = prom.render_check(check, labels={"hostname": 'n"17\\\n'})
     # a newline is a control character: shown as \x0a (nvtopo.safe.printable), never raw
     assert '\\"quoted\\"' in text and "\\\\back" in text and "\\\\x0aslash" in text
@@ -188,14 +189,9 @@ def test_many_nodes_share_one_declaration_per_family(faulty, tmp_path):
     nodes = []
     for path in (faulty, good):
         topo = snapshot.load(path)
-        from nvtopo import checks
-        from nvtopo.checks import select
-        from nvtopo.render import check as render_check
-
-        sel = select.select(topo, "auto", None)
-        doc = render_check.document(sel.name, sel.reason, checks.run(topo, sel.layout))
+        report = checks.select_and_run(topo)
         raw = json.loads(Path(path).read_text())
-        nodes.append(prom.NodeMetrics(check=doc, topo=topo, layout=sel.layout,
+        nodes.append(prom.NodeMetrics(check=report, topo=topo, layout=report.layout,
                                       durations=prom.probe_durations(raw),
                                       labels={"file": path, "hostname": topo.host["hostname"]}))
     text = prom.render(nodes)
@@ -221,8 +217,8 @@ def test_many_nodes_share_one_declaration_per_family(faulty, tmp_path):
 def test_promtool_accepts_every_output(faulty, tmp_path):
     texts = [cli("check", "--from", faulty, "--format", "prometheus").stdout,
              cli("check", "--from", TOPO_TEXT, "--format", "prometheus").stdout,
-             prom.render_check({"layout": "none", "verdict": "pass", "findings": [
-                 {"severity": "info", "code": "a.b", "subject": 'x "y"\\z\n'}]})]
+             prom.render_check(checks.Report(layout_name="none", reason="", findings=(
+                 checks.finding("info", "a.b", S.other('x "y"\\z\n'), "m"),)))]
     for text in texts:
         assert text.strip()
         res = promtool(text)

@@ -12,7 +12,8 @@ from typing import Dict, List, Set
 import pytest
 from cli_runner import make_runner
 
-from nvtopo import layouts, snapshot
+from nvtopo import checks, layouts, snapshot
+from nvtopo.checks import subject as S
 from nvtopo.cli import app
 from nvtopo.model import GPU, NIC, Matrix, NVLinkPair, Topology
 from nvtopo.render import svg
@@ -170,8 +171,9 @@ def test_names_are_escaped_and_control_characters_shown_escaped():
                                   cells=[["X", "NV4", "PIX"], ["NV4", "X", "SYS"],
                                          ["PIX", "SYS", "X"]]),
                     nvlinks=[NVLinkPair(0, 1, 4)])
-    root = parse(svg.render(topo, check={"layout": "none", "verdict": "fail", "findings": [
-        {"severity": "error", "code": "a.b", "subject": 'mlx<5>&"0', "message": "<bad & sad>"}]}))
+    report = checks.Report(layout_name="none", reason="", findings=(
+        checks.finding("error", "a.b", S.nic('mlx<5>&"0'), "<bad & sad>"),))
+    root = parse(svg.render(topo, report=report))
     shown = texts(root)
     assert 'mlx<5>&"0' in shown and 'A<&>"B\\x01' in shown  # \x01 shown as safe.printable does
     assert any("<bad & sad>" in t for t in shown)
@@ -275,3 +277,28 @@ def test_show_svg_from_a_file_imports_no_nvml_psutil_or_prometheus(tmp_path):
             "assert 'nvtopo.render.svg' in sys.modules\n"
             "assert not bad, bad\n")
     subprocess.run([sys.executable, "-c", code, f], check=True, capture_output=True)
+
+
+def test_marks_follow_typed_subjects_not_their_text():
+    """A NIC named GPU1 is the NIC's box, a missing NIC named GPU3 is the node's frame: no
+    GPU is marked for either (the subject text used to be parsed, and named the GPUs)."""
+    topo = Topology(gpus=[GPU(index=i, numa_affinity="0") for i in range(4)],
+                    nics=[NIC(label="NIC0", name="GPU1")],
+                    matrix=Matrix(devices=["GPU0", "GPU1", "GPU2", "GPU3", "NIC0"],
+                                  cells=[["X", "NV4", "NV4", "NV4", "PIX"],
+                                         ["NV4", "X", "NV4", "NV4", "SYS"],
+                                         ["NV4", "NV4", "X", "NV4", "SYS"],
+                                         ["NV4", "NV4", "NV4", "X", "SYS"],
+                                         ["PIX", "SYS", "SYS", "SYS", "X"]]))
+    report = checks.Report(layout_name="x", reason="", findings=(
+        checks.finding("error", "nic.missing", S.nic("GPU3"), "compute NIC GPU3 is missing"),
+        checks.finding("warning", "ib.port_down", S.port("GPU1", 1), "GPU1 port 1 is DOWN"),
+        checks.finding("warning", "nic.placement", S.gpu_nic(2, "NIC0"), "far")))
+    root = parse(svg.render(topo, report=report))
+    ids = by_id(root)
+    faulty = {i: classes(e) for i, e in ids.items()
+              if any(c.startswith("fault-") for c in classes(e))}
+    assert faulty == {"nic-GPU1": {"nic", "fault-warning"}, "gpu-2": {"gpu", "fault-warning"}}
+    frame = [e for e in root.iter(f"{NS}rect") if "node" in classes(e)]
+    assert frame and "fault-error" in classes(frame[0])
+    assert any("FAIL: 1 error(s), 2 warning(s)" in t for t in texts(root))

@@ -1,7 +1,8 @@
 """Checks: is the wiring what the layout says it should be?
 
 Every check family is a module with one pure function ``check(model, layout)``
-returning a list of :class:`Finding`.  ``layout`` is ``None`` when no layout
+returning a list of :class:`Finding`, each about a typed
+:class:`~nvtopo.checks.subject.Subject`.  ``layout`` is ``None`` when no layout
 fits the node: the families then run only their layout-independent parts
 (links down, ports down, counters, PCIe hops, disagreements).
 
@@ -10,7 +11,11 @@ share one reading of the model (:func:`nvtopo.checks.facts.view`), which
 knows which GPUs are missing, whether the NVLink fabric is down and which
 links are down, so each family leaves out the consequences another family
 reports.  What is left over (sources that disagree about a fact a finding
-already explains) is folded here, by the ``covers`` of each finding.
+already explains) is folded here, by the ``covers`` of each finding: a set of
+subjects, compared as subjects (a NIC named ``GPU3`` is not the GPU).
+
+:func:`run` and :func:`select_and_run` return a :class:`Report`: the findings in
+report order with the verdict, the counts and the JSON document decided once.
 
 Severities: ``error`` (something is wrong), ``warning`` (probably wrong, or
 an expectation whose only evidence is inferred), ``info`` (not checked:
@@ -20,54 +25,17 @@ the input does not say).  Unknown is never an error.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
-from typing import Any, Dict, FrozenSet, List, Optional, Sequence
+from typing import Any, Dict, List, Optional
 
-SEVERITIES = ("error", "warning", "info")
+from .findings import SEVERITIES, Finding, demote, finding
+from .report import Report, verdict
+from .subject import Subject
+
+__all__ = ["FAMILIES", "SEVERITIES", "Finding", "Report", "Subject", "demote", "finding",
+           "fold", "run", "select_and_run", "verdict"]
 
 #: Check families, in report order.
 FAMILIES = ("gpu", "fabric", "nvlink", "p2p", "pcie", "nic", "ib", "numa", "source")
-
-
-@dataclass
-class Finding:
-    """One answer of a check.
-
-    ``code`` is stable, with a domain prefix (``nvlink.link_down``);
-    ``subject`` names what it is about (``GPU3 link 7``, ``GPU2-GPU6``,
-    ``mlx5_4 port 1``, ``GPU5``, ``node``); ``source`` the evidence (which
-    probe said it: ``nvml``, ``sysfs``, ``topo-text``, or several).
-    """
-
-    severity: str
-    code: str
-    subject: str
-    message: str
-    expected: Any = None
-    actual: Any = None
-    hint: str = ""
-    source: str = ""
-    #: Subjects whose other findings this one explains (not serialised).
-    covers: FrozenSet[str] = field(default_factory=frozenset)
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {"severity": self.severity, "code": self.code, "subject": self.subject,
-                "expected": self.expected, "actual": self.actual, "message": self.message,
-                "hint": self.hint, "source": self.source}
-
-
-def finding(severity: str, code: str, subject: str, message: str, *, expected: Any = None,
-            actual: Any = None, hint: str = "", source: str = "",
-            covers: Sequence[str] = ()) -> Finding:
-    assert severity in SEVERITIES, severity
-    return Finding(severity=severity, code=code, subject=subject, message=message,
-                   expected=expected, actual=actual, hint=hint, source=source,
-                   covers=frozenset(covers))
-
-
-def demote(severity: str, inferred: bool) -> str:
-    """An expectation whose evidence is only ``[I]`` gives at most a warning."""
-    return "warning" if inferred and severity == "error" else severity
 
 
 def fold(findings: List[Finding]) -> List[Finding]:
@@ -95,8 +63,11 @@ def fold(findings: List[Finding]) -> List[Finding]:
     return out
 
 
-def run(model: Any, layout: Optional[Any]) -> List[Finding]:
-    """Every family's findings, folded, ordered by severity then family."""
+def run(model: Any, layout: Optional[Any], reason: str = "",
+        mapping: Optional[Dict[int, int]] = None) -> Report:
+    """Every family's findings against ``layout`` (None: the layout-independent parts),
+    folded, ordered by severity then family, as a :class:`Report`.  ``reason`` and
+    ``mapping``: what the layout selection said (:func:`select_and_run` passes them)."""
     from .facts import shared_views
 
     found: List[Finding] = []
@@ -107,21 +78,19 @@ def run(model: Any, layout: Optional[Any]) -> List[Finding]:
     found = fold(found)
     order = {s: i for i, s in enumerate(SEVERITIES)}
     fam_order = {f: i for i, f in enumerate(FAMILIES)}
-    return sorted(found, key=lambda f: (order[f.severity],
-                                        fam_order.get(f.code.split(".")[0], len(FAMILIES))))
+    found.sort(key=lambda f: (order[f.severity],
+                              fam_order.get(f.code.split(".")[0], len(FAMILIES))))
+    return Report(layout_name=layout.name if layout is not None else "none", reason=reason,
+                  findings=tuple(found), mapping=mapping, layout=layout)
 
 
 def select_and_run(model: Any, layout: str = "auto", layout_file: Optional[str] = None
-                   ) -> "tuple[Any, List[Finding]]":
+                   ) -> Report:
     """Choose the layout (:func:`nvtopo.checks.select.select`) and run every family against
-    it, reading the model's facts once for both.  Returns ``(selection, findings)``."""
+    it, reading the model's facts once for both."""
     from . import select as selection
     from .facts import shared_views
 
     with shared_views():
         sel = selection.select(model, layout, layout_file)
-        return sel, run(model, sel.layout)
-
-
-def verdict(findings: Sequence[Finding]) -> str:
-    return "fail" if any(f.severity == "error" for f in findings) else "pass"
+        return run(model, sel.layout, sel.reason, sel.mapping)

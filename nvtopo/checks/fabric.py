@@ -5,17 +5,18 @@ from __future__ import annotations
 from typing import Any, List, Optional
 
 from ..model import Topology
-from . import Finding, demote, facts as F, finding
+from . import Finding, Subject, demote, facts as F, finding
+from . import subject as S
 
 HINT_FM = ("check the fabric manager: systemctl status nvidia-fabricmanager (its version "
            "must match the driver), journalctl -u nvidia-fabricmanager; on NVL72 racks check "
            "the NVLink switch trays and NMX; then reset the GPUs or reboot")
 
 
-def _all_pairs(v: F.View) -> List[str]:
+def _all_pairs(v: F.View) -> List[Subject]:
     p = sorted(v.present)
-    return [f"GPU{a}-GPU{b}" for i, a in enumerate(p) for b in p[i + 1:]] + \
-        [f"GPU{a}" for a in p] + ["node"]
+    return [S.pair(a, b) for i, a in enumerate(p) for b in p[i + 1:]] + \
+        [S.gpu(a) for a in p] + [S.NODE]
 
 
 def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
@@ -46,7 +47,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
             # NVML's own fabric state: an error whatever the layout's evidence (demotion is
             # for findings that rest on an inferred layout fact alone)
             "error" if want_fabric else "warning", "fabric.not_started",
-            "node", f"NVLink fabric not started on {len(gpus)} of {len(present)} GPUs "
+            S.NODE, f"NVLink fabric not started on {len(gpus)} of {len(present)} GPUs "
             f"(GPU {', '.join(map(str, gpus))}): Fabric Manager is not running or has not "
             f"trained the NVSwitch fabric{tail}",
             expected="completed/success", actual="not_started", source="nvml", hint=HINT_FM,
@@ -55,7 +56,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     if by_state.get("in_progress"):
         gpus = by_state["in_progress"]
         out.append(finding(
-            "error", "fabric.in_progress", "node",
+            "error", "fabric.in_progress", S.NODE,
             f"NVLink fabric training still in progress on {len(gpus)} GPUs{tail}",
             expected="completed/success", actual="in_progress", source="nvml",
             hint="wait a minute and re-check; if it stays in progress: " + HINT_FM,
@@ -66,7 +67,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     if failed:
         st = sorted(set(map(str, failed.values())))
         out.append(finding(
-            "error", "fabric.failed", "node",
+            "error", "fabric.failed", S.NODE,
             f"NVLink fabric registration failed on {len(failed)} GPUs (status "
             f"{', '.join(st)}){tail}", expected="completed/success",
             actual=f"completed/{st[0]}", source="nvml", hint=HINT_FM, covers=_all_pairs(v)))
@@ -74,7 +75,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     if F.fabric_down(v, layout) == "no_nvlink":
         src = sorted({s for _, s in v.pairs.values()})
         out.append(finding(
-            demote("error", inferred), "fabric.not_started", "node",
+            demote("error", inferred), "fabric.not_started", S.NODE,
             f"no NVLink between any of the {len(present)} GPUs of an NVSwitch system "
             f"({layout.name if layout is not None else 'NVSwitch'}): the NVLink fabric is "
             "down (Fabric Manager not running or failed)"
@@ -88,7 +89,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
         worst = "unhealthy" if "unhealthy" in unhealthy.values() else "limited_capacity"
         out.append(finding(
             demote("error", inferred) if worst == "unhealthy" else "warning",
-            "fabric.unhealthy", "node",
+            "fabric.unhealthy", S.NODE,
             f"NVLink fabric reports {worst} on {len(unhealthy)} GPUs "
             f"(GPU {', '.join(map(str, sorted(unhealthy)))})",
             expected="healthy", actual=worst, source="nvml", hint=HINT_FM))
@@ -97,11 +98,11 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     if no_uuid and want_fabric and layout is not None and layout.get("nvlink.nvswitch_count") is None:
         # multi-node NVLink (NVL72): a zero cluster UUID means the GPU joined no partition
         out.append(finding(
-            demote("error", inferred), "fabric.no_clique", "node",
+            demote("error", inferred), "fabric.no_clique", S.NODE,
             f"{len(no_uuid)} GPUs have no NVLink cluster UUID: not part of an NVLink "
             "partition", expected="cluster UUID", actual=None, source="nvml", hint=HINT_FM))
     if want_fabric and not states:
-        out.append(finding("info", "fabric.not_checked", "node",
+        out.append(finding("info", "fabric.not_checked", S.NODE,
                            "fabric state not checked: no NVML fabric data in the input "
                            "(A100 and older report none; a topo text has none)",
                            source=", ".join(topo.sources)))
@@ -109,7 +110,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     if isinstance(want_sw, int) and want_sw and v.switches:
         if len(v.switches) < want_sw:
             out.append(finding(
-                demote("error", inferred), "nvswitch.missing", "node",
+                demote("error", inferred), "nvswitch.missing", S.NODE,
                 f"NVLinks reach {len(v.switches)} NVSwitches, the layout has {want_sw}",
                 expected=want_sw, actual=len(v.switches), source="nvml",
                 hint="nvidia-smi nvlink -R shows which switch each link reaches; a missing "

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any, List, Optional
 
 from ..layouts import name_matches
 from ..model import Topology
-from . import Finding, demote, facts as F, finding
+from . import Finding, Subject, demote, facts as F, finding
+from . import subject as S
 
 
-def _pair_subjects(idx: int, n: int) -> List[str]:
-    return [f"GPU{min(idx, j)}-GPU{max(idx, j)}" for j in range(max(n, idx + 1)) if j != idx]
+def _pair_subjects(idx: int, n: int) -> List[Subject]:
+    return [S.pair(min(idx, j), max(idx, j)) for j in range(max(n, idx + 1)) if j != idx]
 
 
 def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
@@ -23,21 +23,21 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     src = ", ".join(s for s in topo.sources if s != "host") or "input"
     for idx, why in sorted(v.lost.items()):
         out.append(finding(
-            demote("error", False), "gpu.lost", f"GPU{idx}",
+            demote("error", False), "gpu.lost", S.gpu(idx),
             f"GPU{idx} fell off the bus while it was read (NVML: GpuIsLost): {why}; its "
             "NVLinks, P2P and placement are unknown",
             expected="present", actual="lost", source="nvml",
             hint="check dmesg for Xid 79 / AER errors; drain the node, reset the GPU "
                  "(nvidia-smi -r) or reboot; reseat or replace the GPU if it recurs",
-            covers=[f"GPU{idx}"] + _pair_subjects(idx, n_all)))
+            covers=[S.gpu(idx)] + _pair_subjects(idx, n_all)))
     for idx, why in sorted(v.absent_in.items()):
         out.append(finding(
-            "error", "gpu.missing", f"GPU{idx}",
+            "error", "gpu.missing", S.gpu(idx),
             f"GPU{idx} is missing: {why} (on the PCI bus but not usable by the driver)",
             expected="present", actual="absent", source=src,
             hint="check dmesg for Xid/AER errors and nvidia-smi -q; reset or reboot; reseat "
                  "the GPU if it stays missing",
-            covers=[f"GPU{idx}"] + _pair_subjects(idx, n_all)))
+            covers=[S.gpu(idx)] + _pair_subjects(idx, n_all)))
     present = set(v.present) | set(v.lost) | set(v.absent_in)
     if isinstance(n_exp, int):
         have = len(present)
@@ -53,7 +53,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                 slot = (f"; by the NVLink mesh the absent GPU is the layout's GPU{slots[k]}"
                         if len(slots) == len(gone) and slots[k] != idx else "")
                 out.append(finding(
-                    demote("error", inferred), "gpu.missing", f"GPU{idx}",
+                    demote("error", inferred), "gpu.missing", S.gpu(idx),
                     f"GPU{idx} is missing: {have} of {n_exp} GPUs are listed"
                     + (" (GPUs are numbered after the ones present, so the missing GPU may "
                        "be another slot; compare PCI bus ids)" if renumber and idx >= have
@@ -64,18 +64,18 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                          "device; reseat or replace the GPU (the node should be drained); "
                          "in a VM or container, check which GPUs are passed through "
                          "(CUDA_VISIBLE_DEVICES)",
-                    covers=[f"GPU{idx}"] + _pair_subjects(idx, n_all)))
+                    covers=[S.gpu(idx)] + _pair_subjects(idx, n_all)))
         elif have > n_exp:
             out.append(finding(
-                "warning", "gpu.extra", "node",
+                "warning", "gpu.extra", S.NODE,
                 f"{have} GPUs listed, the layout {layout.name} has {n_exp}",
                 expected=n_exp, actual=have, source=src,
                 hint="is this the right layout? give --layout NAME or --layout-file FILE"))
     elif not topo.gpus:
-        out.append(finding("info", "gpu.not_checked", "node", "no GPU in the input",
+        out.append(finding("info", "gpu.not_checked", S.NODE, "no GPU in the input",
                            source=src))
     if topo.gpus and not any(s in F.DRIVER_SOURCES for s in topo.sources):
-        out.append(finding("info", "gpu.not_checked", "node",
+        out.append(finding("info", "gpu.not_checked", S.NODE,
                            "GPUs missing/lost not checked: no GPU list from nvidia-smi or "
                            "NVML (sysfs sees the PCI devices, not whether the driver can "
                            "use them)", source=src))
@@ -85,13 +85,13 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
         if bad:
             g = bad[0]
             out.append(finding(
-                demote("error", inferred), "gpu.model", "node" if len(bad) > 1 else g.label,
+                demote("error", inferred), "gpu.model", S.NODE if len(bad) > 1 else S.gpu(g.index, g.label),
                 f"{len(bad)} GPU(s) are {g.name!r}, not what {layout.name} has "
                 f"({pattern})", expected=pattern, actual=g.name,
                 source=g.sources.get("name", "nvml"),
                 hint="is this the right layout? give --layout NAME or --layout-file FILE"))
         elif not any(g.name for g in topo.gpus) and topo.gpus:
-            out.append(finding("info", "gpu.not_checked", "node",
+            out.append(finding("info", "gpu.not_checked", S.NODE,
                                "GPU model not checked: no GPU names in the input (a topo "
                                "text does not name them; NVML does)", source=src))
     return out

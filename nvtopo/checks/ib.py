@@ -6,6 +6,7 @@ from typing import Any, Dict, List, Optional
 
 from ..model import Topology
 from . import Finding, demote, facts as F, finding
+from . import subject as S
 
 #: Error counters above these are errors (nonzero below is a warning); a saturated counter
 #: (stuck at its width's maximum) is always an error.  ``nics.error_thresholds`` overrides.
@@ -23,7 +24,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     hcas = [(n, n.extra["sysfs"]) for n in topo.nics if isinstance(n.extra.get("sysfs"), dict)]
     if not hcas:
         if layout is not None and layout.section("nics") and v.present:
-            out.append(finding("info", "ib.not_checked", "node",
+            out.append(finding("info", "ib.not_checked", S.NODE,
                                "InfiniBand/RoCE ports not checked: no sysfs data in the input "
                                "(nvtopo snapshot on the node records it)",
                                source=", ".join(topo.sources)))
@@ -47,7 +48,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     for n, h in hcas:
         is_comp = n.name in comp
         for p in h.get("ports") or []:
-            subj = f"{n.name} port {p.get('port')}"
+            subj = S.port(n.name, p.get("port"))
             state, phys = p.get("state"), p.get("phys_state")
             if state is None:
                 unknown.append(f"{subj} state")
@@ -64,7 +65,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                     expected="ACTIVE/LinkUp", actual=f"{state}/{phys}", source="sysfs",
                     hint="check the cable/transceiver and the switch port (ibstat, "
                          "mlxlink -d DEV); Disabled: ibportstate / the subnet manager; "
-                         "then reseat", covers=[subj, n.name]))
+                         "then reseat", covers=[subj, S.nic(n.name)]))
                 continue
             rate = p.get("rate_gbps")
             layer = p.get("link_layer")
@@ -122,7 +123,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                                                                          "not read"):
                 unknown.append(f"{subj} counters")
     if unknown:
-        out.append(finding("info", "ib.not_checked", "node",
+        out.append(finding("info", "ib.not_checked", S.NODE,
                            "not checked (unreadable in the input): " + ", ".join(unknown[:8])
                            + (f" and {len(unknown) - 8} more" if len(unknown) > 8 else ""),
                            source="sysfs"))

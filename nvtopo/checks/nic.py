@@ -6,6 +6,7 @@ from typing import Any, List, Optional
 
 from ..model import Topology, path_rank
 from . import Finding, demote, facts as F, finding
+from . import subject as S
 
 
 def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
@@ -13,7 +14,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     out: List[Finding] = []
     dropped = getattr(layout, "extra", {}).get("nics_dropped") if layout is not None else None
     if dropped:
-        out.append(finding("info", "nic.not_checked", "node",
+        out.append(finding("info", "nic.not_checked", S.NODE,
                            f"NICs not checked against {layout.name}: the node's NICs do not "
                            f"fit its NIC facts ({dropped}); only layout-independent NIC "
                            "checks ran (give --layout NAME to apply a layout's NIC facts)",
@@ -21,7 +22,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     if layout is None or not layout.section("nics"):
         return out
     if not F.has_nic_data(topo, v):
-        out.append(finding("info", "nic.not_checked", "node",
+        out.append(finding("info", "nic.not_checked", S.NODE,
                            "NICs not checked: no NIC data in the input (a topo text without "
                            "NIC columns; take a snapshot with sysfs)",
                            source=", ".join(topo.sources)))
@@ -44,17 +45,17 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
             users = [k for k, val in (layout.get("nics.placement.gpu_nic") or {}).items()
                      if x == val or (isinstance(val, list) and x in val)]
             out.append(finding(
-                demote("error", inf_count), "nic.missing", x,
+                demote("error", inf_count), "nic.missing", S.nic(x),
                 f"compute NIC {x} is missing"
                 + (f" (GPU{', GPU'.join(users)} lose their GPUDirect RDMA path)" if users
                    else ""), expected="present", actual="absent", source=src,
                 hint="check lspci and dmesg (mlx5_core) for the card; reseat or replace it; "
                      "check that the driver (MLNX_OFED/inbox mlx5) is loaded",
-                covers=[x] + [f"GPU{k}-{x}" for k in users]))
+                covers=[S.nic(x)] + [S.gpu_nic(k, x) for k in users]))
     elif isinstance(want, int) and len(comp) < want and len(comp) + len(
             F.missing_gpus(layout, v)) < want:
         out.append(finding(
-            demote("error", inf_count), "nic.missing", "node",
+            demote("error", inf_count), "nic.missing", S.NODE,
             f"{len(comp)} compute NICs (told apart by {how}: PIX/PXB to a GPU), the layout "
             f"has {want}", expected=want, actual=len(comp), source=src,
             hint="check lspci and dmesg (mlx5_core) for the missing card; reseat or replace"))
@@ -63,7 +64,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     want_path = layout.get("nics.placement.gpu_to_nearest_compute_nic") or (
         "PIX" if gpu_nic else None)
     if want_path is not None and isinstance(gpu_nic, dict) and F.renumbered(layout, v):
-        out.append(finding("info", "nic.not_checked", "node",
+        out.append(finding("info", "nic.not_checked", S.NODE,
                            "GPU-to-NIC map not checked: GPUs are missing and the rest are "
                            "renumbered, so which slot each index is cannot be told",
                            source=src))
@@ -82,7 +83,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                     if path_rank(tok) > path_rank(want_path):
                         nearest = _nearest(topo, i, comp)
                         out.append(finding(
-                            demote("error", inf_place), "nic.placement", f"GPU{i}-{w}",
+                            demote("error", inf_place), "nic.placement", S.gpu_nic(i, w),
                             f"GPU{i} reaches its NIC {w} through {tok}, expected {want_path}: "
                             "GPUDirect RDMA traffic "
                             + ("crosses the CPU" if tok in ("PHB", "NODE", "SYS", "SOC")
@@ -93,29 +94,29 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                             hint="check that the NIC cards sit in the slots of the vendor's "
                                  "port map (a swapped card or a renamed device); NCCL_IB_HCA "
                                  "and job configs that pin GPUs to NICs follow the map",
-                            covers=[f"GPU{i}-{w}", w]))
+                            covers=[S.gpu_nic(i, w), S.nic(w)]))
             else:
                 if not comp:
                     continue
                 nearest = _nearest(topo, i, comp)
                 if nearest and path_rank(nearest[1]) > path_rank(want_path):
                     out.append(finding(
-                        demote("error", inf_place), "nic.placement", f"GPU{i}",
+                        demote("error", inf_place), "nic.placement", S.gpu(i),
                         f"GPU{i}'s nearest compute NIC is {nearest[0]} at {nearest[1]}, "
                         f"expected {want_path} or closer: GPUDirect RDMA traffic crosses "
                         "the CPU", expected=want_path, actual=nearest[1], source=src,
                         hint="check the NIC and GPU slots against the vendor's map",
-                        covers=[f"GPU{i}"]))
+                        covers=[S.gpu(i)]))
     # -- GPUDirect RDMA
     if layout.get("nics.gpudirect_rdma") and topo.nics:
         gd = (topo.extra.get("sysfs") or {}).get("gpudirect") if v.has_sysfs else None
         if not isinstance(gd, dict):
-            out.append(finding("info", "nic.not_checked", "node",
+            out.append(finding("info", "nic.not_checked", S.NODE,
                                "GPUDirect RDMA not checked: no sysfs data in the input",
                                source=", ".join(topo.sources)))
         elif not gd.get("peermem_loaded"):
             out.append(finding(
-                "error", "nic.gpudirect_missing", "node",
+                "error", "nic.gpudirect_missing", S.NODE,
                 "GPUDirect RDMA module not loaded (neither nvidia_peermem nor nv_peer_mem): "
                 "NCCL over InfiniBand copies through host memory unless it uses dmabuf "
                 "(which sysfs cannot show)", expected="nvidia_peermem", actual=None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, List, Optional
 
 from . import Finding, demote, facts as F, finding
+from . import subject as S
 from ..model import Topology
 
 
@@ -22,14 +23,14 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
         if node is not None:
             nodes[i] = (node, g.sources.get("numa_affinity", ""))
     if not nodes:
-        out.append(finding("info", "numa.not_checked", "node",
+        out.append(finding("info", "numa.not_checked", S.NODE,
                            "NUMA placement not checked: the input gives no NUMA affinity "
                            "(CPU affinity is not used: it shows the caller's cpuset)",
                            source=", ".join(topo.sources)))
         return out
     wrong = []
     if isinstance(gn, dict) and F.renumbered(layout, v):
-        out.append(finding("info", "numa.not_checked", "node",
+        out.append(finding("info", "numa.not_checked", S.NODE,
                            "NUMA slot per GPU not checked: GPUs are missing and the rest are "
                            "renumbered, so which slot each index is cannot be told",
                            source=", ".join(topo.sources)))
@@ -39,18 +40,18 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
             if want is not None and node != want:
                 wrong.append(i)
                 out.append(finding(
-                    demote("error", inferred), "numa.placement", f"GPU{i}",
+                    demote("error", inferred), "numa.placement", S.gpu(i),
                     f"GPU{i} is on NUMA node {node}, the layout has {want}: CPU threads and "
                     "host buffers bound by the layout's map cross sockets",
                     expected=want, actual=node, source=src,
                     hint="check the BIOS NUMA settings (NPS/SNC mode) and that the GPU sits in "
-                         "the slot the vendor's map says", covers=[f"GPU{i}"]))
+                         "the slot the vendor's map says", covers=[S.gpu(i)]))
     want_nodes = layout.get("numa.nodes_with_gpus")
     have = len({n for n, _ in nodes.values()})
     complete = len(nodes) == len(v.present) and len(v.present) == F.expected_gpus(layout, v)
     if isinstance(want_nodes, int) and have != want_nodes and not wrong and complete:
         out.append(finding(
-            demote("error", inferred), "numa.spread", "node",
+            demote("error", inferred), "numa.spread", S.NODE,
             f"GPUs sit on {have} NUMA nodes, the layout has {want_nodes}",
             expected=want_nodes, actual=have,
             source=", ".join(sorted({s for _, s in nodes.values()})),

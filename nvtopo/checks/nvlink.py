@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..model import Topology
-from . import Finding, demote, facts as F, finding
+from . import Finding, Subject, demote, facts as F, finding
+from . import subject as S
 
 #: NVLink error counters: above these (cumulative since the driver loaded) it is an error;
 #: nonzero below is a warning.  A layout may override them (``nvlink.error_thresholds``).
@@ -45,6 +46,9 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     def pairs_of(i: int) -> List[Tuple[int, int]]:
         return [k for k in v.pairs if i in k]
 
+    def gpu_and_pairs(i: int) -> List[Subject]:
+        return [S.gpu(i)] + [S.pair(a, b) for (a, b) in pairs_of(i)]
+
     # -- links NVML says are down (skipped when the fabric is down: fabric.py says it)
     deficit: Dict[int, int] = {}
     if down_fabric is None:
@@ -56,13 +60,13 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                 deficit[i] = 10 ** 6
                 if any(expected.values()):
                     out.append(finding(
-                        "warning", "nvlink.mig", f"GPU{i}",
+                        "warning", "nvlink.mig", S.gpu(i),
                         f"GPU{i} is in MIG mode: its NVLinks are off by design, so its "
                         f"{len(pairs_of(i))} GPU pairs have no NVLink",
                         expected="NVLink", actual="MIG mode", source="nvml",
                         hint="nvidia-smi -i N -mig 0 (and reset the GPU) where NVLink is "
                              "needed",
-                        covers=[f"GPU{i}"] + [f"GPU{a}-GPU{b}" for (a, b) in pairs_of(i)]))
+                        covers=gpu_and_pairs(i)))
                 continue
             # on a direct mesh a missing GPU takes its peers' links to it down with it
             # (renumbered mesh: the selection's mapping says which layout slot is absent)
@@ -80,20 +84,20 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                     sample = (f"; {len(short)} GPU pairs drop to NV{v.pairs[(a, b)][0]} as a "
                               "result" if nvswitch else f"; pairs short: {', '.join(short)}")
                 out.append(finding(
-                    "error", "nvlink.link_down", f"GPU{i} link {link}",
+                    "error", "nvlink.link_down", S.link(i, link),
                     f"GPU{i} NVLink {link} is down ({rec.get('reason') or 'should be up'})"
                     f"; GPU{i} has {gl.active} of {gl.total} links up{sample}",
                     expected="active", actual="down", source="nvml", hint=HINT_LINK,
-                    covers=[f"GPU{i}"] + [f"GPU{a}-GPU{b}" for (a, b) in pairs_of(i)]))
+                    covers=gpu_and_pairs(i)))
             # active links below the layout with no link down: links missing
             if nvswitch and isinstance(links_per_gpu, int) and isinstance(gl.total, int) \
                     and gl.total \
                     and not gl.down and gl.active < links_per_gpu and gl.active > 0:
                 out.append(finding(
-                    demote("error", inferred), "nvlink.links_missing", f"GPU{i}",
+                    demote("error", inferred), "nvlink.links_missing", S.gpu(i),
                     f"GPU{i} has {gl.active} NVLinks up, the layout has {links_per_gpu}",
                     expected=links_per_gpu, actual=gl.active, source="nvml", hint=HINT_LINK,
-                    covers=[f"GPU{i}"] + [f"GPU{a}-GPU{b}" for (a, b) in pairs_of(i)]))
+                    covers=gpu_and_pairs(i)))
                 deficit[i] = links_per_gpu - gl.active
             # generation
             want = layout.get("nvlink.generation") if layout is not None else None
@@ -101,7 +105,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                     and x.get("version")}
             if want and vers and all(_major(x) != _major(want) for x in vers):
                 out.append(finding(
-                    "warning", "nvlink.generation", f"GPU{i}",
+                    "warning", "nvlink.generation", S.gpu(i),
                     f"GPU{i} NVLinks are version {sorted(vers)[0]}, the layout has {want}",
                     expected=want, actual=sorted(vers)[0], source="nvml",
                     hint="is this the right layout?"))
@@ -121,7 +125,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
             over = {k: val for k, val in errs.items() if val > thresholds.get(k, 1000)}
             sev = "error" if over else "warning"
             out.append(finding(
-                sev, "nvlink.errors", f"GPU{i} link {rec.get('link')}",
+                sev, "nvlink.errors", S.link(i, rec.get("link")),
                 f"GPU{i} NVLink {rec.get('link')} error counters: "
                 + ", ".join(f"{k}={val}" for k, val in sorted(errs.items()))
                 + (f" (above the threshold for {', '.join(sorted(over))})" if over else
@@ -133,7 +137,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     if layout is None or not expected or down_fabric is not None:
         if not v.pairs and not v.links and (
                 (layout is not None and expected) or len(topo.gpus) >= 2):
-            out.append(finding("info", "nvlink.not_checked", "node",
+            out.append(finding("info", "nvlink.not_checked", S.NODE,
                                "not checked: no NVLink data in the input (no GPU↔GPU paths "
                                "from nvidia-smi and no NVML links; sysfs does not see "
                                "NVLink)", source=", ".join(topo.sources)))
@@ -153,13 +157,13 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                 others_short = [k for k, c in mine if c < want]
                 deficit[i] = want - best
                 out.append(finding(
-                    demote("error", inferred), "nvlink.link_down", f"GPU{i}",
+                    demote("error", inferred), "nvlink.link_down", S.gpu(i),
                     f"GPU{i} has {best} of {want} NVLinks up: every pair with GPU{i} is "
                     f"NV{best} ({len(others_short)} pairs); which link is down is unknown "
                     "(no NVML data: nvidia-smi nvlink -s shows it)",
                     expected=f"NV{want}", actual=f"NV{best}", source=v.pairs[mine[0][0]][1],
                     hint=HINT_LINK,
-                    covers=[f"GPU{i}"] + [f"GPU{a}-GPU{b}" for (a, b), _ in mine]))
+                    covers=[S.gpu(i)] + [S.pair(a, b) for (a, b), _ in mine]))
     # on an NVSwitch system every pair of the node has the same NV#: a pair below the node's
     # own other pairs rests on what the node shows, not on the layout alone (no demotion)
     node_best = max((c for c, _ in v.pairs.values()), default=0) if nvswitch else 0
@@ -169,7 +173,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
             continue
         if c > want:
             out.append(finding(
-                "warning", "nvlink.pair_unexpected", f"GPU{a}-GPU{b}",
+                "warning", "nvlink.pair_unexpected", S.pair(a, b),
                 f"GPU{a}-GPU{b} has NV{c}, the layout has "
                 + (f"NV{want}" if want else "no NVLink"),
                 expected=f"NV{want}" if want else None, actual=f"NV{c}", source=src,
@@ -181,12 +185,12 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
             continue
         out.append(finding(
             "error" if c < min(node_best, want) else demote("error", inferred),
-            "nvlink.pair_degraded", f"GPU{a}-GPU{b}",
+            "nvlink.pair_degraded", S.pair(a, b),
             f"GPU{a}-GPU{b} has " + (f"NV{c}" if c else "no NVLink") + f", expected NV{want}"
             + (" (NCCL traffic between them falls back to PCIe)" if not c else
                f" ({want - c} link{'s' if want - c > 1 else ''} fewer)"),
             expected=f"NV{want}", actual=f"NV{c}" if c else None, source=src,
             hint="nvidia-smi nvlink -s and nvlink -R on both GPUs show which link is missing; "
                  "reset the GPUs or reboot; a link that stays missing needs service",
-            covers=[f"GPU{a}-GPU{b}"]))
+            covers=[S.pair(a, b)]))
     return out

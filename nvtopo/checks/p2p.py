@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from ..model import Topology
-from . import Finding, demote, facts as F, finding
+from . import Finding, Subject, demote, facts as F, finding
+from . import subject as S
 
 
 def _matrices(topo: Topology) -> Dict[str, Any]:
@@ -33,14 +34,14 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
         return out
     mats = _matrices(topo)
     if not mats:
-        out.append(finding("info", "p2p.not_checked", "node",
+        out.append(finding("info", "p2p.not_checked", S.NODE,
                            "P2P not checked: no P2P status in the input (NVML records it; "
                            "nvidia-smi topo -p2p prints it)", source=", ".join(topo.sources)))
         return out
     inferred = layout.inferred_only("nvlink")
     present = set(v.present)
-    bad: Dict[str, Dict[str, str]] = {}
-    srcs: Dict[str, str] = {}
+    bad: Dict[Tuple[int, int], Dict[str, str]] = {}
+    srcs: Dict[Tuple[int, int], str] = {}
     for cap, (devs, cells, src) in mats.items():
         for i, a in enumerate(devs):
             for j, b in enumerate(devs):
@@ -51,15 +52,17 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                 tok = cells[i][j] if cells[i][j] is not None else cells[j][i]
                 if tok is None or tok in ("OK", "X"):
                     continue
-                bad.setdefault(f"GPU{ia}-GPU{ib}", {})[cap] = tok
-                srcs[f"GPU{ia}-GPU{ib}"] = src
-    for subj, caps in sorted(bad.items()):
+                bad.setdefault((ia, ib), {})[cap] = tok
+                srcs[(ia, ib)] = src
+    # in the order of the subjects' text, as the report always listed them
+    for (ia, ib), caps in sorted(bad.items(), key=lambda kv: str(S.pair(*kv[0]))):
+        subj: Subject = S.pair(ia, ib)
         out.append(finding(
             demote("error", inferred), "p2p.not_supported", subj,
             f"P2P between {subj} is not available ("
             + ", ".join(f"{k}: {val}" for k, val in sorted(caps.items()))
             + ") though the layout links them by NVLink",
-            expected="OK", actual=caps, source=srcs[subj],
+            expected="OK", actual=caps, source=srcs[(ia, ib)],
             hint="check that IOMMU/ACS settings allow P2P, that the NVLinks are up "
                  "(nvtopo links) and the driver's P2P registry keys (DR = disabled by regkey)"))
     return out

@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ..model import Topology
 from . import Finding, facts as F, finding
+from . import subject as S
 
 BUSY_UTILISATION = 50
 
@@ -75,14 +76,14 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                 speed = (mg, cg, "GPU link")
         if width:
             out.append(finding(
-                "error", "pcie.width_low", f"GPU{i}",
+                "error", "pcie.width_low", S.gpu(i),
                 f"GPU{i} PCIe link is x{width[1]} where x{width[0]} is possible ({width[2]}): "
                 "half the host bandwidth or less", expected=f"x{width[0]}",
-                actual=f"x{width[1]}", source=src, hint=HINT_WIDTH, covers=[f"GPU{i}"]))
+                actual=f"x{width[1]}", source=src, hint=HINT_WIDTH, covers=[S.gpu(i)]))
         if speed:
             busy = _busy(g)
             out.append(finding(
-                "error" if busy else "warning", "pcie.gen_low", f"GPU{i}",
+                "error" if busy else "warning", "pcie.gen_low", S.gpu(i),
                 f"GPU{i} PCIe link runs at Gen{speed[1]} where Gen{speed[0]} is possible "
                 f"({speed[2]}); "
                 + ("the GPU is busy, so this is not idle power saving" if busy else
@@ -91,7 +92,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                 expected=f"Gen{speed[0]}", actual=f"Gen{speed[1]}", source=src,
                 hint="re-check while the GPU is busy (nvidia-smi -q -d PCIE under load); if it "
                      "stays slow, check the BIOS PCIe speed setting, reseat, check for AER "
-                     "errors", covers=[f"GPU{i}"]))
+                     "errors", covers=[S.gpu(i)]))
     comp_names, _ = F.compute_nics(topo, layout, v.present, F.missing_gpus(layout, v))
     for n in topo.nics:
         sy = n.extra.get("sysfs") if isinstance(n.extra.get("sysfs"), dict) else None
@@ -102,21 +103,21 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
         checked += 1
         if hop.get("width_degraded"):
             out.append(finding(
-                "error" if n.name in comp_names else "warning", "pcie.width_low", n.name,
+                "error" if n.name in comp_names else "warning", "pcie.width_low", S.nic(n.name),
                 f"{n.name} PCIe link is x{hop['current_width']} where x{hop['expected_width']} "
                 f"is possible ({_hop_text(hop)})", expected=f"x{hop['expected_width']}",
                 actual=f"x{hop['current_width']}", source="sysfs", hint=HINT_WIDTH,
-                covers=[n.name]))
+                covers=[S.nic(n.name)]))
         elif hop.get("speed_below_expected"):
             out.append(finding(
-                "warning", "pcie.gen_low", n.name,
+                "warning", "pcie.gen_low", S.nic(n.name),
                 f"{n.name} PCIe link runs at Gen{hop['current_gen']} where "
                 f"Gen{hop['expected_gen']} is possible ({_hop_text(hop)})",
                 expected=f"Gen{hop['expected_gen']}", actual=f"Gen{hop['current_gen']}",
                 source="sysfs", hint="check the BIOS PCIe speed setting, reseat, check for AER "
-                                     "errors", covers=[n.name]))
+                                     "errors", covers=[S.nic(n.name)]))
     if not checked and v.present:
-        out.append(finding("info", "pcie.not_checked", "node",
+        out.append(finding("info", "pcie.not_checked", S.NODE,
                            "PCIe links not checked: no sysfs or NVML PCIe data in the input",
                            source=", ".join(topo.sources)))
     return out

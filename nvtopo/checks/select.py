@@ -12,7 +12,6 @@ so and picks the most common (the layout's ``selection.priority``).
 from __future__ import annotations
 
 import copy
-import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 

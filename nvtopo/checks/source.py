@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from typing import Any, List, Optional
 
-from ..model import Topology
-from . import Finding, finding
+from ..model import GPU_FACTS, NIC_FACTS, Disagreement, Topology
+from . import Finding, Subject, facts as F, finding
+from . import subject as S
+
+#: Facts whose disagreement subject is two matrix labels joined by ``-`` (``GPU0-GPU1``,
+#: ``GPU0-mlx5_0``); ``nvlink_count``'s are always two GPUs.
+PAIR_FACTS = ("path", "p2p", "nvlink_count")
 
 
 def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
@@ -17,9 +22,49 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
             continue
         seen.add(key)
         out.append(finding(
-            "warning", "source.disagreement", d.subject,
+            "warning", "source.disagreement", subject_of(topo, d),
             f"{d.subject} {d.fact}: {d.message or d.values}",
             expected=None, actual=dict(d.values), source=", ".join(sorted(d.values)),
             hint="the sources were read at different times or one is wrong: re-take the "
                  "snapshot; a persistent difference points at the fact to look at"))
     return out
+
+
+def subject_of(topo: Topology, d: Disagreement) -> Subject:
+    """The typed subject of a disagreement, whose subject the model keeps as text.
+
+    The fact says what kind of thing the text names (a GPU label, a NIC name, two matrix
+    labels); where the text could name two things (a NIC named ``GPU3`` beside GPU3, for a
+    fact both have), or none of the model's, it stays :func:`~nvtopo.checks.subject.other`:
+    shown as it is, and folded under no other finding.
+    """
+    text = d.subject if isinstance(d.subject, str) else str(d.subject)
+    if d.fact in PAIR_FACTS:
+        return _pair_subject(topo, text, d.fact == "nvlink_count")
+    gpu_fact = d.fact == "presence" or d.fact in GPU_FACTS
+    nic_fact = d.fact in NIC_FACTS
+    idx = F.gpu_index(text)
+    if gpu_fact and nic_fact:
+        is_gpu = idx is not None and topo.gpu(idx) is not None
+        is_nic = any(n.name == text for n in topo.nics)
+        if is_gpu != is_nic:
+            return S.gpu(idx) if is_gpu else S.nic(text)  # type: ignore[arg-type]
+    elif gpu_fact and idx is not None:
+        return S.gpu(idx)
+    elif nic_fact and any(n.name == text for n in topo.nics):
+        return S.nic(text)
+    return S.other(text)
+
+
+def _pair_subject(topo: Topology, text: str, gpus_only: bool) -> Subject:
+    left, sep, right = text.partition("-")
+    a = F.gpu_index(left)
+    if not sep or a is None or (not gpus_only and topo.nic(left) is not None):
+        return S.other(text)
+    b = F.gpu_index(right)
+    nic_named = not gpus_only and topo.nic(right) is not None
+    if b is not None and not nic_named:
+        return S.pair(a, b)
+    if b is None and nic_named:
+        return S.gpu_nic(a, right)
+    return S.other(text)

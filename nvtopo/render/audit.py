@@ -257,9 +257,10 @@ def prometheus_families(rows: List[NodeResult], summary: Summary, prom: Any) -> 
     for r in rows:
         if r.verdict == "error":
             continue
-        check = {"layout": r.layout, "verdict": r.verdict,
-                 "findings": [{"severity": sev, "code": code, "subject": subject}
-                              for sev, code, subject in r.codes]}
+        check = prom.CheckSummary(layout=r.layout, verdict=r.verdict,
+                                  counts={"error": r.errors, "warning": r.warnings,
+                                          "info": r.infos},
+                                  findings=r.codes)
         nodes.append(prom.NodeMetrics(check=check, labels={"file": r.file,
                                                            "hostname": r.hostname or ""}))
     fams = prom.node_families(nodes)

@@ -1,28 +1,20 @@
-"""``nvtopo check``: findings grouped by severity, then the verdict; and its JSON document."""
+"""``nvtopo check``: a :class:`~nvtopo.checks.Report` drawn as tables (findings grouped by
+severity), then its verdict.  The report decides; this only draws (its JSON document is
+:meth:`nvtopo.checks.Report.document`)."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..checks import SEVERITIES, Finding, verdict
+from ..checks import SEVERITIES, Report
 from .cells import printable, text
 
 STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
 TITLE = {"error": "Errors", "warning": "Warnings", "info": "Not checked / notes"}
-
-
-def document(layout: str, reason: str, findings: Sequence[Finding],
-             mapping: Any = None) -> Dict[str, Any]:
-    doc: Dict[str, Any] = {"layout": layout, "layout_reason": reason,
-                           "verdict": verdict(findings),
-                           "findings": [f.to_dict() for f in findings]}
-    if mapping:
-        doc["layout_mapping"] = {f"GPU{k}": v for k, v in sorted(mapping.items())}
-    return doc
 
 
 def _val(x: Any) -> str:
@@ -33,15 +25,16 @@ def _val(x: Any) -> str:
     return str(x)
 
 
-def print_check(doc: Dict[str, Any], console: Console) -> None:
-    console.print(Text.assemble(("Layout: ", "bold"), (printable(doc["layout"]), "bold cyan"),
-                                printable(f"  ({doc['layout_reason']})")))
-    if doc.get("layout_mapping"):
+def print_check(report: Report, console: Console) -> None:
+    """The report as tables, one per severity, then its verdict line."""
+    console.print(Text.assemble(("Layout: ", "bold"), (printable(report.layout_name),
+                                                        "bold cyan"),
+                                printable(f"  ({report.reason})")))
+    if report.mapping:
         console.print(text("GPU renumbering (node → layout): " + ", ".join(
-            f"{k}→{v}" for k, v in doc["layout_mapping"].items())))
-    findings: List[Dict[str, Any]] = doc["findings"]
+            f"GPU{k}→{v}" for k, v in sorted(report.mapping.items()))))
     for sev in SEVERITIES:
-        group = [f for f in findings if f["severity"] == sev]
+        group = [f for f in report.findings if f.severity == sev]
         if not group:
             continue
         table = Table(title=f"{TITLE[sev]} ({len(group)})", title_justify="left",
@@ -53,16 +46,16 @@ def print_check(doc: Dict[str, Any], console: Console) -> None:
             table.add_column("Actual", no_wrap=False)
         table.add_column("What" if sev == "info" else "What / what to do", ratio=1)
         for f in group:
-            what = text(f["message"])
-            if f.get("hint") and sev != "info":
-                what.append("\n→ " + printable(f["hint"]), style="dim")
-            row = [text(f["code"]), text(f["subject"])]
+            what = text(f.message)
+            if f.hint and sev != "info":
+                what.append("\n→ " + printable(f.hint), style="dim")
+            row = [text(f.code), text(str(f.subject))]
             if sev != "info":
-                row += [text(_val(f["expected"])), text(_val(f["actual"]))]
+                row += [text(_val(f.expected)), text(_val(f.actual))]
             table.add_row(*row, what)
         console.print(table)
-    n = {s: sum(1 for f in findings if f["severity"] == s) for s in SEVERITIES}
-    if doc["verdict"] == "fail":
+    n = report.counts
+    if report.verdict == "fail":
         line = Text(f"FAIL: {n['error']} error(s), {n['warning']} warning(s)", style="bold red")
     else:
         line = Text(f"PASS: no errors, {n['warning']} warning(s)",

@@ -45,22 +45,22 @@ def show_document(topo: Any, fmt: str) -> str:
                   title)
 
 
-def check_document(doc: Any, topo: Any, fmt: str, layout: Any = None,
-                   durations: Any = None) -> str:
-    """``nvtopo check`` as ``table`` (plain text), ``prometheus``, ``svg``, ``html`` or
-    ``rich-svg``."""
+def check_document(report: Any, topo: Any, fmt: str, durations: Any = None) -> str:
+    """``nvtopo check``'s :class:`~nvtopo.checks.Report` as ``table`` (plain text),
+    ``prometheus``, ``svg``, ``html`` or ``rich-svg``."""
     if fmt == "prometheus":
         from . import prometheus
 
-        return prometheus.render_check(doc, topo, layout=layout, durations=durations)
+        return prometheus.render_check(report, topo, layout=report.layout, durations=durations)
     if fmt == "svg":
         from . import svg
 
-        return svg.render(topo, check=doc)
+        return svg.render(topo, report=report)
     from . import check
 
     title = f"nvtopo check · {_where(topo)}"
-    return export(lambda c: check.print_check(doc, c), "text" if fmt == "table" else fmt, title)
+    return export(lambda c: check.print_check(report, c), "text" if fmt == "table" else fmt,
+                  title)
 
 
 def _where(topo: Any) -> str:

@@ -8,8 +8,10 @@ so the file is written atomically (a ``.tmp`` file in the same directory, then a
 Public API (``nvtopo audit --format prometheus`` uses it for many nodes at once)::
 
     NodeMetrics(check, topo=None, layout=None, durations=None, labels={})
-        check:     the check document (nvtopo.render.check.document(...)): layout, verdict,
-                   findings
+        check:     the check's nvtopo.checks.Report, or a CheckSummary (what nvtopo audit
+                   keeps of one: the layout's name, the verdict, the counts by severity and
+                   (severity, code, subject) per finding); the verdict and the counts are
+                   the report's, never recomputed here
         topo:      the node's Topology (GPU NVLink counts, ports); None: only the verdict,
                    findings and layout families
         layout:    the nvtopo.layouts.Layout checked against (links expected per GPU); None:
@@ -24,6 +26,7 @@ Public API (``nvtopo audit --format prometheus`` uses it for many nodes at once)
         node), families in a fixed order, samples in node order.
     render_check(check, topo=None, layout=None, durations=None, labels=None) -> str
         One node: render([NodeMetrics(...)]).
+    CheckSummary(layout, verdict, counts, findings);  CheckSummary.of(report)
     node_families(nodes) -> List[Family];  exposition(families) -> str
         The two halves of render(), for a caller adding families of its own
         (Family(name, help, samples=[(labels_dict, value), ...], type="gauge")).
@@ -127,11 +130,32 @@ def exposition(families: Sequence[Family]) -> str:
     return "\n".join(out) + "\n" if out else ""
 
 
+@dataclass(frozen=True)
+class CheckSummary:
+    """What the metrics need of one node's check, as its report decided it: the layout's
+    name (None: none fits), the verdict, the findings by severity (``counts``) and one
+    ``(severity, code, subject)`` per finding, in report order."""
+
+    layout: Optional[str]
+    verdict: str
+    counts: Mapping[str, int]
+    findings: Sequence[Tuple[str, str, str]] = ()
+
+    @classmethod
+    def of(cls, report: Any) -> "CheckSummary":
+        """The summary of a :class:`nvtopo.checks.Report`."""
+        return cls(layout=report.layout_name, verdict=report.verdict,
+                   counts=dict(report.counts),
+                   findings=tuple((f.severity, f.code, str(f.subject))
+                                  for f in report.findings))
+
+
 @dataclass
 class NodeMetrics:
     """One node's check result and model, with the labels that tell it from other nodes."""
 
-    check: Mapping[str, Any]
+    #: a :class:`nvtopo.checks.Report` or a :class:`CheckSummary`
+    check: Any
     topo: Optional[Any] = None
     layout: Optional[Any] = None
     durations: Optional[Mapping[str, float]] = None
@@ -214,19 +238,17 @@ def _add_node(fams: Dict[str, Family], node: NodeMetrics) -> None:
     def lab(**kw: Any) -> Dict[str, Any]:
         return {**base, **kw}
 
-    check = node.check
-    findings = list(check.get("findings") or [])
-    fams["nvtopo_check_pass"].add(lab(), 0 if check.get("verdict") == "fail" else 1)
+    check = node.check if isinstance(node.check, CheckSummary) else CheckSummary.of(node.check)
+    fams["nvtopo_check_pass"].add(lab(), 0 if check.verdict == "fail" else 1)
     for sev in SEVERITIES:
-        fams["nvtopo_check_findings"].add(
-            lab(severity=sev), sum(1 for f in findings if f.get("severity") == sev))
-    counts: Dict[Tuple[str, str, str], int] = {}
-    for f in findings:
-        key = (str(f.get("code")), str(f.get("subject")), str(f.get("severity")))
-        counts[key] = counts.get(key, 0) + 1
-    for (code, subject, sev), n in counts.items():
+        fams["nvtopo_check_findings"].add(lab(severity=sev), check.counts.get(sev, 0))
+    series: Dict[Tuple[str, str, str], int] = {}  # identical findings share one series
+    for sev, code, subject in check.findings:
+        key = (str(code), str(subject), str(sev))
+        series[key] = series.get(key, 0) + 1
+    for (code, subject, sev), n in series.items():
         fams["nvtopo_finding"].add(lab(code=code, subject=subject, severity=sev), n)
-    fams["nvtopo_layout_info"].add(lab(layout=check.get("layout") or "none"), 1)
+    fams["nvtopo_layout_info"].add(lab(layout=check.layout or "none"), 1)
 
     durations: Dict[str, float] = {}
     topo = node.topo
@@ -287,7 +309,7 @@ def render(nodes: Iterable[NodeMetrics]) -> str:
     return exposition(node_families(nodes))
 
 
-def render_check(check: Mapping[str, Any], topo: Optional[Any] = None,
+def render_check(check: Any, topo: Optional[Any] = None,
                  layout: Optional[Any] = None,
                  durations: Optional[Mapping[str, float]] = None,
                  labels: Optional[Mapping[str, str]] = None) -> str:

@@ -13,408 +13,47 @@ layout is deterministic (the same model gives the same bytes):
   GPU pairs; the bar runs along every row of NUMA boxes.  Without switches (a direct
   mesh, DGX-1, GH200) every NVLinked pair is an arc labelled NV#; on a switched node only
   the pairs short of links that no GPU edge explains are drawn;
-* with a check document (``nvtopo check --format svg``), elements named in error findings
-  are outlined red, in warnings amber; GPUs the check reports missing are drawn as dashed
-  placeholders; the findings are listed below the picture; a legend closes it.
+* with a check's report (``nvtopo check --format svg``), elements named in error findings
+  are outlined red, in warnings amber (:mod:`.faults`: from the findings' typed subjects);
+  GPUs the report says are missing are drawn as dashed placeholders; the findings are
+  listed below the picture; a legend closes it.
 
-Public API: ``render(topo, check=None) -> str`` (``check``: the check document of
-:func:`nvtopo.render.check.document`, or ``None`` for ``nvtopo show``).
+Public API: ``render(topo, report=None) -> str`` (``report``: the
+:class:`nvtopo.checks.Report` of ``nvtopo check``, or ``None`` for ``nvtopo show``).
+
+The package: :mod:`.arrange` (the model arranged: NUMA boxes, cells, widths; NVLink facts
+per GPU; the switches), :mod:`.faults` (which elements the findings name), :mod:`.draw`
+(colours, the SVG writer, the text of the boxes); :func:`render` lays out and draws.
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter
-from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
-from ..model import Topology, path_kind, path_rank, pci_bdf
-from ..safe import ascii_int, is_ascii_digits, printable, xml
+from ...model import Topology, path_kind
+from ...safe import ascii_int, is_ascii_digits
+from .arrange import (ARC_H, FAN_H, GPU_H, GPU_W, MARGIN, MAX_ROW_W, MISSING, NIC_H, NIC_PITCH,
+                      NIC_W, SW_H, SW_PITCH, SW_W, Group, _arrange, _gpu_links, _numa_sort,
+                      _short_bus, _switches)
+from .draw import (C_ERROR, C_GPU_FILL, C_NUMA_FILL, C_NV_DOWN, C_NV_OK, C_PHB, C_PIX,
+                   C_PORT_DOWN, C_PORT_UP, C_PXB, C_UNKNOWN, C_WARN, FONT, _clip, _cls, _esc,
+                   _gpu_lines, _id, _num, _port_summary, _sev_stroke, _Svg, _title)
+from .faults import SEV_RANK, faults_of
 
-# --- geometry and colours ---------------------------------------------------------------
+if TYPE_CHECKING:  # pragma: no cover
+    from ...checks import Report
 
-MARGIN = 20
-GPU_W, GPU_H = 140, 70
-NIC_W, NIC_H, NIC_PITCH = 84, 40, 92
-CELL_MIN = GPU_W + 20
-FAN_H = 50  # room between the GPU row and the NIC row for the GPU-NIC edges
-ARC_H = 90  # room above the GPUs for NVLink arcs of a direct mesh
-SW_W, SW_H, SW_PITCH = 110, 40, 118
-MAX_ROW_W = 1960
-FONT = "DejaVu Sans, Verdana, Arial, sans-serif"
+__all__ = ["render", "C_ERROR", "C_WARN"]
 
-C_ERROR = "#d32f2f"
-C_WARN = "#f9a825"
-C_NV_OK = "#2e7d32"
-C_NV_DOWN = "#c62828"
-C_UNKNOWN = "#9e9e9e"
-C_PIX = "#1565c0"
-C_PXB = "#42a5f5"
-C_PHB = "#90a4ae"
-C_PORT_UP = "#e8f5e9"
-C_PORT_DOWN = "#ffebee"
-C_PORT_OTHER = "#f5f5f5"
-C_GPU_FILL = "#e3f2fd"
-C_NUMA_FILL = "#fafafa"
 
-_SEV_RANK = {"error": 2, "warning": 1}
-
-
-def _esc(text: Any) -> str:
-    """Text for an SVG text node (:func:`nvtopo.safe.xml`).  No attribute holds data as it
-    is: ids go through :func:`_id`."""
-    return xml(text)
-
-
-def _id(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", text)
-
-
-def _num(x: float) -> str:
-    r = round(x, 1)
-    return str(int(r)) if r == int(r) else str(r)
-
-
-def _clip(text: str, n: int) -> str:
-    """``text`` made printable, then cut to ``n`` characters (what is drawn is counted)."""
-    text = printable(text)
-    return text if len(text) <= n else text[: max(1, n - 1)] + "…"
-
-
-# --- what is faulty ------------------------------------------------------------------------
-
-
-@dataclass
-class Faults:
-    """Severity per drawn element, from the check's findings."""
-
-    gpus: Dict[int, str] = field(default_factory=dict)
-    nics: Dict[str, str] = field(default_factory=dict)
-    pairs: Dict[Tuple[int, int], str] = field(default_factory=dict)
-    gpu_nic: Dict[Tuple[int, str], str] = field(default_factory=dict)
-    gpu_links: Dict[int, str] = field(default_factory=dict)
-    switches: Dict[str, str] = field(default_factory=dict)
-    node: Optional[str] = None
-    missing: List[int] = field(default_factory=list)
-    messages: Dict[str, List[str]] = field(default_factory=dict)
-
-    @staticmethod
-    def _put(d: Dict[Any, str], key: Any, sev: str) -> None:
-        if _SEV_RANK[sev] > _SEV_RANK.get(d.get(key, ""), 0):
-            d[key] = sev
-
-
-def faults_of(check: Optional[Mapping[str, Any]], topo: Topology,
-              switch_ids: Mapping[str, str]) -> Faults:
-    """Which drawn elements the check's error and warning findings name."""
-    out = Faults()
-    if not check:
-        return out
-    nic_names = {n.name for n in topo.nics} | {n.label for n in topo.nics}
-    label_to_name = {n.label: n.name for n in topo.nics}
-    have = {g.index for g in topo.gpus}
-    for f in check.get("findings") or []:
-        sev = f.get("severity")
-        if sev not in _SEV_RANK:
-            continue
-        subj = str(f.get("subject") or "")
-        code = str(f.get("code") or "")
-        note = f"{sev}: {code}: {f.get('message') or ''}"
-        m = re.match(r"^GPU([0-9]{1,6})(?: link ([0-9]{1,6}))?$", subj)
-        m_pair = re.match(r"^GPU([0-9]{1,6})-GPU([0-9]{1,6})$", subj)
-        m_gn = re.match(r"^GPU([0-9]{1,6})-(.+)$", subj)
-        m_port = re.match(r"^(.+) port [0-9]{1,6}$", subj)
-        if m:
-            idx = int(m.group(1))
-            if code in ("gpu.missing", "gpu.lost") and idx not in have:
-                if idx not in out.missing:
-                    out.missing.append(idx)
-                out.messages.setdefault(f"missing-{idx}", []).append(note)
-                continue
-            Faults._put(out.gpus, idx, sev)
-            out.messages.setdefault(f"gpu-{idx}", []).append(note)
-            if m.group(2) is not None or code.startswith("nvlink."):
-                Faults._put(out.gpu_links, idx, sev)
-        elif m_pair:
-            a, b = sorted((int(m_pair.group(1)), int(m_pair.group(2))))
-            Faults._put(out.pairs, (a, b), sev)
-            for i in (a, b):
-                Faults._put(out.gpus, i, sev)
-                out.messages.setdefault(f"gpu-{i}", []).append(note)
-        elif m_gn and m_gn.group(2) in nic_names:
-            idx, nic = int(m_gn.group(1)), label_to_name.get(m_gn.group(2), m_gn.group(2))
-            Faults._put(out.gpu_nic, (idx, nic), sev)
-            Faults._put(out.gpus, idx, sev)
-            Faults._put(out.nics, nic, sev)
-            out.messages.setdefault(f"gpu-{idx}", []).append(note)
-            out.messages.setdefault(f"nic-{nic}", []).append(note)
-        elif m_port and m_port.group(1) in nic_names:
-            nic = label_to_name.get(m_port.group(1), m_port.group(1))
-            Faults._put(out.nics, nic, sev)
-            out.messages.setdefault(f"nic-{nic}", []).append(note)
-        elif subj in nic_names:
-            nic = label_to_name.get(subj, subj)
-            Faults._put(out.nics, nic, sev)
-            out.messages.setdefault(f"nic-{nic}", []).append(note)
-        elif subj in switch_ids:
-            Faults._put(out.switches, switch_ids[subj], sev)
-            out.messages.setdefault(f"sw-{switch_ids[subj]}", []).append(note)
-        else:
-            if _SEV_RANK[sev] > _SEV_RANK.get(out.node or "", 0):
-                out.node = sev
-    out.missing.sort()
-    return out
-
-
-# --- the model, arranged ------------------------------------------------------------------
-
-
-@dataclass
-class Cell:
-    gpu: Optional[Any]  # a GPU, or None for the NICs of a NUMA node near no GPU
-    nics: List[Tuple[Any, Optional[str]]]  # (NIC, path token)
-    missing: Optional[int] = None  # a GPU the check reports missing (placeholder)
-    x: float = 0.0
-    w: float = 0.0
-
-
-@dataclass
-class Group:
-    key: str
-    title: str
-    cells: List[Cell]
-    x: float = 0.0
-    w: float = 0.0
-
-
-def _gpu_numa(g: Any) -> str:
-    if g.numa_affinity is not None:
-        return str(g.numa_affinity)
-    sysfs = g.extra.get("sysfs") if isinstance(g.extra.get("sysfs"), dict) else {}
-    node = sysfs.get("numa_node")
-    return str(node) if isinstance(node, int) and node >= 0 else ""
-
-
-MISSING = "missing"
-
-
-def _numa_sort(key: str) -> Tuple[int, int, str]:
-    if key == MISSING:
-        return (3, 0, "")
-    if key == "":
-        return (2, 0, "")
-    num = ascii_int(key) if is_ascii_digits(key) else None
-    return (0, num, "") if num is not None else (1, 0, key)
-
-
-def _arrange(topo: Topology, faults: Faults) -> List[Group]:
-    gpus = sorted(topo.gpus, key=lambda g: g.index)
-    matrix = topo.matrix
-    idx = {d: i for i, d in enumerate(matrix.devices)} if matrix is not None else {}
-
-    def token(a: str, bs: Tuple[str, ...]) -> Optional[str]:
-        if matrix is None or a not in idx:
-            return None
-        for b in bs:
-            j = idx.get(b)
-            if j is None:
-                continue
-            tok = matrix.cells[idx[a]][j] or matrix.cells[j][idx[a]]
-            if tok is not None:
-                return tok
-        return None
-
-    cells: Dict[int, Cell] = {g.index: Cell(gpu=g, nics=[]) for g in gpus}
-    loose: Dict[str, List[Tuple[Any, Optional[str]]]] = {}
-    for n in topo.nics:
-        best: Optional[Tuple[int, int, str]] = None
-        for g in gpus:
-            tok = token(g.label, (n.label, n.name))
-            rank = path_rank(tok)
-            if rank is None or rank == 0 or tok is None:
-                continue
-            if best is None or rank < best[0]:
-                best = (rank, g.index, tok)
-        if best is not None and path_kind(best[2]) in ("PIX", "PXB", "PHB"):
-            cells[best[1]].nics.append((n, best[2]))
-            continue
-        if isinstance(n.numa_node, int) and n.numa_node >= 0:
-            key = str(n.numa_node)
-        elif best is not None and path_kind(best[2]) == "NODE":
-            key = _gpu_numa(cells[best[1]].gpu)
-        else:
-            key = ""
-        loose.setdefault(key, []).append((n, best[2] if best else None))
-    by_numa: Dict[str, List[Cell]] = {}
-    for g in gpus:
-        by_numa.setdefault(_gpu_numa(g), []).append(cells[g.index])
-    for key, nics in loose.items():
-        by_numa.setdefault(key, []).append(Cell(gpu=None, nics=nics))
-    if faults.missing:
-        by_numa[MISSING] = [Cell(gpu=None, nics=[], missing=i) for i in faults.missing]
-    cpus: Dict[str, str] = {}
-    sysfs = topo.extra.get("sysfs") if isinstance(topo.extra.get("sysfs"), dict) else {}
-    for nd in ((sysfs.get("numa") or {}).get("nodes") or []):
-        if isinstance(nd, dict) and nd.get("node") is not None and nd.get("cpulist"):
-            cpus[str(nd["node"])] = str(nd["cpulist"])
-    for g in gpus:
-        if g.cpu_affinity and _gpu_numa(g) not in cpus:
-            cpus[_gpu_numa(g)] = g.cpu_affinity
-    groups: List[Group] = []
-    for key in sorted(by_numa, key=_numa_sort):
-        title = f"NUMA {key}" if key else "NUMA unknown"
-        if key == MISSING:
-            title = "Missing GPUs"
-        if key in cpus:
-            title += f" · CPUs {cpus[key]}"
-        chunk: List[Cell] = []
-        width = 16.0
-        part = 0
-        for c in by_numa[key]:
-            c.w = max(CELL_MIN, len(c.nics) * NIC_PITCH + 10)
-            if chunk and width + c.w > MAX_ROW_W:
-                groups.append(Group(key, title if part == 0 else f"NUMA {key or '?'} (cont.)",
-                                    chunk))
-                chunk, width, part = [], 16.0, part + 1
-            chunk.append(c)
-            width += c.w
-        if chunk:
-            groups.append(Group(key, title if part == 0 else f"NUMA {key or '?'} (cont.)",
-                                chunk))
-    return groups
-
-
-# --- NVLink facts ---------------------------------------------------------------------------
-
-
-@dataclass
-class GpuLink:
-    active: Optional[int]
-    should: Optional[int]  # links that should be up (active + down)
-
-
-def _gpu_links(topo: Topology) -> Dict[int, GpuLink]:
-    out: Dict[int, GpuLink] = {}
-    for g in topo.gpus:
-        rec = g.extra.get("nvml")
-        nv = rec.get("nvlink") if isinstance(rec, dict) else None
-        if not isinstance(nv, dict) or not isinstance(nv.get("active"), int):
-            continue
-        links = [x for x in nv.get("links") or [] if isinstance(x, dict)]
-        should = sum(1 for x in links if x.get("state") in ("active", "down")) if links \
-            else nv.get("total")
-        out[g.index] = GpuLink(active=nv["active"], should=should)
-    return out
-
-
-def _switches(topo: Topology) -> List[str]:
-    nvml = topo.extra.get("nvml") if isinstance(topo.extra.get("nvml"), dict) else {}
-    sw = list((nvml.get("switches") or {}).keys())
-    return sorted(sw, key=lambda b: (pci_bdf(b) or (1 << 30, 0, 0, 0), b))
-
-
-def _short_bus(bus: str) -> str:
-    bdf = pci_bdf(bus)
-    if bdf is None:
-        return bus
-    dom, b, d, fn = bdf
-    s = f"{b:02X}:{d:02X}.{fn}"
-    return s if dom == 0 else f"{dom:04X}:{s}"
-
-
-# --- drawing --------------------------------------------------------------------------------
-
-
-class _Svg:
-    def __init__(self) -> None:
-        self.parts: List[str] = []
-
-    def add(self, s: str) -> None:
-        self.parts.append(s)
-
-    def rect(self, x: float, y: float, w: float, h: float, *, fill: str, stroke: str,
-             sw: float = 1.0, rx: float = 6, dash: str = "", extra: str = "") -> None:
-        d = f' stroke-dasharray="{dash}"' if dash else ""
-        self.add(f'<rect x="{_num(x)}" y="{_num(y)}" width="{_num(w)}" height="{_num(h)}" '
-                 f'rx="{_num(rx)}" fill="{fill}" stroke="{stroke}" stroke-width="{_num(sw)}"'
-                 f'{d}{extra}/>')
-
-    def text(self, x: float, y: float, s: str, *, size: float = 11, weight: str = "normal",
-             fill: str = "#212121", anchor: str = "start", cls: str = "") -> None:
-        c = f' class="{cls}"' if cls else ""
-        w = ' font-weight="bold"' if weight == "bold" else ""
-        self.add(f'<text x="{_num(x)}" y="{_num(y)}" font-size="{_num(size)}"{w} '
-                 f'fill="{fill}" text-anchor="{anchor}"{c}>{_esc(s)}</text>')
-
-    def line(self, x1: float, y1: float, x2: float, y2: float, *, stroke: str,
-             sw: float = 1.0, dash: str = "", extra: str = "") -> None:
-        d = f' stroke-dasharray="{dash}"' if dash else ""
-        self.add(f'<line x1="{_num(x1)}" y1="{_num(y1)}" x2="{_num(x2)}" y2="{_num(y2)}" '
-                 f'stroke="{stroke}" stroke-width="{_num(sw)}"{d}{extra}/>')
-
-
-def _sev_stroke(sev: Optional[str], default: str, width: float) -> Tuple[str, float]:
-    if sev == "error":
-        return C_ERROR, 3.0
-    if sev == "warning":
-        return C_WARN, 3.0
-    return default, width
-
-
-def _cls(base: str, sev: Optional[str]) -> str:
-    return f"{base} fault-{sev}" if sev else base
-
-
-def _title(parts: List[str]) -> str:
-    # one line per part: each part is escaped (a newline in data is shown as \\x0a), the
-    # separators stay line feeds
-    return f"<title>{chr(10).join(_esc(p) for p in parts)}</title>" if parts else ""
-
-
-def _gpu_lines(g: Any, gl: Optional[GpuLink]) -> List[str]:
-    name = (g.name or "").replace("NVIDIA ", "")
-    lines = [_clip(name, 22)] if name else []
-    if gl is not None and gl.should is not None:
-        lines.append(f"NVLink {gl.active}/{gl.should}")
-    sysfs = g.extra.get("sysfs") if isinstance(g.extra.get("sysfs"), dict) else {}
-    link = sysfs.get("link") if isinstance(sysfs.get("link"), dict) else None
-    nvml = g.extra.get("nvml") if isinstance(g.extra.get("nvml"), dict) else {}
-    pcie = nvml.get("pcie") if isinstance(nvml.get("pcie"), dict) else None
-    gen = width = None
-    if link:
-        gen, width = link.get("current_gen"), link.get("current_width")
-    elif pcie:
-        gen, width = pcie.get("current_gen"), pcie.get("current_width")
-    if gen or width:
-        lines.append(f"PCIe Gen{gen or '?'} x{width or '?'}")
-    return lines[:3]
-
-
-def _port_summary(n: Any) -> Tuple[str, str]:
-    """(text, fill) for a NIC box: its first port's state and rate."""
-    sysfs = n.extra.get("sysfs") if isinstance(n.extra.get("sysfs"), dict) else {}
-    ports = [p for p in sysfs.get("ports") or [] if isinstance(p, dict)]
-    if not ports:
-        return "", C_PORT_OTHER
-    states = [str(p.get("state") or "?") for p in ports]
-    if all(s == "ACTIVE" for s in states):
-        p = ports[0]
-        layer = {"InfiniBand": "IB", "Ethernet": "RoCE"}.get(str(p.get("link_layer")),
-                                                            str(p.get("link_layer") or ""))
-        rate = p.get("rate_gbps")
-        rate_s = f" {_num(rate)}G" if isinstance(rate, (int, float)) else ""
-        return f"{layer}{rate_s}".strip(), C_PORT_UP
-    bad = next(s for s in states if s != "ACTIVE")
-    return bad, C_PORT_DOWN if bad in ("DOWN", "INIT", "ARMED") else C_PORT_OTHER
-
-
-def render(topo: Topology, check: Optional[Mapping[str, Any]] = None) -> str:
-    """The topology picture as an SVG document (text)."""
+def render(topo: Topology, report: Optional["Report"] = None) -> str:
+    """The topology picture as an SVG document (text); with ``report``, its findings marked."""
     switches = _switches(topo)
     switch_ids = {b: _id(_short_bus(b)) for b in switches}
     switch_ids.update({_short_bus(b): _id(_short_bus(b)) for b in switches})
-    faults = faults_of(check, topo, switch_ids)
-    groups = _arrange(topo, faults)
+    faults = faults_of(report, topo, switch_ids)
+    groups = _arrange(topo, faults.missing)
     links = _gpu_links(topo)
     present = sorted(g.index for g in topo.gpus)
     nvml = topo.extra.get("nvml") if isinstance(topo.extra.get("nvml"), dict) else {}
@@ -460,12 +99,11 @@ def render(topo: Topology, check: Optional[Mapping[str, Any]] = None) -> str:
     # -- title
     host = topo.host.get("hostname") or topo.origin.get("file") or "node"
     head = f"nvtopo · {host}"
-    if check:
-        n_err = sum(1 for f in check.get("findings") or [] if f.get("severity") == "error")
-        n_warn = sum(1 for f in check.get("findings") or [] if f.get("severity") == "warning")
-        verdict = "FAIL" if check.get("verdict") == "fail" else "PASS"
-        head += (f" · layout {check.get('layout')} · {verdict}: {n_err} error(s), "
-                 f"{n_warn} warning(s)")
+    failed = report is not None and report.verdict == "fail"
+    if report is not None:
+        n = report.counts
+        head += (f" · layout {report.layout_name} · {'FAIL' if failed else 'PASS'}: "
+                 f"{n['error']} error(s), {n['warning']} warning(s)")
     numas = sorted({grp.key for grp in groups if grp.key and grp.key != MISSING},
                    key=_numa_sort)
     sub = (f"{len(topo.gpus)} GPUs · {len(topo.nics)} NICs · "
@@ -473,8 +111,7 @@ def render(topo: Topology, check: Optional[Mapping[str, Any]] = None) -> str:
            f"{len(topo.gpus)} GPUs · {len(topo.nics)} NICs · ")
     sub += f"{len(numas)} NUMA nodes · sources: {', '.join(topo.sources) or 'none'}"
     svg.text(MARGIN, y + 16, head, size=16, weight="bold",
-             fill=C_ERROR if faults.node == "error" or (check and check.get("verdict") == "fail")
-             else "#212121", cls="title")
+             fill=C_ERROR if faults.node == "error" or failed else "#212121", cls="title")
     svg.text(MARGIN, y + 34, sub, size=11, fill="#616161")
     y += 50
 
@@ -682,16 +319,16 @@ def render(topo: Topology, check: Optional[Mapping[str, Any]] = None) -> str:
     if switches:
         per_line = max(8, int((max(row_w + [0]) or MAX_ROW_W) // SW_PITCH))
         width_all = max(width_all, left + min(len(switches), per_line) * SW_PITCH + MARGIN)
-    if check:
-        shown = [f for f in check.get("findings") or [] if f.get("severity") in _SEV_RANK]
+    if report is not None:
+        shown = [f for f in report.findings if f.severity in SEV_RANK]
         if shown:
             svg.text(MARGIN, y + 4, f"Findings ({len(shown)})", size=12, weight="bold")
             y += 20
             chars = int((width_all - 2 * MARGIN) // 6.3)
             for f in shown[:40]:
-                sev = f["severity"]
+                sev = f.severity
                 mark = "✗" if sev == "error" else "!"
-                line = f"{mark} {f.get('code')} · {f.get('subject')} — {f.get('message')}"
+                line = f"{mark} {f.code} · {f.subject} — {f.message}"
                 svg.text(MARGIN, y + 4, _clip(line, chars), size=10,
                          fill=C_ERROR if sev == "error" else "#e65100", cls="finding")
                 y += 15

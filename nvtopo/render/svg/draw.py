@@ -1,0 +1,134 @@
+"""The SVG writer and the drawing helpers of the picture: colours, text, strokes, the text
+of a GPU box and of a NIC box.  No attribute holds data as it is: ids go through
+:func:`_id`, text through :func:`nvtopo.safe.xml`."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, List, Optional, Tuple
+
+from ...safe import printable, xml
+from .arrange import GpuLink
+
+C_ERROR = "#d32f2f"
+C_WARN = "#f9a825"
+C_NV_OK = "#2e7d32"
+C_NV_DOWN = "#c62828"
+C_UNKNOWN = "#9e9e9e"
+C_PIX = "#1565c0"
+C_PXB = "#42a5f5"
+C_PHB = "#90a4ae"
+C_PORT_UP = "#e8f5e9"
+C_PORT_DOWN = "#ffebee"
+C_PORT_OTHER = "#f5f5f5"
+C_GPU_FILL = "#e3f2fd"
+C_NUMA_FILL = "#fafafa"
+
+FONT = "DejaVu Sans, Verdana, Arial, sans-serif"
+
+
+def _esc(text: Any) -> str:
+    """Text for an SVG text node (:func:`nvtopo.safe.xml`).  No attribute holds data as it
+    is: ids go through :func:`_id`."""
+    return xml(text)
+
+
+def _id(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", text)
+
+
+def _num(x: float) -> str:
+    r = round(x, 1)
+    return str(int(r)) if r == int(r) else str(r)
+
+
+def _clip(text: str, n: int) -> str:
+    """``text`` made printable, then cut to ``n`` characters (what is drawn is counted)."""
+    text = printable(text)
+    return text if len(text) <= n else text[: max(1, n - 1)] + "…"
+
+
+# --- drawing --------------------------------------------------------------------------------
+
+
+class _Svg:
+    def __init__(self) -> None:
+        self.parts: List[str] = []
+
+    def add(self, s: str) -> None:
+        self.parts.append(s)
+
+    def rect(self, x: float, y: float, w: float, h: float, *, fill: str, stroke: str,
+             sw: float = 1.0, rx: float = 6, dash: str = "", extra: str = "") -> None:
+        d = f' stroke-dasharray="{dash}"' if dash else ""
+        self.add(f'<rect x="{_num(x)}" y="{_num(y)}" width="{_num(w)}" height="{_num(h)}" '
+                 f'rx="{_num(rx)}" fill="{fill}" stroke="{stroke}" stroke-width="{_num(sw)}"'
+                 f'{d}{extra}/>')
+
+    def text(self, x: float, y: float, s: str, *, size: float = 11, weight: str = "normal",
+             fill: str = "#212121", anchor: str = "start", cls: str = "") -> None:
+        c = f' class="{cls}"' if cls else ""
+        w = ' font-weight="bold"' if weight == "bold" else ""
+        self.add(f'<text x="{_num(x)}" y="{_num(y)}" font-size="{_num(size)}"{w} '
+                 f'fill="{fill}" text-anchor="{anchor}"{c}>{_esc(s)}</text>')
+
+    def line(self, x1: float, y1: float, x2: float, y2: float, *, stroke: str,
+             sw: float = 1.0, dash: str = "", extra: str = "") -> None:
+        d = f' stroke-dasharray="{dash}"' if dash else ""
+        self.add(f'<line x1="{_num(x1)}" y1="{_num(y1)}" x2="{_num(x2)}" y2="{_num(y2)}" '
+                 f'stroke="{stroke}" stroke-width="{_num(sw)}"{d}{extra}/>')
+
+
+def _sev_stroke(sev: Optional[str], default: str, width: float) -> Tuple[str, float]:
+    if sev == "error":
+        return C_ERROR, 3.0
+    if sev == "warning":
+        return C_WARN, 3.0
+    return default, width
+
+
+def _cls(base: str, sev: Optional[str]) -> str:
+    return f"{base} fault-{sev}" if sev else base
+
+
+def _title(parts: List[str]) -> str:
+    # one line per part: each part is escaped (a newline in data is shown as \\x0a), the
+    # separators stay line feeds
+    return f"<title>{chr(10).join(_esc(p) for p in parts)}</title>" if parts else ""
+
+
+def _gpu_lines(g: Any, gl: Optional[GpuLink]) -> List[str]:
+    name = (g.name or "").replace("NVIDIA ", "")
+    lines = [_clip(name, 22)] if name else []
+    if gl is not None and gl.should is not None:
+        lines.append(f"NVLink {gl.active}/{gl.should}")
+    sysfs = g.extra.get("sysfs") if isinstance(g.extra.get("sysfs"), dict) else {}
+    link = sysfs.get("link") if isinstance(sysfs.get("link"), dict) else None
+    nvml = g.extra.get("nvml") if isinstance(g.extra.get("nvml"), dict) else {}
+    pcie = nvml.get("pcie") if isinstance(nvml.get("pcie"), dict) else None
+    gen = width = None
+    if link:
+        gen, width = link.get("current_gen"), link.get("current_width")
+    elif pcie:
+        gen, width = pcie.get("current_gen"), pcie.get("current_width")
+    if gen or width:
+        lines.append(f"PCIe Gen{gen or '?'} x{width or '?'}")
+    return lines[:3]
+
+
+def _port_summary(n: Any) -> Tuple[str, str]:
+    """(text, fill) for a NIC box: its first port's state and rate."""
+    sysfs = n.extra.get("sysfs") if isinstance(n.extra.get("sysfs"), dict) else {}
+    ports = [p for p in sysfs.get("ports") or [] if isinstance(p, dict)]
+    if not ports:
+        return "", C_PORT_OTHER
+    states = [str(p.get("state") or "?") for p in ports]
+    if all(s == "ACTIVE" for s in states):
+        p = ports[0]
+        layer = {"InfiniBand": "IB", "Ethernet": "RoCE"}.get(str(p.get("link_layer")),
+                                                            str(p.get("link_layer") or ""))
+        rate = p.get("rate_gbps")
+        rate_s = f" {_num(rate)}G" if isinstance(rate, (int, float)) else ""
+        return f"{layer}{rate_s}".strip(), C_PORT_UP
+    bad = next(s for s in states if s != "ACTIVE")
+    return bad, C_PORT_DOWN if bad in ("DOWN", "INIT", "ARMED") else C_PORT_OTHER

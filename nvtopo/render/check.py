@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Sequence
-
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING, Any, Dict, List, Sequence
 
 from ..checks import SEVERITIES, Finding, verdict
-from .cells import printable, text
+from ..safe import printable
+
+if TYPE_CHECKING:  # Rich is imported by the table printers only: JSON output never loads it
+    from rich.console import Console
 
 STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
 TITLE = {"error": "Errors", "warning": "Warnings", "info": "Not checked / notes"}
@@ -34,6 +33,11 @@ def _val(x: Any) -> str:
 
 
 def print_check(doc: Dict[str, Any], console: Console) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from .cells import text
+
     console.print(Text.assemble(("Layout: ", "bold"), (printable(doc["layout"]), "bold cyan"),
                                 printable(f"  ({doc['layout_reason']})")))
     if doc.get("layout_mapping"):
@@ -72,6 +76,10 @@ def print_check(doc: Dict[str, Any], console: Console) -> None:
 
 
 def print_layouts(rows: List[Dict[str, Any]], console: Console) -> None:
+    from rich.table import Table
+
+    from .cells import text
+
     table = Table(title="Layouts", title_justify="left")
     table.add_column("Name", no_wrap=True, style="bold")
     table.add_column("Title", ratio=1)

@@ -1,6 +1,6 @@
 """The one front door for input (``nvtopo.snapshot.open_input``) and the CLI plumbing
-around it: what each kind of input opens to, "nothing to show/check" decided once, and the
-layout named once (``--layout-file -`` from a pipe).
+around it: what each kind of input opens to, the host block checked at the door, "nothing
+to show/check" decided once, and the layout named once (``--layout-file -`` from a pipe).
 """
 
 from __future__ import annotations
@@ -134,6 +134,64 @@ def test_nothing_to_show_or_check_is_one_rule_for_every_command(tmp_path):
 def test_ib_refuses_a_file_without_sysfs_evidence():
     r = invoke("ib", "--from", str(TOPO))
     assert r.exit_code == 2 and r.stderr.startswith(f"nvtopo: error: {TOPO}: holds no sysfs")
+
+
+# --- the host block, checked at the door -------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", [5, ["n1"], {"name": "n1"}, True])
+def test_a_host_fact_of_the_wrong_type_is_dropped_with_a_note(doc, tmp_path, bad):
+    """``"hostname": 5`` was copied into show, diff, ib and audit output, breaking their
+    JSON contract (the runner validates every document against docs/schemas/)."""
+    bad_doc = json.loads(json.dumps(doc))
+    bad_doc["host"]["hostname"] = bad
+    bad_doc["host"]["memory_total_bytes"] = "lots"
+    path = tmp_path / "bad-host.json"
+    path.write_text(snapshot.dumps(bad_doc), encoding="utf-8")
+    good = tmp_path / "good.json"
+    good.write_text(snapshot.dumps(doc), encoding="utf-8")
+
+    opened = snapshot.open_input(snapshot.Input(path=str(path)))
+    assert opened.cached is True  # the sealed cache holds the checked facts: still used
+    host = opened.model.host
+    assert "hostname" not in host and "memory_total_bytes" not in host
+    assert host["kernel"] == doc["host"]["kernel"]  # the facts of the right type stay
+    notes = [n for n in opened.model.notes if n.code == "host.bad_fact"]
+    assert sorted(n.message for n in notes) == sorted([
+        'host fact "hostname" is ' + {int: "a number", list: "a list", dict: "an object",
+                                      bool: "true or false"}[type(bad)]
+        + ", not text or null; ignored",
+        'host fact "memory_total_bytes" is text, not a count; ignored'])
+    assert {n.level for n in notes} == {"warning"} and {n.source for n in notes} == {"host"}
+    assert opened.model.to_dict() == snapshot.derive(bad_doc, str(path)).to_dict()
+
+    shown = json.loads(invoke("show", "--from", str(path), "--format", "json").stdout)
+    assert "hostname" not in shown["host"]
+    ib = json.loads(invoke("ib", "--from", str(path), "--format", "json").stdout)
+    assert "hostname" not in ib["host"] and any(n["code"] == "host.bad_fact"
+                                                for n in ib["notes"])
+    d = invoke("diff", str(good), str(path), "--format", "json")
+    assert json.loads(d.stdout)["b"]["hostname"] is None
+    a = invoke("audit", str(path), "--format", "json", "--jobs", "1")
+    assert json.loads(a.stdout)["nodes"][0]["hostname"] is None
+
+
+def test_a_host_block_that_is_no_object_is_dropped_with_a_note(doc, tmp_path):
+    bad_doc = dict(doc, host="node17")
+    path = tmp_path / "bad-host.json"
+    path.write_text(json.dumps(bad_doc), encoding="utf-8")
+    topo = snapshot.load(str(path))
+    assert [n.message for n in topo.notes if n.code == "host.bad_fact"] == [
+        "the snapshot's host block is text, not an object; ignored"]
+    assert topo.host.get("hostname") is None
+
+
+def test_host_facts_of_the_right_type_and_unknown_keys_are_kept(doc, tmp_path):
+    good_doc = json.loads(json.dumps(doc))
+    good_doc["host"].update(hostname=None, rack={"row": 7}, cpu_count_logical=None)
+    topo = snapshot.derive(good_doc)
+    assert topo.host["hostname"] is None and topo.host["rack"] == {"row": 7}
+    assert not [n for n in topo.notes if n.code == "host.bad_fact"]
 
 
 # --- the layout, named once ------------------------------------------------------------------

@@ -211,10 +211,9 @@ def _model_shape_ok(d: Any) -> bool:
 
 
 def _host_agrees(model_host: Any, evidence_host: Any) -> bool:
-    """:func:`~nvtopo.snapshot.document.derive` lays the snapshot's host facts over the
-    probes': they must show."""
-    if not isinstance(evidence_host, dict):
-        return True
+    """:func:`~nvtopo.snapshot.document.derive` lays the snapshot's host facts (those of
+    the right type) over the probes': they must show."""
+    stated, _ = document.host_facts_of(evidence_host)
     return isinstance(model_host, dict) and all(
-        k in model_host and model_host[k] == v for k, v in evidence_host.items())
+        k in model_host and model_host[k] == v for k, v in stated.items())
 

@@ -8,7 +8,7 @@ evidence into the model, so a parser fix also applies to snapshots taken before 
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from .. import __version__
 from .. import probes as probes_pkg
@@ -55,7 +55,7 @@ def is_snapshot(doc: Any) -> bool:
 def validate(doc: Dict[str, Any], where: str) -> Dict[str, Any]:
     """Check what reading a snapshot relies on: a schema version this nvtopo reads, and a
     ``probes`` object of evidence objects whose texts are texts of a size nvidia-smi
-    prints."""
+    prints.  (The ``host`` block is checked fact by fact when deriving.)"""
     version = doc.get("schema_version")
     if not is_int(version) or version < 1:
         raise NvtopoError("corrupt snapshot: schema_version is missing or not a positive "
@@ -84,6 +84,53 @@ def validate(doc: Dict[str, Any], where: str) -> Dict[str, Any]:
     return doc
 
 
+# --- host facts ----------------------------------------------------------------------------
+
+_TEXT, _TEXT_OR_NULL, _COUNT, _COUNT_OR_NULL = "text", "text or null", "a count", \
+    "a count or null"
+#: The host facts nvtopo writes (a snapshot's ``host`` block, the host probe's facts) and
+#: what each must be: the model's JSON contract (docs/schemas/model.schema.json, host).
+#: Other keys a snapshot's host block holds are kept as they are.
+HOST_FACTS = {"hostname": _TEXT_OR_NULL, "kernel": _TEXT, "os": _TEXT, "machine": _TEXT,
+              "time": _TEXT, "sysfs_root": _TEXT, "cpu_count_logical": _COUNT_OR_NULL,
+              "cpu_count_physical": _COUNT_OR_NULL, "memory_total_bytes": _COUNT}
+
+
+def _fits(value: Any, want: str) -> bool:
+    if value is None:
+        return want in (_TEXT_OR_NULL, _COUNT_OR_NULL)
+    if want in (_TEXT, _TEXT_OR_NULL):
+        return isinstance(value, str)
+    return is_int(value) and value >= 0
+
+
+def _json_type(value: Any) -> str:
+    return ("null" if value is None else "true or false" if isinstance(value, bool)
+            else "a number" if isinstance(value, (int, float)) else "text"
+            if isinstance(value, str) else "a list" if isinstance(value, list)
+            else "an object")
+
+
+def host_facts_of(block: Any, what: str = "the snapshot's host block"
+                  ) -> Tuple[Dict[str, Any], List[str]]:
+    """The facts of a host block that may be used, and why each other one was not: a known
+    fact of the wrong type (``"hostname": 5``) is dropped, so every document that shows host
+    facts keeps its JSON contract; a block that is no object is dropped whole."""
+    if block is None:
+        return {}, []
+    if not isinstance(block, dict):
+        return {}, [f"{what} is {_json_type(block)}, not an object; ignored"]
+    facts: Dict[str, Any] = {}
+    why: List[str] = []
+    for key, value in block.items():
+        want = HOST_FACTS.get(key)
+        if want is not None and not _fits(value, want):
+            why.append(f'host fact "{key}" is {_json_type(value)}, not {want}; ignored')
+            continue
+        facts[key] = value
+    return facts, why
+
+
 # --- deriving the model --------------------------------------------------------------
 
 
@@ -98,7 +145,7 @@ def derive(doc: Dict[str, Any], where: Optional[str] = None) -> Topology:
     Each probe's evidence goes through that probe's pure ``derive``; the
     fragments are merged in :data:`nvtopo.probes.PROBES` order.  Evidence of
     probes this version does not know is kept in the file and noted.  The snapshot's
-    host block is laid over the host probe's facts.
+    host block is laid over the host probe's facts (each checked: :func:`host_facts_of`).
     """
     probes = doc.get("probes")
     if not isinstance(probes, dict):
@@ -133,8 +180,11 @@ def derive(doc: Dict[str, Any], where: Optional[str] = None) -> Topology:
     if unknown:
         topo.note("source.unknown_probe", "snapshot holds evidence this nvtopo does not read: "
                   + ", ".join(unknown), source="snapshot")
-    host = doc.get("host")
-    topo.host = {**topo.host, **(dict(host) if isinstance(host, dict) else {})}
+    probed, why = host_facts_of(topo.host, "the host probe's facts")
+    stated, why_stated = host_facts_of(doc.get("host"))
+    for message in why + why_stated:
+        topo.note("host.bad_fact", message, source="host", level="warning")
+    topo.host = {**probed, **stated}
     topo.origin = snapshot_origin(doc.get("nvtopo_version"), where)
     return topo
 

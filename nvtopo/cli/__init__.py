@@ -6,9 +6,11 @@ One module per command (``show``, ``snapshot``, ``links``, ``ib``, ``check``, ``
 :mod:`.io`.  Input is opened by :func:`nvtopo.snapshot.open_input`, never here: the CLI
 imports no probe.  Each command imports what it uses when it runs, so ``check --format
 json`` loads neither Rich nor a probe it does not need.
-"""
 
-from __future__ import annotations
+The command modules do not use ``from __future__ import annotations``: typer would then
+evaluate every parameter's annotation string at each start (1.4 ms of the 100 ms a
+``check`` takes).
+"""
 
 import sys
 

@@ -1,7 +1,5 @@
 """``nvtopo audit``: check a fleet of saved snapshots."""
 
-from __future__ import annotations
-
 from typing import List, Optional
 
 import typer

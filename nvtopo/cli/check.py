@@ -1,7 +1,5 @@
 """``nvtopo check``: the node against its expected layout."""
 
-from __future__ import annotations
-
 import json
 from typing import Dict, Optional
 

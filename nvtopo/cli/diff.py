@@ -1,7 +1,5 @@
 """``nvtopo diff``: what changed on one node between two snapshots."""
 
-from __future__ import annotations
-
 import typer
 
 from ..errors import ExitStatus

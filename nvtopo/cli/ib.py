@@ -1,7 +1,5 @@
 """``nvtopo ib``: one row per InfiniBand/RoCE port, from sysfs."""
 
-from __future__ import annotations
-
 from typing import Optional
 
 from .io import console, handles_errors, print_json

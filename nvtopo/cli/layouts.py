@@ -1,7 +1,5 @@
 """``nvtopo layouts``: list the bundled layouts, show one, capture one from a good node."""
 
-from __future__ import annotations
-
 from typing import Optional
 
 import typer

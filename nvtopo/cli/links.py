@@ -1,7 +1,5 @@
 """``nvtopo links``: every NVLink of every GPU, from NVML or pasted nvidia-smi text."""
 
-from __future__ import annotations
-
 from typing import Optional
 
 import typer

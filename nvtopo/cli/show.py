@@ -1,7 +1,5 @@
 """``nvtopo show``: the topology matrix, GPUs, NICs, legend and a summary."""
 
-from __future__ import annotations
-
 import json
 from typing import Optional
 

@@ -1,7 +1,5 @@
 """``nvtopo simulate``: a synthetic snapshot of a healthy or faulty node of a layout."""
 
-from __future__ import annotations
-
 from typing import List, Optional
 
 import typer

@@ -1,7 +1,5 @@
 """``nvtopo snapshot``: the raw evidence of every probe in one JSON file."""
 
-from __future__ import annotations
-
 from typing import Optional
 
 from .io import check_output, emit, handles_errors, say

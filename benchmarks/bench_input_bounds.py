@@ -1,6 +1,6 @@
 """Peak memory and wall time of ``nvtopo check --from FILE`` on hostile inputs at the bounds.
 
-What the input bounds (``nvtopo/snapshot.py``: ``MAX_INPUT_BYTES``, ``MAX_JSON_BYTES``,
+What the input bounds (``nvtopo/snapshot/read.py``: ``MAX_INPUT_BYTES``, ``MAX_JSON_BYTES``,
 ``MAX_JSON_VALUES``, ``MAX_TEXT_BYTES``, ``MAX_TEXT_LINES``) leave a hostile file able to
 cost: JSON of many tiny values or one huge string (with a 4-byte character, so Python
 holds it at 4 bytes a character), just inside and past each bound, and the largest real

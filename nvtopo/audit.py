@@ -235,9 +235,10 @@ def _not_regular(path: str) -> Optional[str]:
 
 # --- checking one file -------------------------------------------------------------------
 
-def check_file(path: str, layout: str = "auto", layout_file: Optional[str] = None,
+def check_file(path: str, layout: Any = "auto", layout_file: Optional[str] = None,
                with_findings: bool = False) -> NodeResult:
-    """Check one file as ``nvtopo check --from`` does; never raises for bad input."""
+    """Check one file as ``nvtopo check --from`` does; never raises for bad input.
+    ``layout``: ``"auto"``, a bundled layout's name, or a ``Layout`` already read."""
     from . import checks, snapshot
 
     hostname = None
@@ -245,12 +246,11 @@ def check_file(path: str, layout: str = "auto", layout_file: Optional[str] = Non
     if why is not None:  # never open a FIFO, socket or device: reading one blocks or never ends
         return _bad_input(path, why)
     try:
-        topo, cached = snapshot.load_noting_cache(path)
-        rederived = cached is False
+        opened = snapshot.open_input(snapshot.Input(path=path, command="audit"))
+        topo = opened.model
+        rederived = opened.cached is False
         hostname = topo.host.get("hostname") or None
-        if not topo.gpus and topo.matrix is None and topo.p2p is None:
-            why = "; ".join(n.message for n in topo.notes) or "no GPU facts"
-            raise NvtopoError(f"nothing to check: {why}", where=path)
+        opened.require("check")
         report = checks.select_and_run(topo, layout, layout_file)
     except NvtopoError as exc:
         msg = exc.message if exc.where in (path, None) else str(exc)
@@ -276,7 +276,7 @@ def _bad_input(path: str, reason: str) -> NodeResult:
     return NodeResult(file=path, hostname=None, layout=None, verdict="error", reason=reason)
 
 
-def _work(batch: List[Tuple[str, Optional[str]]], layout: str, layout_file: Optional[str],
+def _work(batch: List[Tuple[str, Optional[str]]], layout: Any, layout_file: Optional[str],
           with_findings: bool) -> List[NodeResult]:
     return [check_file(p, layout, layout_file, with_findings) if why is None
             else _bad_input(p, why) for p, why in batch]
@@ -297,7 +297,7 @@ def _batches(items: Iterable[Tuple[str, Optional[str]]], size: int
         yield batch
 
 
-def run(paths: Sequence[str], *, layout: str = "auto", layout_file: Optional[str] = None,
+def run(paths: Sequence[str], *, layout: Any = "auto", layout_file: Optional[str] = None,
         jobs: Optional[int] = None, with_findings: bool = False, batch_size: int = 8
         ) -> Iterator[NodeResult]:
     """Check every input file; yield one :class:`NodeResult` per file, in input order.

@@ -539,5 +539,7 @@ def _load(path: str) -> Tuple[Topology, Dict[str, str]]:
     """The model, and which fact sources gave evidence (a snapshot's probe statuses)."""
     from . import snapshot
 
-    t, doc = snapshot.load_with_document(path)
+    opened = snapshot.open_input(snapshot.Input(path=path, want=snapshot.MODEL_AND_DOCUMENT,
+                                                command="diff"))
+    t, doc = opened.model, opened.document
     return t, (source_states(t, doc) if doc else source_states(t))

@@ -96,10 +96,12 @@ def _where_to(path: str) -> Optional[os.stat_result]:
     return st
 
 
-def write(text: str, path: str) -> bool:
-    """Write ``text`` to ``path`` (see the module's description).  Returns True when a
-    file was written, False for a stream (standard output or error, a device, a FIFO)."""
-    stream = _stream(path)
+def write(text: str, path: Optional[str]) -> bool:
+    """Write ``text`` to ``path`` (see the module's description; ``None``, as ``-``:
+    standard output).  Every command's output goes through here, to standard output or a
+    file alike.  Returns True when a file was written, False for a stream (standard output
+    or error, a device, a FIFO)."""
+    stream = sys.stdout if path is None else _stream(path)
     if stream is not None:
         sys.stdout.flush()
         stream.write(text)

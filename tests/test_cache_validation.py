@@ -17,7 +17,7 @@ then either
   one derive gives at that path (or the key is one derive sometimes leaves out) over a
   wide corpus of inputs, and no command crashes on it.
 
-The bulk of the mutations go through ``snapshot._from_cache`` (what a sealed read calls
+The bulk of the mutations go through ``snapshot.cache._from_cache`` (what a sealed read calls
 once the seal holds); a sample goes through real files, sealed anew exactly as ``dumps``
 seals, read by ``snapshot.load`` and the CLI.
 """
@@ -37,6 +37,8 @@ import pytest
 from rich.console import Console
 
 from nvtopo import checks, fakesys, layouts, snapshot
+from nvtopo.snapshot import cache as snapshot_cache
+from nvtopo.snapshot import document as snapshot_document
 from nvtopo.errors import NvtopoError
 from nvtopo.probes import ProbeOptions
 from nvtopo.render import check as render_check
@@ -178,6 +180,12 @@ def _corpus_docs(tmp: Path) -> List[Dict[str, Any]]:
     return docs
 
 
+def _noting_cache(path: str) -> Tuple[Any, Any]:
+    """The model, and whether it came from the file's sealed cache."""
+    opened = snapshot.open_input(snapshot.Input(path=path))
+    return opened.model, opened.cached
+
+
 def _nvml(evidence: Dict[str, Any]) -> Dict[str, Any]:
     return {"host": {}, "probes": {"nvml": evidence}}
 
@@ -255,7 +263,7 @@ def _variant_docs(tmp: Path) -> Iterator[Dict[str, Any]]:
     for text in texts:
         lines = text.splitlines(keepends=True)
         for i in range(len(lines)):
-            yield _nvml(snapshot.nvml_text_evidence("".join(lines[:i] + lines[i + 1:])))
+            yield _nvml(snapshot_document.nvml_text_evidence("".join(lines[:i] + lines[i + 1:])))
 
 
 @pytest.fixture(scope="module")
@@ -422,7 +430,7 @@ def _sealed_case(name: str, tmp: Path) -> Tuple[Path, str]:
 def test_every_mistyped_key_path_of_a_resealed_cache_is_rederived(name, corpus):
     tmp, seen, _models = corpus
     path, text = _sealed_case(name, tmp)
-    topo, cached = snapshot.load_noting_cache(str(path))
+    topo, cached = _noting_cache(str(path))
     assert cached is True, "the unmutated cache must be used, or this test proves nothing"
     want = topo.to_dict()
     base_views = views(topo)
@@ -432,7 +440,7 @@ def test_every_mistyped_key_path_of_a_resealed_cache_is_rederived(name, corpus):
     model = cache["model"]
 
     def load() -> Any:  # what a sealed read does once the seal holds
-        return snapshot._from_cache(cache, host, version, str(path))
+        return snapshot_cache._from_cache(cache, host, version, str(path))
 
     targets = _targets(model)
     assert len(targets) > 30
@@ -499,8 +507,8 @@ def test_every_mistyped_key_path_of_a_resealed_cache_is_rederived(name, corpus):
             forged.write_text(_reseal(text, cache), encoding="utf-8")
         finally:
             container[key] = original
-        assert snapshot._sealed(forged.read_bytes()) is not None, "the forgery is not sealed"
-        got, cached = snapshot.load_noting_cache(str(forged))
+        assert snapshot_cache._sealed(forged.read_bytes()) is not None, "the forgery is not sealed"
+        got, cached = _noting_cache(str(forged))
         assert cached is False, f"{path_s} := {new!r}: a forged cache was used"
         got.origin["file"] = str(path)
         assert got.to_dict() == want, path_s
@@ -550,7 +558,7 @@ def test_a_resealed_cache_of_the_wrong_shape_gives_the_cli_the_unmutated_answer(
         change(mutated)
         forged = tmp / f"forged-{label}.json"
         forged.write_text(_reseal(text, dict(cache, model=mutated)), encoding="utf-8")
-        assert snapshot._sealed(forged.read_bytes()) is not None
+        assert snapshot_cache._sealed(forged.read_bytes()) is not None
         assert run_all(forged) == want, label
 
 
@@ -560,7 +568,7 @@ def test_the_shape_description_fits_every_model_the_corpus_derives(corpus):
     _tmp, _seen, models = corpus
     assert len(models) > 60
     for body in models:
-        assert snapshot._model_shape_ok(body), (body["host"], body["sources"])
+        assert snapshot_cache._model_shape_ok(body), (body["host"], body["sources"])
 
 
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf"), 2 ** 72 + 1,

@@ -557,7 +557,7 @@ def assert_matrix_rendered(out: str, devices: List[str], cells: Dict[Tuple[str, 
 
 @pytest.mark.parametrize("width", [80, 200])
 def test_render_example_fits(width):
-    topo = snapshot.from_example("dgx-h100")
+    topo = snapshot.open_input(snapshot.Input(example="dgx-h100")).model
     out = render_text(topo, width)
     lines = out.splitlines()
     too_wide = [ln for ln in lines if cell_len(ln) > width]

@@ -572,4 +572,4 @@ def test_a_real_snapshot_is_far_inside_every_bound(tmp_path):
     assert len(text) * 10 < snapshot.MAX_JSON_BYTES and values * 20 < snapshot.MAX_JSON_VALUES
     path = tmp_path / "dgx2.json"
     path.write_bytes(text)
-    assert snapshot.load_noting_cache(str(path))[1] is True
+    assert snapshot.open_input(snapshot.Input(path=str(path))).cached is True

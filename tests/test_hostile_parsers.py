@@ -203,7 +203,7 @@ def test_long_digit_runs_in_topo_text_are_not_numbers():
 
 def test_isdigit_sites_elsewhere_take_ascii_only():
     from nvtopo import diff
-    from nvtopo.layouts import capture
+    from nvtopo.commands import capture
     from nvtopo.render import matrix as render_matrix
     from nvtopo.render import svg
 

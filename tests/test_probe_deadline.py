@@ -9,6 +9,7 @@ import threading
 import time
 
 from nvtopo import snapshot
+from nvtopo.snapshot import live as snapshot_live
 from nvtopo.probes import ProbeOptions, host, nvml, sysfs, topo_text
 
 from cli_runner import make_runner
@@ -60,7 +61,7 @@ def test_a_probe_that_never_returns_is_recorded_unanswered(monkeypatch):
         release.wait(30)
         return {"status": "ok"}
 
-    monkeypatch.setattr(snapshot, "OVERRUN_GRACE_S", 0.2)
+    monkeypatch.setattr(snapshot_live, "OVERRUN_GRACE_S", 0.2)
     monkeypatch.setattr(topo_text, "capture", _honest(0))
     monkeypatch.setattr(nvml, "capture", stuck)
     try:
@@ -97,7 +98,7 @@ def test_snapshot_command_with_an_unanswered_probe(monkeypatch, tmp_path):
         release.wait(30)
         return {"status": "ok"}
 
-    monkeypatch.setattr(snapshot, "OVERRUN_GRACE_S", 0.2)
+    monkeypatch.setattr(snapshot_live, "OVERRUN_GRACE_S", 0.2)
     monkeypatch.setattr(topo_text, "capture", _topo_missing)
     monkeypatch.setattr(nvml, "capture", stuck)
     out = tmp_path / "s.json"

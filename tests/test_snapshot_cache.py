@@ -19,7 +19,10 @@ from pathlib import Path
 
 import pytest
 
+import nvtopo
 from nvtopo import checks, fakesys, layouts, snapshot
+from nvtopo.snapshot import cache as snapshot_cache
+from nvtopo.snapshot import document as snapshot_document
 from nvtopo.probes import ProbeOptions
 from nvtopo.simulate import simulate
 
@@ -39,7 +42,14 @@ def _no_derive(monkeypatch):
     """Make re-deriving fail loudly: what still loads came from the cache."""
     def refuse(*_a, **_k):
         raise AssertionError("re-derived although the cache is valid")
-    monkeypatch.setattr(snapshot, "derive", refuse)
+    monkeypatch.setattr(snapshot_document, "derive", refuse)
+
+
+def _with_document(path):
+    """The model and the document, as ``check --format prometheus`` and ``diff`` read them
+    (the whole file decoded)."""
+    opened = snapshot.open_input(snapshot.Input(path=path, want=snapshot.MODEL_AND_DOCUMENT))
+    return opened.model, opened.document
 
 
 def _same_as_rederived(doc, tmp_path, monkeypatch, name="node.json"):
@@ -50,7 +60,7 @@ def _same_as_rederived(doc, tmp_path, monkeypatch, name="node.json"):
     fresh = snapshot.derive(json.loads(text), str(path))
     with monkeypatch.context() as m:
         _no_derive(m)
-        cached, _doc = snapshot.load_with_document(str(path))  # decodes the whole file
+        cached, _doc = _with_document(str(path))  # decodes the whole file
         quick = snapshot.load(str(path))  # decodes only the cache and the host facts
     assert cached.to_dict() == fresh.to_dict() == quick.to_dict()
     assert cached.origin == fresh.origin == {"kind": "snapshot", "file": str(path),
@@ -140,7 +150,7 @@ def test_a_reformatted_file_is_rederived_to_the_same_model(sealed, tmp_path, rew
     other.write_text(rewrite(text), encoding="utf-8")
     calls = []
     real = snapshot.derive
-    monkeypatch.setattr(snapshot, "derive", lambda *a, **k: calls.append(1) or real(*a, **k))
+    monkeypatch.setattr(snapshot_document, "derive", lambda *a, **k: calls.append(1) or real(*a, **k))
     topo = snapshot.load(str(other))
     assert calls == [1]
     topo.origin["file"] = str(path)
@@ -151,15 +161,15 @@ def test_another_nvtopo_version_or_derivation_code_rederives(sealed, monkeypatch
     path, _text = sealed
     calls = []
     real = snapshot.derive
-    monkeypatch.setattr(snapshot, "derive", lambda *a, **k: calls.append(1) or real(*a, **k))
+    monkeypatch.setattr(snapshot_document, "derive", lambda *a, **k: calls.append(1) or real(*a, **k))
     snapshot.load(str(path))
     assert calls == []  # the cache was used
     with monkeypatch.context() as m:
-        m.setattr(snapshot, "__version__", "99.0")
+        m.setattr(snapshot_cache, "__version__", "99.0")
         snapshot.load(str(path))
     assert calls == [1]
     with monkeypatch.context() as m:
-        m.setattr(snapshot, "_code_digest", "f" * 64)  # a parser fix, same version number
+        m.setattr(snapshot_cache, "_code_digest", "f" * 64)  # a parser fix, same version number
         snapshot.load(str(path))
     assert calls == [1, 1]
 
@@ -209,18 +219,20 @@ def test_derivation_modules_cover_every_module_that_derives(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     out = subprocess.run([sys.executable, "-c", code, *files], capture_output=True, text=True,
                          check=True, env=env, cwd=str(tmp_path)).stdout.split()
-    base = Path(snapshot.__file__).resolve().parent
+    base = Path(nvtopo.__file__).resolve().parent
     used = {Path(f).resolve().relative_to(base).as_posix() for f in out}
     assert {"probes/nvml.py", "probes/sysfs.py", "probes/topo_text.py",
             "probes/nvml_text.py"} <= used
-    assert used <= set(snapshot.DERIVATION_MODULES), used - set(snapshot.DERIVATION_MODULES)
+    listed = set(snapshot_cache.DERIVATION_MODULES)
+    assert used <= listed, used - listed
 
 
 def test_code_digest_covers_the_sources(monkeypatch, tmp_path):
     first = snapshot.code_digest()
     assert first == snapshot.code_digest() and len(first) == 64
-    monkeypatch.setattr(snapshot, "_code_digest", None)
-    monkeypatch.setattr(snapshot, "DERIVATION_MODULES", snapshot.DERIVATION_MODULES[:-1])
+    monkeypatch.setattr(snapshot_cache, "_code_digest", None)
+    monkeypatch.setattr(snapshot_cache, "DERIVATION_MODULES",
+                        snapshot_cache.DERIVATION_MODULES[:-1])
     assert snapshot.code_digest() != first
 
 
@@ -311,7 +323,7 @@ def test_bundled_layouts_load_when_nvtopo_is_imported_from_a_zip(tmp_path):
     import zipfile
 
     z = tmp_path / "nvtopo.zip"
-    pkg = Path(snapshot.__file__).resolve().parent
+    pkg = Path(nvtopo.__file__).resolve().parent
     with zipfile.ZipFile(z, "w") as zf:
         for f in pkg.rglob("*"):
             if f.is_file() and "__pycache__" not in f.parts:
@@ -342,7 +354,7 @@ def test_the_origin_names_the_version_that_took_the_evidence(tmp_path):
     path = tmp_path / "old.json"
     path.write_text(snapshot.dumps(doc), encoding="utf-8")
     assert snapshot.load(str(path)).origin["nvtopo_version"] == "0.0.9"
-    assert snapshot.load_with_document(str(path))[0].origin["nvtopo_version"] == "0.0.9"
+    assert _with_document(str(path))[0].origin["nvtopo_version"] == "0.0.9"
 
 
 @pytest.mark.parametrize("doc", [
@@ -367,7 +379,7 @@ def test_a_derivation_bug_never_costs_the_evidence(monkeypatch):
 
     def boom(*_a, **_k):
         raise ZeroDivisionError("a bug")
-    monkeypatch.setattr(snapshot, "derive", boom)
+    monkeypatch.setattr(snapshot_document, "derive", boom)
     written = json.loads(snapshot.dumps(doc))
     assert "derived" not in written and written["probes"] == doc["probes"]
 
@@ -382,7 +394,7 @@ def test_a_resealed_header_the_full_read_refuses_is_refused_by_the_quick_read(
     _path, text = sealed
     forged = tmp_path / "forged.json"
     forged.write_text(_reseal(edit(text)), encoding="utf-8")
-    for read in (snapshot.load, snapshot.load_with_document):
+    for read in (snapshot.load, _with_document):
         with pytest.raises(snapshot.NvtopoError, match=needle):
             read(str(forged))
 
@@ -407,7 +419,7 @@ def test_evidence_too_deep_to_read_back_gets_no_cache(tmp_path):
         path = tmp_path / f"deep{depth}.json"
         path.write_text(text, encoding="utf-8")
         outcomes = []
-        for read in (snapshot.load, lambda p: snapshot.load_with_document(p)[0]):
+        for read in (snapshot.load, lambda p: _with_document(p)[0]):
             try:
                 outcomes.append(read(str(path)).to_dict())
             except snapshot.NvtopoError as exc:

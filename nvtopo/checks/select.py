@@ -291,14 +291,20 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
     return c
 
 
-def select(topo: Topology, choice: str = "auto", layout_file: Optional[str] = None
+def select(topo: Topology, choice: Any = "auto", layout_file: Optional[str] = None
            ) -> Selection:
-    """Choose the layout: a named one, a user's file, or ``auto``."""
+    """Choose the layout: a named one, a user's file, one already read (a ``Layout``), or
+    ``auto``."""
     v = F.view(topo)
     if layout_file is not None:
         lay = layouts_pkg.load_file(layout_file)
         cand = score(topo, v, lay)
         return _chosen(cand, f"--layout-file {layout_file}", [cand])
+    if isinstance(choice, layouts_pkg.Layout):  # named and read once by the caller
+        named = (f"--layout {choice.name}" if choice.origin == "bundled"
+                 else f"--layout-file {choice.origin}")
+        cand = score(topo, v, choice)
+        return _chosen(cand, named, [cand])
     if choice != "auto":
         lay = layouts_pkg.load(choice)
         cand = score(topo, v, lay)

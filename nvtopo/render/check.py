@@ -4,14 +4,13 @@ severity), then its verdict.  The report decides; this only draws (its JSON docu
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
-
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING, Any, Dict, List
 
 from ..checks import SEVERITIES, Report
-from .cells import printable, text
+from ..safe import printable
+
+if TYPE_CHECKING:  # Rich is imported by the table printers only: JSON output never loads it
+    from rich.console import Console
 
 STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
 TITLE = {"error": "Errors", "warning": "Warnings", "info": "Not checked / notes"}
@@ -27,6 +26,11 @@ def _val(x: Any) -> str:
 
 def print_check(report: Report, console: Console) -> None:
     """The report as tables, one per severity, then its verdict line."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from .cells import text
+
     console.print(Text.assemble(("Layout: ", "bold"), (printable(report.layout_name),
                                                         "bold cyan"),
                                 printable(f"  ({report.reason})")))
@@ -65,6 +69,10 @@ def print_check(report: Report, console: Console) -> None:
 
 
 def print_layouts(rows: List[Dict[str, Any]], console: Console) -> None:
+    from rich.table import Table
+
+    from .cells import text
+
     table = Table(title="Layouts", title_justify="left")
     table.add_column("Name", no_wrap=True, style="bold")
     table.add_column("Title", ratio=1)

@@ -5,6 +5,10 @@ and NUMA placement; NVML adds GPU names, links per GPU, NVLink generation,
 NVSwitches and fabric; sysfs adds PCIe links, compute NICs (rate, link layer,
 placement) and GPUDirect RDMA.  Every section is tagged ``[O: CAPTURE]``:
 observed on one machine.
+
+It lives in the commands layer, not beside the layout files (:mod:`nvtopo.layouts`): it
+reads the model through the checks' view of its facts, and ``layouts`` sits below
+``checks``.
 """
 
 from __future__ import annotations
@@ -15,6 +19,19 @@ from typing import Any, Dict, List, Optional
 
 from ..model import Topology, path_rank
 from ..safe import is_ascii_digits
+
+
+def layout_of(topo: Topology, name: Optional[str] = None) -> Dict[str, Any]:
+    """The layout ``nvtopo layouts capture`` writes for ``topo``, validated: named ``name``,
+    else the host name, else ``captured`` (as a layout name: letters, digits, ``.``,
+    ``_``, ``-``)."""
+    from ..layouts import validate
+
+    nm = name or str(topo.host.get("hostname") or "captured")
+    nm = re.sub(r"[^\w.-]", "-", nm).lstrip(".-_") or "captured"
+    doc = capture(topo, nm, topo.origin.get("file") or "live probe")
+    validate(doc, "captured layout")
+    return doc
 
 
 def _uniform(values: List[Any]) -> Optional[Any]:

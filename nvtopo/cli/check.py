@@ -1,0 +1,73 @@
+"""``nvtopo check``: the node against its expected layout."""
+
+import json
+from typing import Dict, Optional
+
+import typer
+
+from .io import check_output, console, emit, handles_errors, to_terminal
+from .options import (CheckFormat, format_option, from_option, layout, layout_file_option,
+                      layout_option, output_option, sysfs_root_option, timeout_option)
+
+
+@handles_errors
+def check_cmd(
+    from_: Optional[str] = from_option(),
+    sysfs_root: Optional[str] = sysfs_root_option(),
+    layout_name: str = layout_option(),
+    layout_file: Optional[str] = layout_file_option(),
+    fmt: CheckFormat = format_option(
+        CheckFormat.table,
+        help="table (Rich), json, prometheus (node_exporter textfile format), svg (the "
+             "topology picture with faulty elements marked), html or rich-svg (the table "
+             "view exported)."),
+    timeout: float = timeout_option(),
+    output: Optional[str] = output_option(),
+) -> None:
+    """Check the node against its expected layout: GPUs, NVLink, fabric, P2P, PCIe, NICs,
+    InfiniBand/RoCE ports, NUMA, and sources that disagree.
+
+    One fault gives one error finding (a link down is not also reported as its
+    NV17 pairs).  Unknown facts are never errors: they are listed as not checked.
+
+    Exit status: 0 no error finding (warnings allowed), 1 at least one error,
+    2 could not run (bad input, no data, bad layout file).
+
+    Examples:
+
+      nvtopo check
+
+      nvtopo check --from node17.json --layout dgx-h100
+
+      nvtopo check --from ticket.txt --layout-file mynode.json --format json
+
+      nvtopo check --format prometheus -o /var/lib/node_exporter/textfile/nvtopo.prom
+    """
+    from .. import checks, snapshot
+
+    # a bad layout name or file fails before any input is read or probed
+    chosen = layout(layout_name, layout_file, "check",
+                    stdin_taken=from_ in snapshot.STDIN_NAMES)
+    check_output(output)
+    prometheus = fmt is CheckFormat.prometheus
+    opened = snapshot.open_input(snapshot.Input(
+        path=from_, sysfs_root=sysfs_root, timeout=timeout, require="check", command="check",
+        want=snapshot.MODEL_AND_DOCUMENT if prometheus else snapshot.MODEL))
+    topo = opened.model
+    report = checks.select_and_run(topo, chosen)
+    if fmt is CheckFormat.table and to_terminal(output):
+        from ..render import check as render_check
+
+        render_check.print_check(report, console())
+    elif fmt is CheckFormat.json:
+        emit(json.dumps(report.document(), indent=2) + "\n", output)
+    else:
+        from ..render import export
+
+        durations: Dict[str, float] = {}
+        if prometheus:
+            from ..render import prometheus as prom
+
+            durations = prom.probe_durations(opened.document)
+        emit(export.check_document(report, topo, fmt.value, durations=durations), output)
+    raise typer.Exit(report.exit_status)

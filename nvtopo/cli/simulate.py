@@ -1,0 +1,57 @@
+"""``nvtopo simulate``: a synthetic snapshot of a healthy or faulty node of a layout."""
+
+from typing import List, Optional
+
+import typer
+
+from .io import check_output, emit, handles_errors
+from .options import layout, layout_file_option, output_option
+
+
+@handles_errors
+def simulate_cmd(
+    layout_name: Optional[str] = typer.Argument(
+        None, metavar="LAYOUT", help="A bundled layout (`nvtopo layouts` lists them)."),
+    fault: Optional[List[str]] = typer.Option(
+        None, "--fault", metavar="SPEC",
+        help="Inject a fault (repeatable): nvlink-down:GPU3:7, nvlink-degraded:GPU2-GPU6, "
+             "gpu-missing:GPU7, ib-port-down:mlx5_4, ib-rate:mlx5_1:200, pcie-width:GPU5:8, "
+             "pcie-gen:GPU5:3, nic-affinity-swap:mlx5_0:mlx5_3, fabric-not-started, "
+             "counters:mlx5_2:symbol_error=1000, peermem-missing."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Seed for hostname, UUIDs, serials, "
+                             "GUIDs: the same seed gives the same file."),
+    hostname: Optional[str] = typer.Option(None, "--hostname", metavar="NAME",
+                                           help="Hostname written into the snapshot."),
+    layout_file: Optional[str] = layout_file_option(
+        help="Simulate a node of this layout file. '-' reads standard input."),
+    output: Optional[str] = output_option(
+        help="Write the snapshot here (atomically). '-' or none: standard output."),
+) -> None:
+    """Write a synthetic snapshot of a node of LAYOUT: healthy, or with faults injected.
+
+    Every source is simulated consistently (the `topo -m` text, the NVML
+    recording made by the real NVML probe against a fake NVML library, the
+    sysfs evidence read by the real sysfs traversal), so a healthy node
+    derives without disagreements.  What the layout does not state is given a
+    plausible default, listed under "simulated" in the file.
+
+    Examples:
+
+      nvtopo simulate dgx-h100 -o good.json
+
+      nvtopo simulate dgx-h100 --fault nvlink-down:GPU3:7 -o bad.json && nvtopo check --from bad.json
+
+      nvtopo simulate dgx-1-v100 --fault gpu-missing:GPU7 --fault ib-rate:mlx5_1:50 --seed 7
+    """
+    from .. import simulate as sim
+    from .. import snapshot
+    from ..errors import NvtopoError
+
+    if hostname is not None and not hostname.strip():
+        raise NvtopoError("--hostname is empty", where="simulate")
+    check_output(output)
+    lay = layout(layout_name, layout_file, "simulate", named=True)
+    doc = sim.simulate(lay, list(fault or []), seed=seed, hostname=hostname)
+    faults = doc["simulated"]["faults"]
+    emit(snapshot.dumps(doc), output, f" (simulated {lay.name}"
+         + (f", faults: {', '.join(faults)}" if faults else ", healthy") + ")")

@@ -1,0 +1,44 @@
+"""``nvtopo snapshot``: the raw evidence of every probe in one JSON file."""
+
+from typing import Optional
+
+from .io import check_output, emit, handles_errors, say
+from .options import from_option, output_option, sysfs_root_option, timeout_option
+
+
+@handles_errors
+def snapshot_cmd(
+    output: Optional[str] = output_option(
+        help="Write the snapshot here (atomically: temporary file, then rename). "
+             "Default: standard output."),
+    from_: Optional[str] = from_option(
+        help="Turn a pasted `nvidia-smi topo -m`, `nvidia-smi nvlink -s/-e/-c/-R` or "
+             "`nvidia-smi -q` text (or a snapshot) into a snapshot file instead of probing. "
+             "'-' reads standard input."),
+    timeout: float = timeout_option(),
+    sysfs_root: Optional[str] = sysfs_root_option(),
+) -> None:
+    """Record the raw evidence of every probe in one JSON file.
+
+    The snapshot keeps what each probe saw (command, arguments, exit status,
+    stdout, stderr, duration, or why it could not run), not conclusions: every
+    command re-derives the model from it with --from, on any machine.
+
+    Examples:
+
+      nvtopo snapshot -o /var/lib/nvtopo/$(hostname).json
+
+      nvtopo snapshot --from ticket-1234.txt -o node17.json
+    """
+    from .. import snapshot
+
+    check_output(output)
+    opened = snapshot.open_input(snapshot.Input(
+        path=from_, sysfs_root=sysfs_root, timeout=timeout, want=snapshot.DOCUMENT,
+        command="snapshot"))
+    doc = opened.document
+    if from_ is None:
+        for name, ev in doc["probes"].items():
+            if ev.get("status") != "ok":
+                say(f"nvtopo: note: {name}: {ev.get('error')} (recorded)")
+    emit(snapshot.dumps(doc), output)

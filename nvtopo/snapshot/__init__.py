@@ -1,0 +1,348 @@
+"""Snapshots, and the one front door for input.
+
+Every command reads its input through :func:`open_input`: a file (``--from FILE``; ``-``
+reads standard input), a bundled example (``--example NAME``), or this machine, probed
+with every source (``show``, ``check``, ``snapshot``), with sysfs alone (``ib``) or with
+NVML alone (``links``).  It returns one :class:`Opened`: the model, the snapshot document
+and where they came from.  What a command cannot work without (GPU facts, sysfs evidence)
+is asked for in the request (:attr:`Input.require`) and refused here, in one way.
+
+A file is a snapshot or a bare ``nvidia-smi`` text, recognised by content
+(:func:`nvtopo.snapshot.read.recognise`), never by its name.  The package's parts:
+
+* :mod:`~nvtopo.snapshot.read`: reading bytes within bounds, decoding, recognising;
+* :mod:`~nvtopo.snapshot.document`: the document, its validation, :func:`derive`;
+* :mod:`~nvtopo.snapshot.cache`: :func:`dumps` and the sealed model cache it writes;
+* :mod:`~nvtopo.snapshot.live`: probing this machine (:func:`take`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import namedtuple
+from typing import Any, Dict, Optional, Tuple
+
+from ..errors import NvtopoError
+from ..model import Topology
+from . import cache, document, read
+from .cache import code_digest, dumps
+from .document import (SNAPSHOT_KIND, SNAPSHOT_SCHEMA, derive, from_text_evidence,
+                       parse_snapshot)
+from .read import (MAX_INPUT_BYTES, MAX_JSON_BYTES, MAX_JSON_VALUES, MAX_TEXT_BYTES,
+                   MAX_TEXT_LINES, STDIN_NAMES, decode_bytes, read_bytes)
+
+__all__ = ["Input", "Opened", "open_input", "load", "load_text", "load_document", "take",
+           "derive", "dumps", "from_text_evidence", "parse_snapshot", "code_digest",
+           "decode_bytes", "read_bytes", "SNAPSHOT_KIND", "SNAPSHOT_SCHEMA", "STDIN_NAMES",
+           "MAX_INPUT_BYTES", "MAX_JSON_BYTES", "MAX_JSON_VALUES", "MAX_TEXT_BYTES",
+           "MAX_TEXT_LINES"]
+
+#: What a live request probes (:attr:`Input.probes`).
+EVERY_PROBE = "all"
+SYSFS_ONLY = "sysfs"
+NVML_ONLY = "nvml"
+_LIVE_PROBES = {EVERY_PROBE: None, SYSFS_ONLY: ("sysfs", "host"), NVML_ONLY: ("nvml",)}
+
+#: What a request wants back (:attr:`Input.want`).
+MODEL = "model"
+MODEL_AND_DOCUMENT = "model+document"
+DOCUMENT = "document"
+
+
+class Input(namedtuple("Input", ("path", "example", "sysfs_root", "timeout", "probes", "want",
+                                 "require", "command"),
+                       defaults=(None, None, None, 30.0, EVERY_PROBE, MODEL, None, "input"))):
+    """What a command reads: a file, a bundled example, or this machine.
+
+    * ``path`` (``--from``; ``-`` reads standard input) and ``example`` (``--example``) are
+      exclusive; with neither, this machine is probed: every probe, or as ``probes`` says
+      (``"sysfs"``: the sysfs and host probes, as ``ib`` reads; ``"nvml"``: NVML alone, as
+      ``links`` reads), under ``timeout`` (seconds), reading ``sysfs_root`` as ``/sys``.
+    * ``want``: ``"model"``: the model (from a snapshot's sealed cache where it may be
+      used); ``"model+document"``: the model and the snapshot document it came from (``{}``
+      for a bare text); ``"document"``: the document alone, a bare text wrapped as a
+      snapshot's evidence, nothing derived (``nvtopo snapshot``).
+    * ``require``: refuse input without what the command needs (:meth:`Opened.require`):
+      ``"show"`` or ``"check"`` (GPU facts), ``"sysfs"`` (sysfs evidence, as ``ib`` reads).
+    * ``command``: the command, named in errors about options given together.
+
+    (A named tuple, not a dataclass: it is made at every start, and a dataclass costs a
+    millisecond to define.)
+    """
+
+    __slots__ = ()
+
+
+class Opened(namedtuple("Opened", ("model", "document", "where", "cached", "warnings"),
+                        defaults=(None, ()))):
+    """What :func:`open_input` read.
+
+    * ``model``: the :class:`~nvtopo.model.Topology` (None when only the document was
+      asked for);
+    * ``document``: the snapshot document (see :class:`Input`'s ``want``): a file's, a live
+      probe's, or ``{}``;
+    * ``where``: where the input came from, as errors name it: the file, ``<stdin>``,
+      ``example NAME`` or ``live probe``;
+    * ``cached``: ``True``, the model came from the snapshot's sealed cache; ``False``,
+      re-derived from a snapshot's evidence; ``None``, parsed from a text or probed;
+    * ``warnings``: lines worth a warning on standard error (a probe that timed out).
+    """
+
+    __slots__ = ()
+
+    @property
+    def origin(self) -> Dict[str, Any]:
+        """The model's origin (``kind``, ``file``, ...): what JSON output says of it."""
+        return self.model.origin if self.model is not None else {}
+
+    def require(self, need: str) -> None:
+        """Refuse a model without what the command needs, the one way every command
+        refuses it: ``"show"`` or ``"check"``: GPU facts (``nothing to check: <why>``);
+        ``"sysfs"``: sysfs evidence in a file (a live sysfs probe always gives some)."""
+        topo = self.model
+        if topo is None:
+            return
+        if need == "sysfs":
+            if self.where != _LIVE and "sysfs" not in topo.sources \
+                    and "sysfs" not in topo.extra:
+                raise NvtopoError("holds no sysfs evidence (take a snapshot with `nvtopo "
+                                  "snapshot` on the node, or read a copied tree with "
+                                  "--sysfs-root DIR)", where=topo.origin.get("file") or self.where)
+            return
+        if not topo.gpus and topo.matrix is None and topo.p2p is None:
+            why = "; ".join(n.message for n in topo.notes) or "no GPU facts"
+            raise NvtopoError(f"nothing to {need}: {why}",
+                              where=topo.origin.get("file") or "input")
+
+
+def open_input(request: Input) -> Opened:
+    """Read the input a command asked for (see :class:`Input`); every error is one
+    :class:`NvtopoError` line naming the file, the option or ``live probe``."""
+    _check_options(request)
+    if request.example is not None:
+        opened = _open_example(request.example)
+    elif request.path is not None:
+        opened = _open_file(request.path, request.want)
+    else:
+        opened = _open_live(request)
+    if request.require is not None:
+        opened.require(request.require)
+    return opened
+
+
+def load(path: str) -> Topology:
+    """The model of ``--from`` input: ``open_input(Input(path=path)).model``."""
+    return _open_file(path, MODEL).model  # type: ignore[return-value]
+
+
+def load_document(path: str) -> Dict[str, Any]:
+    """``--from`` input as a snapshot document (a bare text wrapped as evidence)."""
+    return _open_file(path, DOCUMENT).document
+
+
+def take(options: Any = None, names: Any = None) -> Dict[str, Any]:
+    """Probe this machine: the snapshot document (see :func:`nvtopo.snapshot.live.take`)."""
+    from . import live
+
+    return live.take(options, names)
+
+
+# --- the options a request combines ------------------------------------------------------
+
+
+def _check_options(request: Input) -> None:
+    if request.want not in (MODEL, MODEL_AND_DOCUMENT, DOCUMENT) \
+            or request.probes not in _LIVE_PROBES:
+        raise ValueError(f"not a request nvtopo knows: {request!r}")  # a caller's bug
+    where = request.command
+    if request.path is not None and request.example is not None:
+        raise NvtopoError("use either --from or --example, not both", where=where)
+    if request.example is not None and request.sysfs_root is not None:
+        raise NvtopoError("use either --example or --sysfs-root, not both", where=where)
+    if request.sysfs_root is not None:
+        if request.path is not None:
+            raise NvtopoError("use either --from or --sysfs-root, not both", where=where)
+        from ..probes import sysfs
+
+        sysfs.check_root(request.sysfs_root)
+
+
+# --- files ---------------------------------------------------------------------------------
+
+
+def _open_file(path: str, want: str) -> Opened:
+    data, where = read.read_bytes(path)
+    if want == DOCUMENT:
+        return Opened(model=None, document=_document_of(decode_bytes(data, where), where),
+                      where=where)
+    if want == MODEL and data.endswith(b"}\n"):
+        # a sealed snapshot: its model without decoding the evidence
+        topo = cache.sealed_model(data, where)
+        if topo is not None:
+            return Opened(model=topo, document={}, where=where, cached=True)
+    fast = _fast_snapshot(data, where)
+    if fast is not None:
+        topo, doc, cached = fast
+        return Opened(model=topo, document=doc, where=where, cached=cached)
+    text = decode_bytes(data, where)
+    if read.is_json(text):
+        doc = parse_snapshot(text, where)
+        topo, cached = _model_of(doc, text.encode("utf-8", errors="surrogatepass"), where)
+        return Opened(model=topo, document=doc, where=where, cached=cached)
+    return Opened(model=_text_model(text, where), document={}, where=where)
+
+
+_JSON_START = re.compile(rb"[ \t\r\n]*\{")
+
+
+def _fast_snapshot(data: bytes, where: str
+                   ) -> Optional[Tuple[Topology, Dict[str, Any], bool]]:
+    """A snapshot read straight from its bytes (no text copy), when it is plain UTF-8 JSON
+    that decodes; ``None`` sends anything else down the general path, whose errors are
+    the precise ones.  The flag says whether the model came from the sealed cache."""
+    if not _JSON_START.match(data):
+        return None
+    try:
+        # strict UTF-8 (json.loads(bytes) would let lone surrogates through, and guess
+        # UTF-16/32 without a BOM, which the general path refuses)
+        doc = json.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError):  # JSON and UTF-8 errors alike
+        return None
+    if not document.is_snapshot(doc):
+        return None
+    topo, cached = _model_of(document.validate(doc, where), data, where)
+    return topo, doc, cached
+
+
+def _model_of(doc: Dict[str, Any], raw: Optional[bytes], where: Optional[str]
+              ) -> Tuple[Topology, bool]:
+    """The model, and whether it came from the cache (``raw``: the file's bytes)."""
+    if raw is not None and "derived" in doc:
+        topo = cache.cached_model(doc, raw, where)
+        if topo is not None:
+            return topo, True
+    return document.derive(doc, where), False
+
+
+def load_text(text: str, where: str) -> Topology:
+    """The model of input already decoded: a snapshot (JSON) or a bare nvidia-smi text."""
+    if not text.strip():
+        raise NvtopoError("file is empty", where=where)
+    if read.is_json(text):
+        doc = parse_snapshot(text, where)
+        return _model_of(doc, text.encode("utf-8", errors="surrogatepass"), where)[0]
+    return _text_model(text, where)
+
+
+def _text_model(text: str, where: str) -> Topology:
+    """The model of a pasted ``nvidia-smi topo -m`` and/or ``nvlink``/``-q`` text."""
+    from ..probes import nvml_text, topo_text
+
+    kind = read.recognise(text)
+    if kind == read.NVML_TEXT:
+        topo = nvml_text.derive_text(text)  # pasted nvidia-smi nvlink / -q text
+        topo.origin = {"kind": "nvml-text", "file": where}
+        return topo
+    try:
+        topo = topo_text.parse(text)
+    except topo_text.TopoParseError as exc:
+        raise NvtopoError(f"not an nvtopo snapshot, nvidia-smi topo or nvlink output: {exc}",
+                          where=where) from None
+    if kind == read.TOPO_AND_NVML_TEXT:  # a topo matrix and nvlink text in one paste
+        topo.merge(nvml_text.derive_text(text))
+    topo.origin = {"kind": "topo-text", "file": where}
+    return topo
+
+
+def _document_of(text: str, where: str) -> Dict[str, Any]:
+    """Decoded input as a snapshot document: a snapshot as it is, a bare text wrapped as
+    the evidence of the probe that prints it."""
+    if read.is_json(text):
+        return parse_snapshot(text, where)
+    kind = read.recognise(text)
+    if kind == read.NVML_TEXT:
+        doc = from_text_evidence(text, where)
+        doc["probes"] = {"nvml": document.nvml_text_evidence(text)}
+        return doc
+    if kind == read.UNRECOGNISED:
+        load_text(text, where)  # raises the precise one-line error
+    doc = from_text_evidence(text, where)
+    if kind == read.TOPO_AND_NVML_TEXT:
+        doc["probes"]["nvml"] = document.nvml_text_evidence(text)
+    return doc
+
+
+def _open_example(name: str) -> Opened:
+    from .. import examples
+
+    where = f"example {name}"
+    topo = load_text(examples.read(name), where)
+    topo.origin = {"kind": "example", "file": where}
+    return Opened(model=topo, document={}, where=where)
+
+
+# --- this machine ----------------------------------------------------------------------
+
+
+_LIVE = "live probe"
+_NO_GPU_HINT = ("to audit a saved file instead: nvtopo show --from FILE (a snapshot, or a "
+                "pasted `nvidia-smi topo -m`; - reads stdin), or try: nvtopo show --example "
+                "dgx-h100")
+
+
+def _open_live(request: Input) -> Opened:
+    from ..probes import ProbeOptions
+
+    options = ProbeOptions(timeout=request.timeout, sysfs_root=request.sysfs_root)
+    if request.probes == SYSFS_ONLY:
+        return _open_sysfs(options)
+    doc = take(options, _LIVE_PROBES[request.probes])
+    if request.want == DOCUMENT:
+        return Opened(model=None, document=doc, where=_LIVE)
+    warnings: Tuple[str, ...] = ()
+    if request.probes == NVML_ONLY:
+        evidence = doc["probes"]["nvml"]
+        if evidence.get("status") == "unavailable":
+            raise NvtopoError(f"{evidence.get('error')}; to read a saved file instead: "
+                              f"nvtopo {request.command} --from FILE", where=_LIVE)
+        if evidence.get("status") == "timeout":
+            warnings = (str(evidence.get("error")),)
+    topo = derive(doc, where=None)
+    topo.origin = {"kind": "live"}
+    if request.probes == EVERY_PROBE:
+        if options.sysfs_root:
+            topo.origin["sysfs_root"] = options.sysfs_root
+        _some_gpu_here(topo, doc, options)
+    return Opened(model=topo, document=doc, where=_LIVE, warnings=warnings)
+
+
+def _some_gpu_here(topo: Topology, doc: Dict[str, Any], options: Any) -> None:
+    """Refuse a probe of every source that found no GPU, saying why and how to read a file
+    instead; an explicit ``--sysfs-root`` tree with NICs is shown all the same."""
+    from ..probes import topo_text
+
+    if options.sysfs_root and topo.nics:
+        return
+    if topo.gpus or topo.matrix is not None or topo.p2p is not None:
+        return
+    evidence = doc["probes"][topo_text.SOURCE]
+    why = evidence.get("error") or "nvidia-smi topo -m listed no GPU"
+    if evidence.get("status") == "missing":
+        raise NvtopoError(f"no NVIDIA GPU here: {why}; {_NO_GPU_HINT}", where=_LIVE)
+    raise NvtopoError(f"{why}; {_NO_GPU_HINT}", where=_LIVE)
+
+
+def _open_sysfs(options: Any) -> Opened:
+    """The sysfs and host probes alone (``ib``): no nvidia-smi, no NVML."""
+    from ..probes import sysfs
+
+    root = options.sysfs_root or sysfs.DEFAULT_ROOT
+    why = sysfs.why_not_sysfs(root)
+    if why:
+        raise NvtopoError(f"is not a sysfs tree ({why}); use --sysfs-root DIR or --from FILE",
+                          where=root)
+    doc = take(options, _LIVE_PROBES[SYSFS_ONLY])
+    topo = derive(doc, where=None)
+    topo.origin = {"kind": "live", "sysfs_root": root}
+    return Opened(model=topo, document=doc, where=_LIVE)

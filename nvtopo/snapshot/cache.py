@@ -1,0 +1,219 @@
+"""The sealed model cache: a snapshot file carries the model it derives to.
+
+Deriving costs tens of milliseconds, which adds up over a fleet, so a snapshot written by
+nvtopo (:func:`dumps`) also carries the model it derived, under ``"derived"`` at the end
+of the file.  That copy is only a cache, used (:func:`cached_model`, :func:`sealed_model`)
+when the file is byte for byte what nvtopo wrote (a SHA-256 of the file seals it) *and*
+the reading nvtopo derives exactly as the writing one did (same version, same SHA-256 of
+the derivation code, :func:`code_digest`).  An edited file, an older or newer nvtopo, or
+a changed parser: the model is re-derived from the evidence.  A cache of the wrong shape
+(:mod:`nvtopo.model_shape`) or whose host facts are not the evidence's is not used either.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any, Dict, Optional
+
+from .. import __version__
+from .. import model_shape
+from ..errors import NvtopoError
+from ..model import Topology
+from . import document
+
+def dumps(doc: Dict[str, Any]) -> str:
+    """The snapshot file's text: the evidence, then the sealed cache of the model it
+    derives to (a cache already in ``doc`` is dropped and made anew).  Evidence that
+    cannot be derived is written without a cache."""
+    doc = {k: v for k, v in doc.items() if k != "derived"}
+    text = json.dumps(doc, indent=2)
+    try:  # only a document that reads back as a snapshot is given a cache
+        if not document.is_snapshot(doc):
+            raise NvtopoError("not a snapshot document")
+        document.validate(doc, "snapshot")
+        if _TOO_DEEP.search(text):  # a decoder may refuse such evidence: no cache to hide it
+            raise NvtopoError("evidence nested too deeply to seal")
+        model = document.derive(doc)
+    except Exception:  # noqa: BLE001 - the evidence is what matters: never lose it to the cache
+        return text + "\n"
+    body = model.to_dict()
+    body.pop("origin", None)  # where the file is read from is set when it is read
+    cache = {
+        "about": CACHE_ABOUT,
+        "nvtopo_version": __version__,
+        "code_sha256": code_digest(),
+        "model": body,
+        "file_sha256": _ZERO_DIGEST,
+    }
+    # The evidence stays indented for people; the cache, which is for nvtopo, is compact.
+    # The seal is the file's last value, so the last "file_sha256" in the file is it.
+    raw = (text[:text.rindex("}")].rstrip() + ',\n  "derived": '
+           + json.dumps(cache, separators=(",", ":")) + "\n}\n").encode("utf-8")
+    start = raw.index(_ZERO_DIGEST.encode("ascii"), raw.rindex(_SEAL_KEY))
+    seal = hashlib.sha256(raw).hexdigest().encode("ascii")
+    return (raw[:start] + seal + raw[start + len(seal):]).decode("utf-8")
+
+
+
+# --- the model cache --------------------------------------------------------------------
+
+CACHE_ABOUT = ("A cache of the model nvtopo derived from the evidence above.  It is used only "
+               "while this file is unchanged (file_sha256: SHA-256 of the file with this value "
+               "as 64 zeros) and read by an nvtopo that derives identically (nvtopo_version, "
+               "code_sha256); otherwise the model is re-derived from the evidence.")
+_SEAL_KEY = b'"file_sha256"'
+#: A line indented past 64 levels (real evidence nests under ten): not sealed, since how deep
+#: a decoder goes depends on the reader's own stack.
+_TOO_DEEP = re.compile(r"\n {130}")
+_ZERO_DIGEST = "0" * 64
+_SEAL_RE = re.compile(rb'"file_sha256"\s*:\s*"([0-9a-f]{64})"')
+#: The modules whose code decides what a snapshot derives to (a test keeps this complete).
+DERIVATION_MODULES = ("__init__.py", "errors.py", "model.py", "model_shape.py",
+                      "snapshot/__init__.py", "snapshot/cache.py", "snapshot/document.py",
+                      "snapshot/read.py",
+                      "probes/__init__.py", "probes/topo_text.py", "probes/nvml.py",
+                      "probes/nvml_text.py", "probes/sysfs.py", "probes/host.py", "safe.py")
+_code_digest: Optional[str] = None
+
+
+def code_digest() -> str:
+    """SHA-256 over the source of :data:`DERIVATION_MODULES` (computed once per process).
+
+    Any change to how evidence is derived changes it, so a cache written by a
+    different build, even one with the same version number, is not trusted.
+    An unreadable source gives a digest no file carries.
+    """
+    global _code_digest
+    if _code_digest is None:
+        h = hashlib.sha256()
+        base = Path(__file__).resolve().parent.parent  # the nvtopo package
+        for name in DERIVATION_MODULES:
+            h.update(name.encode("ascii") + b"\0")
+            try:
+                h.update((base / name).read_bytes())
+            except OSError:
+                h.update(b"unreadable:" + os.urandom(16))
+            h.update(b"\0")
+        _code_digest = h.hexdigest()
+    return _code_digest
+
+
+def _sealed(raw: bytes) -> Optional[str]:
+    """The file's seal when it holds (the file is byte for byte what nvtopo wrote), else None."""
+    at = raw.rfind(_SEAL_KEY)
+    m = _SEAL_RE.match(raw, at) if at >= 0 else None
+    if m is None:
+        return None
+    start, end = m.span(1)
+    view = memoryview(raw)  # hashed in place: no copy of a file of hundreds of kB
+    h = hashlib.sha256(view[:start])
+    h.update(_ZERO_DIGEST.encode("ascii"))
+    h.update(view[end:])
+    seal = m.group(1).decode("ascii")
+    return seal if h.hexdigest() == seal else None
+
+
+def cached_model(doc: Dict[str, Any], raw: bytes, where: Optional[str] = None
+                 ) -> Optional[Topology]:
+    """The model cached in a snapshot document read from ``raw`` (the file's bytes exactly
+    as read), if it may be used instead of re-deriving: ``None`` when there is no cache,
+    the file was changed after nvtopo wrote it, or this nvtopo derives differently from
+    the one that wrote it."""
+    cache = doc.get("derived")
+    if not isinstance(cache, dict) or cache.get("nvtopo_version") != __version__ \
+            or _sealed(raw) != cache.get("file_sha256"):
+        return None
+    return _from_cache(cache, doc.get("host"), doc.get("nvtopo_version"), where)
+
+
+_DERIVED_AT = b'\n  "derived": '
+
+
+def sealed_model(raw: bytes, where: Optional[str] = None) -> Optional[Topology]:
+    """:func:`cached_model` for a file not yet decoded, decoding only the cache (and the
+    host facts, to compare), not the evidence: a sealed file is exactly what nvtopo wrote,
+    whose layout is known (indented evidence; last, the compact cache, which holds no
+    newline).  ``None`` wherever :func:`cached_model` would be, or the file is not such."""
+    seal = _sealed(raw)
+    at = raw.rfind(_DERIVED_AT)
+    if seal is None or at < 0:
+        return None
+    try:
+        cache, end = _DECODER.raw_decode(raw[at + len(_DERIVED_AT):].decode("utf-8"))
+        head = raw[:at].decode("utf-8")
+        host = _top_value(head, "host", {})
+        version = _top_value(head, "nvtopo_version", None)
+        kind = _top_value(head, "kind", None)
+        schema = _top_value(head, "schema_version", None)
+    except (ValueError, RecursionError):
+        return None
+    # what parse_snapshot asks of the document, short of decoding the evidence (whose
+    # shape dumps() checked before sealing it; the seal vouches for the rest)
+    if kind != document.SNAPSHOT_KIND or not document.is_int(schema) \
+            or not 1 <= schema <= document.SNAPSHOT_SCHEMA:
+        return None
+    if not isinstance(cache, dict) or cache.get("file_sha256") != seal \
+            or cache.get("nvtopo_version") != __version__:
+        return None
+    return _from_cache(cache, host, version, where)
+
+
+_DECODER = json.JSONDecoder()
+
+
+def _top_value(head: str, key: str, default: Any) -> Any:
+    """A top-level value of nvtopo's indented snapshot text (top-level keys alone sit at
+    two spaces after a newline)."""
+    at = head.find(f'\n  "{key}": ')
+    if at < 0:
+        return default
+    return _DECODER.raw_decode(head, at + len(key) + 7)[0]
+
+
+def _from_cache(cache: Dict[str, Any], evidence_host: Any, doc_version: Any,
+                where: Optional[str]) -> Optional[Topology]:
+    if cache.get("code_sha256") != code_digest():
+        return None
+    # The seal catches accidental edits, not a tool that edits a file and seals it anew:
+    # a model of the wrong shape, or host facts that are not the evidence's, is not used.
+    body = cache.get("model")
+    if not _model_shape_ok(body) or not _host_agrees(body.get("host"), evidence_host):
+        return None
+    try:
+        topo = Topology.from_dict(body)
+    except (TypeError, ValueError, KeyError, AttributeError):
+        return None
+    topo.origin = document.snapshot_origin(doc_version, where)
+    return topo
+
+
+def _square(m: Any) -> bool:
+    """A matrix (already of the right types) whose rows match its device list."""
+    if m is None:
+        return True
+    n = len(m["devices"])
+    return len(m["cells"]) == n and all(len(r) == n for r in m["cells"])
+
+
+def _model_shape_ok(d: Any) -> bool:
+    """The cached model has exactly the shape :func:`derive` gives models (every key and
+    type, see :mod:`nvtopo.model_shape`), and its matrices are square."""
+    if not model_shape.fits(d):
+        return False
+    nvml = d["extra"].get("nvml")
+    p2p = nvml.get("p2p") if nvml is not None else None
+    return (_square(d["matrix"]) and _square(d["p2p"])
+            and all(_square(m) for m in (p2p or {}).values()))
+
+
+def _host_agrees(model_host: Any, evidence_host: Any) -> bool:
+    """:func:`~nvtopo.snapshot.document.derive` lays the snapshot's host facts (those of
+    the right type) over the probes': they must show."""
+    stated, _ = document.host_facts_of(evidence_host)
+    return isinstance(model_host, dict) and all(
+        k in model_host and model_host[k] == v for k, v in stated.items())
+

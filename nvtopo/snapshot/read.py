@@ -1,0 +1,216 @@
+"""Reading input bytes, within bounds, and recognising what they are.
+
+Every ``--from`` input (and a ``--layout-file``) is read here: a regular file, standard
+input (``-``), or a pipe handed to nvtopo (``<(cmd)``), never more than
+:data:`MAX_INPUT_BYTES`; devices, FIFOs and sockets named on the command line are refused
+(one would block, another never end).  Input whose decoding would cost far more than any
+real snapshot or nvidia-smi text is refused before it is decoded (:func:`_check_bulk`).
+
+Content, not the file name, says what an input is (:func:`recognise`): a snapshot (JSON),
+a pasted ``nvidia-smi topo -m`` matrix, pasted ``nvidia-smi nvlink``/``-q`` text, or both
+texts in one paste.
+"""
+
+from __future__ import annotations
+
+import codecs
+import errno
+import os
+import re
+import sys
+from typing import Optional, Tuple
+
+from ..errors import NvtopoError
+
+#: Larger inputs are refused: no real snapshot or topo text comes near this.
+MAX_INPUT_BYTES = 64 * 1024 * 1024
+
+def read_input(path: str) -> Tuple[str, str]:
+    """Read ``path`` (``-`` for stdin) as text; returns ``(text, where)``.
+
+    Raises :class:`NvtopoError` for missing, unreadable, empty, binary or
+    oversized input.
+    """
+    data, where = read_bytes(path)
+    return decode_bytes(data, where), where
+
+
+#: Names of this process's standard input, read as ``-`` is.
+STDIN_NAMES = ("-", "/dev/stdin", "/proc/self/fd/0", "/dev/fd/0")
+_FD_ALIAS = re.compile(r"/(?:dev/fd|proc/self/fd)/([0-9]+)")
+
+
+def read_bytes(path: str, option: str = "--from", limit: int = MAX_INPUT_BYTES,
+               what: str = "a snapshot or topo output") -> Tuple[bytes, str]:
+    """Read ``path`` (``-`` or ``/dev/stdin`` for stdin) as bytes; returns ``(data, where)``.
+
+    Raises :class:`NvtopoError` for missing, unreadable or oversized input, and for
+    anything that is not a regular file (a FIFO would block, a device never end),
+    except standard input and descriptors handed to nvtopo (``<(cmd)``'s ``/dev/fd/63``).
+    Never more than ``limit`` + 1 bytes are read.  ``option`` names the option in the
+    error about an empty name, ``what`` the input expected in the one about a large file.
+    """
+    if path == "":
+        raise NvtopoError("empty file name", where=option)
+    if path in STDIN_NAMES:
+        where = "<stdin>"
+        data = sys.stdin.buffer.read(limit + 1)
+    else:
+        where = path
+        data = _read_file(path, limit)
+    if len(data) > limit:
+        raise NvtopoError(f"file is larger than {_size(limit)}; not {what}", where=where)
+    _check_bulk(data, where)
+    return data, where
+
+
+def _size(limit: int) -> str:
+    return f"{limit // (1024 * 1024)} MiB" if limit >= 1024 * 1024 else f"{limit // 1024} KiB"
+
+
+def _read_file(path: str, limit: int) -> bytes:
+    """A regular file's first ``limit`` + 1 bytes.  Opened without blocking
+    and checked on the open descriptor (no race with a file swapped for a FIFO)."""
+    import stat
+
+    flags = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+             | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        why = "no such file (a broken link?)" if os.path.islink(path) else "no such file"
+        raise NvtopoError(why, where=path) from None
+    except PermissionError:
+        raise NvtopoError("permission denied", where=path) from None
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # a socket (or a device with nothing behind it)
+            raise NvtopoError(f"not a regular file ({_kind_of(path)})", where=path) from None
+        raise NvtopoError(f"cannot read: {exc.strerror or exc}", where=path) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise NvtopoError("is a directory, not a file", where=path)
+        handed = _FD_ALIAS.fullmatch(path) is not None and stat.S_ISFIFO(mode)
+        if not stat.S_ISREG(mode) and not handed:
+            raise NvtopoError(f"not a regular file ({_kind_of(path, mode)})", where=path)
+        if handed:  # a pipe handed to nvtopo: read it as standard input is read
+            os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=True) as fh:
+            fd = -1
+            return fh.read(limit + 1)
+    except OSError as exc:
+        raise NvtopoError(f"cannot read: {exc.strerror or exc}", where=path) from None
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+def _kind_of(path: str, mode: Optional[int] = None) -> str:
+    import stat
+
+    if mode is None:
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            return "not openable"
+    return ("a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "a character device" if stat.S_ISCHR(mode)
+            else "a block device" if stat.S_ISBLK(mode) else "not a regular file")
+
+
+#: A bare nvidia-smi text (or one kept as a snapshot's evidence) is never larger: a
+#: 1024-device topo matrix is about 5 MB in 1,100 lines, ``nvidia-smi -q`` of 8 GPUs 5,000
+#: lines.  Parsing takes time and memory in proportion (``check`` of the 1024-device
+#: matrix: 8 s, 400 MB peak; of 8 MiB of 4,000-cell rows: 7 s, 600 MB; 64 MiB of one-cell
+#: rows took 200 s and 4.6 GB), so more is refused.
+MAX_TEXT_BYTES = 8 * 1024 * 1024
+MAX_TEXT_LINES = 100_000
+#: A snapshot is never larger (a DGX H100's is 0.5 MB, a DGX-2's 0.6 MB).  Decoding a JSON
+#: string may take four bytes a character (one emoji in 64 MiB of ASCII: 0.6 GB), so JSON
+#: past this is refused before it is decoded.
+MAX_JSON_BYTES = 16 * 1024 * 1024
+#: Most JSON values (commas and brackets, counted before decoding) a snapshot larger than
+#: :data:`_COUNT_PAST` bytes may hold: a DGX H100 snapshot holds about 17,000 and a DGX-2
+#: 23,000.  A value costs up to ~100 bytes decoded (64 MiB of ``{},`` decode to 1.7 GB),
+#: so this bounds what decoding a hostile file costs; a smaller file cannot hold enough
+#: values to matter (4 MiB: 1.4 million at most), and is not counted.
+MAX_JSON_VALUES = 1_000_000
+_COUNT_PAST = 4 * 1024 * 1024
+
+
+def _check_bulk(data: bytes, where: str) -> None:
+    """Refuse input whose decoding would cost far more memory or time than any real
+    snapshot or nvidia-smi text: too many JSON values, or text past :data:`MAX_TEXT_BYTES`
+    (UTF-16 and UTF-32 text may take two and four times the bytes)."""
+    head = data[:4]
+    width = 4 if head.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)) else \
+        2 if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) else 1
+    start = data[:64].lstrip(b"\xef\xbb\xbf\xff\xfe\x00 \t\r\n")
+    if start.startswith(b"{"):
+        if len(data) > MAX_JSON_BYTES:
+            raise NvtopoError(f"JSON larger than {MAX_JSON_BYTES // (1024 * 1024)} MiB; not a "
+                              "snapshot nvtopo wrote", where=where)
+        if len(data) > _COUNT_PAST:
+            values = data.count(b",") + data.count(b"[") + data.count(b"{")
+            if values > MAX_JSON_VALUES:
+                raise NvtopoError(f"holds more than {MAX_JSON_VALUES:,} JSON values "
+                                  f"({values:,}); not a snapshot nvtopo wrote", where=where)
+    elif len(data) > MAX_TEXT_BYTES * width:
+        raise NvtopoError(f"text is larger than {MAX_TEXT_BYTES // (1024 * 1024)} MiB; not "
+                          "nvidia-smi output", where=where)
+    elif data.count(b"\n") > MAX_TEXT_LINES:
+        raise NvtopoError(f"text has more than {MAX_TEXT_LINES:,} lines; not nvidia-smi "
+                          "output", where=where)
+
+
+
+def decode_bytes(data: bytes, where: str) -> str:
+    """Decode input bytes: UTF-8, or UTF-16 with a BOM (PowerShell redirects)."""
+    if not data.strip():
+        raise NvtopoError("file is empty", where=where)
+    for bom, enc in ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
+                     (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16")):
+        if data.startswith(bom):
+            try:
+                return data.decode(enc)
+            except UnicodeDecodeError:
+                raise NvtopoError(f"not valid {enc.upper()} text", where=where) from None
+    if b"\x00" in data:
+        raise NvtopoError("binary file (contains NUL bytes); expected a snapshot or "
+                          "nvidia-smi topo text", where=where)
+    text = data.decode("utf-8", errors="replace")
+    bad = text.count("\ufffd")
+    if bad and bad > max(2, len(text) // 100):
+        raise NvtopoError("binary file (not UTF-8 text); expected a snapshot or "
+                          "nvidia-smi topo text", where=where)
+    return text
+
+
+
+def is_json(text: str) -> bool:
+    """Whether decoded input is JSON (a snapshot, or JSON that is refused as not one)."""
+    return text.lstrip("\ufeff \t\r\n").startswith("{")
+
+
+#: What :func:`recognise` tells apart.
+SNAPSHOT = "snapshot"
+TOPO_TEXT = "topo-text"
+NVML_TEXT = "nvml-text"
+TOPO_AND_NVML_TEXT = "topo-text+nvml-text"
+#: Neither text recognised: parsed as a topo text, whose parser says precisely what is wrong.
+UNRECOGNISED = "unrecognised"
+
+
+def recognise(text: str) -> str:
+    """What decoded input holds, by content: a snapshot (JSON), a pasted ``nvidia-smi topo
+    -m`` matrix, pasted ``nvidia-smi nvlink -s/-e/-c/-R`` or ``-q`` text, both texts in one
+    paste, or none of them."""
+    if is_json(text):
+        return SNAPSHOT
+    from ..probes import nvml_text, topo_text
+
+    topo = topo_text.looks_like_topo(text)
+    nvml = nvml_text.looks_like(text)
+    if topo:
+        return TOPO_AND_NVML_TEXT if nvml else TOPO_TEXT
+    return NVML_TEXT if nvml else UNRECOGNISED

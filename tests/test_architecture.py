@@ -68,8 +68,6 @@ BIG_ALLOWED: Dict[str, Tuple[int, str]] = {
                               "probes/sysfs/ package"),
     "probes/topo_text.py": (953, "the topo text parser and its damage handling; to be split "
                                  "with the probes"),
-    "render/svg.py": (741, "layout and drawing in one; shrinks when findings carry typed "
-                           "subjects (no more parsing \"GPU3 link 7\" back)"),
     "simulate/fake_nvml.py": (784, "the fake NVML library simulate records through; to be "
                                    "replaced by evidence written directly"),
     "simulate/machine.py": (732, "the simulated machine and its defaults per layout"),

@@ -177,8 +177,16 @@ _ZERO_DIGEST = "0" * 64
 _SEAL_RE = re.compile(rb'"file_sha256"\s*:\s*"([0-9a-f]{64})"')
 #: The modules whose code decides what a snapshot derives to (a test keeps this complete).
 DERIVATION_MODULES = ("__init__.py", "errors.py", "model.py", "model_shape.py",
-                      "snapshot.py", "probes/__init__.py", "probes/topo_text.py", "probes/nvml.py",
-                      "probes/nvml_text.py", "probes/sysfs.py", "probes/host.py", "safe.py")
+                      "snapshot.py", "probes/__init__.py", "probes/deadline.py",
+                      "probes/topo/__init__.py", "probes/topo/live.py",
+                      "probes/topo/locate.py", "probes/topo/matrix.py", "probes/topo/scan.py",
+                      "probes/nvml/__init__.py", "probes/nvml/build.py",
+                      "probes/nvml/decode.py", "probes/nvml/links.py", "probes/nvml/paste.py",
+                      "probes/nvml/record.py", "probes/nvml/source.py", "probes/nvml/text.py",
+                      "probes/nvml/vocab.py", "probes/nvml/walk.py", "probes/sysfs/__init__.py",
+                      "probes/sysfs/build.py", "probes/sysfs/facts.py", "probes/sysfs/live.py",
+                      "probes/sysfs/parse.py", "probes/sysfs/read.py", "probes/sysfs/root.py",
+                      "probes/sysfs/walk.py", "probes/host.py", "safe.py")
 _code_digest: Optional[str] = None
 
 
@@ -563,7 +571,8 @@ def load_text(text: str, where: str) -> Topology:
         raise NvtopoError("file is empty", where=where)
     if _is_json(text):
         return model_of(parse_snapshot(text, where), text, where)
-    from .probes import nvml_text, topo_text
+    from .probes import topo as topo_text
+    from .probes.nvml import text as nvml_text
 
     if nvml_text.looks_like(text) and not topo_text.looks_like_topo(text):
         topo = nvml_text.derive_text(text)  # pasted nvidia-smi nvlink / -q text
@@ -687,7 +696,7 @@ def _load_data(data: bytes, where: str) -> Tuple[Topology, Dict[str, Any], bool]
 
 def from_text_evidence(text: str, where: str) -> Dict[str, Any]:
     """Wrap a pasted topo text as a snapshot document (host unknown)."""
-    from .probes import topo_text
+    from .probes import topo as topo_text
 
     return {
         "kind": SNAPSHOT_KIND,
@@ -715,7 +724,8 @@ def load_document(path: str) -> Dict[str, Any]:
     text, where = read_input(path)
     if _is_json(text):
         return parse_snapshot(text, where)
-    from .probes import nvml_text, topo_text
+    from .probes import topo as topo_text
+    from .probes.nvml import text as nvml_text
 
     is_topo = topo_text.looks_like_topo(text)
     if not is_topo and nvml_text.looks_like(text):
@@ -742,7 +752,7 @@ def live(options: Optional[ProbeOptions] = None) -> Topology:
     ``--sysfs-root`` tree with NICs is shown all the same), saying why and
     how to audit a file instead.
     """
-    from .probes import topo_text
+    from .probes import topo as topo_text
 
     doc = take(options)
     topo = derive(doc, where=None)

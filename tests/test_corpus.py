@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from nvtopo.probes.topo_text import parse
+from nvtopo.probes.topo import parse
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "topo-corpus"
 SHARED_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "topo"

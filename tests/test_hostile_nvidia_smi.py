@@ -25,7 +25,8 @@ import pytest
 from cli_runner import make_runner
 
 from nvtopo.cli import app
-from nvtopo.probes import ProbeOptions, topo_text
+from nvtopo.probes import ProbeOptions
+from nvtopo.probes import topo as topo_text
 from nvtopo.probes import run as bounded
 from nvtopo.simulate.fake_nvml import reset_pynvml
 

@@ -9,7 +9,8 @@ import threading
 import time
 
 from nvtopo import snapshot
-from nvtopo.probes import ProbeOptions, host, nvml, sysfs, topo_text
+from nvtopo.probes import ProbeOptions, host, nvml, sysfs
+from nvtopo.probes import topo as topo_text
 
 from cli_runner import make_runner
 from nvtopo.cli import app

@@ -57,7 +57,7 @@ ALLOWED_DYNAMIC = {
         "characters (timed below for the built-in layouts)",
     ("layouts/__init__.py", "validate"):
         "compiles a layout's pattern to validate it (never applied to text there)",
-    ("simulate/machine.py", "_family"):
+    ("simulate/families.py", "family_of"):
         "a layout's gpus.name_pattern against the simulator's own model names",
 }
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any, Dict, List
 
 from ..safe import ascii_int, is_ascii_digits
-from .machine import CONNECTX, PCIE_GTS, Machine, rate_text
+from .families import CONNECTX, PCIE_GTS, rate_text
+from .hardware import Machine
 from .sysfs_tree import Tree
 
 

@@ -36,7 +36,8 @@ from _machine import machine  # noqa: E402
 CHILD = r"""
 import json, os, resource, sys, time
 sys.path.insert(0, {root!r})
-from nvtopo.probes import nvml_text, topo_text
+from nvtopo.probes import topo as topo_text  # noqa: E402
+from nvtopo.probes.nvml import text as nvml_text  # noqa: E402
 case, mb = {case!r}, {mb!r}
 corpus = os.path.join({root!r}, "fixtures", "topo-corpus")
 

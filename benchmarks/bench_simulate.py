@@ -1,8 +1,8 @@
 """How long ``nvtopo simulate`` takes, per stage, for a layout or a large NVLink domain.
 
-Builds the machine, records NVML through the fake library, reads the sysfs tree, writes the
-topo text (together: one snapshot), then derives the model and runs the checks, several
-times, and prints the medians.  A plain script:
+Builds the machine, records NVML (the probe's walker answered from the machine's call
+table), reads the sysfs tree, writes the topo text (together: one snapshot), then derives
+the model and runs the checks, several times, and prints the medians.  A plain script:
 
     python benchmarks/bench_simulate.py [--layout dgx-h100] [--gpus 72] [--runs 5]
 

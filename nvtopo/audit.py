@@ -336,4 +336,4 @@ def _warm() -> None:
     """Worker start: import what checking needs once, not per file."""
     from . import checks, snapshot  # noqa: F401
     from .checks import select  # noqa: F401
-    from .probes import nvml, sysfs, topo_text  # noqa: F401
+    from .probes import nvml, sysfs, topo  # noqa: F401

@@ -1,9 +1,9 @@
-"""The fake NVML C library (``nvtopo.simulate.fake_nvml``) plus the test fixture machines.
+"""The fake NVML C library (``tests/fake_nvml_lib.py``) plus the test fixture machines.
 
-The library itself, the machine-description compiler and the recorder live in
-the package (``nvtopo simulate`` records its NVML evidence through them); this
-module adds the declarative machines of ``fixtures/nvml/*.json`` (with
-``base`` inheritance and ``gpu_patch``) on top.
+The library and its recorder (the real live capture through the real pynvml wrappers)
+are in ``fake_nvml_lib``; the machine-description compiler is
+:func:`nvtopo.simulate.nvml_table.compile_machine`.  This module adds the declarative
+machines of ``fixtures/nvml/*.json`` (with ``base`` inheritance and ``gpu_patch``) on top.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import json
 from pathlib import Path
 from typing import Any, Dict, Iterator
 
+import fake_nvml_lib as _lib
+from fake_nvml_lib import FakeNvmlLib, install, reset_pynvml
 from nvtopo.probes.nvml import FALLBACK_MAX_LINKS
-from nvtopo.simulate import fake_nvml as _lib
-from nvtopo.simulate.fake_nvml import (LEVELS, P2P, FakeNvmlLib, compile_machine, install,
-                                       reset_pynvml)
+from nvtopo.simulate.nvml_table import LEVELS, P2P, compile_machine
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "nvml"
 

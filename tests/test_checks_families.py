@@ -405,7 +405,7 @@ def test_sysfs_only_snapshot_says_what_was_not_checked(tmp_path, monkeypatch):
 
     _sys.path.insert(0, str(_Path(__file__).resolve().parent))
     import sysfs_trees
-    import nvtopo.probes.topo_text as tt
+    import nvtopo.probes.topo.live as tt
     from cli_runner import make_runner
 
     from nvtopo.cli import app

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from nvtopo.probes.topo_text import parse
+from nvtopo.probes.topo import parse
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "topo-corpus"
 #: Where the project's shared corpus lives on the development machines; the fixtures are a

@@ -23,11 +23,12 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import pynvml
 import pytest
 from cli_runner import make_runner
+from fake_nvml_lib import reset_pynvml
 
 from nvtopo.cli import app
-from nvtopo.probes import ProbeOptions, topo_text
+from nvtopo.probes import ProbeOptions
+from nvtopo.probes import topo as topo_text
 from nvtopo.probes import run as bounded
-from nvtopo.simulate.fake_nvml import reset_pynvml
 
 REPO = Path(__file__).resolve().parent.parent
 FAKES = Path(__file__).resolve().parent / "fake_smi"

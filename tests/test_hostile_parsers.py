@@ -36,8 +36,13 @@ from nvtopo import model
 from nvtopo.cli import app
 from nvtopo.errors import NvtopoError
 from nvtopo.model import GPU, NVLinkPair, Topology
-from nvtopo.probes import nvml_text, topo_text
-from nvtopo.probes.topo_text import MAX_DEVICES, MAX_LINE_CHARS, MAX_NOTES, TopoParseError
+from nvtopo.probes import topo as topo_text
+from nvtopo.probes.nvml import paste as nvml_paste
+from nvtopo.probes.nvml import text as nvml_text
+from nvtopo.probes.topo import MAX_DEVICES, MAX_LINE_CHARS, MAX_NOTES, TopoParseError
+from nvtopo.probes.topo import locate as topo_locate
+from nvtopo.probes.topo import matrix as topo_matrix
+from nvtopo.probes.topo import scan as topo_scan
 
 ROOT = Path(__file__).resolve().parents[1]
 HOSTILE = ROOT / "fixtures" / "hostile"
@@ -120,7 +125,7 @@ def test_long_glued_headers_are_read_in_linear_time(n):
     rows = "".join(f"GPU{i} X\n" for i in range(n))
     with finishes_within(20):
         topo = topo_text.parse(header + "\n" + rows)
-        assert topo_text._header_candidate(header * 4 + "!") is False
+        assert topo_locate._header_candidate(header * 4 + "!") is False
     assert topo.matrix.devices == [f"GPU{i}" for i in range(n)]
 
 
@@ -267,10 +272,10 @@ _CELL_PARTS = ["NV", "1", "18", "NODE", "PIX", "PXB", "PHB", "SYS", "SOC", "CNS"
 @settings(**SCANNER)
 @given(_texts("GPUNIC0123mlxb_.-aZ!", _HEADER_PARTS))
 def test_header_scanners_read_as_the_old_patterns(tok):
-    assert topo_text._header_start(tok) == bool(OLD_HEADER_START.match(tok))
+    assert topo_scan.header_start(tok) == bool(OLD_HEADER_START.match(tok))
     if tok:
-        assert topo_text._device_name(tok) == bool(OLD_DEVICE_NAME.match(tok))
-    assert topo_text._is_label(tok) == bool(OLD_LABEL.match(tok))
+        assert topo_scan.device_name(tok) == bool(OLD_DEVICE_NAME.match(tok))
+    assert topo_scan.is_label(tok) == bool(OLD_LABEL.match(tok))
 
 
 @settings(**SCANNER)
@@ -278,7 +283,7 @@ def test_header_scanners_read_as_the_old_patterns(tok):
 def test_glued_label_scanner_reads_as_the_old_findall(tok):
     pieces = OLD_GLUED_LABEL.findall(tok)
     old = pieces if pieces and "".join(pieces) == tok else [tok]
-    assert topo_text._split_labels(tok, []) == old
+    assert topo_scan.split_labels(tok, []) == old
 
 
 @settings(**SCANNER)
@@ -305,23 +310,23 @@ def test_glued_label_split_by_row_labels_as_before(tok, known):
         return pieces if pieces and "".join(pieces) == tok else [tok]
 
     if tok:
-        assert topo_text._split_labels(tok, known) == old(tok, known)
+        assert topo_scan.split_labels(tok, known) == old(tok, known)
 
 
 @settings(**SCANNER)
 @given(_texts("NVODEPIXSCKGTRU0123", _CELL_PARTS))
 def test_cell_scanner_reads_as_the_old_pattern(tok):
     old = OLD_ONE_CELL.findall(tok) if OLD_GLUED_CELLS.fullmatch(tok) else None
-    cells, count = topo_text._scan_cells(tok, len(tok))
+    cells, count = topo_scan.scan_cells(tok, len(tok))
     assert cells == old and (count == len(old) if old else count == 0)
-    assert topo_text._is_cell(tok) == (old is not None)
-    assert topo_text._split_cells(tok) == (old if old is not None else [tok])
+    assert topo_scan.is_cell(tok) == (old is not None)
+    assert topo_scan.split_cells(tok) == (old if old is not None else [tok])
 
 
 @settings(**SCANNER)
 @given(_texts("\x1b[0123;?m @AZ\\_~", ["\x1b[", "[", "0", "12", "123", "1234", ";", "m"], 16))
 def test_ansi_stripping_reads_as_the_old_pattern(text):
-    new = topo_text._ANSI_RE.sub(topo_text._unansi, text)
+    new = topo_scan._ANSI_RE.sub(topo_scan._unansi, text)
     assert new == OLD_ANSI.sub("", text)
 
 
@@ -330,8 +335,8 @@ def test_ansi_stripping_reads_as_the_old_pattern(text):
                                       " ", "\t", "a)b"], 10))
 def test_gpu_header_scanner_reads_as_the_old_pattern(line):
     m = OLD_GPU_HDR.match(line)
-    assert nvml_text._gpu_header(line) == (m.groups() if m else None) or (
-        m is None and not nvml_text._gpu_header(line)[0].isdigit())
+    assert nvml_paste._gpu_header(line) == (m.groups() if m else None) or (
+        m is None and not nvml_paste._gpu_header(line)[0].isdigit())
 
 
 @settings(**SCANNER)
@@ -339,7 +344,7 @@ def test_gpu_header_scanner_reads_as_the_old_pattern(line):
                                         "s", ": ", "5", " ", "\t"], 10))
 def test_error_line_scanner_reads_as_the_old_pattern(line):
     m = OLD_E_LINE.match(line)
-    assert nvml_text._e_line(line) == (m.groups() if m else None)
+    assert nvml_paste._e_line(line) == (m.groups() if m else None)
 
 
 @settings(**SCANNER)
@@ -347,7 +352,7 @@ def test_error_line_scanner_reads_as_the_old_pattern(line):
                                               "true", "False", "TRUE", " ", "\t", ":"], 10))
 def test_capability_line_scanner_reads_as_the_old_pattern(line):
     m = OLD_C_LINE.match(line)
-    got = nvml_text._c_line(line)
+    got = nvml_paste._c_line(line)
     if m is None:
         assert got is None
     else:
@@ -359,7 +364,7 @@ def test_capability_line_scanner_reads_as_the_old_pattern(line):
               10))
 def test_key_value_scanner_reads_as_the_old_pattern(line):
     m = OLD_KV.match(line)
-    got = nvml_text._kv(line)
+    got = nvml_paste._kv(line)
     if m is None:
         assert got is None
     else:
@@ -369,8 +374,8 @@ def test_key_value_scanner_reads_as_the_old_pattern(line):
 def test_first_two_tokens_are_the_tokenizers():
     for line in ["GPU0\t X \tNV4", "\t\tGPU0\t\tX", "GPU0 X NV4", "  GPU0", "", "\t", "a\t b c",
                  "GPU0\u00a0X", "\tGPU0 X\tNV4", "x\t \ty", "GPU0\t"]:
-        toks = [t.text for t in topo_text._tokens(line)[0]]
-        assert topo_text._first_two(line) == toks[:2], line
+        toks = [t.text for t in topo_scan.split_tokens(line)[0]]
+        assert topo_scan.first_two(line) == toks[:2], line
 
 
 # --- 3. size ---------------------------------------------------------------------------------
@@ -428,7 +433,7 @@ def test_a_legend_wrapped_over_many_lines_is_linear_and_capped():
         topo = topo_text.parse(text)
     legend = topo.extra["topo-text"]["legend"]["X"]
     assert legend.startswith("Self and more words") and legend.endswith(" …")
-    assert len(legend) <= topo_text._MAX_LEGEND_CHARS + 2
+    assert len(legend) <= topo_matrix._MAX_LEGEND_CHARS + 2
 
 
 def test_a_header_line_longer_than_read_is_an_error():
@@ -497,11 +502,11 @@ def test_q_lines_with_long_whitespace_are_linear():
 
 def test_nvlink_lines_built_to_backtrack_are_linear():
     with finishes_within(10):
-        assert nvml_text._gpu_header("GPU 0: x" + " (UUID: " * 50_000) is None
-        assert nvml_text._gpu_header("GPU 0: a (b) (UUID: GPU-1)  ") == ("0", "a (b)", "GPU-1")
-        e = nvml_text._e_line("Link 0: " + "a " * 100_000 + "Errors: 5")
+        assert nvml_paste._gpu_header("GPU 0: x" + " (UUID: " * 50_000) is None
+        assert nvml_paste._gpu_header("GPU 0: a (b) (UUID: GPU-1)  ") == ("0", "a (b)", "GPU-1")
+        e = nvml_paste._e_line("Link 0: " + "a " * 100_000 + "Errors: 5")
         assert e is not None and e[2] == "5"
-        c = nvml_text._c_line("Link 0, " + ": tru" * 100_000 + ": true")
+        c = nvml_paste._c_line("Link 0, " + ": tru" * 100_000 + ": true")
         assert c is not None and c[2] == "true"
         assert nvml_text.looks_like("\n" * 1_000_000 + "x") is False
 

@@ -49,7 +49,7 @@ devices/system/node/node0/distance = 10
 @pytest.fixture(autouse=True)
 def no_nvidia_smi(monkeypatch):
     """Live probing must not depend on the test machine having a GPU."""
-    import nvtopo.probes.topo_text as tt
+    import nvtopo.probes.topo.live as tt
 
     monkeypatch.setattr(tt.shutil, "which", lambda name: None)
 
@@ -233,7 +233,7 @@ def test_a_directory_listing_is_capped_and_says_so(tmp_path, monkeypatch):
     names, more = sysfs.list_dir(str(root / PORT / "counters"), 50)
     assert len(names) == 50 and more is True
     assert sysfs.list_dir(str(root / PORT / "counters"))[1] is False  # 62 < 10,000
-    monkeypatch.setattr(sysfs, "MAX_DIR_ENTRIES", 50)
+    monkeypatch.setattr(sysfs.read, "MAX_DIR_ENTRIES", 50)
     ev = capture(root)
     listed = ev["dirs"][f"{PORT}/counters"]
     assert len(listed) == 50 and listed == sorted(listed)
@@ -247,7 +247,7 @@ def test_a_directory_listing_is_capped_and_says_so(tmp_path, monkeypatch):
 
 def test_evidence_view_never_lists_more_than_a_capture_would():
     names = [f"c{i}" for i in range(sysfs.MAX_DIR_ENTRIES + 500)]
-    view = sysfs._EvidenceView({"dirs": {"x": names}})
+    view = sysfs.EvidenceView({"dirs": {"x": names}})
     assert view.listdir("x")[0] == names[:sysfs.MAX_DIR_ENTRIES]
 
 
@@ -256,7 +256,7 @@ def test_evidence_view_never_lists_more_than_a_capture_would():
 
 def test_evidence_limit_stops_reading_and_the_rest_is_unknown_not_absent(monkeypatch):
     root, faults = sysfs_trees.tree("dgx-h100")
-    monkeypatch.setattr(sysfs, "MAX_EVIDENCE_ENTRIES", 1500)
+    monkeypatch.setattr(sysfs.read, "MAX_EVIDENCE_ENTRIES", 1500)
     ev = capture(root, faults=faults)
     assert ev["status"] == "limit"
     assert ev["error"].startswith("sysfs probe stopped at its evidence limit")
@@ -282,7 +282,7 @@ def test_evidence_limit_stops_reading_and_the_rest_is_unknown_not_absent(monkeyp
 
 def test_snapshot_of_a_tree_past_the_limit_is_recorded_and_reads_back(tmp_path, monkeypatch):
     root, _ = sysfs_trees.tree("roce-bond")
-    monkeypatch.setattr(sysfs, "MAX_EVIDENCE_ENTRIES", 150)
+    monkeypatch.setattr(sysfs.read, "MAX_EVIDENCE_ENTRIES", 150)
     snap = tmp_path / "s.json"
     r = ok(run("snapshot", "--sysfs-root", root, "-o", snap))
     assert "nvtopo: note: sysfs: sysfs probe stopped at its evidence limit" in r.stderr
@@ -301,7 +301,7 @@ def test_many_rdma_devices_and_pci_functions_are_bounded(tmp_path, monkeypatch):
                   f"{d}/class = 0x030200", f"{d}/vendor = 0x10de"]
     root = tmp_path / "sys"
     fakesys.materialize("\n".join(lines) + "\n", str(root))
-    monkeypatch.setattr(sysfs, "MAX_DEVICES", 5)
+    monkeypatch.setattr(sysfs.walk, "MAX_DEVICES", 5)
     ev = capture(root)
     assert not any("mlx5_7" in k for k in list(ev["files"]) + list(ev["errors"]))  # not read
     topo = sysfs.derive(ev)
@@ -416,7 +416,7 @@ def test_slow_listings_and_reads_stop_at_the_budget(monkeypatch):
     def slow_read(path):
         time.sleep(0.005)
         return real_read(path)
-    monkeypatch.setattr(sysfs, "list_dir", slow_list)
+    monkeypatch.setattr(sysfs.read, "list_dir", slow_list)
     t0 = time.monotonic()
     ev = capture(root, timeout=0.4, faults=faults, reader=slow_read)
     took = time.monotonic() - t0
@@ -442,7 +442,7 @@ def test_a_hung_listing_is_named_as_pending(monkeypatch):
         if path.endswith("/class/infiniband"):
             release.wait(30)
         return real_list(path, limit)
-    monkeypatch.setattr(sysfs, "list_dir", hang)
+    monkeypatch.setattr(sysfs.read, "list_dir", hang)
     t0 = time.monotonic()
     try:
         ev = capture(root, timeout=0.3, faults=faults)
@@ -670,7 +670,7 @@ def test_ib_and_check_show_unreadable_counters_apart_from_absent(tmp_path):
     (sysfs.LIMIT, "not read", "counters/ not read (the evidence reached its size limit)"),
 ])
 def test_counters_directory_status_for_every_reason(err, status, note):
-    p = sysfs._port({"port": 1, "attrs": {"state": "4: ACTIVE"}, "errors": {},
+    p = sysfs.port_facts({"port": 1, "attrs": {"state": "4: ACTIVE"}, "errors": {},
                      "counters": None, "counters_error": err, "hw_counters": None,
                      "hw_counters_error": None}, "CA")
     assert (p["counters_status"], p["counters_note"]) == (status, note)

@@ -312,7 +312,7 @@ def test_repeated_header_of_the_same_gpu_merges_its_sections():
 
 
 def nvml_text_topo(text):
-    from nvtopo.probes import nvml_text
+    from nvtopo.probes.nvml import text as nvml_text
 
     return nvml_text.derive_text(text)
 

@@ -10,7 +10,8 @@ import time
 
 from nvtopo import snapshot
 from nvtopo.snapshot import live as snapshot_live
-from nvtopo.probes import ProbeOptions, host, nvml, sysfs, topo_text
+from nvtopo.probes import ProbeOptions, host, nvml, sysfs
+from nvtopo.probes import topo as topo_text
 
 from cli_runner import make_runner
 from nvtopo.cli import app

@@ -283,7 +283,7 @@ def test_live_probe_records_probe_durations(monkeypatch):
     """Live (a fake sysfs tree as /sys, no nvidia-smi): the findings match --format json, and
     the durations are the probes' own, measured now."""
     import sysfs_trees
-    import nvtopo.probes.topo_text as tt
+    import nvtopo.probes.topo.live as tt
 
     monkeypatch.setattr(tt.shutil, "which", lambda name: None)
     root = sysfs_trees.tree("dgx-h100-faults")[0]

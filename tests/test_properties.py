@@ -5,7 +5,7 @@ Three groups:
 1. **Render / parse round trip.**  A hypothesis strategy builds random
    topologies (GPUs, NICs, a symmetric path matrix, affinity columns); a
    renderer *in this file* writes them in every text variant seen in the real
-   corpus (``fixtures/topo-corpus``); :func:`nvtopo.probes.topo_text.parse`
+   corpus (``fixtures/topo-corpus``); :func:`nvtopo.probes.topo.parse`
    must give the model back exactly.  The same for ``topo -p2p`` matrices.
 2. **Robustness.**  Random text, random bytes, token soup, random snapshot
    documents and mutated corpus files: ``parse`` returns a ``Topology`` or
@@ -50,7 +50,7 @@ from hypothesis import strategies as st
 
 from nvtopo.errors import NvtopoError
 from nvtopo.model import Topology
-from nvtopo.probes.topo_text import TopoParseError, parse
+from nvtopo.probes.topo import TopoParseError, parse
 from nvtopo.snapshot import SNAPSHOT_KIND, decode_bytes, load_text
 
 CORPUS_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "topo-corpus"

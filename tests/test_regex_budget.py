@@ -57,7 +57,7 @@ ALLOWED_DYNAMIC = {
         "characters (timed below for the built-in layouts)",
     ("layouts/__init__.py", "validate"):
         "compiles a layout's pattern to validate it (never applied to text there)",
-    ("simulate/machine.py", "_family"):
+    ("simulate/families.py", "family_of"):
         "a layout's gpus.name_pattern against the simulator's own model names",
 }
 
@@ -413,11 +413,12 @@ PATTERNS = all_patterns()
 def test_patterns_are_found():
     """The discovery sees the parsers' patterns (a walk that finds nothing passes nothing)."""
     mods = module_patterns()
-    topo = {p.pattern for p in mods["nvtopo.probes.topo_text"]}
-    nvt = {p.pattern for p in mods["nvtopo.probes.nvml_text"]}
+    topo = {p.pattern for m in ("nvtopo.probes.topo.scan", "nvtopo.probes.topo.matrix")
+            for p in mods[m]}
+    nvt = {p.pattern for p in mods["nvtopo.probes.nvml.paste"]}
     assert {r"\S+", r"^\s*(NIC[0-9]+)\s*:\s*(\S+)\s*$"} <= topo
     assert r"^\s*Link ([0-9]+): (\S+) GB/s\s*$" in nvt
-    assert len(mods["nvtopo.probes.sysfs"]) >= 3 and len(mods["nvtopo.simulate.faults"]) >= 9
+    assert len(mods["nvtopo.probes.sysfs.parse"]) >= 3 and len(mods["nvtopo.simulate.faults"]) >= 9
     assert len(PATTERNS) >= 80
 
 

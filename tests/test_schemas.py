@@ -50,7 +50,7 @@ runner = make_runner(check_schemas=False)  # this module validates explicitly
 @pytest.fixture(autouse=True)
 def no_nvidia_smi(monkeypatch):
     """Live probing (--sysfs-root, snapshot) must not depend on this machine's GPUs."""
-    import nvtopo.probes.topo_text as tt
+    import nvtopo.probes.topo.live as tt
 
     monkeypatch.setattr(tt.shutil, "which", lambda name: None)
 

@@ -14,7 +14,8 @@ from nvtopo import fakesys, layouts, snapshot
 from nvtopo.cli import app
 from nvtopo.errors import NvtopoError
 from nvtopo.model import nvlink_count, path_kind
-from nvtopo.probes import ProbeOptions, nvml, sysfs, topo_text
+from nvtopo.probes import ProbeOptions, nvml, sysfs
+from nvtopo.probes import topo as topo_text
 from nvtopo.simulate import build, nvlink_domain, simulate, sources, sysfs_tree
 from nvtopo.simulate.faults import KINDS, parse
 

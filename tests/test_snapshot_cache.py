@@ -221,8 +221,8 @@ def test_derivation_modules_cover_every_module_that_derives(tmp_path):
                          check=True, env=env, cwd=str(tmp_path)).stdout.split()
     base = Path(nvtopo.__file__).resolve().parent
     used = {Path(f).resolve().relative_to(base).as_posix() for f in out}
-    assert {"probes/nvml.py", "probes/sysfs.py", "probes/topo_text.py",
-            "probes/nvml_text.py"} <= used
+    assert {"probes/nvml/__init__.py", "probes/nvml/walk.py", "probes/sysfs/walk.py",
+            "probes/topo/matrix.py", "probes/nvml/text.py"} <= used
     listed = set(snapshot_cache.DERIVATION_MODULES)
     assert used <= listed, used - listed
 

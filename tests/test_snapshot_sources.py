@@ -47,7 +47,7 @@ def test_good_evidence_derives(evidence):
 
 
 def test_wrong_value_types_in_evidence_are_a_one_line_error(monkeypatch):
-    from nvtopo.probes import topo_text
+    from nvtopo.probes import topo as topo_text
 
     def broken(evidence):
         return int(evidence["stdout"])  # a derive tripping over a value of the wrong type

@@ -17,7 +17,7 @@ runner = make_runner()
 @pytest.fixture(autouse=True)
 def no_nvidia_smi(monkeypatch):
     """Live probing must not depend on the test machine having a GPU."""
-    import nvtopo.probes.topo_text as tt
+    import nvtopo.probes.topo.live as tt
 
     monkeypatch.setattr(tt.shutil, "which", lambda name: None)
 

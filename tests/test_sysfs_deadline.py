@@ -114,7 +114,7 @@ def test_a_probe_within_its_budget_is_unchanged():
 
 def test_snapshot_records_the_timeout_and_ib_shows_it(tmp_path, monkeypatch):
     root, _ = sysfs_trees.tree("dgx-h100")
-    monkeypatch.setattr(sysfs, "read_file", slow_counters(0.04))
+    monkeypatch.setattr(sysfs.read, "read_file", slow_counters(0.04))
     runner = make_runner()
     snap = tmp_path / "s.json"
     r = runner.invoke(app, ["snapshot", "--sysfs-root", root, "--timeout", "0.3",

@@ -126,7 +126,7 @@ def test_capture_strips_tar_nul_padding_and_records_errors(tmp_path):
             "class/infiniband/\n"
             "module/x/initstate =tar live\n")
     fakesys.materialize(text, str(tmp_path))
-    view = sysfs._LiveView(str(tmp_path), faults={"module/x/refcnt": "EIO: Input/output error"})
+    view = sysfs.LiveView(str(tmp_path), faults={"module/x/refcnt": "EIO: Input/output error"})
     assert view.read("module/x/initstate") == ("live", None)
     assert view.read("module/x/refcnt") == (None, "EIO: Input/output error")
     assert view.read("module/x/absent")[1].startswith("ENOENT")
@@ -146,7 +146,7 @@ def test_one_bus_id_parser_and_no_io_in_the_evidence_view():
     # sysfs has no bus-id parser of its own: nvtopo.model.pci_bdf is the one
     assert not hasattr(sysfs, "parse_bdf") and not hasattr(sysfs, "BDF_RE")
     # the evidence view is pure: no file reader (the old copy used a root it never had)
-    assert not hasattr(sysfs._EvidenceView, "_read_bytes")
+    assert not hasattr(sysfs.EvidenceView, "_read_bytes")
     assert sysfs.sysfs_bdf("0000:1b:00.0") == pci_bdf("0000:1b:00.0") == (0, 0x1B, 0, 0)
     assert sysfs.sysfs_bdf("10000:e1:00.7") == (0x10000, 0xE1, 0, 7)  # VMD domain
     # only the kernel's spelling names a PCI device in a sysfs path

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from nvtopo.probes.topo_text import MAX_DEVICES, TopoParseError, parse
+from nvtopo.probes.topo import MAX_DEVICES, TopoParseError, parse
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "topo-corpus"
 H100 = (CORPUS / "02_hgx-h100-8gpu-nv18-8nic-gpunumaid-spaces-sglang.txt").read_text()

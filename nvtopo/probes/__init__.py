@@ -1,6 +1,13 @@
-"""Probes: one source per module, each split into *capture* and a pure *derive*.
+"""Probes: one source per package (or module), each split into *capture* and a pure *derive*.
 
-Every probe module exposes:
+The sources: :mod:`.topo` (``nvidia-smi topo -m`` text), :mod:`.nvml` (NVML through
+``pynvml``, and pasted ``nvidia-smi nvlink``/``-q`` text), :mod:`.sysfs` (/sys) and
+:mod:`.host` (psutil); shared helpers: :mod:`.run` (a bounded subprocess) and
+:mod:`.deadline` (one time budget and the worker thread a live capture runs in).  A probe
+imports only :mod:`nvtopo.model`, :mod:`nvtopo.safe`, :mod:`nvtopo.errors`, these helpers
+and the other probes' public names.
+
+Every probe exposes:
 
 * ``SOURCE``: its name in snapshots and in the model's ``sources`` (``topo-text``);
 * ``capture(options: ProbeOptions) -> dict``: run the tool or read the files and
@@ -25,7 +32,7 @@ from typing import Dict, Optional
 
 #: source name -> module, in merge order.
 PROBES: Dict[str, str] = {
-    "topo-text": "nvtopo.probes.topo_text",
+    "topo-text": "nvtopo.probes.topo",
     "nvml": "nvtopo.probes.nvml",
     "sysfs": "nvtopo.probes.sysfs",
     "host": "nvtopo.probes.host",

@@ -5,11 +5,13 @@ by the faults (:mod:`.faults`); every probe's evidence is then produced from
 it the way the probe would record it on a real node:
 
 * ``topo-text``: the ``nvidia-smi topo -m`` text (:mod:`.topo`);
-* ``nvml``: the real NVML probe (:func:`nvtopo.probes.nvml.capture`, through
-  the real pynvml wrappers) run against the fake NVML C library
-  (:mod:`.fake_nvml`) serving the machine;
-* ``sysfs``: the real sysfs traversal run over the machine's sysfs tree held
-  in memory (:mod:`.sysfs_tree`).
+* ``nvml``: the NVML probe's own walker and recorder
+  (:func:`nvtopo.probes.nvml.record`) asking a source that answers from the machine's
+  NVML call table as the library would (:mod:`.nvml_record`, :mod:`.nvml_table`);
+* ``sysfs``: the sysfs probe's own traversal (:func:`nvtopo.probes.sysfs.collect`) run
+  over the machine's sysfs tree held in memory (:mod:`.sysfs_tree`).
+
+Only the probes' public functions are used: no ``pynvml``, no private state.
 
 A healthy node derives without disagreements between the sources.  The
 document says it is simulated: ``"simulated": {"layout", "faults", "seed",
@@ -41,11 +43,12 @@ def build(layout: Layout, fault_specs: Sequence[str] = (), seed: int = 0,
 
 def snapshot(m: machine_mod.Machine) -> Dict[str, Any]:
     """The snapshot document of a machine."""
-    from . import fake_nvml
+    from . import nvml_record
 
     text = topo.render(m)
-    nvml_ev = fake_nvml.record(sources.nvml_description(m))
-    # what the recording says about the machine it ran on, not about this process
+    nvml_ev = nvml_record.record(sources.nvml_description(m))
+    # what the recording says about the machine it ran on, not about this process (the
+    # "simulated" label is the one simulated snapshots have always carried)
     nvml_ev["duration_s"] = 0.0
     nvml_ev["library"] = {"module": "pynvml", "file": None,
                           "simulated": "nvtopo.simulate.fake_nvml"}

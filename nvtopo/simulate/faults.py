@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Tuple
 
 from ..errors import NvtopoError
 from ..probes.sysfs import ERROR_COUNTERS
-from .machine import Machine, Port
+from .hardware import Machine, Port
 
 #: kind -> (syntax, what it does)
 KINDS: Dict[str, Tuple[str, str]] = {

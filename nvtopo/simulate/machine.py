@@ -3,9 +3,10 @@
 :func:`build` turns a layout into a :class:`Machine`: GPUs with their NVLinks
 (to NVSwitches or directly to peers), RDMA devices with their ports, the PCI
 tree that places them (host bridges, root ports, switches), NUMA nodes and
-CPUs, and the GPUDirect module.  Faults (:mod:`.faults`) change the machine;
-the renderers (:mod:`.topo`, :mod:`.nvml`, :mod:`.sysfs`) print it as
-``nvidia-smi topo -m`` text, an NVML machine description and a sysfs tree.
+CPUs, and the GPUDirect module (the parts: :mod:`.hardware`, :mod:`.families`,
+:mod:`.pci`).  Faults (:mod:`.faults`) change the machine; the renderers (:mod:`.topo`,
+:mod:`.sources`) print it as ``nvidia-smi topo -m`` text, an NVML machine description
+and a sysfs tree.
 Because all three read the same machine, a healthy node derives without a
 single disagreement between sources, and a fault shows wherever it would show.
 
@@ -18,345 +19,14 @@ from __future__ import annotations
 import random
 import re
 import uuid as uuid_mod
-from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from ..errors import NvtopoError
 from ..layouts import Layout
-
-# --- GPU families -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Family:
-    """What NVML says about one GPU model (names as NVML prints them)."""
-
-    name: str
-    architecture: int  # nvmlDeviceGetArchitecture enum
-    cc: Tuple[int, int]
-    device_id: int  # PCI device id (NVML's pciDeviceId is id << 16 | 0x10DE)
-    memory_gib: int
-    nvlink_version: int  # nvmlDeviceGetNvLinkVersion enum
-    link_mbps: int  # per-link speed NVML reports (MB/s)
-    pcie_gen: int
-    cores: int  # physical CPU cores of the host (all sockets)
-    threads_per_core: int
-    driver: Tuple[str, int]  # driver version, CUDA driver version
-    grace: bool = False
-    gpu_numa_base: int = 0  # first GPU memory NUMA node on Grace systems
-
-
-_OLD = ("470.182.03", 11040)
-_A = ("535.154.05", 12020)
-_H = ("550.54.15", 12040)
-_B = ("570.124.06", 12080)
-
-#: NVSwitch chips of the baseboard by GPU architecture, where a layout states no count
-#: (Ampere: the HGX A100 8-GPU board has 6).
-_DEFAULT_NVSWITCHES = {7: 6}
-
-#: Known GPU models, tried in order against the layout's ``gpus.name_pattern``.
-FAMILIES: Tuple[Family, ...] = (
-    Family("Tesla P100-SXM2-16GB", 4, (6, 0), 0x15F9, 16, 1, 20000, 3, 40, 2, _OLD),
-    Family("Tesla V100-SXM2-32GB", 5, (7, 0), 0x1DB5, 32, 2, 25781, 3, 40, 2, _OLD),
-    Family("Tesla V100-DGXS-32GB", 5, (7, 0), 0x1DB7, 32, 2, 25781, 3, 20, 2, _OLD),
-    Family("Tesla V100-SXM3-32GB", 5, (7, 0), 0x1DB8, 32, 2, 25781, 3, 48, 2, _OLD),
-    Family("NVIDIA A100-SXM4-80GB", 7, (8, 0), 0x20B2, 80, 5, 25781, 4, 128, 2, _A),
-    Family("NVIDIA A800-SXM4-80GB", 7, (8, 0), 0x20F3, 80, 5, 25781, 4, 128, 2, _A),
-    Family("NVIDIA H100 80GB HBM3", 9, (9, 0), 0x2330, 80, 6, 26562, 5, 112, 2, _H),
-    Family("NVIDIA H200", 9, (9, 0), 0x2335, 141, 6, 26562, 5, 112, 2, _H),
-    Family("NVIDIA H800", 9, (9, 0), 0x2324, 80, 6, 26562, 5, 96, 2, _H),
-    Family("NVIDIA H20", 9, (9, 0), 0x2329, 96, 6, 26562, 5, 112, 2, _H),
-    Family("NVIDIA GH200 480GB", 9, (9, 0), 0x2342, 96, 6, 26562, 5, 288, 1, _H, True, 4),
-    Family("NVIDIA GB200", 10, (10, 0), 0x2941, 186, 7, 53125, 5, 144, 1, _B, True, 2),
-    Family("NVIDIA B200", 10, (10, 0), 0x2901, 180, 7, 53125, 5, 112, 2, _B),
-    Family("NVIDIA B300 SXM6 AC", 10, (10, 3), 0x3182, 270, 7, 53125, 6, 120, 2, _B),
-)
-
-#: Layout ``nvlink.generation`` -> NVML version enum (inverse of the probe's table).
-NVLINK_ENUM = {"1.0": 1, "2.0": 2, "2.2": 3, "3.0": 4, "3.1": 5, "4.0": 6, "5.0": 7, "6.0": 8}
-PCIE_GTS = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0}
-#: IB rate (Gb/s) -> the kernel's rate text for a 4X port.
-RATE_TEXT = {10: "10 Gb/sec (4X SDR)", 20: "20 Gb/sec (4X DDR)", 40: "40 Gb/sec (4X QDR)",
-             56: "56 Gb/sec (4X FDR)", 100: "100 Gb/sec (4X EDR)", 200: "200 Gb/sec (4X HDR)",
-             400: "400 Gb/sec (4X NDR)", 800: "800 Gb/sec (4X XDR)"}
-#: ConnectX generation by rate: (PCI device id, hca_type, fw, board, PCIe gen).
-CONNECTX = {100: (0x1017, "MT4119", "16.35.2000", "MT_0000000008", 3),
-            200: (0x101B, "MT4123", "20.31.1014", "MT_0000000223", 4),
-            400: (0x1021, "MT4129", "28.39.1002", "MT_0000000838", 5),
-            800: (0x1023, "MT4131", "40.44.1036", "MT_0000001093", 6)}
-
-
-def rate_text(gbps: Union[int, float]) -> str:
-    g = int(gbps) if float(gbps).is_integer() else gbps
-    return RATE_TEXT.get(int(g), f"{g} Gb/sec (4X)") if isinstance(g, int) else f"{g} Gb/sec (4X)"
-
-
-def _family(layout: Layout, notes: List[str]) -> Family:
-    pattern = layout.get("gpus.name_pattern")
-    if isinstance(pattern, str):
-        rx = re.compile(pattern, re.I)
-        for fam in FAMILIES:
-            if rx.search(fam.name):
-                return fam
-        # an unknown model: take the closest family by NVLink generation, name from the pattern
-        literal = re.sub(r"[\\^$.*+?()\[\]{}|]", "", pattern.split("|")[0]).strip() or "GPU"
-        base = _family_by_generation(layout)
-        name = f"NVIDIA {literal}"
-        if not rx.search(name):
-            name = base.name
-        notes.append(f"GPU model matched no known name; simulated as {name!r} with "
-                     f"{base.name} properties")
-        return Family(name, *[getattr(base, f) for f in (
-            "architecture", "cc", "device_id", "memory_gib", "nvlink_version", "link_mbps",
-            "pcie_gen", "cores", "threads_per_core", "driver", "grace", "gpu_numa_base")])
-    fam = _family_by_generation(layout)
-    notes.append(f"layout names no GPU model: simulated as {fam.name}")
-    return fam
-
-
-def _family_by_generation(layout: Layout) -> Family:
-    gen = layout.get("nvlink.generation")
-    by_gen = {"1.0": 0, "2.0": 1, "3.0": 4, "3.1": 4, "4.0": 6, "5.0": 12}
-    return FAMILIES[by_gen.get(str(gen), 6)]
-
-
-# --- the machine ------------------------------------------------------------------------------
-
-
-@dataclass
-class Link:
-    """One NVLink of a GPU: to a switch (``switch`` id, port) or a peer GPU (ident, its link)."""
-
-    index: int
-    kind: str  # "switch" or "gpu"
-    remote: Union[str, int]  # switch id, or the peer GPU's ident
-    remote_link: int = 0
-    up: bool = True
-
-
-@dataclass
-class Gpu:
-    ident: int  # index on the healthy node; outputs renumber by PCI order
-    uuid: str
-    serial: str
-    numa: int
-    cpus: str
-    gpu_numa_id: Optional[int]
-    links: List[Link] = field(default_factory=list)
-    #: NVML's link count (field 91) and switch-connected count (field 147).
-    link_count: int = 0
-    switch_link_count: int = 0
-    pcie_max_gen: int = 5
-    pcie_max_width: int = 16
-    pcie_gen: Optional[int] = None  # current, when below max
-    pcie_width: Optional[int] = None
-    bdf: str = ""
-    fabric_state: Optional[int] = None  # 3 completed, 1 not started, None: not supported
-
-
-@dataclass
-class Port:
-    state: str = "4: ACTIVE"
-    phys: str = "5: LinkUp"
-    rate_gbps: Union[int, float] = 400
-    counters: Dict[str, int] = field(default_factory=dict)
-
-
-@dataclass
-class Nic:
-    """One RDMA device (a PCI function) with one port."""
-
-    name: str
-    role: str  # "compute" or "storage"
-    link_layer: str  # "InfiniBand" or "Ethernet"
-    guid: str
-    port: Port
-    pcie_gen: int = 5
-    #: PCI place key: the function this device sits on (swapped by nic-affinity-swap).
-    place: str = ""
-    bdf: str = ""
-    numa: int = 0
-    netdev: str = ""
-
-
-@dataclass
-class PciDev:
-    """A PCI function: a bridge (root port, switch port) or an endpoint."""
-
-    bdf: str
-    host_bridge: str  # "pci0000:17"
-    chain: List[str]  # BDFs from the root port down to this function (inclusive)
-    numa: int
-    vendor: int
-    device: int
-    cls: int
-    gts: float
-    width: int
-    cur_gts: Optional[float] = None
-    cur_width: Optional[int] = None
-    #: what sits here: "gpu:<ident>", "nic:<place>", "nvswitch:<id>", or "" for bridges
-    role: str = ""
-
-    @property
-    def path(self) -> str:
-        return f"devices/{self.host_bridge}/" + "/".join(self.chain)
-
-
-@dataclass
-class Machine:
-    layout: Layout
-    seed: int
-    hostname: str
-    family: Family
-    gpus: List[Gpu]
-    nics: List[Nic]
-    pci: Dict[str, PciDev]  # bdf -> device
-    numa_cpus: Dict[int, str]  # NUMA node -> cpulist ("" for memory-only nodes)
-    switches: Dict[str, str]  # NVSwitch id -> bus id (NVML spelling)
-    nvswitch: bool
-    fabric: bool
-    peermem: bool
-    nvlink_version: int
-    assumptions: List[str]
-    #: topo-text-only NV# overrides (nvlink-degraded on NVSwitch systems): (a, b) idents -> n
-    topo_pair_override: Dict[Tuple[int, int], int] = field(default_factory=dict)
-    faults: List[str] = field(default_factory=list)
-    healthy_gpu_count: int = 0
-
-    # -- lookups ---------------------------------------------------------------------------
-
-    def gpu(self, ident: int) -> Optional[Gpu]:
-        return next((g for g in self.gpus if g.ident == ident), None)
-
-    def nic(self, name: str) -> Optional[Nic]:
-        return next((n for n in self.nics if n.name == name), None)
-
-    def gpus_in_order(self) -> List[Gpu]:
-        """Present GPUs in PCI bus order: NVML, nvidia-smi and sysfs number them so."""
-        return sorted(self.gpus, key=lambda g: _bdf_key(g.bdf))
-
-    def index_of(self, ident: int) -> int:
-        """The index tools print for a GPU (PCI order among the GPUs present)."""
-        return [g.ident for g in self.gpus_in_order()].index(ident)
-
-    def nics_in_order(self) -> List[Nic]:
-        return sorted(self.nics, key=lambda n: _bdf_key(n.bdf))
-
-    def dev_of_gpu(self, g: Gpu) -> PciDev:
-        return self.pci[g.bdf]
-
-    def dev_of_nic(self, n: Nic) -> PciDev:
-        return self.pci[n.bdf]
-
-    # -- NVLink counts ------------------------------------------------------------------------
-
-    def pair_count(self, a: Gpu, b: Gpu) -> int:
-        """GPU pair NVLink count as NVML and nvidia-smi count it (direct min + switch min)."""
-        d_ab = sum(1 for lk in a.links if lk.up and lk.kind == "gpu" and lk.remote == b.ident)
-        d_ba = sum(1 for lk in b.links if lk.up and lk.kind == "gpu" and lk.remote == a.ident)
-        sa = sum(1 for lk in a.links if lk.up and lk.kind == "switch")
-        sb = sum(1 for lk in b.links if lk.up and lk.kind == "switch")
-        return min(d_ab, d_ba) + (min(sa, sb) if sa and sb else 0)
-
-    def topo_pair_count(self, a: Gpu, b: Gpu) -> int:
-        key = (min(a.ident, b.ident), max(a.ident, b.ident))
-        if key in self.topo_pair_override:
-            return self.topo_pair_override[key]
-        return self.pair_count(a, b)
-
-    # -- PCI paths ---------------------------------------------------------------------------
-
-    def path_level(self, a: PciDev, b: PciDev) -> str:
-        """PIX/PXB/PHB/NODE/SYS between two PCI functions, as nvidia-smi prints it."""
-        if a.bdf == b.bdf:
-            return "X"
-        if a.bdf.rsplit(".", 1)[0] == b.bdf.rsplit(".", 1)[0]:
-            return "PIX"
-        if a.host_bridge == b.host_bridge:
-            sa, sb = _switches(a), _switches(b)
-            k = 0
-            while k < min(len(sa), len(sb)) and sa[k] == sb[k]:
-                k += 1
-            if k == 0:
-                return "PHB"
-            return "PIX" if (len(sa) - k) + (len(sb) - k) == 0 else "PXB"
-        return "NODE" if a.numa == b.numa else "SYS"
-
-
-def _switches(d: PciDev) -> List[str]:
-    """Switch upstream ports above a function (chain: rp, usp, dsp, usp, dsp, ..., dev)."""
-    above = d.chain[:-1]
-    return above[1::2]
-
-
-def _bdf_key(bdf: str) -> Tuple[int, int, int, int]:
-    dom, bus, rest = bdf.split(":")
-    dev, fn = rest.split(".")
-    return int(dom, 16), int(bus, 16), int(dev, 16), int(fn)
-
-
-# --- building the PCI tree --------------------------------------------------------------------
-
-#: A tree spec: ("ep", role, [function roles]) or ("sw", [children]); a host bridge is a list.
-Spec = Tuple[Any, ...]
-
-INTEL, BROADCOM, PLX, MELLANOX, NVIDIA = 0x8086, 0x1000, 0x10B5, 0x15B3, 0x10DE
-CLS_BRIDGE, CLS_IB, CLS_ETH, CLS_3D, CLS_SWITCH = 0x060400, 0x020700, 0x020000, 0x030200, 0x068000
-
-
-class _PciBuilder:
-    def __init__(self) -> None:
-        self.devs: Dict[str, PciDev] = {}
-        self.domain = 0
-        self.bus = 0
-
-    @staticmethod
-    def _need(children: Sequence[Spec]) -> int:
-        def count(node: Spec) -> int:
-            if node[0] == "ep":
-                return 0
-            return 1 + sum(1 + count(c) for c in node[1])  # USP's bus + one per DSP
-        return 1 + sum(1 + count(c) for c in children)  # host bridge bus + one per root port
-
-    def complex(self, children: Sequence[Spec], numa: int, gts: float,
-                sw_vendor: Tuple[int, int] = (BROADCOM, 0xC030)) -> None:
-        need = self._need(children)
-        if self.bus + need > 0x100:
-            self.domain += 1
-            self.bus = 0
-        dom = self.domain
-        hb_bus = self._alloc()
-        hb = f"pci{dom:04x}:{hb_bus:02x}"
-
-        def bdf(bus: int, dev: int = 0, fn: int = 0) -> str:
-            return f"{dom:04x}:{bus:02x}:{dev:02x}.{fn}"
-
-        def place(node: Spec, at_bus: int, chain: List[str]) -> None:
-            if node[0] == "ep":
-                for fn, role in enumerate(node[1]):
-                    b = bdf(at_bus, 0, fn)
-                    self.devs[b] = PciDev(b, hb, chain + [b], numa, 0, 0, 0, gts, 16, role=role)
-                return
-            usp = bdf(at_bus)
-            self.devs[usp] = PciDev(usp, hb, chain + [usp], numa, sw_vendor[0], sw_vendor[1],
-                                    CLS_BRIDGE, gts, 16)
-            sec = self._alloc()
-            for i, child in enumerate(node[1]):
-                dsp = bdf(sec, i)
-                self.devs[dsp] = PciDev(dsp, hb, chain + [usp, dsp], numa, sw_vendor[0],
-                                        sw_vendor[1], CLS_BRIDGE, gts, 16)
-                place(child, self._alloc(), chain + [usp, dsp])
-
-        for i, child in enumerate(children):
-            rp = bdf(hb_bus, 1 + i)
-            self.devs[rp] = PciDev(rp, hb, [rp], numa, INTEL, 0x352A, CLS_BRIDGE, gts, 16)
-            place(child, self._alloc(), [rp])
-
-    def _alloc(self) -> int:
-        b = self.bus
-        self.bus += 1
-        return b
+from .families import (CONNECTX, DEFAULT_NVSWITCHES, FAMILIES, NVLINK_ENUM, PCIE_GTS,
+                       RATE_TEXT, Family, family_of, rate_text)
+from .hardware import Gpu, Link, Machine, Nic, PciDev, Port
+from .pci import CLS_3D, CLS_ETH, CLS_IB, CLS_SWITCH, MELLANOX, NVIDIA, PciBuilder, Spec
 
 
 # --- layout -> machine ---------------------------------------------------------------------------
@@ -419,7 +89,7 @@ def build(layout: Layout, seed: int = 0, hostname: Optional[str] = None) -> Mach
     """A healthy node of ``layout``; deterministic for a given ``seed``."""
     rng = random.Random(f"nvtopo-simulate:{layout.name}:{seed}")
     notes: List[str] = []
-    fam = _family(layout, notes)
+    fam = family_of(layout, notes)
 
     # -- GPUs and NUMA
     n = layout.get("gpus.count")
@@ -477,7 +147,7 @@ def build(layout: Layout, seed: int = 0, hostname: Optional[str] = None) -> Mach
         if not isinstance(count, int) or count < 1:
             # the board's own count where the GPU model fixes it (an HGX A100 baseboard has
             # 6 NVSwitches, as hgx-a100-8 states); 4 (HGX H100/H200) otherwise
-            count = _DEFAULT_NVSWITCHES.get(fam.architecture, 4)
+            count = DEFAULT_NVSWITCHES.get(fam.architecture, 4)
             notes.append(f"layout states no NVSwitch count: {count} simulated")
         # fewer links than switches: the GPUs sit on baseboards, each with its own switches
         # (DGX-2: 6 links to the 6 switches of the GPU's board, 12 switches in all)
@@ -631,7 +301,7 @@ def build(layout: Layout, seed: int = 0, hostname: Optional[str] = None) -> Mach
             new_nic(x, "storage", "Ethernet", 200, 4)
 
     # -- PCI tree: complexes in GPU order, storage NICs where their names fall
-    builder = _PciBuilder()
+    builder = PciBuilder()
     if nvswitch:
         sw_children = [("ep", [f"nvswitch:{sid}"]) for sid in sorted({lk.remote for g in gpus
                                                                        for lk in g.links})]
@@ -730,3 +400,7 @@ def load_layout(name: Optional[str], path: Optional[str]) -> Layout:
         raise NvtopoError("name a layout (nvtopo layouts lists them) or give --layout-file",
                           where="simulate")
     return layouts.load(name)
+
+
+__all__ = ["build", "load_layout", "Machine", "Gpu", "Link", "Nic", "PciDev", "Port", "Family",
+           "FAMILIES", "CONNECTX", "NVLINK_ENUM", "PCIE_GTS", "RATE_TEXT", "rate_text"]

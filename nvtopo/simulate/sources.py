@@ -1,8 +1,8 @@
 """The simulated machine rendered for the NVML and sysfs probes.
 
-* :func:`nvml_description`: the declarative machine description the fake NVML
-  library serves (:func:`nvtopo.simulate.fake_nvml.compile_machine`); the real
-  NVML probe then records it through the real pynvml wrappers.
+* :func:`nvml_description`: the declarative NVML machine description
+  (:func:`nvtopo.simulate.nvml_table.compile_machine` turns it into the call table the
+  NVML probe's walker is answered from, :mod:`nvtopo.simulate.nvml_record`).
 * :func:`sysfs_tree`: the sysfs tree (PCI functions, RDMA devices, NUMA nodes,
   modules) the real sysfs traversal reads.
 """
@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any, Dict, List
 
 from ..safe import ascii_int, is_ascii_digits
-from .machine import CONNECTX, PCIE_GTS, Machine, rate_text
+from .families import CONNECTX, PCIE_GTS, rate_text
+from .hardware import Machine
 from .sysfs_tree import Tree
 
 

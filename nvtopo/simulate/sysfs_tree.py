@@ -6,7 +6,7 @@ in the kernel's exact formats (``4: ACTIVE``, ``400 Gb/sec (4X NDR)``,
 ``32.0 GT/s PCIe``, relative ``device`` and ``bus/pci/devices`` links).
 
 :func:`capture` runs the sysfs probe's own traversal
-(:func:`nvtopo.probes.sysfs._collect`) over a tree held in memory, recording
+(:func:`nvtopo.probes.sysfs.collect`) over a tree held in memory, recording
 exactly what :func:`nvtopo.probes.sysfs.capture` records on a real directory
 (the tests check that both give the same evidence): no files are written, so
 a simulated DGX H100 takes milliseconds.  :meth:`Tree.text` gives the archive
@@ -273,7 +273,7 @@ def capture(tree: Tree, root: str = "/sys") -> Dict[str, Any]:
     from ..probes import sysfs
 
     view = MemView(tree.entries())
-    sysfs._collect(view)
+    sysfs.collect(view)
     return {"root": root, "status": "ok", "error": None, "uid": 1000, "duration_s": 0.0,
             "files": view.files, "links": view.links, "dirs": view.dirs,
             "errors": view.errors}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import List
 
-from .machine import Machine
+from .hardware import Machine
 
 LEGEND = """Legend:
 

@@ -237,7 +237,8 @@ def load_text(text: str, where: str) -> Topology:
 
 def _text_model(text: str, where: str) -> Topology:
     """The model of a pasted ``nvidia-smi topo -m`` and/or ``nvlink``/``-q`` text."""
-    from ..probes import nvml_text, topo_text
+    from ..probes import topo as topo_text
+    from ..probes.nvml import text as nvml_text
 
     kind = read.recognise(text)
     if kind == read.NVML_TEXT:
@@ -320,7 +321,7 @@ def _open_live(request: Input) -> Opened:
 def _some_gpu_here(topo: Topology, doc: Dict[str, Any], options: Any) -> None:
     """Refuse a probe of every source that found no GPU, saying why and how to read a file
     instead; an explicit ``--sysfs-root`` tree with NICs is shown all the same."""
-    from ..probes import topo_text
+    from ..probes import topo as topo_text
 
     if options.sysfs_root and topo.nics:
         return

@@ -75,8 +75,16 @@ _SEAL_RE = re.compile(rb'"file_sha256"\s*:\s*"([0-9a-f]{64})"')
 DERIVATION_MODULES = ("__init__.py", "errors.py", "model.py", "model_shape.py",
                       "snapshot/__init__.py", "snapshot/cache.py", "snapshot/document.py",
                       "snapshot/read.py",
-                      "probes/__init__.py", "probes/topo_text.py", "probes/nvml.py",
-                      "probes/nvml_text.py", "probes/sysfs.py", "probes/host.py", "safe.py")
+                      "probes/__init__.py", "probes/deadline.py",
+                      "probes/topo/__init__.py", "probes/topo/live.py",
+                      "probes/topo/locate.py", "probes/topo/matrix.py", "probes/topo/scan.py",
+                      "probes/nvml/__init__.py", "probes/nvml/build.py",
+                      "probes/nvml/decode.py", "probes/nvml/links.py", "probes/nvml/paste.py",
+                      "probes/nvml/record.py", "probes/nvml/source.py", "probes/nvml/text.py",
+                      "probes/nvml/vocab.py", "probes/nvml/walk.py", "probes/sysfs/__init__.py",
+                      "probes/sysfs/build.py", "probes/sysfs/facts.py", "probes/sysfs/live.py",
+                      "probes/sysfs/parse.py", "probes/sysfs/read.py", "probes/sysfs/root.py",
+                      "probes/sysfs/walk.py", "probes/host.py", "safe.py")
 _code_digest: Optional[str] = None
 
 

@@ -194,7 +194,7 @@ def derive(doc: Dict[str, Any], where: Optional[str] = None) -> Topology:
 
 def from_text_evidence(text: str, where: str) -> Dict[str, Any]:
     """Wrap a pasted topo text as a snapshot document (host unknown)."""
-    from ..probes import topo_text
+    from ..probes import topo as topo_text
 
     return {
         "kind": SNAPSHOT_KIND,

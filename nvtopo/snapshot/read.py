@@ -207,7 +207,8 @@ def recognise(text: str) -> str:
     paste, or none of them."""
     if is_json(text):
         return SNAPSHOT
-    from ..probes import nvml_text, topo_text
+    from ..probes import topo as topo_text
+    from ..probes.nvml import text as nvml_text
 
     topo = topo_text.looks_like_topo(text)
     nvml = nvml_text.looks_like(text)

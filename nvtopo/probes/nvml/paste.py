@@ -30,11 +30,10 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
-from ..model import GPU, NVLinkPair, Topology, pci_bdf
-from ..safe import ascii_float, ascii_int
-from . import nvml
+from ...model import pci_bdf
+from ...safe import ascii_float, ascii_int
+from .vocab import FALLBACK_MAX_LINKS, MAX_BAD_NOTES, MAX_GPUS
 
-SOURCE = "nvml-text"
 
 #: ``GPU N: name (UUID: ...)``: the start; the rest is read by :func:`_gpu_header`.  N is
 #: any word here, so that a header with an unreadable number is not taken for a line of
@@ -57,21 +56,18 @@ _ANY_LINK = re.compile(r"^\s*Link [0-9]+[:,]")
 _LINK_WORD = re.compile(r"^\s*Link ([^\s:,]+)[:,]")
 _FABRIC_LINE = re.compile(r"^[^\S\n]*Fabric[^\S\n]*$", re.M)
 _STATE_LINE = re.compile(r"^[^\S\n]*State[^\S\n]*:", re.M)
-_INT_START = re.compile(r"^\s*([0-9]+)")
 _NON_SLUG = re.compile(r"[^a-z0-9]+")
-_NON_WORD = re.compile(r"[^A-Za-z0-9]+")
-_HEX32 = re.compile(r"[0-9A-Fa-f]{32}")
 
 #: Notes of one kind kept per GPU (the rest are counted in one note).
-MAX_NOTES = nvml.MAX_BAD_NOTES
+MAX_NOTES = MAX_BAD_NOTES
 #: ``-q`` blocks read from one paste (a block per GPU; a paste may repeat them).
-MAX_Q_BLOCKS = 4 * nvml.MAX_GPUS
+MAX_Q_BLOCKS = 4 * MAX_GPUS
 #: ``-q`` keys kept per block (nvidia-smi prints a few hundred).
 MAX_Q_KEYS = 4096
 #: Error counters and capabilities kept per link (nvidia-smi prints fewer than ten).
 MAX_PER_LINK = 32
 #: Link numbers are below this (NVML's largest NVML_NVLINK_MAX_LINKS is smaller).
-MAX_LINKS = nvml.FALLBACK_MAX_LINKS
+MAX_LINKS = FALLBACK_MAX_LINKS
 #: Fastest credible link, GB/s (an NVLink 5 link is 50).
 MAX_SPEED_GBPS = 100_000.0
 
@@ -183,11 +179,11 @@ def looks_like(text: str) -> bool:
     return bool(_FABRIC_LINE.search(text) and _STATE_LINE.search(text))
 
 
-def _slug(s: str) -> str:
+def slug(s: str) -> str:
     return _NON_SLUG.sub("_", s.strip().lower()).strip("_")
 
 
-def _na(v: str) -> Optional[str]:
+def na(v: str) -> Optional[str]:
     return None if v.strip() in ("", "N/A", "n/a") else v.strip()
 
 
@@ -239,13 +235,13 @@ def parse(text: str) -> Dict[str, Any]:
         hdr = _gpu_header(line)
         if hdr:
             i_raw, name, uuid = hdr[0], hdr[1].strip(), hdr[2].strip()
-            i = ascii_int(i_raw, hi=nvml.MAX_GPUS - 1)
+            i = ascii_int(i_raw, hi=MAX_GPUS - 1)
             have = gpus.get(i) if i is not None else None
             if i is None:
                 notes.add({"code": "nvml_text.bad_number", "level": "warning",
                            "message": f"GPU number {_clip(i_raw)!r} ({_clip(name)}) is not one "
                                       "nvtopo reads (0 to "
-                                      f"{nvml.MAX_GPUS - 1}); the lines under it are ignored"})
+                                      f"{MAX_GPUS - 1}); the lines under it are ignored"})
                 cur = new_rec()  # read, then dropped
             elif have is not None and "name" in have and (
                     uuid.lower() != (have.get("uuid") or "").lower() if uuid and have.get("uuid")
@@ -327,7 +323,7 @@ def parse(text: str) -> Dict[str, Any]:
             if lk is not None and count is None:
                 bad(f"link {lk}: {_clip(e[1])} error count", e[2], "the line is ignored")
             elif lk is not None:
-                name = _ERRORS.get(e[1].strip().lower(), _slug(e[1]))
+                name = _ERRORS.get(e[1].strip().lower(), slug(e[1]))
                 counters = cur["e"].setdefault(lk, {})
                 if name in counters or len(counters) < MAX_PER_LINK:
                     counters[name] = count
@@ -341,7 +337,7 @@ def parse(text: str) -> Dict[str, Any]:
         if c:
             lk = link_no(c[0])
             if lk is not None:
-                cap = _CAPS.get(c[1].strip().lower(), _slug(c[1]))
+                cap = _CAPS.get(c[1].strip().lower(), slug(c[1]))
                 caps = cur["c"].setdefault(lk, {})
                 if cap in caps or len(caps) < MAX_PER_LINK:
                     caps[cap] = c[2] == "true"
@@ -415,7 +411,7 @@ def _attach_q(gpus: Dict[int, Dict[str, Any]], qblocks: List[Dict[str, Any]],
     top = max(gpus) if gpus else None
     too_many = 0
     for k, blk in enumerate(qblocks):
-        uuid = (_na(blk["q"].get("GPU UUID", "")) or "").lower()
+        uuid = (na(blk["q"].get("GPU UUID", "")) or "").lower()
         bdf = pci_bdf(blk.get("bus_id"))
         target: Optional[int] = None
         if uuid:
@@ -442,7 +438,7 @@ def _attach_q(gpus: Dict[int, Dict[str, Any]], qblocks: List[Dict[str, Any]],
                               "message": f"{what} names no GPU UUID or bus id the nvlink "
                                          f"output knows; attached to GPU {target} by its "
                                          "order in the paste"})
-        if target is None and len(gpus) >= nvml.MAX_GPUS:
+        if target is None and len(gpus) >= MAX_GPUS:
             too_many += 1
             continue
         if target is None:
@@ -470,170 +466,4 @@ def _attach_q(gpus: Dict[int, Dict[str, Any]], qblocks: List[Dict[str, Any]],
     if too_many:
         notes.add({"code": "nvml_text.too_many_blocks", "level": "warning",
                    "message": f"{too_many} nvidia-smi -q GPU blocks match no GPU and would "
-                              f"make more than {nvml.MAX_GPUS} GPUs; they are ignored"})
-
-
-#: nvidia-smi -q Fabric text -> the NVML codes fabric_facts decodes (one vocabulary).
-_FABRIC_STATE = {"not_supported": 0, "not_started": 1, "in_progress": 2, "completed": 3}
-_FABRIC_SUMMARY = {"not_supported": 0, "healthy": 1, "unhealthy": 2, "limited_capacity": 3}
-_TRUE_FALSE = {"true": 1, "false": 2}
-#: Health line -> (health mask member, text slug -> value in the mask).
-_FABRIC_HEALTH = {
-    "bandwidth": ("degraded_bandwidth", {"degraded": 1, "full": 2}),
-    "route_recovery_in_progress": ("route_recovery", _TRUE_FALSE),
-    "route_unhealthy": ("route_unhealthy", _TRUE_FALSE),
-    "access_timeout_recovery": ("access_timeout_recovery", _TRUE_FALSE),
-    "incorrect_configuration": ("incorrect_configuration", {
-        name: code for code, name in nvml.INCORRECT_CONFIGURATION.items()}),
-    "partition_assigned": ("partition_assigned", _TRUE_FALSE),
-}
-
-
-def fabric_raw(q: Dict[str, str]) -> Optional[Dict[str, Any]]:
-    """The ``-q`` Fabric block as nvmlGpuFabricInfo members (absent where N/A or unprinted)."""
-    if "Fabric / State" not in q:
-        return None
-    raw: Dict[str, Any] = {}
-    state = _slug(q["Fabric / State"])
-    if state in _FABRIC_STATE:
-        raw["state"] = _FABRIC_STATE[state]
-    status = _na(q.get("Fabric / Status", ""))
-    if status is not None:
-        name = "".join(w.capitalize() for w in _NON_WORD.split(status) if w)
-        raw["status"] = 0 if name == "Success" else nvml.ERROR_CODES.get(name, 999)
-    uuid = _na(q.get("Fabric / ClusterUUID", "")) or ""
-    if _HEX32.fullmatch(uuid.replace("-", "")):
-        raw["clusterUuid"] = uuid.replace("-", "").lower()
-    clique = _na(q.get("Fabric / CliqueId", ""))
-    clique_id = ascii_int(clique, hi=nvml.U32) if clique is not None else None
-    if clique_id is not None:
-        raw["cliqueId"] = clique_id
-    mask, seen = 0, False
-    for label, (member, values) in _FABRIC_HEALTH.items():
-        key = next((k for k in q if k.startswith("Fabric / Health / ")
-                    and _slug(k[len("Fabric / Health / "):]) == label), None)
-        if key is None:
-            continue
-        seen = True
-        shift = next(sh for n, sh, _ in nvml.FABRIC_HEALTH_BITS if n == member)
-        mask |= values.get(_slug(q[key]), 0) << shift
-    if seen:
-        raw["healthMask"] = mask
-    summary = _slug(q.get("Fabric / Health / Summary", "N/A"))
-    if summary in _FABRIC_SUMMARY:
-        raw["healthSummary"] = _FABRIC_SUMMARY[summary]
-    return raw
-
-
-def _int(v: Optional[str]) -> Optional[int]:
-    if v is None:
-        return None
-    m = _INT_START.match(v)
-    return ascii_int(m.group(1)) if m else None
-
-
-def derive_text(text: str) -> Topology:
-    """The model fragment (source ``nvml-text``) from pasted text."""
-    parsed = parse(text)
-    topo = Topology(sources=[SOURCE])
-    topo.extra[SOURCE] = {"sections": parsed["sections"]}
-    by_bus = {pci_bdf(g.get("bus_id")): i for i, g in parsed["gpus"].items() if g.get("bus_id")}
-    counts: Dict[tuple, int] = {}
-    for i in sorted(parsed["gpus"]):
-        g = parsed["gpus"][i]
-        model = GPU(index=i)
-        for fld in ("name", "uuid"):
-            if g.get(fld):
-                setattr(model, fld, g[fld])
-                model.sources[fld] = SOURCE
-        q = g["q"]
-        if g.get("bus_id"):
-            model.pci_bus_id, model.sources["pci_bus_id"] = g["bus_id"], SOURCE
-        if q.get("Product Name") and not model.name:
-            model.name, model.sources["name"] = q["Product Name"], SOURCE
-        if _na(q.get("GPU UUID", "")) and not model.uuid:
-            model.uuid, model.sources["uuid"] = q["GPU UUID"].strip(), SOURCE
-        links = _links(g, by_bus, topo, counts)
-        status = "ok" if links else ("inactive" if g["all_inactive"] else "unknown")
-        nv = {"status": status, "total": len(links) if links else None,
-              "count_source": "text", "active": sum(x["state"] == "active" for x in links),
-              "bandwidth_gbps_per_direction": nvml.bandwidth_gbps(links),
-              "links": links}
-        if g["all_inactive"]:
-            nv["reason"] = ("nvidia-smi: all links are inactive (the link count is not "
-                            "printed); no bridge or peer attached, or every link is down")
-        pcie = {"current_gen": _int(q.get("PCI / GPU Link Info / PCIe Generation / Current")),
-                "max_gen": _int(q.get("PCI / GPU Link Info / PCIe Generation / Max")),
-                "gpu_max_gen": _int(q.get("PCI / GPU Link Info / PCIe Generation / Device Max")),
-                "current_width": _int(q.get("PCI / GPU Link Info / Link Width / Current")),
-                "max_width": _int(q.get("PCI / GPU Link Info / Link Width / Max")),
-                "replay_counter": _int(q.get("PCI / Replays Since Reset"))}
-        model.extra[SOURCE] = {
-            "index": i, "fault": None, "nvlink": nv, "fabric": nvml.fabric_facts(fabric_raw(q)),
-            "pcie": pcie if any(v is not None for v in pcie.values()) else None,
-            "pci": {"bus_id": g.get("bus_id")}, "notes": [n["message"] for n in g["notes"]],
-        }
-        topo.gpus.append(model)
-        for n in g["notes"]:
-            topo.note(n["code"], n["message"], source=SOURCE, subject=f"GPU{i}",
-                      level=n["level"])
-    for n in parsed["notes"]:
-        topo.note(n["code"], n["message"], source=SOURCE, subject=n.get("subject"),
-                  level=n["level"])
-    for (a, b), c in sorted(counts.items()):
-        topo.nvlinks.append(NVLinkPair(a, b, c, source=SOURCE))
-    topo.extra[SOURCE]["nvlink_pairs"] = [{"a": a, "b": b, "count": c}
-                                          for (a, b), c in sorted(counts.items())]
-    if not topo.gpus:
-        topo.note("nvml_text.empty", "no GPU found in the nvidia-smi text", source=SOURCE,
-                  level="warning")
-    return topo
-
-
-def _links(g: Dict[str, Any], by_bus: Dict[Any, int], topo: Topology,
-           counts: Dict[tuple, int]) -> List[Dict[str, Any]]:
-    ids = sorted(set(g["s"]) | set(g["e"]) | set(g["c"]))
-    remote: Dict[int, tuple] = {}
-    if g["r"]:
-        if g["s"]:
-            active_ids = [k for k in sorted(g["s"]) if g["s"][k]["state"] == "active"]
-            for k, r in enumerate(g["r"]):
-                if k < len(active_ids):
-                    remote[active_ids[k]] = r
-        else:
-            for r in g["r"]:
-                remote[r[0]] = r
-            g["notes"].append({"code": "nvml_text.r_numbering", "level": "info",
-                               "message": "nvlink -R numbers only active links; without "
-                                          "nvlink -s in the same paste the printed link "
-                                          "numbers are kept as they are"})
-        ids = sorted(set(ids) | set(remote))
-    out = []
-    for lk in ids:
-        speed = g["s"][lk]["speed"] if lk in g["s"] else None
-        if lk in g["s"]:
-            state = g["s"][lk]["state"]
-        elif lk in remote:
-            state = "active"
-        else:
-            state = "unknown"
-        r = remote.get(lk)
-        rgpu = by_bus.get(pci_bdf(r[1])) if r else None
-        errors = g["e"].get(lk, {})
-        rec = {
-            "link": lk, "state": state, "raw_state": state,
-            "rule": "state" if state == "active" else ("text" if state == "inactive" else None),
-            "reason": "nvidia-smi prints <inactive>; by design or a fault cannot be told from "
-                      "this text" if state == "inactive" else None,
-            "version": None, "version_raw": None,
-            "speed_mbps": round(speed * 1000) if speed else None,
-            "remote": {"type": "gpu" if rgpu is not None else "unknown", "gpu_index": rgpu,
-                       "pci_bus_id": r[1] if r else None, "link": r[2] if r else None},
-            "errors": errors, "capabilities": g["c"].get(lk),
-        }
-        if rgpu is not None and state == "active":
-            key = (min(g["index"], rgpu), max(g["index"], rgpu))
-            if g["index"] < rgpu:
-                counts[key] = counts.get(key, 0) + 1
-        out.append(rec)
-    return out
+                              f"make more than {MAX_GPUS} GPUs; they are ignored"})

@@ -1,28 +1,31 @@
-"""A fake NVML *C library*: NVML answers served to the real ``pynvml`` wrappers.
+"""A fake NVML *C library* for the tests: NVML answers served to the real ``pynvml`` wrappers.
 
 It replaces ``pynvml.nvmlLib`` with an object whose attributes are the C
 symbols (``nvmlDeviceGetCount_v2``, ``nvmlDeviceGetNvLinkRemotePciInfo_v2``,
-...), so the real pynvml wrappers, ctypes structures and exceptions run.
-Arguments are checked the way ctypes and the C library would see them: a
-``(0,)`` P2P index raises ``ctypes.ArgumentError`` exactly like the real
-library; out-parameters must be ``byref()`` of the right ctypes type.
-Unknown symbols raise ``AttributeError``, which pynvml turns into
-``NVMLError_FunctionNotFound`` by itself.
+...), so the real pynvml wrappers, ctypes structures and exceptions run, and
+with them the NVML probe's live capture path
+(:class:`nvtopo.probes.nvml.live.LiveSource`).  Arguments are checked the way
+ctypes and the C library would see them: a ``(0,)`` P2P index raises
+``ctypes.ArgumentError`` exactly like the real library; out-parameters must be
+``byref()`` of the right ctypes type.  Unknown symbols raise ``AttributeError``,
+which pynvml turns into ``NVMLError_FunctionNotFound`` by itself.
 
-Answers come from a *recording*: canonical call keys
+Answers come from a *call table*: canonical call keys
 (``nvmlDeviceGetNvLinkState(gpu0,5)``) mapped to ``{"value": ...}`` or
 ``{"error": "NotSupported"}``, the same format the probe writes into
-snapshots.  So a snapshot recorded on a real node replays here unchanged,
-and :func:`compile_machine` turns a declarative machine description (the
-format of ``fixtures/nvml/*.json``, which ``nvtopo simulate`` also writes)
-into such a recording.  :func:`record` runs the real NVML probe
-(:func:`nvtopo.probes.nvml.capture`) against it.
+snapshots.  So a snapshot recorded on a real node replays here unchanged, and
+:func:`nvtopo.simulate.nvml_table.compile_machine` turns a declarative machine
+description (``fixtures/nvml/*.json``) into such a table.  :func:`record` runs
+the real NVML probe (:func:`nvtopo.probes.nvml.capture`) against it.
 
 Stateful behaviour a table cannot express: ``lose`` (from a given call on,
 every call about that GPU answers GpuIsLost), ``hang`` (a call that never
 returns, until released), ``latency_s`` (per C call, for benchmarks).
 
-The test suite's ``tests/nvml_fake.py`` adds the fixture machines on top.
+This lived in ``nvtopo/simulate/fake_nvml.py`` while ``nvtopo simulate`` recorded through
+it; the simulator now records in plain Python (:mod:`nvtopo.simulate.nvml_record`), and
+``tests/test_nvml_recording.py`` checks that both give the same recording.
+``tests/nvml_fake.py`` adds the fixture machines on top.
 """
 
 from __future__ import annotations
@@ -36,7 +39,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import pynvml
 
-from ..probes.nvml import ERROR_CODES, LEGACY_COUNTER_FIELDS, call_key, field_key
+from nvtopo.probes.nvml import ERROR_CODES, call_key, field_key
+from nvtopo.simulate.nvml_table import LEVELS, P2P, compile_machine
 
 _HANDLE_BASE = 0x1000
 _CArgObject = type(ctypes.byref(ctypes.c_int()))
@@ -544,200 +548,6 @@ def install(lib: Optional[FakeNvmlLib]) -> None:
     pynvml.nvmlLib = lib
 
 
-# --- machine descriptions -> recordings ------------------------------------------------------
-
-LEVELS = {"PIX": 10, "PXB": 20, "PHB": 30, "NODE": 40, "SYS": 50}
-P2P = {"OK": 0, "CNS": 1, "GNS": 2, "TNS": 3, "DR": 4, "NS": 5, "U": 6}
-
-
-def _words(cpus: str) -> List[int]:
-    bits: List[int] = []
-    for part in cpus.split(","):
-        if "-" in part:
-            lo, hi = part.split("-")
-            bits.extend(range(int(lo), int(hi) + 1))
-        elif part:
-            bits.append(int(part))
-    words = [0] * (max(bits) // 64 + 1 if bits else 0)
-    for b in bits:
-        words[b // 64] |= 1 << (b % 64)
-    return words
-
-
-def _pci(bus_id: str, device_id: int, subsys: int = 0) -> Dict[str, Any]:
-    dom, bus, rest = bus_id.split(":")
-    dev = rest.split(".")[0]
-    return {"busIdLegacy": f"{int(dom, 16):04X}:{int(bus, 16):02X}:{int(dev, 16):02X}.0",
-            "domain": int(dom, 16), "bus": int(bus, 16), "device": int(dev, 16),
-            "pciDeviceId": device_id, "pciSubSystemId": subsys,
-            "busId": f"{int(dom, 16):08X}:{int(bus, 16):02X}:{int(dev, 16):02X}.0"}
-
-
-def _err(name: str) -> Dict[str, Any]:
-    return {"error": name}
-
-
-def compile_machine(desc: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
-    """A declarative machine description -> the recording the fake serves."""
-    calls: Dict[str, Dict[str, Any]] = {}
-    put = calls.__setitem__
-    if desc.get("init_error"):
-        put("nvmlInit()", _err(desc["init_error"]))
-        return calls
-    put("nvmlInit()", {"value": None})
-    put("nvmlSystemGetDriverVersion()", {"value": desc.get("driver_version", "550.54.15")})
-    put("nvmlSystemGetNVMLVersion()", {"value": desc.get("nvml_version", "12.550.54.15")})
-    put("nvmlSystemGetCudaDriverVersion()", {"value": desc.get("cuda_driver_version", 12040)})
-    defaults = desc.get("gpu_defaults", {})
-    gpus = [dict(defaults, **g) for g in desc["gpus"]]
-    put("nvmlDeviceGetCount()", {"value": len(gpus)})
-    switches = desc.get("switches", {})
-    # Link tables: links[g][l] = (remote kind, remote bus id, remote port) or None (inactive).
-    links: Dict[int, Dict[int, Tuple[str, str, int]]] = {i: {} for i in range(len(gpus))}
-    next_link = {i: 0 for i in range(len(gpus))}
-    for a, b, n in desc.get("nvlinks", []):
-        for _ in range(n):
-            la, lb = next_link[a], next_link[b]
-            next_link[a] += 1
-            next_link[b] += 1
-            links[a][la] = ("gpu", gpus[b]["bus_id"], lb)
-            links[b][lb] = ("gpu", gpus[a]["bus_id"], la)
-    for a, la, b, lb in desc.get("links", []):  # explicit: GPU a link la <-> GPU b link lb
-        links[a][la] = ("gpu", gpus[b]["bus_id"], lb)
-        links[b][lb] = ("gpu", gpus[a]["bus_id"], la)
-    port = {k: 0 for k in switches}
-    for i, g in enumerate(gpus):
-        for lk, sw in enumerate(g.get("link_switches") or []):
-            links[i][lk] = ("switch", switches[sw], port[sw])
-            port[sw] += 1
-    for i, g in enumerate(gpus):
-        for lk in g.get("inactive_links", []):
-            links[i].pop(lk, None)
-        if isinstance(g.get("mig_mode"), list) and g["mig_mode"][0]:
-            links[i].clear()
-    switch_attached = {i for i, g in enumerate(gpus)
-                       if any(r[0] == "switch" for r in links[i].values())}
-    for i, g in enumerate(gpus):
-        G = f"gpu{i}"
-        if g.get("handle_error"):
-            put(f"nvmlDeviceGetHandleByIndex({i})", _err(g["handle_error"]))
-            continue
-        put(f"nvmlDeviceGetHandleByIndex({i})", {"value": None})
-
-        def scalar(fn: str, value: Any, *extra: Any) -> None:
-            key = call_key(fn, [G, *extra])
-            put(key, _err(value) if isinstance(value, str) and value in ERROR_CODES
-                else {"value": value})
-
-        scalar("nvmlDeviceGetName", g["name"])
-        scalar("nvmlDeviceGetUUID", g["uuid"])
-        scalar("nvmlDeviceGetSerial", g.get("serial", f"165{i:010d}"))
-        put(call_key("nvmlDeviceGetPciInfo", [G]),
-            {"value": _pci(g["bus_id"], int(g.get("pci_device_id", "0x233010DE"), 16),
-                           int(g.get("pci_subsystem_id", "0x16C110DE"), 16))})
-        scalar("nvmlDeviceGetMinorNumber", g.get("minor", i))
-        scalar("nvmlDeviceGetArchitecture", g["architecture"])
-        scalar("nvmlDeviceGetCudaComputeCapability", g["compute_capability"])
-        total = g.get("memory_total", 85520809984)
-        put(call_key("nvmlDeviceGetMemoryInfo", [G]),
-            {"value": {"total": total, "free": total - 600 * 2**20, "used": 600 * 2**20}})
-        scalar("nvmlDeviceGetCpuAffinity", _words(g["cpus"]), 64)
-        scalar("nvmlDeviceGetMemoryAffinity", _words(str(g["numa"])), 4, 0)
-        scalar("nvmlDeviceGetNumaNodeId", g.get("numa_node_id", "NotSupported"))
-        pcie = g.get("pcie", {})
-        scalar("nvmlDeviceGetCurrPcieLinkGeneration", pcie.get("current_gen", 5))
-        scalar("nvmlDeviceGetMaxPcieLinkGeneration", pcie.get("max_gen", 5))
-        scalar("nvmlDeviceGetGpuMaxPcieLinkGeneration", pcie.get("gpu_max_gen", 5))
-        scalar("nvmlDeviceGetCurrPcieLinkWidth", pcie.get("current_width", 16))
-        scalar("nvmlDeviceGetMaxPcieLinkWidth", pcie.get("max_width", 16))
-        scalar("nvmlDeviceGetPcieReplayCounter", pcie.get("replay", 0))
-        put(field_key(i, 94, 0), {"value": pcie.get("replay", 0)})
-        scalar("nvmlDeviceGetMigMode", g.get("mig_mode", "NotSupported"))
-        scalar("nvmlDeviceGetPersistenceMode", g.get("persistence_mode", 1))
-        scalar("nvmlDeviceGetGpuFabricInfoV", g.get("fabric", "NotSupported"))
-        nvl = g.get("nvlink", "NotSupported")
-        if nvl == "NotSupported":
-            put(field_key(i, 91, 0), _err("NotSupported"))
-            put(field_key(i, 147, 0), _err("NotSupported"))
-            put(call_key("nvmlDeviceGetNvLinkState", [G, 0]), _err("NotSupported"))
-            continue
-        count = nvl["count"]
-        link_fields = nvl.get("link_fields", True)
-        put(field_key(i, 91, 0), {"value": count} if nvl.get("count_field", True)
-            else _err("NotSupported"))
-        # Field 147: links wired to NVSwitch ("total", default) or those of them up ("active",
-        # as NVIDIA's mock counts); which one NVML means is an open point (nvml.md section 8).
-        sw_links = {"total": len(g.get("link_switches") or []),
-                    "active": sum(r[0] == "switch" for r in links[i].values())}
-        meaning = desc.get("nvswitch_link_count", "total")
-        put(field_key(i, 147, 0), {"value": sw_links[meaning]}
-            if link_fields and meaning in sw_links else _err("NotSupported"))
-        errors = g.get("link_errors", {})
-        for lk in range(count + 1):
-            if lk == count:
-                for fn in ("nvmlDeviceGetNvLinkState", "nvmlDeviceGetNvLinkVersion"):
-                    put(call_key(fn, [G, lk]), _err("InvalidArgument"))
-                continue
-            remote = links[i].get(lk)
-            active = remote is not None
-            put(call_key("nvmlDeviceGetNvLinkState", [G, lk]), {"value": 1 if active else 0})
-            put(call_key("nvmlDeviceGetNvLinkVersion", [G, lk]), {"value": nvl["version"]})
-            errs = {"replay": 0, "recovery": 0, "crc_flit": 0, "crc_data": 0, "ecc": 0}
-            errs.update(errors.get(str(lk), {}))
-            unsupported = nvl.get("unsupported_counters", [])  # e.g. ["crc_data", "ecc"]
-            for c, name in enumerate(("replay", "recovery", "crc_flit", "crc_data", "ecc")):
-                put(call_key("nvmlDeviceGetNvLinkErrorCounter", [G, lk, c]),
-                    _err("NotSupported") if name in unsupported else {"value": errs[name]})
-            # Per-link field ids of the CRC-data and ECC counters (links 0-11 only).
-            for name, fids in LEGACY_COUNTER_FIELDS.items():
-                if lk < len(fids):
-                    put(field_key(i, fids[lk], 0), {"value": errs[name]}
-                        if link_fields and name not in unsupported else _err("NotSupported"))
-            fvals = {165: 1 if active else 0, 166: nvl["version"],
-                     164: nvl["speed_mbps"] if active else 0,
-                     146: remote[2] if active else 0,
-                     161: errs["replay"], 162: errs["recovery"], 163: errs["crc_flit"]}
-            dl = {161: "replay", 162: "recovery", 163: "crc_flit"}
-            for fid, v in fvals.items():
-                put(field_key(i, fid, lk), {"value": v} if link_fields
-                    and dl.get(fid) not in unsupported else _err("NotSupported"))
-            if active:
-                kind, bus_id, _ = remote
-                put(call_key("nvmlDeviceGetNvLinkRemoteDeviceType", [G, lk]),
-                    {"value": {"gpu": 0, "switch": 2}[kind]})
-                dev_id = int(g.get("pci_device_id", "0x233010DE"), 16) if kind == "gpu" \
-                    else int(desc.get("switch_device_id", "0x22A310DE"), 16)
-                put(call_key("nvmlDeviceGetNvLinkRemotePciInfo", [G, lk]),
-                    {"value": _pci(bus_id, dev_id)})
-    # GPU pairs.
-    paths = desc.get("paths", {})
-    p2p = desc.get("p2p", {"read": "OK", "write": "OK", "nvlink": "auto", "atomics": "OK"})
-    direct = {}
-    for a, b, *_ in desc.get("nvlinks", []) + [[x[0], x[2]] for x in desc.get("links", [])]:
-        direct[(a, b)] = direct[(b, a)] = True
-    for a in range(len(gpus)):
-        for b in range(len(gpus)):
-            if a == b:
-                continue
-            linked = direct.get((a, b)) or (a in switch_attached and b in switch_attached)
-            for idx, mode in enumerate(("read", "write", "nvlink", "atomics")):
-                tok = p2p.get(mode, "OK")
-                if tok == "auto":
-                    tok = "OK" if linked else "NS"
-                put(call_key("nvmlDeviceGetP2PStatus", [f"gpu{a}", f"gpu{b}", idx]),
-                    {"value": P2P[tok]})
-            pair = f"{min(a, b)}-{max(a, b)}"
-            tok = paths.get("pairs", {}).get(pair)
-            if tok is None:
-                same = gpus[a]["numa"] == gpus[b]["numa"]
-                tok = paths.get("same_numa", "NODE") if same else paths.get("other", "SYS")
-            put(call_key("nvmlDeviceGetTopologyCommonAncestor", [f"gpu{a}", f"gpu{b}"]),
-                {"value": LEVELS[tok]})
-    for k, v in desc.get("calls", {}).items():
-        put(k, v)
-    return calls
-
-
 def machine_fake(desc: Dict[str, Any], **kw: Any) -> FakeNvmlLib:
     """A fake library serving a machine description (with its ``hang`` and ``lose``)."""
     return FakeNvmlLib(compile_machine(desc), hang=tuple(desc.get("hang", ())),
@@ -755,7 +565,7 @@ def record(desc: Dict[str, Any], timeout: float = 10.0) -> Dict[str, Any]:
     load); everything else installs the fake C library.  Whatever pynvml had
     loaded before is put back afterwards.
     """
-    from ..probes import ProbeOptions, nvml
+    from nvtopo.probes import ProbeOptions, nvml
 
     with _LOCK:
         saved = (pynvml.CDLL, pynvml.nvmlLib, dict(pynvml._nvmlGetFunctionPointer_cache),

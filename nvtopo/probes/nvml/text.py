@@ -1,0 +1,194 @@
+"""Pasted ``nvidia-smi nvlink -s/-e/-c/-R`` and ``nvidia-smi -q`` (PCI, Fabric) text as a
+model fragment (source ``nvml-text``): the per-GPU records :func:`~.paste.parse` reads
+become GPUs with the same NVLink record the NVML probe produces, under
+``GPU.extra["nvml-text"]``, so ``nvtopo links --from ticket.txt`` shows them; the ``-q``
+Fabric block is encoded into NVML's codes and decoded by the one decoder
+(:func:`~.decode.fabric_facts`).  Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, List, Optional
+
+from ...model import GPU, NVLinkPair, Topology, pci_bdf
+from ...safe import ascii_int
+from .decode import fabric_facts
+from .links import bandwidth_gbps
+from .paste import MAX_NOTES, looks_like, na, parse, slug
+from .vocab import ERROR_CODES, FABRIC_HEALTH_BITS, INCORRECT_CONFIGURATION, U32
+
+SOURCE = "nvml-text"
+
+_INT_START = re.compile(r"^\s*([0-9]+)")
+_NON_WORD = re.compile(r"[^A-Za-z0-9]+")
+_HEX32 = re.compile(r"[0-9A-Fa-f]{32}")
+
+
+#: nvidia-smi -q Fabric text -> the NVML codes fabric_facts decodes (one vocabulary).
+_FABRIC_STATE = {"not_supported": 0, "not_started": 1, "in_progress": 2, "completed": 3}
+_FABRIC_SUMMARY = {"not_supported": 0, "healthy": 1, "unhealthy": 2, "limited_capacity": 3}
+_TRUE_FALSE = {"true": 1, "false": 2}
+#: Health line -> (health mask member, text slug -> value in the mask).
+_FABRIC_HEALTH = {
+    "bandwidth": ("degraded_bandwidth", {"degraded": 1, "full": 2}),
+    "route_recovery_in_progress": ("route_recovery", _TRUE_FALSE),
+    "route_unhealthy": ("route_unhealthy", _TRUE_FALSE),
+    "access_timeout_recovery": ("access_timeout_recovery", _TRUE_FALSE),
+    "incorrect_configuration": ("incorrect_configuration", {
+        name: code for code, name in INCORRECT_CONFIGURATION.items()}),
+    "partition_assigned": ("partition_assigned", _TRUE_FALSE),
+}
+
+
+def fabric_raw(q: Dict[str, str]) -> Optional[Dict[str, Any]]:
+    """The ``-q`` Fabric block as nvmlGpuFabricInfo members (absent where N/A or unprinted)."""
+    if "Fabric / State" not in q:
+        return None
+    raw: Dict[str, Any] = {}
+    state = slug(q["Fabric / State"])
+    if state in _FABRIC_STATE:
+        raw["state"] = _FABRIC_STATE[state]
+    status = na(q.get("Fabric / Status", ""))
+    if status is not None:
+        name = "".join(w.capitalize() for w in _NON_WORD.split(status) if w)
+        raw["status"] = 0 if name == "Success" else ERROR_CODES.get(name, 999)
+    uuid = na(q.get("Fabric / ClusterUUID", "")) or ""
+    if _HEX32.fullmatch(uuid.replace("-", "")):
+        raw["clusterUuid"] = uuid.replace("-", "").lower()
+    clique = na(q.get("Fabric / CliqueId", ""))
+    clique_id = ascii_int(clique, hi=U32) if clique is not None else None
+    if clique_id is not None:
+        raw["cliqueId"] = clique_id
+    mask, seen = 0, False
+    for label, (member, values) in _FABRIC_HEALTH.items():
+        key = next((k for k in q if k.startswith("Fabric / Health / ")
+                    and slug(k[len("Fabric / Health / "):]) == label), None)
+        if key is None:
+            continue
+        seen = True
+        shift = next(sh for n, sh, _ in FABRIC_HEALTH_BITS if n == member)
+        mask |= values.get(slug(q[key]), 0) << shift
+    if seen:
+        raw["healthMask"] = mask
+    summary = slug(q.get("Fabric / Health / Summary", "N/A"))
+    if summary in _FABRIC_SUMMARY:
+        raw["healthSummary"] = _FABRIC_SUMMARY[summary]
+    return raw
+
+
+def _int(v: Optional[str]) -> Optional[int]:
+    if v is None:
+        return None
+    m = _INT_START.match(v)
+    return ascii_int(m.group(1)) if m else None
+
+
+def derive_text(text: str) -> Topology:
+    """The model fragment (source ``nvml-text``) from pasted text."""
+    parsed = parse(text)
+    topo = Topology(sources=[SOURCE])
+    topo.extra[SOURCE] = {"sections": parsed["sections"]}
+    by_bus = {pci_bdf(g.get("bus_id")): i for i, g in parsed["gpus"].items() if g.get("bus_id")}
+    counts: Dict[tuple, int] = {}
+    for i in sorted(parsed["gpus"]):
+        g = parsed["gpus"][i]
+        model = GPU(index=i)
+        for fld in ("name", "uuid"):
+            if g.get(fld):
+                setattr(model, fld, g[fld])
+                model.sources[fld] = SOURCE
+        q = g["q"]
+        if g.get("bus_id"):
+            model.pci_bus_id, model.sources["pci_bus_id"] = g["bus_id"], SOURCE
+        if q.get("Product Name") and not model.name:
+            model.name, model.sources["name"] = q["Product Name"], SOURCE
+        if na(q.get("GPU UUID", "")) and not model.uuid:
+            model.uuid, model.sources["uuid"] = q["GPU UUID"].strip(), SOURCE
+        links = _links(g, by_bus, topo, counts)
+        status = "ok" if links else ("inactive" if g["all_inactive"] else "unknown")
+        nv = {"status": status, "total": len(links) if links else None,
+              "count_source": "text", "active": sum(x["state"] == "active" for x in links),
+              "bandwidth_gbps_per_direction": bandwidth_gbps(links),
+              "links": links}
+        if g["all_inactive"]:
+            nv["reason"] = ("nvidia-smi: all links are inactive (the link count is not "
+                            "printed); no bridge or peer attached, or every link is down")
+        pcie = {"current_gen": _int(q.get("PCI / GPU Link Info / PCIe Generation / Current")),
+                "max_gen": _int(q.get("PCI / GPU Link Info / PCIe Generation / Max")),
+                "gpu_max_gen": _int(q.get("PCI / GPU Link Info / PCIe Generation / Device Max")),
+                "current_width": _int(q.get("PCI / GPU Link Info / Link Width / Current")),
+                "max_width": _int(q.get("PCI / GPU Link Info / Link Width / Max")),
+                "replay_counter": _int(q.get("PCI / Replays Since Reset"))}
+        model.extra[SOURCE] = {
+            "index": i, "fault": None, "nvlink": nv, "fabric": fabric_facts(fabric_raw(q)),
+            "pcie": pcie if any(v is not None for v in pcie.values()) else None,
+            "pci": {"bus_id": g.get("bus_id")}, "notes": [n["message"] for n in g["notes"]],
+        }
+        topo.gpus.append(model)
+        for n in g["notes"]:
+            topo.note(n["code"], n["message"], source=SOURCE, subject=f"GPU{i}",
+                      level=n["level"])
+    for n in parsed["notes"]:
+        topo.note(n["code"], n["message"], source=SOURCE, subject=n.get("subject"),
+                  level=n["level"])
+    for (a, b), c in sorted(counts.items()):
+        topo.nvlinks.append(NVLinkPair(a, b, c, source=SOURCE))
+    topo.extra[SOURCE]["nvlink_pairs"] = [{"a": a, "b": b, "count": c}
+                                          for (a, b), c in sorted(counts.items())]
+    if not topo.gpus:
+        topo.note("nvml_text.empty", "no GPU found in the nvidia-smi text", source=SOURCE,
+                  level="warning")
+    return topo
+
+
+def _links(g: Dict[str, Any], by_bus: Dict[Any, int], topo: Topology,
+           counts: Dict[tuple, int]) -> List[Dict[str, Any]]:
+    ids = sorted(set(g["s"]) | set(g["e"]) | set(g["c"]))
+    remote: Dict[int, tuple] = {}
+    if g["r"]:
+        if g["s"]:
+            active_ids = [k for k in sorted(g["s"]) if g["s"][k]["state"] == "active"]
+            for k, r in enumerate(g["r"]):
+                if k < len(active_ids):
+                    remote[active_ids[k]] = r
+        else:
+            for r in g["r"]:
+                remote[r[0]] = r
+            g["notes"].append({"code": "nvml_text.r_numbering", "level": "info",
+                               "message": "nvlink -R numbers only active links; without "
+                                          "nvlink -s in the same paste the printed link "
+                                          "numbers are kept as they are"})
+        ids = sorted(set(ids) | set(remote))
+    out = []
+    for lk in ids:
+        speed = g["s"][lk]["speed"] if lk in g["s"] else None
+        if lk in g["s"]:
+            state = g["s"][lk]["state"]
+        elif lk in remote:
+            state = "active"
+        else:
+            state = "unknown"
+        r = remote.get(lk)
+        rgpu = by_bus.get(pci_bdf(r[1])) if r else None
+        errors = g["e"].get(lk, {})
+        rec = {
+            "link": lk, "state": state, "raw_state": state,
+            "rule": "state" if state == "active" else ("text" if state == "inactive" else None),
+            "reason": "nvidia-smi prints <inactive>; by design or a fault cannot be told from "
+                      "this text" if state == "inactive" else None,
+            "version": None, "version_raw": None,
+            "speed_mbps": round(speed * 1000) if speed else None,
+            "remote": {"type": "gpu" if rgpu is not None else "unknown", "gpu_index": rgpu,
+                       "pci_bus_id": r[1] if r else None, "link": r[2] if r else None},
+            "errors": errors, "capabilities": g["c"].get(lk),
+        }
+        if rgpu is not None and state == "active":
+            key = (min(g["index"], rgpu), max(g["index"], rgpu))
+            if g["index"] < rgpu:
+                counts[key] = counts.get(key, 0) + 1
+        out.append(rec)
+    return out
+
+
+__all__ = ["SOURCE", "MAX_NOTES", "derive_text", "fabric_raw", "looks_like", "parse"]

@@ -1,0 +1,343 @@
+"""The sysfs probe's raw values (:func:`~.walk.collect`) as a model fragment: GPUs and
+RDMA devices with their PCI placement, ports and counters, the GPU↔NIC path matrix from
+the PCI tree, NVMe drives, NUMA nodes and GPUDirect modules, with a note for everything
+that is unknown or absent.  Pure.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+from ...model import GPU, NIC, Matrix, Topology, path_rank
+from . import walk
+from .facts import (absent_reason, counter_facts, dir_reason, dir_status, link_facts,
+                    narrowest, numa_node, path_level, pcie_hops, port_facts, port_netdev,
+                    reason)
+from .parse import (cpulist_count, natural_key, parse_enum, parse_pcie_speed, pci_of,
+                    sysfs_bdf, to_int)
+from .read import DEADLINE, LIMIT
+
+SOURCE = "sysfs"
+
+
+def build(raw: Dict[str, Any], root: Optional[str] = None,
+          topo: Optional[Topology] = None) -> Topology:
+    """Turn collected raw values into a model fragment (GPUs, NICs, sysfs path matrix)."""
+    topo = topo if topo is not None else Topology(sources=[SOURCE])
+    pci: Dict[str, Dict[str, Any]] = raw["pci"]
+    info: Dict[str, Any] = {"root": root}
+
+    if raw.get("pci_error"):
+        topo.note("sysfs.no_pci", f"bus/pci/devices unreadable: {reason(raw['pci_error'])}; "
+                  "no PCI facts", source=SOURCE, level="warning")
+
+    # -- per-device PCI facts
+    def pci_facts(dev: Dict[str, Any]) -> Dict[str, Any]:
+        hops, paired = pcie_hops(dev, pci)
+        facts: Dict[str, Any] = {
+            "pci_address": dev["bdf"],
+            "device_id": dev["attrs"].get("device"),
+            "class": f"0x{dev['class']:06x}" if dev["class"] is not None else None,
+            "numa_node": numa_node(dev),
+            "local_cpulist": dev["attrs"].get("local_cpulist"),
+            "host_bridge": dev["host_bridge"],
+            "chain": dev["chain"],
+            "link": link_facts(dev),
+            "hops": hops,
+            "narrowest_hop": narrowest(hops),
+        }
+        if not paired:
+            facts["layout_note"] = "unpaired PCIe bridges above this device: switch count unknown"
+        raw_numa = dev["attrs"].get("numa_node")
+        if raw_numa is None:
+            facts["numa_unknown"] = reason(dev["errors"].get("numa_node"))
+        elif to_int(raw_numa, signed=True) is None:
+            facts["numa_unknown"] = f"not a value: {raw_numa!r}"
+        elif numa_node(dev) is None:
+            facts["numa_unknown"] = f"numa_node is {raw_numa.strip()} (no NUMA information)"
+        return facts
+
+    for bdf in sorted(pci, key=lambda b: sysfs_bdf(b) or (0, 0, 0, 0)):
+        a = pci[bdf]["attrs"]
+        for k in ("numa_node", "current_link_speed", "current_link_width", "max_link_speed",
+                  "max_link_width"):
+            val = a.get(k)
+            if val is None or val.strip() == "" or val.startswith("Unknown"):  # "Unknown speed"
+                continue
+            ok = (parse_pcie_speed(val) is not None if "speed" in k
+                  else to_int(val, signed=k == "numa_node") is not None)
+            if not ok:
+                topo.note("sysfs.bad_value", f"bus/pci/devices/{bdf}/{k}: not a value: "
+                          f"{val!r}: unknown", source=SOURCE, level="warning", subject=bdf)
+
+    gpus = sorted((d for d in pci.values() if d["kind"] == "gpu"),
+                  key=lambda d: sysfs_bdf(d["bdf"]) or (0, 0, 0, 0))
+    gpu_labels: Dict[str, str] = {}
+    for i, dev in enumerate(gpus):
+        facts = pci_facts(dev)
+        label = f"GPU{i}"
+        gpu_labels[dev["bdf"]] = label
+        g = GPU(index=i, label=label, pci_bus_id=dev["bdf"], sources={"pci_bus_id": SOURCE})
+        if facts["local_cpulist"]:
+            g.cpu_affinity = facts["local_cpulist"].strip()
+            g.sources["cpu_affinity"] = SOURCE
+        if facts["numa_node"] is not None:
+            g.numa_affinity = str(facts["numa_node"])
+            g.sources["numa_affinity"] = SOURCE
+        g.extra[SOURCE] = facts
+        topo.gpus.append(g)
+    if gpus:
+        topo.note("sysfs.gpu_order", "sysfs numbers GPUs in PCI bus order (GPU0 = lowest bus "
+                  "id), as nvidia-smi does by default; other enumerations (CUDA_DEVICE_ORDER, "
+                  "CUDA_VISIBLE_DEVICES) may differ", source=SOURCE)
+
+    # -- HCAs
+    hcas: List[Dict[str, Any]] = []
+    for h in sorted(raw["hcas"], key=lambda x: natural_key(x["name"])):
+        a, e = h["attrs"], h["errors"]
+        nt_code, node_type = parse_enum(a.get("node_type"))
+        bdf, parent = pci_of(h["device_path"])
+        if bdf is None:
+            bdf, parent2 = pci_of(h["path"])
+            parent = parent2 if bdf else "none"
+        dev = pci.get(bdf) if bdf else None
+        hca: Dict[str, Any] = {
+            "name": h["name"],
+            "pci_address": bdf,
+            "numa_node": numa_node(dev) if dev else None,
+            "parent": parent,
+            "soft": bdf is None,
+            "node_type": node_type,
+            "node_guid": (a.get("node_guid") or "").strip() or None,
+            "sys_image_guid": (a.get("sys_image_guid") or "").strip() or None,
+            "fw_ver": (a.get("fw_ver") or "").strip() or None,
+            "hca_type": (a.get("hca_type") or "").strip() or None,
+            "board_id": (a.get("board_id") or "").strip() or None,
+            "device_path": h["device_path"],
+            "netdevs": [],
+            "unknown": {k: reason(v) for k, v in e.items()},
+        }
+        if dev is not None:
+            facts = pci_facts(dev)
+            hca["pci"] = {k: facts[k] for k in ("device_id", "class", "local_cpulist",
+                                                "host_bridge", "chain", "link",
+                                                "narrowest_hop")}
+            if "numa_unknown" in facts:
+                hca["numa_unknown"] = facts["numa_unknown"]
+        elif bdf is not None:
+            hca["pci"] = None
+            hca["pci_note"] = f"{bdf} not found under bus/pci/devices"
+            if not raw.get("pci_error"):  # else sysfs.no_pci said it for every device
+                topo.note("sysfs.pci_missing", f"{h['name']}: its PCI function {bdf} is not "
+                          "under bus/pci/devices: no placement (NUMA node, PCIe link and "
+                          "nearest GPU unknown)", source=SOURCE, level="warning",
+                          subject=h["name"])
+        else:
+            hca["pci"] = None
+            hca["pci_note"] = "software RDMA device: no PCI parent"
+            topo.note("sysfs.soft_device", f"{h['name']} has no PCI parent (software RDMA "
+                      "device such as rxe or siw): no placement, by design", source=SOURCE,
+                      subject=h["name"])
+        for nd in h["netdevs"]:
+            hca["netdevs"].append({"name": nd["name"], "dev_port": to_int(nd.get("dev_port")),
+                                   "dev_id": to_int(nd.get("dev_id"), 0)
+                                   if nd.get("dev_id") else None,
+                                   "type": to_int(nd.get("type"))})
+        hw = counter_facts(h["hw_counters"]) if h["hw_counters"] is not None else None
+        hca["hw_counters"] = hw["values"] if hw else None
+        hca["hw_counters_status"] = dir_status(h["hw_counters"], h.get("hw_counters_error"))
+        ports = [port_facts(p, node_type) for p in h["ports"]]
+        for port in ports:
+            port["netdev"] = port_netdev(port, hca["netdevs"])
+            for k, why in sorted(port["unknown"].items()):
+                if why.startswith(("not a value: ", "not a rate: ")):
+                    topo.note("sysfs.bad_value", f"class/infiniband/{h['name']}/ports/"
+                              f"{port['port']}/{k}: {why}: unknown", source=SOURCE,
+                              level="warning", subject=h["name"])
+            if port["counters_status"] == "unreadable":
+                topo.note("sysfs.counters_unreadable",
+                          f"{h['name']} port {port['port']}: {port['counters_note']}: its error "
+                          "counters are unknown (not absent)", source=SOURCE, level="warning",
+                          subject=h["name"])
+            # counters left unread at the deadline: sysfs.timeout says so, once
+            failing = {k: r for k, r in port["counters_unknown"].items()
+                       if r not in (DEADLINE, LIMIT)}
+            reasons = sorted(set(failing.values()))
+            if reasons:
+                topo.note("sysfs.counters_unknown",
+                          f"{h['name']} port {port['port']}: {len(failing)} "
+                          f"counters unreadable ({'; '.join(reasons)})", source=SOURCE,
+                          level="warning", subject=h["name"])
+            if port["counters_saturated"]:
+                topo.note("sysfs.counters_saturated",
+                          f"{h['name']} port {port['port']}: counters stuck at their maximum "
+                          f"(true value is at least that): {', '.join(port['counters_saturated'])}",
+                          source=SOURCE, level="warning", subject=h["name"])
+        if "ports" in e:
+            topo.note("sysfs.no_ports", f"{h['name']}: ports/ {dir_reason(e['ports'])}"
+                      if e["ports"] in (DEADLINE, LIMIT) else
+                      f"{h['name']}: ports/ unreadable ({reason(e['ports'])})",
+                      source=SOURCE, level="warning", subject=h["name"])
+        bad = sorted(h.get("skipped_ports") or [])
+        hca["skipped_ports"] = bad
+        if bad:
+            topo.note("sysfs.bad_port", f"class/infiniband/{h['name']}/ports: {len(bad)} "
+                      f"entr{'ies' if len(bad) > 1 else 'y'} not named as a port "
+                      f"(0-{walk.MAX_PORT}), not read: " + ", ".join(repr(x) for x in bad[:4])
+                      + (f" and {len(bad) - 4} more" if len(bad) > 4 else ""),
+                      source=SOURCE, level="warning", subject=h["name"])
+        hca["ports"] = ports
+        hcas.append(hca)
+
+    # -- GPU <-> NIC paths from the tree
+    devices = [g.label for g in topo.gpus] + [h["name"] for h in hcas]
+    pci_by_label: Dict[str, Optional[Dict[str, Any]]] = {gpu_labels[d["bdf"]]: d for d in gpus}
+    for h in hcas:
+        pci_by_label[h["name"]] = pci.get(h["pci_address"]) if h["pci_address"] else None
+    n = len(devices)
+    cells: List[List[Optional[str]]] = [[None] * n for _ in range(n)]
+    unknown_pairs = []
+    for i, da in enumerate(devices):
+        cells[i][i] = "X"
+        for j in range(i + 1, n):
+            db = devices[j]
+            if da.startswith("GPU") and db.startswith("GPU") and da in gpu_labels.values() \
+                    and db in gpu_labels.values():
+                continue  # NVLink is invisible to sysfs: GPU<->GPU left unknown
+            pa, pb = pci_by_label.get(da), pci_by_label.get(db)
+            tok = path_level(pa, pb) if pa and pb else None
+            cells[i][j] = cells[j][i] = tok
+            if tok is None and pa is not None and pb is not None:
+                unknown_pairs.append(f"{da}-{db}")
+    for h in hcas:
+        paths = {g.label: cells[devices.index(g.label)][devices.index(h["name"])]
+                 for g in topo.gpus}
+        h["gpu_paths"] = paths
+        ranked = [(path_rank(t), lab) for lab, t in paths.items() if path_rank(t) is not None]
+        if ranked:
+            best = min(r for r, _ in ranked)
+            h["nearest_gpus"] = [lab for r, lab in ranked if r == best]
+            h["nearest_gpu_path"] = paths[h["nearest_gpus"][0]]
+        else:
+            h["nearest_gpus"] = []
+            h["nearest_gpu_path"] = None
+    if n and hcas:
+        topo.matrix = Matrix(devices=devices, cells=cells, source=SOURCE)
+        if len(topo.gpus) > 1:
+            topo.note("sysfs.no_nvlink", "sysfs does not show NVLink: GPU↔GPU paths are left "
+                      "unknown in the sysfs path matrix", source=SOURCE)
+        if unknown_pairs:
+            shown = ", ".join(unknown_pairs[:6]) + (
+                f" and {len(unknown_pairs) - 6} more" if len(unknown_pairs) > 6 else "")
+            topo.note("sysfs.path_unknown", f"PCI path level unknown for {len(unknown_pairs)} "
+                      f"device pairs (no PCI placement, NUMA node -1, or an unpaired bridge "
+                      f"layout): {shown}", source=SOURCE, level="warning")
+
+    for h in hcas:
+        nic = NIC(label=h["name"], name=h["name"], sources={"label": SOURCE, "name": SOURCE})
+        if h["pci_address"]:
+            nic.pci_bus_id = h["pci_address"]
+            nic.sources["pci_bus_id"] = SOURCE
+        if h["numa_node"] is not None:
+            nic.numa_node = h["numa_node"]
+            nic.sources["numa_node"] = SOURCE
+        nic.extra[SOURCE] = h
+        topo.nics.append(nic)
+
+    absent = {name: absent_reason(err) for name, err in
+              sorted((raw.get("ib_absent") or {}).items(), key=lambda x: natural_key(x[0]))}
+    info["absent_devices"] = absent
+    for name, why in absent.items():
+        if why == LIMIT:
+            continue  # said once below
+        topo.note("sysfs.device_absent", f"class/infiniband/{name}: not read before the "
+                  "deadline, so not counted as an RDMA device" if why == DEADLINE else
+                  f"class/infiniband/{name} is absent or unreadable ({why}): not counted as "
+                  "an RDMA device", source=SOURCE, level="warning", subject=name)
+    past = [name for name, why in absent.items() if why == LIMIT]
+    if past:
+        topo.note("sysfs.device_absent", f"{len(past)} RDMA devices not read once the evidence "
+                  f"reached its limit, so not counted: {', '.join(past[:4])}"
+                  + (f" and {len(past) - 4} more" if len(past) > 4 else ""), source=SOURCE,
+                  level="warning")
+    skipped = raw.get("skipped") or {}
+    for kind, what, where in (("rdma", "RDMA devices", "class/infiniband"),
+                              ("gpu", "GPUs", "bus/pci/devices"),
+                              ("nic", "NICs", "bus/pci/devices"),
+                              ("nvme", "NVMe drives", "bus/pci/devices"),
+                              ("numa", "NUMA nodes", "devices/system/node")):
+        if skipped.get(kind):
+            topo.note("sysfs.too_many", f"{where}: {skipped[kind]} {what} beyond the first "
+                      f"{walk.MAX_DEVICES} not read (no real node has that many)", source=SOURCE,
+                      level="warning")
+    if raw.get("ib_error") is not None:
+        info["rdma"] = f"class/infiniband absent or unreadable: {reason(raw['ib_error'])}"
+    elif not hcas:
+        info["rdma"] = "no RDMA devices" + (
+            f" ({len(absent)} listed but absent or unreadable: {', '.join(absent)})"
+            if absent else "")
+
+    # -- NVMe drives (GPUDirect Storage placement)
+    nvme = []
+    for dev in sorted((d for d in pci.values() if d["kind"] == "nvme"),
+                      key=lambda d: sysfs_bdf(d["bdf"]) or (0, 0, 0, 0)):
+        facts = pci_facts(dev)
+        paths = {gpu_labels[g["bdf"]]: path_level(dev, g) for g in gpus}
+        ranked = [(path_rank(t), lab) for lab, t in paths.items() if path_rank(t) is not None]
+        best = min((r for r, _ in ranked), default=None)
+        nvme.append({"pci_address": dev["bdf"], "numa_node": facts["numa_node"],
+                     "link": facts["link"], "narrowest_hop": facts["narrowest_hop"],
+                     "gpu_paths": paths,
+                     "nearest_gpus": [lab for r, lab in ranked if r == best]})
+    info["nvme"] = nvme
+    #: The labels above (nearest_gpus, gpu_paths) are sysfs's own PCI-order numbering; this
+    #: map lets a merged model name the same GPUs by bus id (render.ib does).
+    info["gpu_bus_ids"] = {label: bdf for bdf, label in gpu_labels.items()}
+
+    # -- NUMA
+    numa = raw.get("numa")
+    if numa is not None:
+        nodes = []
+        for nd in numa["nodes"]:
+            cpul = nd["cpulist"].strip() if nd["cpulist"] is not None else None
+            dist = None
+            unknown = {k: reason(v) for k, v in nd["errors"].items()}
+            if nd["distance"] is not None:
+                parts = [to_int(x) for x in nd["distance"].split()]
+                dist = parts if None not in parts else None
+                if dist is None:
+                    unknown["distance"] = f"not a value: {nd['distance']!r}"
+            cpus = cpulist_count(cpul)
+            if cpul is not None and cpus is None:
+                unknown["cpulist"] = f"not a value: {nd['cpulist']!r}"
+            entry = {"node": nd["node"], "cpulist": cpul, "cpus": cpus, "distances": dist}
+            if cpul == "":
+                entry["memory_only"] = True
+            if unknown:
+                entry["unknown"] = unknown
+            for k in ("cpulist", "distance"):
+                if k in unknown and k not in nd["errors"]:
+                    topo.note("sysfs.bad_value", f"devices/system/node/{nd.get('name') or nd['node']}"
+                              f"/{k}: {unknown[k]}: unknown", source=SOURCE, level="warning")
+            nodes.append(entry)
+        info["numa"] = {"online": (numa["online"] or "").strip() or None, "nodes": nodes}
+    else:
+        info["numa"] = None
+        topo.note("sysfs.no_numa", "devices/system/node absent or unreadable "
+                  f"({reason(raw.get('numa_error'))}): NUMA layout unknown", source=SOURCE)
+
+    # -- GPUDirect RDMA
+    mods = raw["modules"]
+    peermem = mods["nvidia_peermem"]["loaded"]
+    legacy = mods["nv_peer_mem"]["loaded"] or any(
+        v["loaded"] for k, v in mods.items() if k.startswith("kernel/"))
+    info["gpudirect"] = {
+        "nvidia_peermem": peermem,
+        "nvidia_peermem_version": mods["nvidia_peermem"].get("version"),
+        "nv_peer_mem": legacy,
+        "peermem_loaded": peermem or legacy,
+        "dmabuf": "unknown (not visible in sysfs)",
+        "nvidia_fs": mods["nvidia_fs"]["loaded"],
+    }
+    topo.extra[SOURCE] = info
+    return topo

@@ -1,0 +1,439 @@
+"""The ``nvidia-smi topo`` text read into a model: devices, the path (or P2P) matrix, NVLink
+pairs, affinities, the legends; damage reported as notes, unknown tokens kept as printed.
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+from typing import Dict, List, Optional, Tuple
+
+from ...model import GPU, NIC, Matrix, NVLinkPair, Topology, nvlink_count
+from ...safe import ascii_int
+from .locate import TopoParseError, locate
+from .scan import (AFF_COL_RE, AFFINITY_LIKE_RE, MAX_DEVICES, MAX_LINE_CHARS, Notes, Tok,
+                   clean_text, clip, scan_cells, split_labels, split_tokens)
+
+SOURCE = "topo-text"
+
+_PATH_TOKEN_RE = re.compile(r"^(?:X|NV[0-9]{1,4}|PIX|PXB|PHB|NODE|SYS|SOC)$")
+_P2P_TOKENS = frozenset({"OK", "CNS", "GNS", "TNS", "NS", "DR", "U"})
+_GPU_LABEL_RE = re.compile(r"^GPU([0-9]{1,6})$")
+_NUMA_ID_RE = re.compile(r"^[0-9]{1,9}$")
+_NIC_LABEL_RE = re.compile(r"^NIC[0-9]+$")
+_NIC_MAP_RE = re.compile(r"^\s*(NIC[0-9]+)\s*:\s*(\S+)\s*$")
+_LEGEND_RE = re.compile(r"^\s*(X|SOC|SYS|NODE|PHB|PXB|PIX|NV#|OK|CNS|GNS|TNS|NS|DR|U)\s*=\s*(.*)$")
+_OK_LEGEND_RE = re.compile(r"^\s*OK\s*=")
+_CMD_RE = re.compile(r"nvidia-smi\s+topo\s+(.*)$")
+_P2P_MODE_RE = re.compile(r"(?:-p2p|--p2pstatus)[ =]+([rwnap])\b")
+_SPACES_RE = re.compile(r"\s+")
+AFFINITY_FIELDS = {"cpuaffinity": "cpu_affinity", "numaaffinity": "numa_affinity",
+                   "gpunumaid": "gpu_numa_id"}
+_COLUMN_TITLES = {"cpu_affinity": "CPU Affinity", "numa_affinity": "NUMA Affinity",
+                  "gpu_numa_id": "GPU NUMA ID"}
+#: Longest legend description kept (wrapped lines are joined up to this).
+_MAX_LEGEND_CHARS = 1024
+#: NIC Legend entries for devices not in the matrix that are named in the note.
+_MAX_STRAY_NICS = 64
+
+
+def parse(text: str) -> Topology:
+    """Parse ``nvidia-smi topo -m`` / ``-mp`` / ``--matrix`` / ``-p2p`` text into a model.
+
+    Raises :class:`TopoParseError` only when no matrix is present at all, or when it is
+    larger than nvtopo reads (:data:`MAX_DEVICES` devices, :data:`MAX_LINE_CHARS` a line).
+    Time and memory are linear in the text; notes are bounded (:data:`MAX_NOTES` a kind).
+    """
+    lines = clean_text(text)
+    found = locate(lines)
+    header_idx = found.header
+    topo = Topology(sources=[SOURCE])
+    note = Notes(topo)
+    info: Dict[str, object] = {}
+
+    # -- command line and P2P mode, when the paste kept the prompt
+    command = None
+    for line in lines[: (header_idx if header_idx is not None else found.rows[0][0])]:
+        m = _CMD_RE.search(line)
+        if m:
+            command = "nvidia-smi topo " + m.group(1).strip()
+    if command:
+        info["command"] = command
+
+    # -- rows: labels first (the header may be glued and needs them)
+    row_labels = found.labels
+
+    # -- header
+    header_devices: List[str] = []
+    aff_cols: List[Tuple[str, int]] = []
+    if header_idx is not None:
+        hline = lines[header_idx]
+        for m in AFF_COL_RE.finditer(hline):
+            key = _SPACES_RE.sub("", m.group().lower())
+            aff_cols.append((AFFINITY_FIELDS[key], m.start()))
+        parts = AFF_COL_RE.split(hline)
+        dev_toks, _ = split_tokens(parts[0])
+        for t in dev_toks:
+            if t.text:
+                header_devices.extend(split_labels(t.text, row_labels))
+        extra_cols = [w for p in parts[1:] for w in p.split()]
+        if extra_cols:
+            note("topo.unknown_column", "header has columns nvtopo does not know: "
+                 + ", ".join(extra_cols) + " (ignored)", level="warning")
+    else:
+        note("topo.no_header", "no header line: columns assumed to follow the row order",
+             level="warning")
+
+    times: Dict[str, int] = {}
+    for d in header_devices:
+        times[d] = times.get(d, 0) + 1
+    dups = sorted(d for d, k in times.items() if k > 1)
+    if dups:
+        note("topo.duplicate_column", "header names these devices twice: "
+             + ", ".join(dups) + " (first one used)", level="warning")
+    devices = list(times)
+    row_only = []
+    known = set(devices)
+    for lab in row_labels:
+        if lab not in known:
+            known.add(lab)
+            devices.append(lab)
+            row_only.append(lab)
+    if header_idx is not None and row_only:
+        note("topo.missing_columns", "header has no column for "
+             + ", ".join(row_only) + "; their paths come from their own rows and the "
+             "rows of the other devices where those printed more cells", level="warning")
+
+    n = len(devices)
+    if n > MAX_DEVICES:
+        raise TopoParseError(f"matrix names {n} devices, more than the {MAX_DEVICES} nvtopo reads")
+    position = {d: i for i, d in enumerate(devices)}
+    cells: List[List[Optional[str]]] = [[None] * n for _ in range(n)]
+    gpu_aff: Dict[str, Dict[str, Optional[str]]] = {}
+    nic_aff: Dict[str, Dict[str, Optional[str]]] = {}
+    seen_rows = set()
+    short: Dict[Tuple[int, Tuple[str, ...]], List[str]] = {}
+    for line_no, label in found.rows:
+        if label in seen_rows:
+            note("topo.duplicate_row", f"row {label} appears twice (line {line_no + 1}); "
+                 "the first one is used", level="warning", subject=label)
+            continue
+        seen_rows.add(label)
+        line = lines[line_no]
+        if len(line) > MAX_LINE_CHARS:
+            note("topo.long_row", f"row {clip(label)} (line {line_no + 1}) is {len(line)} "
+                 f"characters long, more than the {MAX_LINE_CHARS} nvtopo reads; its cells "
+                 "are not read", level="warning", subject=label)
+            toks: List[Tok] = [Tok(label, None)]
+            tabbed = False
+        else:
+            toks, tabbed = split_tokens(line)
+        row_cells: List[str] = []
+        count = 0
+        k = 1
+        while k < len(toks) and count < n:
+            t = toks[k].text
+            if AFFINITY_LIKE_RE.match(t):
+                break
+            glued, many = scan_cells(t, n + 1)
+            if glued is None:
+                glued, many = [t], 1
+            row_cells.extend(glued[: n + 1 - len(row_cells)])
+            count += many
+            k += 1
+        if count > n:
+            note("topo.extra_cells", f"row {label} has {count} cells for "
+                 f"{n} devices; the extra ones are ignored", level="warning", subject=label)
+            row_cells = row_cells[:n]
+        r = position[label]
+        for j, tok in enumerate(row_cells):
+            cells[r][j] = tok
+        if len(row_cells) < n:
+            short.setdefault((len(row_cells), tuple(devices[len(row_cells):])), []).append(label)
+        values = _assign_affinity(toks[k:], aff_cols, tabbed, note, label)
+        if _GPU_LABEL_RE.match(label):
+            gpu_aff[label] = values
+        elif any(v for v in values.values()):
+            nic_aff[label] = values
+    note.more("topo.duplicate_row", found.more_repeats, "warning")
+
+    for (count, missing), labels in short.items():
+        note("topo.short_row", f"row{'s' if len(labels) > 1 else ''} {', '.join(labels)} "
+             f"{'have' if len(labels) > 1 else 'has'} {count} of {n} cells; nothing printed "
+             "for " + ", ".join(missing), level="warning", subject=labels[0])
+    for lab in devices:
+        if lab not in seen_rows:
+            note("topo.missing_row", f"no row for {lab}: its paths come only from its "
+                 "column", level="warning", subject=lab)
+
+    kind = _matrix_kind(cells, lines)
+    info["kind"] = kind
+    if kind == "paths":
+        _fill_mirror(devices, cells, note)
+    _report_cells(devices, cells, kind, note)
+
+    legend, style = _legend(lines)
+    if legend:
+        info["legend"] = legend
+    info["legend_style"] = style
+
+    nic_names: Dict[str, str] = {}
+    stray: Dict[str, None] = {}
+    more_stray = 0
+    for line in lines:
+        m = _NIC_MAP_RE.match(line)
+        if m:
+            if m.group(1) in known:
+                nic_names[m.group(1)] = m.group(2)
+            elif m.group(1) in stray or len(stray) < _MAX_STRAY_NICS:
+                stray[m.group(1)] = None
+            else:
+                more_stray += 1
+
+    # -- devices into the model
+    gpu_index: Dict[int, str] = {}
+    for lab in devices:
+        m = _GPU_LABEL_RE.match(lab)
+        index = ascii_int(m.group(1)) if m else None
+        if index is not None and index in gpu_index:
+            note("topo.duplicate_gpu", f"{lab} has the same GPU index as "
+                 f"{gpu_index[index]}; only the first is listed as a GPU",
+                 level="warning", subject=lab)
+        elif index is not None:
+            gpu_index[index] = lab
+            gpu = GPU(index=index, label=lab)
+            values = gpu_aff.get(lab, {})
+            for fld, _ in aff_cols:
+                raw = values.get(fld)
+                gpu.sources[fld] = SOURCE
+                if fld == "gpu_numa_id":
+                    numa = (ascii_int(raw) if raw is not None and _NUMA_ID_RE.match(raw)
+                            else None)
+                    if raw is not None and numa is None:
+                        note("topo.bad_value", f"GPU NUMA ID {raw!r} of {lab} is not a "
+                             "number; kept as unknown", level="warning", subject=lab)
+                    gpu.gpu_numa_id = numa
+                else:
+                    setattr(gpu, fld, raw)
+            topo.gpus.append(gpu)
+        else:
+            name = nic_names.get(lab, lab)
+            nic = NIC(label=lab, name=name, sources={"name": SOURCE, "label": SOURCE})
+            if lab in nic_aff:
+                nic.extra["affinity"] = nic_aff[lab]
+            topo.nics.append(nic)
+    nic_labels = [x.label for x in topo.nics]
+    unnamed = [lab for lab in nic_labels if _NIC_LABEL_RE.match(lab) and lab not in nic_names]
+    if unnamed:
+        note("topo.no_nic_legend", "no NIC Legend for " + ", ".join(unnamed)
+             + ": device names unknown, labels used as names")
+    if stray:
+        note("topo.stray_nic_legend", "NIC Legend names devices not in the matrix: "
+             + ", ".join(sorted(stray))
+             + (f" and {more_stray} more lines like these" if more_stray else ""),
+             level="warning")
+
+    matrix = Matrix(devices=devices, cells=cells, source=SOURCE)
+    if kind == "p2p":
+        mode = None
+        if command:
+            mm = _P2P_MODE_RE.search(command)
+            mode = mm.group(1) if mm else None
+        matrix.mode = mode
+        topo.p2p = matrix
+    else:
+        topo.matrix = matrix
+        topo.nvlinks = _nvlink_pairs(devices, cells, topo)
+    note.finish()
+    topo.extra[SOURCE] = info
+    return topo
+
+
+def _assign_affinity(rest: List[Tok], cols: List[Tuple[str, int]], tabbed: bool,
+                     note: Notes, label: str) -> Dict[str, Optional[str]]:
+    """Map the fields after the matrix cells to the affinity columns."""
+    values: Dict[str, Optional[str]] = {c: None for c, _ in cols}
+    if not cols:
+        extra = [t.text for t in rest if t.text]
+        if extra:
+            note("topo.extra_fields", f"row {label} has fields after its cells but the "
+                 "header names no affinity columns: " + " ".join(extra), level="warning",
+                 subject=label)
+        return values
+    fields = list(rest)
+    if tabbed and len(fields) > len(cols):
+        # nvidia-smi pads with an extra TAB before "GPU NUMA ID" and some rows end in a
+        # TAB: drop surplus empty fields from the right until the count matches.
+        drop = len(fields) - len(cols)
+        keep: List[Tok] = []
+        for f in reversed(fields):
+            if drop and f.text == "":
+                drop -= 1
+            else:
+                keep.append(f)
+        fields = keep[::-1]
+    if tabbed or len(fields) >= len(cols):
+        assigned = list(zip([c for c, _ in cols], fields))
+    else:
+        assigned = _by_position(fields, cols, note, label)
+    if len(fields) > len(cols):
+        extra = [f.text for f in fields[len(cols):] if f.text]
+        if extra:
+            note("topo.extra_fields", f"row {label} has more fields than affinity "
+                 "columns; ignored: " + " ".join(extra), level="warning", subject=label)
+    for col, tok in assigned:
+        v = tok.text
+        values[col] = None if v in ("", "N/A") else v
+    return values
+
+
+def _by_position(fields: List[Tok], cols: List[Tuple[str, int]], note: Notes,
+                 label: str) -> List[Tuple[str, Tok]]:
+    """Assign fewer fields than columns by their position under the header.
+
+    Where a value sits about as near to two column headings, the guess is
+    reported as a warning rather than made silently.
+    """
+    out: List[Tuple[str, Tok]] = []
+    ci = 0
+    for i, f in enumerate(fields):
+        remaining_fields = len(fields) - i
+        candidates = list(range(ci, len(cols) - remaining_fields + 1))
+        best = ci
+        if f.start is not None and candidates:
+            dist = sorted((abs(cols[c][1] - f.start), c) for c in candidates)
+            best = dist[0][1]
+            if len(dist) > 1 and dist[1][0] - dist[0][0] <= 2:
+                names = " or ".join(_COLUMN_TITLES[cols[c][0]]
+                                    for _, c in sorted(dist[:2], key=lambda x: x[1]))
+                note("topo.ambiguous_field", f"row {label}: value {f.text!r} could be "
+                     f"{names} (some columns are empty and the alignment does not tell); "
+                     f"taken as {_COLUMN_TITLES[cols[best][0]]}", level="warning",
+                     subject=label)
+        out.append((cols[best][0], f))
+        ci = best + 1
+    return out
+
+
+def _matrix_kind(cells: List[List[Optional[str]]], lines: List[str]) -> str:
+    p2p = paths = 0
+    for row in cells:
+        for c in row:
+            if c is None or c == "X":
+                continue
+            if c in _P2P_TOKENS:
+                p2p += 1
+            elif _PATH_TOKEN_RE.match(c):
+                paths += 1
+    if p2p != paths:
+        return "p2p" if p2p > paths else "paths"
+    legend_p2p = any(_OK_LEGEND_RE.match(ln) for ln in lines)
+    return "p2p" if legend_p2p else "paths"
+
+
+def _fill_mirror(devices: List[str], cells: List[List[Optional[str]]], note: Notes) -> None:
+    n = len(devices)
+    first: List[str] = []
+    filled = 0
+    for i in range(n):
+        row = cells[i]
+        for j in range(n):
+            if i != j and row[j] is None and cells[j][i] is not None:
+                row[j] = cells[j][i]
+                if filled < 6:
+                    first.append(f"{devices[i]}-{devices[j]}")
+                filled += 1
+    if filled:
+        shown = ", ".join(first) + (f" and {filled - 6} more" if filled > 6 else "")
+        note("topo.mirrored", f"{filled} cells not printed were taken from the "
+             f"mirrored cell (paths are symmetric): {shown}", level="info")
+    for i in range(n):
+        if cells[i][i] is None:
+            cells[i][i] = "X"
+    # After mirroring a cell is unknown exactly where its mirror is: each pair once, and
+    # no list of up to a million pair names.
+    count = sum(1 for i in range(n) for j in range(i + 1, n) if cells[i][j] is None)
+    if count:
+        unknown = heapq.nsmallest(6, (f"{devices[i]}-{devices[j]}" for i in range(n)
+                                      for j in range(i + 1, n) if cells[i][j] is None))
+        shown = ", ".join(unknown) + (f" and {count - 6} more" if count > 6 else "")
+        note("topo.unknown_paths", f"path unknown for {count} device pairs: {shown}",
+             level="warning")
+
+
+def _report_cells(devices: List[str], cells: List[List[Optional[str]]], kind: str,
+                  note: Notes) -> None:
+    unknown: Dict[str, List[str]] = {}
+    unknown_count: Dict[str, int] = {}
+    asym: List[str] = []
+    asym_count = 0
+    for i, row in enumerate(cells):
+        for j, c in enumerate(row):
+            if c is None:
+                continue
+            ok = (c in _P2P_TOKENS or c == "X") if kind == "p2p" else bool(_PATH_TOKEN_RE.match(c))
+            if not ok or (i == j) != (c == "X"):
+                where = unknown.setdefault(c, [])
+                if len(where) < 5:
+                    where.append(f"{devices[i]}-{devices[j]}")
+                unknown_count[c] = unknown_count.get(c, 0) + 1
+            if j > i and cells[j][i] is not None and cells[j][i] != c:
+                if asym_count < 5:
+                    asym.append(f"{devices[i]}-{devices[j]} ({c} vs {cells[j][i]})")
+                asym_count += 1
+    for tok, where in unknown.items():
+        note("topo.unknown_token", f"unrecognised cell {clip(tok)!r} kept as printed at "
+             + ", ".join(where[:4]) + (" ..." if unknown_count[tok] > 4 else ""),
+             level="warning", subject=where[0])
+    if asym:
+        note("topo.asymmetric", "matrix is not symmetric: " + "; ".join(asym[:4])
+             + (" ..." if asym_count > 4 else ""), level="warning")
+
+
+def _nvlink_pairs(devices: List[str], cells: List[List[Optional[str]]],
+                  topo: Topology) -> List[NVLinkPair]:
+    out = []
+    gpus = [(i, ascii_int(m.group(1))) for i, d in enumerate(devices)
+            for m in [_GPU_LABEL_RE.match(d)] if m]
+    for x, (i, a) in enumerate(gpus):
+        for j, b in gpus[x + 1:]:
+            c1, c2 = nvlink_count(cells[i][j]), nvlink_count(cells[j][i])
+            count = c1 if c1 is not None else c2
+            if count is not None:
+                out.append(NVLinkPair(a=a, b=b, count=count, source=SOURCE))
+    return out
+
+
+def _legend(lines: List[str]) -> Tuple[Dict[str, str], Optional[str]]:
+    parts: Dict[str, List[str]] = {}  # wrapped lines joined at the end (no quadratic +=)
+    size: Dict[str, int] = {}
+    last = None
+    for line in lines:
+        m = _LEGEND_RE.match(line.rstrip())
+        if m:
+            last = m.group(1)
+            parts[last] = [m.group(2)]
+            size[last] = len(m.group(2))
+        elif last and line.strip() and line[:1].isspace() and "=" not in line \
+                and not _NIC_MAP_RE.match(line) and not line.strip().endswith(":"):
+            if size[last] <= _MAX_LEGEND_CHARS:  # a wrapped legend line
+                parts[last].append(line.strip())
+            size[last] += len(line)
+        else:
+            last = None if not line.strip() or line.strip().endswith(":") else last
+    legend: Dict[str, str] = {}
+    for key, words in parts.items():
+        text = " ".join(words)
+        cut = size[key] > _MAX_LEGEND_CHARS or len(text) > _MAX_LEGEND_CHARS
+        legend[key] = text[:_MAX_LEGEND_CHARS] + " …" if cut else text
+    if not legend:
+        return legend, None
+    if "SOC" in legend:
+        style = "soc"
+    elif "switch" in (legend.get("PIX", "") + legend.get("PXB", "")).lower():
+        style = "transitional"
+    elif "OK" in legend:
+        style = "p2p"
+    else:
+        style = "modern"
+    return legend, style

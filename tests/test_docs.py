@@ -207,7 +207,7 @@ def test_citations_are_found():
     found = {(w, p, s) for w, _, p, s in CITATIONS}
     assert ("fixtures/sysfs/README.md", "layouts", "4.7") in found
     assert ("fixtures/sysfs/dgx-h100.sysfs", "layouts", "4.7") in found
-    assert ("nvtopo/probes/nvml.py", "nvml", "8") in found
+    assert ("nvtopo/probes/nvml/walk.py", "nvml", "8") in found
     assert any(w.startswith("docs/schemas/") and p == "json" for w, p, _ in found)
 
 

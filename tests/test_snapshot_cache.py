@@ -256,7 +256,7 @@ def test_an_old_evidence_only_snapshot_is_given_a_cache_in_place(tmp_path, monke
 
 
 def _reseal(text: str) -> str:
-    """Seal an edited file anew, as the README describes the seal (what a tool could do)."""
+    """Seal an edited file anew, as docs/snapshot.md §3 describes the seal (what a tool could do)."""
     import hashlib
     import re
 

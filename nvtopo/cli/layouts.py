@@ -50,7 +50,7 @@ def layouts_show(
     layout_file: Optional[str] = layout_file_option(
         help="Show (and validate) your own file. '-' reads standard input."),
 ) -> None:
-    """Print one layout as JSON (the file format: nvtopo/layouts/SCHEMA.md)."""
+    """Print one layout as JSON (the file format: docs/layouts.md §2)."""
     print_json(layout(name, layout_file, "layouts show", named=True).data)
 
 

@@ -1,4 +1,4 @@
-"""Expected layouts: one JSON data file per system (see ``SCHEMA.md``).
+"""Expected layouts: one JSON data file per system (the format: docs/layouts.md §2).
 
 A layout states what a healthy node of a system looks like; what it does not
 state is not checked.  Bundled layouts live beside this module; users give

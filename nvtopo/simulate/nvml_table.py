@@ -141,7 +141,7 @@ def compile_machine(desc: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
         put(field_key(i, 91, 0), {"value": count} if nvl.get("count_field", True)
             else _err("NotSupported"))
         # Field 147: links wired to NVSwitch ("total", default) or those of them up ("active",
-        # as NVIDIA's mock counts); which one NVML means is an open point (docs/nvml.md).
+        # as NVIDIA's mock counts); which one NVML means is an open point (docs/nvml.md §8).
         sw_links = {"total": len(g.get("link_switches") or []),
                     "active": sum(r[0] == "switch" for r in links[i].values())}
         meaning = desc.get("nvswitch_link_count", "total")

@@ -217,7 +217,7 @@ def _walk_gpu(g: _GpuWalk) -> None:
     n = int(nv["count"])
     nv["status"] = "ok"
     # Field 91 is trusted as the number of links present (the header's meaning; whether it
-    # can count active links only is an open point, docs/nvml.md).  It is bounded by
+    # can count active links only is an open point, docs/nvml.md §8).  It is bounded by
     # MAX_LINKS (a bad value is caught above).
     batch = g.fields([(fid, link) for link in range(n) for fid in LINK_FIELDS]
                      + [(fids[link], 0) for fids in LEGACY_COUNTER_FIELDS.values()

@@ -72,7 +72,11 @@ _TOO_DEEP = re.compile(r"\n {130}")
 _ZERO_DIGEST = "0" * 64
 _SEAL_RE = re.compile(rb'"file_sha256"\s*:\s*"([0-9a-f]{64})"')
 #: The modules whose code decides what a snapshot derives to (a test keeps this complete).
-DERIVATION_MODULES = ("__init__.py", "errors.py", "model.py", "model_shape.py",
+DERIVATION_MODULES = ("__init__.py", "errors.py", "model/__init__.py", "model/codec.py",
+                      "model/core.py", "model/host.py", "model/merge.py", "model/node.py",
+                      "model/nvlink.py", "model/nvml.py", "model/pcie.py", "model/rdma.py",
+                      "model/storage.py", "model/topology.py", "model/vocab.py",
+                      "model_shape.py",
                       "snapshot/__init__.py", "snapshot/cache.py", "snapshot/document.py",
                       "snapshot/read.py",
                       "probes/__init__.py", "probes/deadline.py",

@@ -1,0 +1,151 @@
+"""The devices and relations of a node: GPUs, NICs, the path and P2P matrices, NVLink pair
+counts, notes, disagreements between sources.
+
+A GPU's and a NIC's per-source records are typed attributes (``GPU.nvml``,
+``GPU.nvml_text``, ``GPU.sysfs``; ``NIC.sysfs``, ``NIC.affinity``), written under the
+object's ``extra`` in JSON; ``extra`` itself keeps only keys this nvtopo does not know
+(forward compatibility).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
+
+from .codec import Record, fld
+
+#: GPU fields that sources state and that are compared when merging sources.
+GPU_FACTS = ("name", "uuid", "pci_bus_id", "cpu_affinity", "numa_affinity", "gpu_numa_id")
+#: NIC fields likewise.
+NIC_FACTS = ("pci_bus_id", "numa_node")
+
+@dataclass
+class GPU(Record):
+    """One GPU.  Fields are ``None`` where no source said anything."""
+
+    index: int
+    label: str = fld("GPU<index>, or the matrix row's label", default="")
+    name: Optional[str] = fld("nvmlDeviceGetName; nvidia-smi -q Product Name")
+    uuid: Optional[str] = fld("nvmlDeviceGetUUID; nvidia-smi -L / -q")
+    pci_bus_id: Optional[str] = fld("nvmlDeviceGetPciInfo; sysfs bus/pci/devices; -q")
+    cpu_affinity: Optional[str] = fld("topo -m CPU Affinity; nvmlDeviceGetCpuAffinity; sysfs "
+                                      "local_cpulist")
+    numa_affinity: Optional[str] = fld("topo -m NUMA Affinity; "
+                                       "nvmlDeviceGetMemoryAffinity; sysfs numa_node")
+    gpu_numa_id: Optional[int] = fld("topo -m GPU NUMA ID; nvmlDeviceGetNumaNodeId (Grace)")
+    #: field name -> source name, for every field that has a value.
+    sources: Dict[str, str] = fld("field -> the source that stated it", factory=dict)
+    #: Keys under ``extra`` this nvtopo does not know, kept as read.
+    extra: Dict[str, Any] = fld("unknown keys, kept", factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.label:
+            self.label = f"GPU{self.index}"
+
+
+@dataclass
+class NIC(Record):
+    """One network device as nvidia-smi lists it (an RDMA device: HCA or RoCE NIC).
+
+    ``label`` is what the matrix prints (``NIC0`` or ``mlx5_0``); ``name``
+    the device name (through the NIC Legend where there is one, else the
+    label).
+    """
+
+    label: str
+    name: str
+    pci_bus_id: Optional[str] = fld("sysfs: the RDMA device's PCI function")
+    numa_node: Optional[int] = fld("sysfs: the function's numa_node")
+    sources: Dict[str, str] = fld("field -> the source that stated it", factory=dict)
+    extra: Dict[str, Any] = fld("unknown keys, kept", factory=dict)
+
+
+@dataclass
+class Matrix(Record):
+    """A square device matrix, cells as printed (``None`` where unknown).
+
+    ``cells[i][j]`` is row ``devices[i]``, column ``devices[j]``.
+    Used for the path matrix (``X``, ``NV18``, ``PIX``, ``SOC`` ...) and
+    for the P2P status matrix (``X``, ``OK``, ``GNS`` ...).
+    """
+
+    devices: List[str]
+    cells: List[List[Optional[str]]]
+    source: str = fld("topo-text, nvml or sysfs", default="topo-text")
+    #: For P2P matrices: the capability shown (``r``, ``w``, ``n``, ``a``,
+    #: ``p``) where the input says so.
+    mode: Optional[str] = fld("topo -p2p r/w/n/a/p", omit="none")
+
+    def __post_init__(self) -> None:
+        n = len(self.devices)
+        if len(self.cells) != n or any(len(row) != n for row in self.cells):
+            raise ValueError("matrix cells must be square and match the device list")
+
+    def index(self, label: str) -> int:
+        return self.devices.index(label)
+
+    def get(self, a: str, b: str) -> Optional[str]:
+        """Cell for row ``a`` and column ``b``, or ``None``."""
+        memo = self.__dict__.get("_pos")  # (a copy of the devices it indexes, the index)
+        if memo is None or memo[0] != self.devices:
+            pos: Dict[str, int] = {}
+            for i, lab in enumerate(self.devices):
+                pos.setdefault(lab, i)  # the first occurrence, as list.index finds it
+            memo = self.__dict__["_pos"] = (list(self.devices), pos)
+        pos = memo[1]
+        i, j = pos.get(a), pos.get(b)
+        if i is None or j is None:
+            return None
+        return self.cells[i][j]
+
+    def pairs(self) -> Iterator[Tuple[str, str, Optional[str]]]:
+        """Every unordered pair ``(a, b, token)`` above the diagonal."""
+        n = len(self.devices)
+        for i in range(n):
+            for j in range(i + 1, n):
+                tok = self.cells[i][j]
+                if tok is None:
+                    tok = self.cells[j][i]
+                yield self.devices[i], self.devices[j], tok
+
+
+@dataclass
+class NVLinkPair(Record):
+    """NVLink count between two GPUs (by index), with its source."""
+
+    a: int
+    b: int
+    count: int
+    source: str = "topo-text"
+
+
+@dataclass
+class Note(Record):
+    """Something a probe wants the user to know: damage, unknown tokens, gaps.
+
+    ``level`` is ``info`` (a gap, e.g. no NIC Legend) or ``warning``
+    (something was lost or guessed).  Notes are not findings: checks decide
+    what is wrong; notes say what the input did and did not tell.
+    """
+
+    __json_order__ = ("code", "level", "message", "source", "subject")
+
+    code: str
+    message: str
+    source: str = "topo-text"
+    level: str = "info"
+    subject: Optional[str] = fld("the device it is about", omit="none")
+
+
+@dataclass
+class Disagreement(Record):
+    """Two sources said different things about the same fact."""
+
+    subject: str
+    fact: str
+    values: Dict[str, Union[str, int]]
+    message: str = ""
+
+
+__all__ = ["GPU_FACTS", "NIC_FACTS", "GPU", "NIC", "Matrix", "NVLinkPair", "Note",
+           "Disagreement"]

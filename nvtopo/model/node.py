@@ -1,0 +1,48 @@
+"""What a source says about the node as a whole, beyond its devices: the topo text's legend
+(``docs/topo-text.md``) and sysfs's node facts (``docs/sysfs.md``).  NVML's are in
+:mod:`.nvml`, the host probe's in :mod:`.host`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, List, Optional
+
+from .codec import Record, fld
+from .host import NumaInfo
+from .rdma import GpuDirect
+from .storage import NvmeDrive
+
+
+@dataclass
+class TopoText(Record):
+    """``extra.topo-text``: what kind of ``nvidia-smi topo`` output, and its legend."""
+
+    command: Optional[str] = fld("the command line the paste kept", omit="none")
+    kind: str = fld("paths (topo -m) or p2p (topo -p2p)", default="paths")
+    legend: Optional[Dict[str, str]] = fld("token -> the legend's text", omit="none")
+    legend_style: Optional[str] = fld("modern, transitional, soc, p2p, or null without one")
+
+
+@dataclass
+class SysfsNode(Record):
+    """``extra.sysfs``: the tree read, RDMA absence, NVMe drives, NUMA, GPUDirect."""
+
+    root: str = fld("the sysfs tree read", default="/sys")
+    absent_devices: Dict[str, str] = fld("class/infiniband entry -> why it is no device",
+                                         factory=dict)
+    rdma: Optional[str] = fld("why there is no RDMA device", omit="none")
+    nvme: List[NvmeDrive] = fld("NVMe drives", factory=list)
+    gpu_bus_ids: Dict[str, str] = fld("GPU label (as the model numbers GPUs) -> the PCI "
+                                      "address sysfs found it at", factory=dict)
+    numa: Optional[NumaInfo] = fld("devices/system/node (null without it)")
+    gpudirect: GpuDirect = fld("GPUDirect RDMA modules", factory=GpuDirect)
+
+    def relabel(self, rename: Dict[str, str]) -> None:
+        """Name GPUs as the merged model does (``rename``: old label -> new)."""
+        for drive in self.nvme:
+            drive.relabel(rename)
+        self.gpu_bus_ids = {rename.get(k, k): v for k, v in self.gpu_bus_ids.items()}
+
+
+__all__ = ["TopoText", "SysfsNode"]

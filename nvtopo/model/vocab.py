@@ -1,0 +1,95 @@
+"""The vocabulary every source shares: path tokens (``NV18``, ``PIX`` ... ``SYS``) as
+``nvidia-smi topo -m`` prints them, P2P status tokens (``nvidia-smi topo -p2p``), and PCI
+bus ids (compared as integers, never as strings).  Pure.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any, Optional, Tuple
+
+# --- path vocabulary -------------------------------------------------------
+
+#: Path kinds from strongest to weakest, as nvidia-smi's legend orders them.
+PATH_ORDER = ("X", "NV", "PIX", "PXB", "PHB", "NODE", "SYS")
+
+#: Legacy spellings and their modern meaning.  Drivers up to about 384
+#: printed SOC where today's print SYS.
+PATH_ALIASES = {"SOC": "SYS"}
+
+#: Status tokens of ``nvidia-smi topo -p2p``.
+P2P_STATUS = {
+    "X": "Self",
+    "OK": "Status Ok",
+    "CNS": "Chipset not supported",
+    "GNS": "GPU not supported",
+    "TNS": "Topology not supported",
+    "NS": "Not supported",
+    "DR": "Disabled by regkey",
+    "U": "Unknown",
+}
+
+PATH_DESCRIPTIONS = {
+    "X": "Self",
+    "NV#": "Connection traversing a bonded set of # NVLinks",
+    "PIX": "Connection traversing at most a single PCIe bridge",
+    "PXB": "Connection traversing multiple PCIe bridges (without traversing the PCIe Host Bridge)",
+    "PHB": "Connection traversing PCIe as well as a PCIe Host Bridge (typically the CPU)",
+    "NODE": "Connection traversing PCIe as well as the interconnect between PCIe Host Bridges "
+    "within a NUMA node",
+    "SYS": "Connection traversing PCIe as well as the SMP interconnect between NUMA nodes "
+    "(e.g., QPI/UPI)",
+    "SOC": "Old drivers' name for SYS: PCIe as well as the SMP link between CPU sockets",
+}
+
+_NV_RE = re.compile(r"^NV([0-9]{1,4})$")  # ASCII digits: \d also takes "٣"
+
+
+@lru_cache(maxsize=512)
+def path_kind(token: Optional[str]) -> Optional[str]:
+    """Normalise a printed path token to its kind.
+
+    ``NV18`` -> ``NV``, ``SOC`` -> ``SYS``, ``PIX`` -> ``PIX``; ``None`` for
+    unknown or unrecognised tokens.
+    """
+    if token is None:
+        return None
+    token = PATH_ALIASES.get(token, token)
+    if _NV_RE.match(token):
+        return "NV"
+    return token if token in PATH_ORDER else None
+
+
+def nvlink_count(token: Optional[str]) -> Optional[int]:
+    """Number of bonded NVLinks in an ``NV#`` token, else ``None``."""
+    if token is None:
+        return None
+    m = _NV_RE.match(token)
+    return int(m.group(1)) if m else None
+
+
+@lru_cache(maxsize=512)
+def path_rank(token: Optional[str]) -> Optional[int]:
+    """Rank of a path token, 0 (self) … 6 (SYS); lower is closer."""
+    kind = path_kind(token)
+    return PATH_ORDER.index(kind) if kind else None
+
+
+_BDF_RE = re.compile(r"^\s*(?:([0-9a-fA-F]{1,8}):)?([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2})"
+                     r"(?:\.([0-7]))?\s*$")
+
+
+def pci_bdf(bus_id: Any) -> Optional[Tuple[int, int, int, int]]:
+    """A PCI bus id as ``(domain, bus, device, function)`` integers, or ``None``.
+
+    NVML (``00000000:1B:00.0``), nvidia-smi and sysfs (``0000:1b:00.0``) spell
+    the same device differently; compare these tuples, never the strings.
+    """
+    if not isinstance(bus_id, str):
+        return None
+    m = _BDF_RE.match(bus_id)
+    if not m:
+        return None
+    dom, bus, dev, fn = m.groups()
+    return (int(dom or "0", 16), int(bus, 16), int(dev, 16), int(fn or "0"))

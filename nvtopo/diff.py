@@ -137,7 +137,7 @@ def source_states(t: Topology, doc: Optional[Dict[str, Any]] = None) -> Dict[str
                 res[name] = "ok"
         return res
     kind = t.origin.get("kind")
-    has_nvml = kind == "nvml-text" or any(isinstance(g.extra.get("nvml"), dict) for g in t.gpus)
+    has_nvml = kind == "nvml-text" or any(g.nvml is not None for g in t.gpus)
     return {"nvml": "ok" if has_nvml else "absent",
             "sysfs": "absent",
             "topo-text": "ok" if kind == "topo-text" else "absent"}
@@ -299,10 +299,8 @@ def _nvlink_pairs(a: Topology, b: Topology, ka: Dict[Any, GPU], kb: Dict[Any, GP
     _grouped("nvlink.pair", items, out, "GPU pairs")
 
 
-def _links(g: GPU) -> Dict[int, Dict[str, Any]]:
-    links = _get(g.extra, "nvml", "nvlink", "links")
-    return {int(ln["link"]): ln for ln in links if isinstance(ln, dict) and "link" in ln} \
-        if isinstance(links, list) else {}
+def _links(g: GPU) -> Dict[int, Any]:
+    return {ln.link: ln for ln in g.nvml.nvlink.links} if g.nvml is not None else {}
 
 
 def _ranges(nums: Iterable[int]) -> str:
@@ -327,16 +325,15 @@ def _nvlink_links(ka: Dict[Any, GPU], kb: Dict[Any, GPU], out: List[Change]) -> 
         name = _label(k, ga, gb)
         by_change: Dict[Tuple[str, str], List[int]] = {}
         for n in sorted(la.keys() | lb.keys()):
-            sa = (la.get(n) or {}).get("state")
-            sb = (lb.get(n) or {}).get("state")
+            sa = la[n].state if n in la else None
+            sb = lb[n].state if n in lb else None
             if sa != sb:
                 by_change.setdefault((str(sa), str(sb)), []).append(n)
-            _counter_deltas(f"{name} link {n}", (la.get(n) or {}).get("errors"),
-                            (lb.get(n) or {}).get("errors"), "nvlink", out)
+            _counter_deltas(f"{name} link {n}", la[n].errors if n in la else None,
+                            lb[n].errors if n in lb else None, "nvlink", out)
         for (sa, sb), nums in by_change.items():
             subj = f"{name} link{'s' if len(nums) > 1 else ''} {_ranges(nums)}"
-            reason = next((lb[n].get("reason") for n in nums if n in lb and lb[n].get("reason")),
-                          None)
+            reason = next((lb[n].reason for n in nums if n in lb and lb[n].reason), None)
             items.append((subj, sa, sb, f"{subj}: {sa} → {sb}"
                           + (f" ({reason})" if reason else "")))
     _grouped("nvlink.link_state", items, out, "GPUs' links")
@@ -381,26 +378,28 @@ def _counter_deltas(subject: str, ca: Any, cb: Any, family: str, out: List[Chang
 def _fabric(ka: Dict[Any, GPU], kb: Dict[Any, GPU], out: List[Change]) -> None:
     items = []
     for k in sorted(ka.keys() & kb.keys(), key=lambda k: kb[k].index):
-        fa = _get(ka[k].extra, "nvml", "fabric")
-        fb = _get(kb[k].extra, "nvml", "fabric")
-        if not isinstance(fa, dict) or not isinstance(fb, dict):
+        fa = ka[k].nvml.fabric if ka[k].nvml is not None else None
+        fb = kb[k].nvml.fabric if kb[k].nvml is not None else None
+        if fa is None or fb is None:
             continue
-        sa = f"{fa.get('state')}/{fa.get('health_summary')}"
-        sb = f"{fb.get('state')}/{fb.get('health_summary')}"
+        sa = f"{fa.state}/{fa.health_summary}"
+        sb = f"{fb.state}/{fb.health_summary}"
         if sa != sb:
             name = _label(k, ka[k], kb[k])
             items.append((name, sa, sb, f"{name} fabric: {sa} → {sb}"))
     _grouped("fabric.state", items, out, "GPUs")
 
 
-def _pcie_of(extra: Dict[str, Any], nic: bool = False) -> Tuple[Optional[str], str]:
+def _pcie_of(dev: Any, nic: bool = False) -> Tuple[Optional[str], str]:
+    """A GPU's (or a NIC's) PCIe link as ``Gen5 x16``, and the source: sysfs, else NVML."""
+    extra = dev.extra
     link = _get(extra, "sysfs", "pci", "link") if nic else _get(extra, "sysfs", "link")
     if isinstance(link, dict) and link.get("current_width") is not None:
         return f"Gen{link.get('current_gen')} x{link.get('current_width')}", "sysfs"
-    if not nic:
-        p = _get(extra, "nvml", "pcie")
-        if isinstance(p, dict) and p.get("current_width") is not None:
-            return f"Gen{p.get('current_gen')} x{p.get('current_width')}", "nvml"
+    if not nic and dev.nvml is not None:
+        p = dev.nvml.pcie
+        if p.current_width is not None:
+            return f"Gen{p.current_gen} x{p.current_width}", "nvml"
     return None, ""
 
 
@@ -409,11 +408,11 @@ def _pcie(ka: Dict[Any, GPU], kb: Dict[Any, GPU], a: Topology, b: Topology,
     for k in sorted(ka.keys() & kb.keys(), key=lambda k: kb[k].index):
         ga, gb = ka[k], kb[k]
         name = _label(k, ga, gb)
-        (la, sa), (lb, sb) = _pcie_of(ga.extra), _pcie_of(gb.extra)
+        (la, sa), (lb, sb) = _pcie_of(ga), _pcie_of(gb)
         if la and lb and sa == sb and la != lb:
             out.append(Change("pcie.link", name, la, lb, f"{name} PCIe link: {la} → {lb}"))
-        ra = _get(ga.extra, "nvml", "pcie", "replay_counter")
-        rb = _get(gb.extra, "nvml", "pcie", "replay_counter")
+        ra = ga.nvml.pcie.replay_counter if ga.nvml is not None else None
+        rb = gb.nvml.pcie.replay_counter if gb.nvml is not None else None
         _counter_deltas(f"{name} PCIe", {"replay_counter": ra}, {"replay_counter": rb},
                         "pcie", out)
     nb = {n.name: n for n in b.nics}
@@ -421,7 +420,7 @@ def _pcie(ka: Dict[Any, GPU], kb: Dict[Any, GPU], a: Topology, b: Topology,
         other = nb.get(na.name)
         if other is None:
             continue
-        (la, sa), (lb, sb) = _pcie_of(na.extra, nic=True), _pcie_of(other.extra, nic=True)
+        (la, sa), (lb, sb) = _pcie_of(na, nic=True), _pcie_of(other, nic=True)
         if la and lb and la != lb:
             out.append(Change("pcie.link", na.name, la, lb, f"{na.name} PCIe link: {la} → {lb}"))
 

@@ -8,15 +8,17 @@ import pytest
 from nvtopo import checks, layouts
 from nvtopo.checks import fabric, gpu, ib, nic, numa, nvlink, p2p, pcie, source
 from nvtopo.model import GPU, NIC, Disagreement, Matrix, NVLinkPair, Topology
+from nvtopo.model.nvlink import Fabric, NvmlGpuLinks, NvmlLink, Remote
+from nvtopo.model.nvml import Fault, GpuPcie, NvmlGpu, NvmlNode, P2PMatrix, Utilization
 
 LAY = layouts.load("dgx-h100")
 
 
 def link(i, state="active", rule="state", errors=None):
-    return {"link": i, "state": state, "rule": rule, "version": "4.0", "speed_mbps": 26562,
-            "remote": {"type": "nvswitch", "gpu_index": None, "pci_bus_id": "07:00.0",
-                       "link": 0},
-            "errors": errors or {"replay": 0, "recovery": 0, "crc_flit": 0}}
+    return NvmlLink(link=i, state=state, rule=rule, version="4.0", speed_mbps=26562,
+                    remote=Remote(type="nvswitch", gpu_index=None, pci_bus_id="07:00.0",
+                                  link=0),
+                    errors=errors or {"replay": 0, "recovery": 0, "crc_flit": 0})
 
 
 def port(rate=400, state="ACTIVE", phys="LinkUp", layer="InfiniBand", errs=None, sat=()):
@@ -57,13 +59,12 @@ def healthy(nvml=True, sysfs=True, n=8):
         g = GPU(i, name="NVIDIA H100 80GB HBM3" if nvml else None,
                 numa_affinity="0" if i < 4 else "1", sources={"numa_affinity": "topo-text"})
         if nvml:
-            g.extra["nvml"] = {
-                "fault": None,
-                "nvlink": {"total": 18, "active": 18, "links": [link(k) for k in range(18)]},
-                "fabric": {"state": "completed", "status": "success",
-                           "cluster_uuid": "x", "health_summary": "healthy"},
-                "pcie": {"current_gen": 5, "max_gen": 5, "current_width": 16,
-                         "max_width": 16}}
+            g.nvml = NvmlGpu(
+                index=i, fault=None,
+                nvlink=NvmlGpuLinks(total=18, active=18, links=[link(k) for k in range(18)]),
+                fabric=Fabric(state="completed", status="success", cluster_uuid="x",
+                              health_summary="healthy"),
+                pcie=GpuPcie(current_gen=5, max_gen=5, current_width=16, max_width=16))
         if sysfs:
             g.extra["sysfs"] = {"hops": [hop(), hop()], "narrowest_hop": hop()}
         gpus.append(g)
@@ -80,12 +81,12 @@ def healthy(nvml=True, sysfs=True, n=8):
                     sources=["topo-text"] + (["nvml"] if nvml else []) +
                     (["sysfs"] if sysfs else []))
     if nvml:
-        topo.extra["nvml"] = {"status": "ok", "nvswitch": True,
-                              "switches": {f"0{k}:00.0": {} for k in range(5, 9)},
-                              "p2p": {"nvlink": {"devices": labels[:n],
-                                                 "cells": [["X" if a == b else "OK"
-                                                            for b in range(n)]
-                                                           for a in range(n)]}}}
+        topo.nvml = NvmlNode(status="ok", nvswitch=True,
+                             switches={f"0{k}:00.0": {} for k in range(5, 9)},
+                             p2p={"nvlink": P2PMatrix(devices=labels[:n],
+                                                      cells=[["X" if a == b else "OK"
+                                                              for b in range(n)]
+                                                             for a in range(n)])})
     if sysfs:
         topo.extra["sysfs"] = {"gpudirect": {"peermem_loaded": True}}
     return topo
@@ -116,9 +117,9 @@ def test_every_family_is_pure_and_returns_findings():
 
 def test_link_down_is_one_finding_with_its_pairs_folded():
     topo = healthy()
-    g3 = topo.gpu(3).extra["nvml"]["nvlink"]
-    g3["links"][7] = link(7, "down", "nvswitch")
-    g3["active"] = 17
+    g3 = topo.gpu(3).nvml.nvlink
+    g3.links[7] = link(7, "down", "nvswitch")
+    g3.active = 17
     for p in topo.nvlinks:
         if 3 in (p.a, p.b):
             p.count = 17
@@ -162,15 +163,15 @@ def test_gpu_missing_folds_its_pairs_nic_and_numa():
     topo.matrix = Matrix([full.matrix.devices[i] for i in keep],
                          [[full.matrix.cells[i][j] for j in keep] for i in keep])
     topo.nvlinks = [p for p in topo.nvlinks if 7 not in (p.a, p.b)]
-    topo.extra["nvml"]["p2p"]["nvlink"]["devices"] = [f"GPU{i}" for i in range(7)]
-    topo.extra["nvml"]["p2p"]["nvlink"]["cells"] = [r[:7] for r in
-                                                    topo.extra["nvml"]["p2p"]["nvlink"]["cells"][:7]]
+    p2p = topo.nvml.p2p["nvlink"]
+    topo.nvml.p2p["nvlink"] = P2PMatrix(devices=[f"GPU{i}" for i in range(7)],
+                                        cells=[r[:7] for r in p2p.cells[:7]])
     assert run(topo) == [("gpu.missing", "GPU7")]
 
 
 def test_gpu_lost_in_nvml():
     topo = healthy()
-    topo.gpu(5).extra["nvml"]["fault"] = {"kind": "lost", "message": "GpuIsLost"}
+    topo.gpu(5).nvml.fault = Fault(kind="lost", message="GpuIsLost")
     assert only(topo, "error") == [("gpu.lost", "GPU5")]
 
 
@@ -184,10 +185,10 @@ def test_gpu_model_wrong_for_the_layout():
 def test_fabric_not_started_folds_missing_pairs_and_down_links():
     topo = healthy()
     for g in topo.gpus:
-        nv = g.extra["nvml"]
-        nv["fabric"] = {"state": "not_started", "status": None}
-        nv["nvlink"] = {"total": 18, "active": 0,
-                        "links": [link(k, "down", "nvswitch") for k in range(18)]}
+        nv = g.nvml
+        nv.fabric = Fabric(state="not_started", status=None)
+        nv.nvlink = NvmlGpuLinks(total=18, active=0,
+                                 links=[link(k, "down", "nvswitch") for k in range(18)])
     n = 8
     for a in range(n):
         for b in range(n):
@@ -211,22 +212,22 @@ def test_no_nv_at_all_on_an_nvswitch_layout_without_nvml_is_the_fabric():
 def test_fabric_in_progress(state, code):
     topo = healthy()
     for g in topo.gpus:
-        g.extra["nvml"]["fabric"] = {"state": state, "status": None}
+        g.nvml.fabric = Fabric(state=state, status=None)
     assert run(topo) == [(code, "node")]
 
 
 def test_nvlink_error_counters_warning_then_error():
     topo = healthy()
-    topo.gpu(1).extra["nvml"]["nvlink"]["links"][2] = link(2, errors={"replay": 3, "crc_flit": 12})
+    topo.gpu(1).nvml.nvlink.links[2] = link(2, errors={"replay": 3, "crc_flit": 12})
     assert run(topo) == [("nvlink.errors", "GPU1 link 2")]
     assert only(topo, "warning") == [("nvlink.errors", "GPU1 link 2")]
-    topo.gpu(1).extra["nvml"]["nvlink"]["links"][2] = link(2, errors={"recovery": 500})
+    topo.gpu(1).nvml.nvlink.links[2] = link(2, errors={"recovery": 500})
     assert only(topo, "error") == [("nvlink.errors", "GPU1 link 2")]
 
 
 def test_p2p_not_supported_where_nvlink_is_expected():
     topo = healthy()
-    topo.extra["nvml"]["p2p"]["nvlink"]["cells"][1][4] = "NS"
+    topo.nvml.p2p["nvlink"].cells[1][4] = "NS"
     assert run(topo) == [("p2p.not_supported", "GPU1-GPU4")]
 
 
@@ -237,7 +238,7 @@ def test_pcie_width_error_gen_warning_when_idle_error_when_busy():
     topo = healthy()
     topo.gpu(5).extra["sysfs"]["hops"][1] = hop(cur_gen=3)
     assert only(topo, "warning") == [("pcie.gen_low", "GPU5")] and only(topo, "error") == []
-    topo.gpu(5).extra["nvml"]["utilization"] = {"gpu": 97}
+    topo.gpu(5).nvml.utilization = Utilization(gpu=97)
     assert only(topo, "error") == [("pcie.gen_low", "GPU5")]
 
 
@@ -249,7 +250,7 @@ def test_pcie_hop_limited_by_the_slot_is_not_degraded():
 
 def test_pcie_from_nvml_when_no_sysfs():
     topo = healthy(sysfs=False)
-    topo.gpu(2).extra["nvml"]["pcie"]["current_width"] = 4
+    topo.gpu(2).nvml.pcie.current_width = 4
     assert run(topo) == [("pcie.width_low", "GPU2")]
 
 

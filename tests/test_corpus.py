@@ -156,7 +156,7 @@ def test_corpus_file(stem):
     assert {(p.a, p.b, p.count) for p in topo.nvlinks} == exp["nvlinks"]
 
     # legend style
-    assert topo.extra["topo-text"]["legend_style"] == exp["legend_style"]
+    assert topo.topo_text.to_dict()["legend_style"] == exp["legend_style"]
 
     # notes: nothing lost or guessed; expected info notes present
     warnings = [(n.code, n.message) for n in topo.notes if n.level == "warning"]

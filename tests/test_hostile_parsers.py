@@ -135,7 +135,7 @@ def test_clique_id_superscript_two_is_unknown_not_a_crash():
     raw = nvml_text.fabric_raw(nvml_text.parse(text)["gpus"][0]["q"])
     assert raw["state"] == 3 and raw["status"] == 0 and "cliqueId" not in raw
     topo = nvml_text.derive_text(text)
-    fabric = topo.gpus[0].extra["nvml-text"]["fabric"]
+    fabric = topo.gpus[0].nvml_text.to_dict()["fabric"]
     assert fabric["state"] == "completed" and fabric["clique_id"] is None
     assert fabric["cluster_uuid"] == "7f0c6a1e-1234-4abc-8def-0123456789ab"
     assert nvml_text.fabric_raw({"Fabric / State": "Completed", "Fabric / CliqueId": "٣"}) \
@@ -171,7 +171,7 @@ def test_unicode_digit_labels_are_not_gpus():
 def test_unicode_digits_in_nvlink_text_are_noted_not_read():
     topo = nvml_text.derive_text(hostile("nvlink-unicode-digits.txt"))
     assert [g.index for g in topo.gpus] == [0]
-    links = topo.gpus[0].extra["nvml-text"]["nvlink"]["links"]
+    links = topo.gpus[0].nvml_text.to_dict()["nvlink"]["links"]
     # link ١ is not link 1; ٢٥ and 2² are no speeds; the lines under "GPU ١:" are not GPU 0's
     assert [(lk["link"], lk["speed_mbps"]) for lk in links] == [(0, 25000), (2, None),
                                                                 (3, None), (4, 25000)]
@@ -185,7 +185,7 @@ def test_5000_digit_numbers_are_noted_not_a_crash():
     """Python refuses int() of more than 4300 digits (ValueError) and float() gives inf."""
     topo = nvml_text.derive_text(hostile("nvlink-5000-digit-numbers.txt"))
     assert [g.index for g in topo.gpus] == [0]
-    links = {lk["link"]: lk for lk in topo.gpus[0].extra["nvml-text"]["nvlink"]["links"]}
+    links = {lk["link"]: lk for lk in topo.gpus[0].nvml_text.to_dict()["nvlink"]["links"]}
     assert links[0]["speed_mbps"] is None and links[3]["speed_mbps"] == 26562
     # "Link 9…9: 25 GB/s" and "Link 1: Replay Errors: 9…9" are dropped with a note; the -R
     # line goes to the first active link (-R numbers only active links), its far end unknown
@@ -431,7 +431,7 @@ def test_a_legend_wrapped_over_many_lines_is_linear_and_capped():
     text = "GPU0 X\nLegend:\n  X = Self\n" + "      and more words\n" * 200_000
     with finishes_within(20):
         topo = topo_text.parse(text)
-    legend = topo.extra["topo-text"]["legend"]["X"]
+    legend = topo.topo_text.to_dict()["legend"]["X"]
     assert legend.startswith("Self and more words") and legend.endswith(" …")
     assert len(legend) <= topo_matrix._MAX_LEGEND_CHARS + 2
 
@@ -518,7 +518,7 @@ def test_notes_per_gpu_are_capped_with_a_count():
     bad = [n for n in topo.notes if n.code == "nvml_text.bad_number"]
     assert len(bad) == nvml_text.MAX_NOTES + 1
     assert bad[-1].message.startswith(f"… and {1000 - nvml_text.MAX_NOTES} more")
-    assert len(topo.gpus[0].extra["nvml-text"]["nvlink"]["links"]) == 60
+    assert len(topo.gpus[0].nvml_text.to_dict()["nvlink"]["links"]) == 60
 
 
 # --- 4. fuzzing ------------------------------------------------------------------------------

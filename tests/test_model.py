@@ -8,6 +8,7 @@ from nvtopo.model import (
     GPU, NIC, SCHEMA_VERSION, Matrix, Note, NVLinkPair, Topology, nvlink_count, path_kind,
     path_rank,
 )
+from nvtopo.model.node import TopoText
 
 
 @pytest.mark.parametrize("token,kind,rank", [
@@ -41,7 +42,8 @@ def _sample() -> Topology:
         origin={"kind": "topo-text", "file": "x.txt"},
         sources=["topo-text"],
         notes=[Note("topo.x", "something", level="warning", subject="GPU0")],
-        extra={"topo-text": {"kind": "paths"}},
+        topo_text=TopoText(kind="paths", legend_style="modern"),
+        extra={"later-source": {"kind": "paths"}},
     )
     return t
 

@@ -152,14 +152,14 @@ def test_bad_values_are_unknown_facts_with_a_note_naming_the_call(recordings):
     calls["nvmlDeviceGetP2PStatus(gpu0,gpu1,0)"] = {"value": [0]}
     calls["nvmlDeviceGetTopologyCommonAncestor(gpu0,gpu1)"] = {"value": [40]}
     topo = nvml.derive(ev)
-    nv = topo.gpu(0).extra["nvml"]["nvlink"]
+    nv = topo.gpu(0).nvml.to_dict()["nvlink"]
     assert nv["links"][0]["speed_mbps"] is None and nv["links"][0]["state"] == "active"
     assert (nv["links"][1]["state"], nv["links"][1]["rule"]) == ("unknown", "bad_value")
     assert nv["links"][2]["remote"]["type"] == "unknown"
-    g1 = topo.gpu(1).extra["nvml"]
+    g1 = topo.gpu(1).nvml.to_dict()
     assert g1["architecture"] is None and g1["unavailable"]["architecture"] == "bad_value"
     assert g1["fabric"] is None and g1["unavailable"]["fabric"] == "bad_value"
-    assert topo.extra["nvml"]["p2p"]["read"]["cells"][0][1] is None
+    assert topo.nvml.to_dict()["p2p"]["read"]["cells"][0][1] is None
     notes = [n for n in topo.notes if n.code == "nvml.bad_value"]
     assert len(notes) == 7
     assert all(n.level == "warning" for n in notes)
@@ -188,9 +188,9 @@ def test_huge_link_count_is_bounded_not_a_hang(recordings):
     started = time.monotonic()
     topo = nvml.derive(ev)
     assert time.monotonic() - started < 2
-    nv = topo.gpu(0).extra["nvml"]["nvlink"]
+    nv = topo.gpu(0).nvml.to_dict()["nvlink"]
     assert nv["status"] == "unknown" and nv["links"] == []
-    assert topo.extra["nvml"]["nvlink_pairs"][0]["count"] is None  # unknown, not "none"
+    assert topo.nvml.to_dict()["nvlink_pairs"][0]["count"] is None  # unknown, not "none"
     assert topo.nvlinks == []
     assert topo.matrix is None or topo.matrix.get("GPU0", "GPU1") is None
     assert "nvml.bad_value" in [n.code for n in topo.notes]
@@ -206,7 +206,7 @@ def test_unusable_recording_is_a_corrupt_snapshot(recordings, calls):
 def test_timeout_with_a_pending_that_is_not_a_call(recordings):
     ev = dict(recordings["h100-pcie-bridge"], status="timeout", pending="x")
     topo = nvml.derive(ev)
-    assert topo.extra["nvml"]["incomplete"] == {"call": None, "gpu": None}
+    assert topo.nvml.to_dict()["incomplete"] == {"call": None, "gpu": None}
     codes = [n.code for n in topo.notes]
     assert "nvml.bad_value" in codes and "nvml.timeout" in codes
     assert "did not answer None" not in " ".join(n.message for n in topo.notes)

@@ -155,7 +155,7 @@ def test_nvlink_r_alone_keeps_numbers_and_notes_it():
     topo = snapshot.load(str(TEXT / "nvlink_R_h100_pcie_bridge.txt"))
     assert "nvml_text.r_numbering" in [n.code for n in topo.notes]
     topo = snapshot.load(str(TEXT / "nvlink_R_h100_hgx_nvswitch_excerpt.txt"))
-    links0 = topo.gpu(0).extra["nvml-text"]["nvlink"]["links"]
+    links0 = topo.gpu(0).nvml_text.to_dict()["nvlink"]["links"]
     assert len(links0) == 18 and links0[8]["remote"]["pci_bus_id"] == "00000000:05:00.0"
     assert links0[8]["remote"]["link"] == 46
 
@@ -168,7 +168,7 @@ def test_nvlink_e_error_counters():
 
 def test_nvlink_c_capabilities_do_not_decide_liveness():
     topo = snapshot.load(str(TEXT / "nvlink_c_h800_excerpt.txt"))
-    lk = topo.gpu(1).extra["nvml-text"]["nvlink"]["links"][0]
+    lk = topo.gpu(1).nvml_text.to_dict()["nvlink"]["links"][0]
     assert lk["capabilities"]["valid"] is False and lk["capabilities"]["p2p"] is True
     assert lk["state"] == "unknown"  # -c says nothing about state
 
@@ -187,18 +187,18 @@ def test_a100_integer_speed():
 
 def test_fabric_blocks_from_q():
     ins = snapshot.load(str(TEXT / "nvidia_smi_q_fabric_insufficient_resources.txt"))
-    fab = ins.gpu(0).extra["nvml-text"]["fabric"]
+    fab = ins.gpu(0).nvml_text.to_dict()["fabric"]
     assert (fab["state"], fab["status"], fab["attached"]) == (
         "completed", "insufficient_resources", False)
     assert fab["cluster_uuid"] is None and fab["clique_id"] == 0
     prog = snapshot.load(str(TEXT / "nvidia_smi_q_fabric_in_progress_driver580.txt"))
-    fab = prog.gpu(0).extra["nvml-text"]["fabric"]
+    fab = prog.gpu(0).nvml_text.to_dict()["fabric"]
     assert fab["state"] == "in_progress" and fab["attached"] is False
     assert fab["health"]["partition_assigned"] is None
     old = snapshot.load(str(TEXT / "nvidia_smi_q_h800_pci_and_fabric_excerpt.txt"))
     g = old.gpu(0)
     assert (g.name, g.pci_bus_id) == ("NVIDIA H800", "00000000:18:00.0")
-    rec = g.extra["nvml-text"]
+    rec = g.nvml_text.to_dict()
     assert rec["fabric"]["state"] == "completed" and rec["fabric"]["attached"] is None
     assert rec["pcie"]["max_gen"] == 5 and rec["pcie"]["max_width"] == 16
     assert rec["pcie"]["replay_counter"] == 0
@@ -264,8 +264,8 @@ def test_q_block_is_attached_by_its_gpu_uuid(q_first):
     assert [g.index for g in topo.gpus] == [3]  # no phantom GPU 0
     g3 = topo.gpu(3)
     assert g3.pci_bus_id == "00000000:61:00.0"
-    assert g3.extra["nvml-text"]["fabric"]["state"] == "completed"
-    assert g3.extra["nvml-text"]["nvlink"]["active"] == 1
+    assert g3.nvml_text.to_dict()["fabric"]["state"] == "completed"
+    assert g3.nvml_text.to_dict()["nvlink"]["active"] == 1
     assert topo.notes == []
 
 
@@ -288,7 +288,7 @@ def test_q_blocks_alone_are_numbered_in_order_and_matched_by_bus_id():
                           + q_block("0000:1b:00.0", state="In Progress"))
     assert [(g.index, g.pci_bus_id) for g in topo.gpus] == [
         (0, "0000:1b:00.0"), (1, "00000000:2B:00.0")]
-    assert topo.gpu(0).extra["nvml-text"]["fabric"]["state"] == "in_progress"
+    assert topo.gpu(0).nvml_text.to_dict()["fabric"]["state"] == "in_progress"
     assert topo.notes == []
 
 
@@ -297,7 +297,7 @@ def test_duplicate_gpu_headers_of_different_gpus_are_noted_not_mixed(tmp_path):
                           "GPU 0: B (UUID: y)\n Link 0: <inactive>\n Link 1: 25 GB/s\n")
     g0 = topo.gpu(0)
     assert (g0.name, g0.uuid) == ("A", "x")
-    assert [lk["state"] for lk in g0.extra["nvml-text"]["nvlink"]["links"]] == ["active"]
+    assert [lk["state"] for lk in g0.nvml_text.to_dict()["nvlink"]["links"]] == ["active"]
     assert [n.code for n in topo.notes] == ["nvml_text.duplicate_gpu"]
     assert "UUID x" in topo.notes[0].message and "UUID y" in topo.notes[0].message
 
@@ -306,7 +306,7 @@ def test_repeated_header_of_the_same_gpu_merges_its_sections():
     text = ("GPU 0: A (UUID: x)\n Link 0: 25 GB/s\n"
             "GPU 0: A (UUID: x)\n Link 0: Replay Errors: 3\n")
     topo = nvml_text_topo(text)
-    lk = topo.gpu(0).extra["nvml-text"]["nvlink"]["links"][0]
+    lk = topo.gpu(0).nvml_text.to_dict()["nvlink"]["links"][0]
     assert (lk["state"], lk["errors"]) == ("active", {"replay": 3})
     assert topo.notes == []
 
@@ -365,15 +365,15 @@ GPU 00000000:1B:00.0
 def test_fabric_from_text_and_from_nvml_speak_one_vocabulary():
     from nvtopo.probes import nvml
 
-    text = nvml_text_topo(DGX_H100_Q_FABRIC).gpu(0).extra["nvml-text"]["fabric"]
-    live = nvml.derive(F.record("dgx-h100")).gpu(0).extra["nvml"]["fabric"]
+    text = nvml_text_topo(DGX_H100_Q_FABRIC).gpu(0).nvml_text.to_dict()["fabric"]
+    live = nvml.derive(F.record("dgx-h100")).gpu(0).nvml.to_dict()["fabric"]
     assert text == live
     desc = F.load_machine("dgx-h100")
     desc["gpu_defaults"]["fabric"] = {"state": 3, "status": 23, "clusterUuid": "0" * 32,
                                       "cliqueId": 0, "healthMask": 0, "healthSummary": 0}
-    live = nvml.derive(F.record(desc)).gpu(0).extra["nvml"]["fabric"]
+    live = nvml.derive(F.record(desc)).gpu(0).nvml.to_dict()["fabric"]
     text = snapshot.load(str(TEXT / "nvidia_smi_q_fabric_insufficient_resources.txt")).gpu(
-        0).extra["nvml-text"]["fabric"]
+        0).nvml_text.to_dict()["fabric"]
     assert live["status"] == text["status"] == "insufficient_resources"
     drop = ("health", "health_summary")  # the pasted block has no Health lines
     assert {k: v for k, v in live.items() if k not in drop} == \

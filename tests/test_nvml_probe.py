@@ -41,7 +41,7 @@ def probe(monkeypatch):
 
 
 def links(topo, i):
-    return topo.gpu(i).extra["nvml"]["nvlink"]
+    return topo.gpu(i).nvml.to_dict()["nvlink"]
 
 
 def pairs(topo):
@@ -88,7 +88,7 @@ EXPECT = {
 
 
 def summary(topo):
-    nv = [topo.gpu(g.index).extra["nvml"]["nvlink"] for g in topo.gpus]
+    nv = [topo.gpu(g.index).nvml.to_dict()["nvlink"] for g in topo.gpus]
     counts = {}
     for p in topo.nvlinks:
         counts[p.count] = counts.get(p.count, 0) + 1
@@ -112,28 +112,28 @@ def test_dgx_h100_nvswitch_all_to_all_and_fabric(probe):
     assert nv["links"][0]["remote"] == {"type": "nvswitch", "gpu_index": None,
                                         "pci_bus_id": "00000000:07:00.0", "link": 0}
     assert nv["bandwidth_gbps_per_direction"] == pytest.approx(18 * 26.562)
-    per_switch = topo.extra["nvml"]["switches"]
+    per_switch = topo.nvml.to_dict()["switches"]
     assert {bid: per["0"] for bid, per in per_switch.items()} == {
         "00000000:05:00.0": 4, "00000000:06:00.0": 5, "00000000:07:00.0": 5,
         "00000000:08:00.0": 4}
     assert pairs(topo) == {(a, b): 18 for a in range(8) for b in range(a + 1, 8)}
-    assert all(p["rule"] == "nvswitch_min" for p in topo.extra["nvml"]["nvlink_pairs"])
+    assert all(p["rule"] == "nvswitch_min" for p in topo.nvml.to_dict()["nvlink_pairs"])
     assert topo.matrix.source == "nvml"
     assert topo.matrix.get("GPU0", "GPU7") == "NV18"
-    fab = g0.extra["nvml"]["fabric"]
+    fab = g0.nvml.to_dict()["fabric"]
     assert fab["state"] == "completed" and fab["status"] == "success"
     assert fab["cluster_uuid"] == "7d3f1e0b-9a2c-4d5e-8f60-718293a4b5c6"
     assert fab["clique_id"] == 32766 and fab["health_summary"] == "healthy"
     assert fab["attached"] and fab["healthy"]
     assert fab["health"]["degraded_bandwidth"] is False
     assert fab["health"]["incorrect_configuration"] == "none"
-    p2p = topo.extra["nvml"]["p2p"]
+    p2p = topo.nvml.to_dict()["p2p"]
     assert p2p["read"]["cells"][0][1] == "OK" and p2p["nvlink"]["cells"][3][6] == "OK"
-    pcie = g0.extra["nvml"]["pcie"]
+    pcie = g0.nvml.to_dict()["pcie"]
     assert (pcie["max_gen"], pcie["max_width"], pcie["replay_counter"]) == (5, 16, 0)
-    assert g0.extra["nvml"]["architecture"] == "hopper"
-    assert g0.extra["nvml"]["compute_capability"] == "9.0"
-    assert g0.extra["nvml"]["mig"] == {"current": False, "pending": False}
+    assert g0.nvml.to_dict()["architecture"] == "hopper"
+    assert g0.nvml.to_dict()["compute_capability"] == "9.0"
+    assert g0.nvml.to_dict()["mig"] == {"current": False, "pending": False}
     assert topo.disagreements == [] and topo.notes == []
     # Field values were batched: one call per GPU for 7 fields x 18 links.
     assert "nvmlDeviceGetFieldValues(gpu0,165:17)" in ev["calls"]
@@ -147,7 +147,7 @@ def test_dgx_a100_twelve_links_nvlink3_no_fabric(probe):
     assert (nv["active"], nv["total"]) == (12, 12)
     assert {lk["version"] for lk in nv["links"]} == {"3.1"}  # enum 5 is NVLink 3.1, not 5
     assert {lk["remote"]["type"] for lk in nv["links"]} == {"nvswitch"}
-    g = topo.gpu(0).extra["nvml"]
+    g = topo.gpu(0).nvml.to_dict()
     assert g["fabric"] is None and g["unavailable"]["fabric"] == "not_supported"
     assert topo.gpu(2).numa_affinity == "1"
 
@@ -176,8 +176,8 @@ def test_dgx1_v100_direct_links_hybrid_cube_mesh(probe):
     assert ev["calls"]["nvmlDeviceGetFieldValues(gpu0,165:0)"]["error"] == "NotSupported"
     assert ev["calls"]["nvmlDeviceGetNvLinkState(gpu0,0)"] == {"value": 1}
     assert ev["calls"]["nvmlDeviceGetNvLinkErrorCounter(gpu0,0,0)"] == {"value": 0}
-    assert all(p["rule"] == "direct" for p in topo.extra["nvml"]["nvlink_pairs"] if p["count"])
-    assert topo.extra["nvml"]["nvswitch"] is False
+    assert all(p["rule"] == "direct" for p in topo.nvml.to_dict()["nvlink_pairs"] if p["count"])
+    assert topo.nvml.to_dict()["nvswitch"] is False
 
 
 def test_h100_pcie_bridge_partial_links_are_inactive_by_design(probe):
@@ -192,7 +192,7 @@ def test_h100_pcie_bridge_partial_links_are_inactive_by_design(probe):
     l6 = nv["links"][6]
     assert l6["remote"] == {"type": "gpu", "gpu_index": 1, "pci_bus_id": "00000000:D5:00.0",
                             "link": 6}
-    fab = topo.gpu(0).extra["nvml"]["fabric"]
+    fab = topo.gpu(0).nvml.to_dict()["fabric"]
     assert fab["state"] == "not_supported" and fab["attached"] is False
 
 
@@ -201,14 +201,14 @@ def test_consumer_gpu_without_nvlink_is_not_supported_not_down(probe):
     for i in (0, 1):
         nv = links(topo, i)
         assert nv["status"] == "not_supported" and nv["total"] == 0 and nv["links"] == []
-        assert topo.gpu(i).extra["nvml"]["unavailable"]["serial"] == "not_supported"
-        assert topo.gpu(i).extra["nvml"]["mig"] is None
+        assert topo.gpu(i).nvml.to_dict()["unavailable"]["serial"] == "not_supported"
+        assert topo.gpu(i).nvml.to_dict()["mig"] is None
     # Field 91 unanswered: the probe asked link 0 and stopped at NotSupported.
     assert ev["calls"]["nvmlDeviceGetNvLinkState(gpu0,0)"]["error"] == "NotSupported"
     assert "nvmlDeviceGetNvLinkState(gpu0,1)" not in ev["calls"]
     assert topo.nvlinks == []
     assert topo.matrix.get("GPU0", "GPU1") == "PHB"
-    assert topo.extra["nvml"]["p2p"]["read"]["cells"][0][1] == "GNS"
+    assert topo.nvml.to_dict()["p2p"]["read"]["cells"][0][1] == "GNS"
 
 
 def test_mig_links_are_inactive_by_design(probe):
@@ -216,7 +216,7 @@ def test_mig_links_are_inactive_by_design(probe):
     nv = links(topo, 0)
     assert nv["active"] == 0
     assert {(lk["state"], lk["rule"]) for lk in nv["links"]} == {("inactive", "mig")}
-    assert topo.gpu(0).extra["nvml"]["mig"] == {"current": True, "pending": True}
+    assert topo.gpu(0).nvml.to_dict()["mig"] == {"current": True, "pending": True}
     assert all(0 not in k for k in pairs(topo))
     assert pairs(topo)[(1, 7)] == 12
     assert topo.matrix.get("GPU0", "GPU1") == "PXB"
@@ -225,7 +225,7 @@ def test_mig_links_are_inactive_by_design(probe):
 def test_gpu_lost_mid_probe_is_a_gpu_fault_not_a_crash(probe):
     ev, topo, _ = probe("dgx-h100-gpu-lost")
     assert ev["status"] == "ok"
-    g5 = topo.gpu(5).extra["nvml"]
+    g5 = topo.gpu(5).nvml.to_dict()
     assert g5["fault"]["kind"] == "lost"
     assert g5["fault"]["call"] == "nvmlDeviceGetNvLinkRemotePciInfo(gpu5,7)"
     nv = g5["nvlink"]
@@ -278,7 +278,7 @@ def test_no_nvml_library_is_a_clear_unavailable_result(probe):
     assert ev["status"] == "unavailable"
     assert "no NVIDIA driver" in ev["error"]
     assert ev["calls"] == {"nvmlInit()": {"error": "LibraryNotFound", "code": 12}}
-    assert topo.gpus == [] and topo.extra["nvml"]["status"] == "unavailable"
+    assert topo.gpus == [] and topo.nvml.to_dict()["status"] == "unavailable"
     assert [n.code for n in topo.notes] == ["nvml.unavailable"]
 
 
@@ -296,8 +296,8 @@ def test_hung_call_is_bounded_and_named(probe):
     assert ev["pending"]["gpu"] == 2
     assert "GPU 2" in ev["error"]
     assert ev["duration_s"] < 5
-    assert topo.gpu(1).extra["nvml"]["nvlink"]["active"] == 12  # answers before the hang kept
-    assert topo.gpu(2).extra["nvml"]["fault"]["kind"] == "timeout"
+    assert topo.gpu(1).nvml.to_dict()["nvlink"]["active"] == 12  # answers before the hang kept
+    assert topo.gpu(2).nvml.to_dict()["fault"]["kind"] == "timeout"
     assert "nvml.timeout" in [n.code for n in topo.notes]
 
 
@@ -305,7 +305,7 @@ def test_no_permission_handle_is_counted_but_faulted(probe):
     desc = F.load_machine("h100-pcie-bridge")
     desc["gpus"][1]["handle_error"] = "NoPermission"
     _, topo, _ = probe(desc)
-    assert topo.gpu(1).extra["nvml"]["fault"]["kind"] == "not_permitted"
+    assert topo.gpu(1).nvml.to_dict()["fault"]["kind"] == "not_permitted"
     assert topo.gpu(1).name is None
     assert pairs(topo) == {}
 
@@ -314,7 +314,7 @@ def test_function_missing_from_old_driver_is_not_supported(probe):
     _, topo, _ = probe("dgx-h100", missing_symbols=("nvmlDeviceGetNumaNodeId",
                                                      "nvmlDeviceGetGpuFabricInfoV",
                                                      "nvmlDeviceGetGpuFabricInfo"))
-    g = topo.gpu(0).extra["nvml"]
+    g = topo.gpu(0).nvml.to_dict()
     assert g["unavailable"]["numa_node_id"] == "not_supported"
     assert g["unavailable"]["fabric"] == "not_supported"
 
@@ -326,7 +326,7 @@ def check_v1_fabric(ev, topo):
     rec = ev["calls"]["nvmlDeviceGetGpuFabricInfoV(gpu0)"]["value"]
     assert rec == {"struct": "FabricInfoV1", "clusterUuid": DGX_H100_CLUSTER.replace("-", ""),
                    "status": 0, "cliqueId": 32766, "state": 3}
-    fab = topo.gpu(0).extra["nvml"]["fabric"]
+    fab = topo.gpu(0).nvml.to_dict()["fabric"]
     assert (fab["state"], fab["status"], fab["cluster_uuid"], fab["clique_id"]) == (
         "completed", "success", DGX_H100_CLUSTER, 32766)
     assert fab["attached"] is True and fab["health"] is None and fab["health_summary"] is None
@@ -371,7 +371,7 @@ def test_fabric_reads_only_the_members_a_struct_has(probe, monkeypatch):
     assert ev["calls"]["nvmlDeviceGetGpuFabricInfoV(gpu0)"]["value"] == {
         "struct": "Lean", "clusterUuid": DGX_H100_CLUSTER.replace("-", ""), "status": 0,
         "state": 3}
-    fab = topo.gpu(0).extra["nvml"]["fabric"]
+    fab = topo.gpu(0).nvml.to_dict()["fabric"]
     assert (fab["state"], fab["attached"], fab["clique_id"], fab["health"]) == (
         "completed", True, None, None)
 

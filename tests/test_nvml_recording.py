@@ -159,4 +159,4 @@ def test_simulate_uses_the_plain_python_recording_and_keeps_its_label():
     assert ev["library"] == {"module": "pynvml", "file": None,
                              "simulated": "nvtopo.simulate.fake_nvml"}
     topo = nvml.derive(ev)
-    assert len(topo.gpus) == 4 and topo.extra["nvml"]["incomplete"] is None
+    assert len(topo.gpus) == 4 and topo.nvml.to_dict()["incomplete"] is None

@@ -490,7 +490,7 @@ def check_paths(model: Model, opts: Opts, text: str) -> None:
     assert topo.matrix.devices == model.labels
     assert topo.matrix.cells == model.cells
     assert topo.matrix.mode is None
-    info = topo.extra["topo-text"]
+    info = topo.topo_text.to_dict()
     assert info["kind"] == "paths"
     assert info["legend_style"] == LEGEND_STYLE[opts.legend]
     if opts.preamble:
@@ -586,7 +586,7 @@ def test_rendered_p2p_parse_back(case):
     assert topo.nics == [] and topo.nvlinks == []
     assert all(g.cpu_affinity is None and g.numa_affinity is None and g.gpu_numa_id is None
                for g in topo.gpus)
-    info = topo.extra["topo-text"]
+    info = topo.topo_text.to_dict()
     assert info["kind"] == "p2p"
     assert info["legend_style"] == ("p2p" if legend else None)
     assert warnings_of(topo) == []

@@ -164,10 +164,10 @@ def test_nvml_evidence_is_a_real_capture_replayed_exactly(healthy):
     assert ev["calls"]["nvmlDeviceGetCount()"] == {"value": 8}
     assert ev["calls"]["nvmlDeviceGetFieldValues(gpu0,165:5)"] == {"value": 1}
     t = nvml.derive(ev)
-    assert t.extra["nvml"]["incomplete"] is None
-    assert all(g.extra["nvml"]["nvlink"]["active"] == 18 for g in t.gpus)
-    assert len(t.extra["nvml"]["switches"]) == 4
-    assert all(g.extra["nvml"]["fabric"]["healthy"] for g in t.gpus)
+    assert t.nvml.to_dict()["incomplete"] is None
+    assert all(g.nvml.to_dict()["nvlink"]["active"] == 18 for g in t.gpus)
+    assert len(t.nvml.to_dict()["switches"]) == 4
+    assert all(g.nvml.to_dict()["fabric"]["healthy"] for g in t.gpus)
 
 
 @pytest.mark.parametrize("faults", [(), ("nic-affinity-swap:mlx5_0:mlx5_3", "ib-rate:mlx5_4:200",
@@ -188,14 +188,14 @@ def test_in_memory_sysfs_capture_equals_the_real_probe_on_a_real_tree(faults, tm
 
 
 def nvml_link(t, gpu: int, link: int) -> Dict[str, Any]:
-    return t.gpu(gpu).extra["nvml"]["nvlink"]["links"][link]
+    return t.gpu(gpu).nvml.to_dict()["nvlink"]["links"][link]
 
 
 def test_nvlink_down_on_an_nvswitch_system():
     doc = sim("dgx-h100", "nvlink-down:GPU3:7")
     tt, tn, _ = per_source(doc)
     assert nvml_link(tn, 3, 7)["state"] == "down" and nvml_link(tn, 3, 7)["rule"] == "nvswitch"
-    assert tn.gpu(3).extra["nvml"]["nvlink"]["active"] == 17
+    assert tn.gpu(3).nvml.to_dict()["nvlink"]["active"] == 17
     for other in range(8):
         if other != 3:
             assert tt.path("GPU3", f"GPU{other}") == "NV17"
@@ -221,7 +221,7 @@ def test_nvlink_degraded_nvswitch_shows_in_the_topo_text_only():
     tt, tn, _ = per_source(doc)
     assert tt.path("GPU2", "GPU6") == "NV17" and tt.path("GPU2", "GPU5") == "NV18"
     assert tn.nvlink(2, 6) == 18  # NVML counts switch pairs by per-GPU links: not visible
-    assert all(g.extra["nvml"]["nvlink"]["active"] == 18 for g in tn.gpus)
+    assert all(g.nvml.to_dict()["nvlink"]["active"] == 18 for g in tn.gpus)
 
 
 def test_nvlink_degraded_mesh_one_cable_fewer_in_every_source():
@@ -230,7 +230,7 @@ def test_nvlink_degraded_mesh_one_cable_fewer_in_every_source():
     assert tt.path("GPU0", "GPU3") == "NV1" and tn.nvlink(0, 3) == 1
     assert tt.path("GPU0", "GPU4") == "NV2"
     for g in (0, 3):
-        nv = tn.gpu(g).extra["nvml"]["nvlink"]
+        nv = tn.gpu(g).nvml.to_dict()["nvlink"]
         assert nv["total"] == 5 and nv["active"] == 5  # nothing down: one cable fewer
     assert derive(doc).disagreements == []
 
@@ -269,11 +269,11 @@ def test_ib_faults_show_in_sysfs():
 
 def test_pcie_faults_show_in_nvml_and_sysfs():
     _, tn, ts = per_source(sim("dgx-h100", "pcie-width:GPU5:8", "pcie-gen:GPU2:3"))
-    assert tn.gpu(5).extra["nvml"]["pcie"]["current_width"] == 8
-    assert tn.gpu(5).extra["nvml"]["pcie"]["max_width"] == 16
+    assert tn.gpu(5).nvml.to_dict()["pcie"]["current_width"] == 8
+    assert tn.gpu(5).nvml.to_dict()["pcie"]["max_width"] == 16
     assert ts.gpu(5).extra["sysfs"]["link"]["current_width"] == 8
     assert ts.gpu(5).extra["sysfs"]["narrowest_hop"]["width_degraded"] is True
-    assert tn.gpu(2).extra["nvml"]["pcie"]["current_gen"] == 3
+    assert tn.gpu(2).nvml.to_dict()["pcie"]["current_gen"] == 3
     assert ts.gpu(2).extra["sysfs"]["link"]["current_gen"] == 3
     assert ts.gpu(0).extra["sysfs"]["link"]["width_below_max"] is False
 
@@ -293,8 +293,8 @@ def test_fabric_not_started():
     doc = sim("dgx-a100", "fabric-not-started")
     tt, tn, _ = per_source(doc)
     assert not any(path_kind(tok) == "NV" for _, _, tok in tt.matrix.pairs())
-    assert all(g.extra["nvml"]["fabric"]["state"] == "not_started" for g in tn.gpus)
-    assert all(g.extra["nvml"]["nvlink"]["active"] == 0 for g in tn.gpus)
+    assert all(g.nvml.to_dict()["fabric"]["state"] == "not_started" for g in tn.gpus)
+    assert all(g.nvml.to_dict()["nvlink"]["active"] == 0 for g in tn.gpus)
     assert tn.nvlinks == [] and derive(doc).disagreements == []
 
 

@@ -69,7 +69,7 @@ def assert_every_device(root: ET.Element, topo: Topology) -> None:
     for n in topo.nics:
         assert n.name in shown, n.name
         assert "nic" in classes(ids[f"nic-{svg._id(n.name)}"])
-    switches = list(((topo.extra.get("nvml") or {}).get("switches") or {}))
+    switches = list(((topo.nvml.to_dict() if topo.nvml else {}).get("switches") or {}))
     drawn = [e for e in root.iter() if "nvswitch" in classes(e)]
     assert len(drawn) == len(switches)
     for bus in switches:
@@ -90,7 +90,7 @@ def test_show_svg_draws_every_device(tmp_path, layout):
     assert legend and "port DOWN" in texts(legend[0])
     # NVSwitch systems: one edge per GPU to the switch bar, never a GPU pair edge
     nvl = [e for e in root.iter() if "nvlink" in classes(e)]
-    switched = bool((topo.extra.get("nvml") or {}).get("switches"))
+    switched = bool((topo.nvml.to_dict() if topo.nvml else {}).get("switches"))
     if switched:
         assert sorted(e.get("id") for e in nvl) == sorted(f"nvl-gpu-{g.index}"
                                                           for g in topo.gpus)
@@ -144,7 +144,7 @@ def test_switch_bar_scales_to_a_72_gpu_domain():
     text = svg.render(topo)
     root = parse(text)
     assert_every_device(root, topo)
-    assert len(topo.gpus) == 72 and len((topo.extra["nvml"]["switches"])) == 18
+    assert len(topo.gpus) == 72 and len((topo.nvml.to_dict()["switches"])) == 18
     nvl = [e for e in root.iter() if "nvlink" in classes(e)]
     assert len(nvl) == 72  # not 72*71/2 pair edges
     pcie = [e for e in root.iter() if "pcie" in classes(e)]

@@ -111,7 +111,7 @@ def test_prompt_line_gives_p2p_mode():
     text = ("$ nvidia-smi topo -p2p w\n \tGPU0\tGPU1\t\n GPU0\tX\tOK\t\n GPU1\tOK\tX\t\n")
     topo = parse(text)
     assert topo.matrix is None and topo.p2p.mode == "w"
-    assert topo.extra["topo-text"]["command"] == "nvidia-smi topo -p2p w"
+    assert topo.topo_text.to_dict()["command"] == "nvidia-smi topo -p2p w"
 
 
 def test_summary_counts_unknown_pairs_apart_from_unconnected():

@@ -23,7 +23,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     v = F.view(topo)
     out: List[Finding] = []
     nvswitch = bool(layout.get("nvlink.nvswitch")) if layout is not None else bool(
-        (topo.extra.get("nvml") or {}).get("nvswitch"))
+        topo.nvml is not None and topo.nvml.nvswitch)
     want_fabric = bool(layout.get("nvlink.fabric")) if layout is not None else nvswitch
     inferred = layout.inferred_only("nvlink") if layout is not None else True
     if not nvswitch:
@@ -40,7 +40,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     tail = ("; " + ", ".join(consequences) + " as a result") if consequences else ""
     by_state = {}
     for i, f in states.items():
-        by_state.setdefault(f.get("state"), []).append(i)
+        by_state.setdefault(f.state, []).append(i)
     if by_state.get("not_started"):
         gpus = by_state["not_started"]
         out.append(finding(
@@ -62,8 +62,8 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
             hint="wait a minute and re-check; if it stays in progress: " + HINT_FM,
             covers=_all_pairs(v)))
         return out
-    failed = {i: f.get("status") for i, f in states.items()
-              if f.get("state") == "completed" and f.get("status") not in (None, "success")}
+    failed = {i: f.status for i, f in states.items()
+              if f.state == "completed" and f.status not in (None, "success")}
     if failed:
         st = sorted(set(map(str, failed.values())))
         out.append(finding(
@@ -83,8 +83,8 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
             expected=f"NV{layout.get('nvlink.pair_count') if layout is not None else '#'}",
             actual="no NV#", source=", ".join(src), hint=HINT_FM, covers=_all_pairs(v)))
         return out
-    unhealthy = {i: f.get("health_summary") for i, f in states.items()
-                 if f.get("health_summary") in ("unhealthy", "limited_capacity")}
+    unhealthy = {i: f.health_summary for i, f in states.items()
+                 if f.health_summary in ("unhealthy", "limited_capacity")}
     if unhealthy:
         worst = "unhealthy" if "unhealthy" in unhealthy.values() else "limited_capacity"
         out.append(finding(
@@ -93,8 +93,8 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
             f"NVLink fabric reports {worst} on {len(unhealthy)} GPUs "
             f"(GPU {', '.join(map(str, sorted(unhealthy)))})",
             expected="healthy", actual=worst, source="nvml", hint=HINT_FM))
-    no_uuid = [i for i, f in states.items() if f.get("state") == "completed"
-               and f.get("status") == "success" and not f.get("cluster_uuid")]
+    no_uuid = [i for i, f in states.items() if f.state == "completed"
+               and f.status == "success" and not f.cluster_uuid]
     if no_uuid and want_fabric and layout is not None and layout.get("nvlink.nvswitch_count") is None:
         # multi-node NVLink (NVL72): a zero cluster UUID means the GPU joined no partition
         out.append(finding(

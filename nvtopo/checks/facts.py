@@ -16,6 +16,7 @@ from functools import lru_cache
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 from ..model import Topology, nvlink_count, path_kind, path_rank
+from ..model.nvlink import Fabric, NvmlLink
 
 #: Sources that see GPUs through the driver (a GPU only sysfs lists is on the
 #: PCI bus but not usable).
@@ -29,7 +30,7 @@ class GpuLinks:
     total: Optional[int]
     active: int
     down: List[int]
-    links: List[Dict[str, Any]]
+    links: List[NvmlLink]
 
 
 @dataclass
@@ -46,7 +47,7 @@ class View:
     #: index -> NVML link record (only GPUs NVML read).
     links: Dict[int, GpuLinks] = field(default_factory=dict)
     #: index -> fabric facts (NVML) where the GPU reports them.
-    fabric: Dict[int, Dict[str, Any]] = field(default_factory=dict)
+    fabric: Dict[int, Fabric] = field(default_factory=dict)
     #: NVSwitch bus ids NVML saw links go to.
     switches: List[str] = field(default_factory=list)
     has_nvml: bool = False
@@ -93,9 +94,9 @@ def view(topo: Topology) -> View:
 def _view(topo: Topology) -> View:
     v = View(topo=topo)
     srcs = _sources_of(topo)
-    nvml = topo.extra.get("nvml") if isinstance(topo.extra.get("nvml"), dict) else None
-    v.has_nvml = bool(nvml) and nvml.get("status") != "unavailable" and any(
-        "nvml" in g.extra for g in topo.gpus)
+    nvml = topo.nvml
+    v.has_nvml = nvml is not None and nvml.status != "unavailable" and any(
+        g.nvml is not None for g in topo.gpus)
     v.has_sysfs = "sysfs" in srcs and isinstance(topo.extra.get("sysfs"), dict)
     v.has_topo = "topo-text" in srcs
     driver = [s for s in srcs if s in DRIVER_SOURCES]
@@ -112,24 +113,22 @@ def _view(topo: Topology) -> View:
             present_in = ", ".join(k for k, val in d.values.items() if val == "present")
             v.absent_in[idx] = f"listed by {present_in} but not by {', '.join(absent)}"
     for g in topo.gpus:
-        rec = g.extra.get("nvml") if isinstance(g.extra.get("nvml"), dict) else None
-        fault = (rec or {}).get("fault") or None
-        if fault and fault.get("kind") == "lost":
-            v.lost[g.index] = fault.get("message") or "GPU is lost"
+        rec = g.nvml
+        fault = rec.fault if rec is not None else None
+        if fault is not None and fault.kind == "lost":
+            v.lost[g.index] = fault.message or "GPU is lost"
         if not driver or g.index not in v.absent_in:
             v.present.append(g.index)
-        if rec:
-            nv = rec.get("nvlink") or {}
-            lk = nv.get("links") or []
-            v.links[g.index] = GpuLinks(total=nv.get("total"), active=nv.get("active") or 0,
-                                        down=[x["link"] for x in lk if x.get("state") == "down"],
-                                        links=lk)
-            fab = rec.get("fabric")
-            if isinstance(fab, dict) and fab.get("state") not in (None, "not_supported"):
+        if rec is not None:
+            nv = rec.nvlink
+            v.links[g.index] = GpuLinks(total=nv.total, active=nv.active or 0, down=nv.down,
+                                        links=nv.links)
+            fab = rec.fabric
+            if fab is not None and fab.state != "not_supported":
                 v.fabric[g.index] = fab
     v.present = sorted(set(v.present) - set(v.lost))
-    if nvml:
-        v.switches = sorted((nvml.get("switches") or {}).keys())
+    if nvml is not None:
+        v.switches = sorted((nvml.switches or {}).keys())
     v.pairs = _pairs(topo, v.present)
     return v
 
@@ -321,10 +320,10 @@ def expected_gpus(layout: Any, v: View) -> int:
 
 def fabric_down(v: View, layout: Any) -> Optional[str]:
     """Why the NVLink fabric is down (every NV# and link consequence folds into it), or None."""
-    states = {i: f.get("state") for i, f in v.fabric.items() if i in v.present}
+    states = {i: f.state for i, f in v.fabric.items() if i in v.present}
     bad = {i: s for i, s in states.items() if s in ("not_started", "in_progress")}
-    failed = {i: f.get("status") for i, f in v.fabric.items()
-              if i in v.present and f.get("state") == "completed" and f.get("status")
+    failed = {i: f.status for i, f in v.fabric.items()
+              if i in v.present and f.state == "completed" and f.status
               not in (None, "success")}
     if bad or failed:
         return "fabric"

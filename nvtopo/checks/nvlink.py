@@ -34,7 +34,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     down_fabric = F.fabric_down(v, layout)
     inferred = layout.inferred_only("nvlink") if layout is not None else False
     nvswitch = bool(layout.get("nvlink.nvswitch")) if layout is not None else bool(
-        (topo.extra.get("nvml") or {}).get("nvswitch"))
+        topo.nvml is not None and topo.nvml.nvswitch)
     n_exp = F.expected_gpus(layout, v)
     expected = F.layout_pairs(layout, n_exp) if layout is not None else {}
     links_per_gpu = layout.get("nvlink.links_per_gpu") if layout is not None else None
@@ -56,7 +56,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
             gl = v.links.get(i)
             if gl is None:
                 continue
-            if gl.links and any(x.get("rule") == "mig" for x in gl.links) and not gl.active:
+            if gl.links and any(x.rule == "mig" for x in gl.links) and not gl.active:
                 deficit[i] = 10 ** 6
                 if any(expected.values()):
                     out.append(finding(
@@ -74,7 +74,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                 expected.get((min(i, k), max(i, k)), 0) for k in missing)
             deficit[i] = max(0, len(gl.down) - gone)
             for link in gl.down[gone:]:
-                rec = next((x for x in gl.links if x.get("link") == link), {})
+                rec = next((x for x in gl.links if x.link == link), None)
                 short = [f"GPU{a}-GPU{b}" for (a, b) in pairs_of(i)
                          if v.pairs[(a, b)][0] < expected.get((a, b), 10 ** 6)]
                 sample = ""
@@ -85,7 +85,8 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                               "result" if nvswitch else f"; pairs short: {', '.join(short)}")
                 out.append(finding(
                     "error", "nvlink.link_down", S.link(i, link),
-                    f"GPU{i} NVLink {link} is down ({rec.get('reason') or 'should be up'})"
+                    f"GPU{i} NVLink {link} is down "
+                    f"({(rec.reason if rec is not None else None) or 'should be up'})"
                     f"; GPU{i} has {gl.active} of {gl.total} links up{sample}",
                     expected="active", actual="down", source="nvml", hint=HINT_LINK,
                     covers=gpu_and_pairs(i)))
@@ -101,8 +102,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                 deficit[i] = links_per_gpu - gl.active
             # generation
             want = layout.get("nvlink.generation") if layout is not None else None
-            vers = {x.get("version") for x in gl.links if x.get("state") == "active"
-                    and x.get("version")}
+            vers = {x.version for x in gl.links if x.state == "active" and x.version}
             if want and vers and all(_major(x) != _major(want) for x in vers):
                 out.append(finding(
                     "warning", "nvlink.generation", S.gpu(i),
@@ -118,15 +118,15 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
         if gl is None:
             continue
         for rec in gl.links:
-            errs = {k: val for k, val in (rec.get("errors") or {}).items()
+            errs = {k: val for k, val in rec.errors.items()
                     if isinstance(val, int) and val > 0}
             if not errs:
                 continue
             over = {k: val for k, val in errs.items() if val > thresholds.get(k, 1000)}
             sev = "error" if over else "warning"
             out.append(finding(
-                sev, "nvlink.errors", S.link(i, rec.get("link")),
-                f"GPU{i} NVLink {rec.get('link')} error counters: "
+                sev, "nvlink.errors", S.link(i, rec.link),
+                f"GPU{i} NVLink {rec.link} error counters: "
                 + ", ".join(f"{k}={val}" for k, val in sorted(errs.items()))
                 + (f" (above the threshold for {', '.join(sorted(over))})" if over else
                    " (cumulative since the driver loaded; below the thresholds)"),

@@ -12,10 +12,10 @@ from . import subject as S
 def _matrices(topo: Topology) -> Dict[str, Any]:
     """capability -> (devices, cells, source): NVML's matrices, or a pasted -p2p output."""
     out: Dict[str, Any] = {}
-    nv = topo.extra.get("nvml") if isinstance(topo.extra.get("nvml"), dict) else {}
-    for cap, m in (nv.get("p2p") or {}).items():
-        if isinstance(m, dict) and m.get("devices") and m.get("cells"):
-            out[cap] = (m["devices"], m["cells"], "nvml")
+    nv = topo.nvml
+    for cap, m in ((nv.p2p if nv is not None else None) or {}).items():
+        if m.devices and m.cells:
+            out[cap] = (m.devices, m.cells, "nvml")
     if topo.p2p is not None:
         cap = {"r": "read", "w": "write", "n": "nvlink", "a": "atomics"}.get(
             topo.p2p.mode or "", topo.p2p.mode or "p2p")

@@ -4,7 +4,7 @@ Expected per hop = min(max of both ends) from sysfs (a Gen5 NIC in a Gen4
 slot is not degraded).  Width below is an error.  Generation below is a
 warning unless the GPU is known to be busy: idle GPUs lower their PCIe speed
 (P8 at Gen1) by design.  "Busy" is judged from an NVML utilisation sample
-(``extra.nvml.utilization.gpu`` >= 50 %) where the input records one; this
+(``GPU.nvml.utilization.gpu`` >= 50 %) where the input records one; this
 nvtopo's NVML probe records none, so a slow link reads as "idle or unknown".
 """
 
@@ -23,8 +23,8 @@ HINT_WIDTH = ("a link trained narrower than the slot: reseat the card (and its r
 
 
 def _busy(g: Any) -> Optional[bool]:
-    util = ((g.extra.get("nvml") or {}).get("utilization") or {}).get("gpu") \
-        if isinstance(g.extra.get("nvml"), dict) else None
+    util = g.nvml.utilization.gpu if g.nvml is not None and g.nvml.utilization is not None \
+        else None
     if isinstance(util, (int, float)):
         return util >= BUSY_UTILISATION
     return None
@@ -54,8 +54,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
         if g is None:
             continue
         sy = g.extra.get("sysfs") if isinstance(g.extra.get("sysfs"), dict) else None
-        nv = (g.extra.get("nvml") or {}).get("pcie") if isinstance(g.extra.get("nvml"), dict) \
-            else None
+        nv = g.nvml.pcie if g.nvml is not None else None
         width = speed = None
         src = ""
         if sy and (sy.get("hops") or sy.get("narrowest_hop")):
@@ -66,12 +65,12 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                 width = (wh["expected_width"], wh["current_width"], _hop_text(wh))
             if sh:
                 speed = (sh["expected_gen"], sh["current_gen"], _hop_text(sh))
-        elif isinstance(nv, dict) and nv.get("current_width") is not None:
+        elif nv is not None and nv.current_width is not None:
             checked += 1
             src = "nvml"
-            if isinstance(nv.get("max_width"), int) and nv["current_width"] < nv["max_width"]:
-                width = (nv["max_width"], nv["current_width"], "GPU link")
-            cg, mg = nv.get("current_gen"), nv.get("max_gen")
+            if isinstance(nv.max_width, int) and nv.current_width < nv.max_width:
+                width = (nv.max_width, nv.current_width, "GPU link")
+            cg, mg = nv.current_gen, nv.max_gen
             if isinstance(cg, int) and isinstance(mg, int) and cg < mg:
                 speed = (mg, cg, "GPU link")
         if width:

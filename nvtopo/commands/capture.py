@@ -66,10 +66,9 @@ def capture(topo: Topology, name: str, where: str) -> Dict[str, Any]:
         if sy and sy.get("link"):
             gens.append(sy["link"].get("max_gen"))
             widths.append(sy["link"].get("max_width"))
-        elif g is not None and isinstance(g.extra.get("nvml"), dict):
-            pc = g.extra["nvml"].get("pcie") or {}
-            gens.append(pc.get("max_gen"))
-            widths.append(pc.get("max_width"))
+        elif g is not None and g.nvml is not None:
+            gens.append(g.nvml.pcie.max_gen)
+            widths.append(g.nvml.pcie.max_width)
     if _uniform(gens) is not None and _uniform(widths) is not None and all(gens) \
             and all(widths):
         gpus["pcie"] = {"gen": _uniform(gens), "width": _uniform(widths)}
@@ -80,8 +79,7 @@ def capture(topo: Topology, name: str, where: str) -> Dict[str, Any]:
         nv: Dict[str, Any] = {}
         counts = {k: c for k, (c, _) in v.pairs.items()}
         nonzero = [c for c in counts.values() if c]
-        nvml = topo.extra.get("nvml") if isinstance(topo.extra.get("nvml"), dict) else {}
-        switch = bool(nvml.get("nvswitch")) if v.has_nvml else None
+        switch = bool(topo.nvml is not None and topo.nvml.nvswitch) if v.has_nvml else None
         if nonzero:
             if len(set(counts.values())) == 1:
                 nv["pair_count"] = nonzero[0]
@@ -94,13 +92,13 @@ def capture(topo: Topology, name: str, where: str) -> Dict[str, Any]:
                 act = [v.links[i].active for i in present if i in v.links]
                 if _uniform(act):
                     nv["links_per_gpu"] = _uniform(act)
-                vers = [x.get("version") for i in present if i in v.links
-                        for x in v.links[i].links if x.get("state") == "active"]
+                vers = [x.version for i in present if i in v.links
+                        for x in v.links[i].links if x.state == "active"]
                 if _uniform(vers):
                     nv["generation"] = _uniform(vers)
                 if switch and v.switches:
                     nv["nvswitch_count"] = len(v.switches)
-                fab = [f.get("state") for i, f in v.fabric.items()]
+                fab = [f.state for i, f in v.fabric.items()]
                 if fab and all(s == "completed" for s in fab):
                     nv["fabric"] = True
             nv["evidence"] = ev

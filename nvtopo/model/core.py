@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
 from .codec import Record, fld
+from .nvml import NvmlGpu, TextGpu
 
 #: GPU fields that sources state and that are compared when merging sources.
 GPU_FACTS = ("name", "uuid", "pci_bus_id", "cpu_affinity", "numa_affinity", "gpu_numa_id")
@@ -37,10 +38,22 @@ class GPU(Record):
     sources: Dict[str, str] = fld("field -> the source that stated it", factory=dict)
     #: Keys under ``extra`` this nvtopo does not know, kept as read.
     extra: Dict[str, Any] = fld("unknown keys, kept", factory=dict)
+    nvml: Optional[NvmlGpu] = fld("the NVML probe", nest="extra", omit="none")
+    nvml_text: Optional[TextGpu] = fld("pasted nvidia-smi nvlink / -q text", key="nvml-text",
+                                       nest="extra", omit="none")
 
     def __post_init__(self) -> None:
         if not self.label:
             self.label = f"GPU{self.index}"
+
+    @property
+    def links(self) -> Any:
+        """The GPU's NVLink record: NVML's, else pasted text's, else ``None``."""
+        if self.nvml is not None:
+            return self.nvml.nvlink
+        if self.nvml_text is not None:
+            return self.nvml_text.nvlink
+        return None
 
 
 @dataclass

@@ -18,6 +18,8 @@ from typing import Any, Dict, List, Optional, Tuple
 from .codec import Record, decode, encoder, fld
 from .core import GPU, NIC, Disagreement, Matrix, Note, NVLinkPair
 from .host import host_problems
+from .node import TopoText
+from .nvml import NvmlNode, TextNode
 
 #: Version of the JSON document written by :meth:`Topology.to_dict`.
 SCHEMA_VERSION = 1
@@ -28,7 +30,8 @@ class Topology(Record):
     """Everything known about one node."""
 
     __json_order__ = ("origin", "host", "sources", "gpus", "nics", "matrix", "p2p", "nvlinks",
-                      "notes", "disagreements", "extra")
+                      "notes", "disagreements", "extra", "topo_text", "nvml",
+                      "nvml_text")
 
     gpus: List[GPU] = field(default_factory=list)
     nics: List[NIC] = field(default_factory=list)
@@ -45,6 +48,11 @@ class Topology(Record):
     disagreements: List[Disagreement] = field(default_factory=list)
     #: Keys under ``extra`` this nvtopo does not know, kept as read.
     extra: Dict[str, Any] = field(default_factory=dict)
+    topo_text: Optional[TopoText] = fld("nvidia-smi topo -m / -p2p", key="topo-text",
+                                        nest="extra", omit="none")
+    nvml: Optional[NvmlNode] = fld("the NVML probe", nest="extra", omit="none")
+    nvml_text: Optional[TextNode] = fld("pasted nvidia-smi nvlink / -q text", key="nvml-text",
+                                        nest="extra", omit="none")
 
     # -- lookups -------------------------------------------------------------
 

@@ -2,13 +2,12 @@
 
 :func:`links_doc` builds the JSON document (its contract: docs/json.md) from
 the model; :func:`print_links` renders it with Rich.  Both read only the
-model: NVML facts under ``GPU.extra["nvml"]``, pasted nvidia-smi text under
-``GPU.extra["nvml-text"]``.
+model: NVML facts (``GPU.nvml``), else pasted nvidia-smi text (``GPU.nvml_text``).
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from rich.console import Console
 from rich.table import Table
@@ -25,11 +24,12 @@ STATE_STYLES = {"active": "green", "inactive": "yellow", "down": "bold red",
                 "not_supported": "dim", "unknown": "magenta"}
 
 
-def _record(g: Any) -> Optional[Dict[str, Any]]:
-    for src in LINK_SOURCES:
-        rec = g.extra.get(src)
-        if isinstance(rec, dict) and "nvlink" in rec:
-            return dict(rec, source=src)
+def _record(g: Any) -> Optional[Tuple[Any, str]]:
+    """The GPU's link record (NVML's, else pasted text's) and its source."""
+    if g.nvml is not None:
+        return g.nvml, "nvml"
+    if g.nvml_text is not None:
+        return g.nvml_text, "nvml-text"
     return None
 
 
@@ -37,29 +37,30 @@ def links_doc(topo: Topology, gpu: Optional[int] = None, where: str = "input") -
     """The ``links`` JSON document.  Raises NvtopoError when there is no NVLink evidence."""
     gpus: List[Dict[str, Any]] = []
     for g in topo.gpus:
-        rec = _record(g)
-        if rec is None or (gpu is not None and g.index != gpu):
+        found = _record(g)
+        if found is None or (gpu is not None and g.index != gpu):
             continue
-        nv = rec["nvlink"] or {}
+        rec, source = found
+        nv = rec.nvlink
         links = []
-        for lk in nv.get("links", []):
+        for lk in nv.links:
             links.append({
-                "link": lk["link"], "state": lk.get("state") or "unknown",
-                "version": lk.get("version"), "speed_mbps": lk.get("speed_mbps"),
-                "remote": dict(lk.get("remote") or {"type": "unknown", "gpu_index": None,
-                                                    "pci_bus_id": None, "link": None}),
-                "errors": dict(lk.get("errors") or {}),
-                "rule": lk.get("rule"), "reason": lk.get("reason"),
+                "link": lk.link, "state": lk.state or "unknown",
+                "version": lk.version, "speed_mbps": lk.speed_mbps,
+                "remote": lk.remote.to_dict(),
+                "errors": dict(lk.errors),
+                "rule": lk.rule, "reason": lk.reason,
             })
-        total = nv.get("total")
+        total = nv.total
         gpus.append({
             "index": g.index, "name": g.name,
             "active": sum(1 for x in links if x["state"] == "active"),
             "total": total if isinstance(total, int) else len(links),
-            "nvlink": nv.get("status") or "unknown",
-            "reason": nv.get("reason"),
-            "bandwidth_gbps_per_direction": nv.get("bandwidth_gbps_per_direction"),
-            "fault": rec.get("fault"), "source": rec["source"],
+            "nvlink": nv.status or "unknown",
+            "reason": getattr(nv, "reason", None),
+            "bandwidth_gbps_per_direction": nv.bandwidth_gbps_per_direction,
+            "fault": rec.fault.to_dict() if rec.fault is not None else None,
+            "source": source,
             "links": links,
         })
     if not gpus:
@@ -69,12 +70,13 @@ def links_doc(topo: Topology, gpu: Optional[int] = None, where: str = "input") -
         raise NvtopoError("no NVLink evidence (needs an NVML snapshot or pasted "
                           "`nvidia-smi nvlink -s/-e/-c/-R` text)"
                           + (f": {why}" if why else ""), where=where)
-    node = topo.extra.get("nvml") or {}
+    node = topo.nvml
     return {
         "gpus": gpus,
         "pairs": [p for p in _pairs(topo) if gpu is None or gpu in (p["a"], p["b"])],
-        "nvswitch": node.get("nvswitch"),
-        "incomplete": node.get("incomplete"),
+        "nvswitch": node.nvswitch if node is not None else None,
+        "incomplete": node.incomplete.to_dict()
+        if node is not None and node.incomplete is not None else None,
         "disagreements": _disagreements(topo),
         "notes": [{"code": n.code, "level": n.level, "subject": n.subject,
                    "message": n.message} for n in topo.notes if n.source in LINK_SOURCES
@@ -87,22 +89,24 @@ def _pairs(topo: Topology) -> List[Dict[str, Any]]:
 
     ``topo.nvlinks`` holds the first source's counts (topo-text before NVML in a
     snapshot with both); the links view shows the source of its link records,
-    kept per source under ``extra[source]["nvlink_pairs"]``.
+    kept per source (``Topology.nvml.nvlink_pairs``, ``Topology.nvml_text.nvlink_pairs``).
     """
     out: List[Dict[str, Any]] = []
-    for src in LINK_SOURCES:
+    for src, attr in (("nvml", "nvml"), ("nvml-text", "nvml_text")):
         # the source's own GPU numbers -> this model's (they differ only when a merge
         # matched GPUs by bus id across sources that number them differently)
         index = {}
+        mine = set()
         for g in topo.gpus:
-            rec = g.extra.get(src)
-            if isinstance(rec, dict) and isinstance(rec.get("index"), int):
-                index[rec["index"]] = g.index
-        mine = {g.index for g in topo.gpus if (_record(g) or {}).get("source") == src}
-        node = topo.extra.get(src)
-        counted = node.get("nvlink_pairs") if isinstance(node, dict) else None
-        for p in counted if isinstance(counted, list) else []:
-            a, b, count = index.get(p.get("a")), index.get(p.get("b")), p.get("count")
+            rec = getattr(g, attr)
+            if rec is not None:
+                index[rec.index] = g.index
+            found = _record(g)
+            if found is not None and found[1] == src:
+                mine.add(g.index)
+        node = getattr(topo, attr)
+        for p in (node.nvlink_pairs or []) if node is not None else []:
+            a, b, count = index.get(p.a), index.get(p.b), p.count
             if a in mine and b in mine and isinstance(count, int) and count > 0:
                 out.append({"a": min(a, b), "b": max(a, b), "count": count, "source": src})
     return sorted(out, key=lambda p: (p["a"], p["b"]))

@@ -210,25 +210,23 @@ def _gpu_numa(g: Any) -> str:
     return str(node) if isinstance(node, int) and node >= 0 else ""
 
 
-def _nvlink_record(g: Any) -> Optional[Dict[str, Any]]:
-    rec = g.extra.get("nvml")
-    if not isinstance(rec, dict) or rec.get("fault"):
+def _nvlink_record(g: Any) -> Optional[Any]:
+    rec = g.nvml
+    if rec is None or rec.fault is not None:
         return None
-    nv = rec.get("nvlink")
-    if not isinstance(nv, dict) or nv.get("status") not in ("ok", None):
+    nv = rec.nvlink
+    if nv.status not in ("ok", None):
         return None
     return nv
 
 
-def _expected_links(nv: Dict[str, Any], layout: Any) -> Optional[int]:
+def _expected_links(nv: Any, layout: Any) -> Optional[int]:
     if layout is not None:
         lpg = layout.get("nvlink.links_per_gpu")
         if isinstance(lpg, int) and not isinstance(lpg, bool):
             return lpg
-    links = nv.get("links")
-    if isinstance(links, list) and links:
-        return sum(1 for x in links if isinstance(x, dict) and x.get("state") in ("active",
-                                                                                  "down"))
+    if nv.links:
+        return sum(1 for x in nv.links if x.state in ("active", "down"))
     return None
 
 
@@ -253,8 +251,7 @@ def _add_node(fams: Dict[str, Family], node: NodeMetrics) -> None:
     durations: Dict[str, float] = {}
     topo = node.topo
     if topo is not None:
-        nvml = topo.extra.get("nvml") if isinstance(topo.extra.get("nvml"), dict) else {}
-        d = nvml.get("duration_s")
+        d = topo.nvml.duration_s if topo.nvml is not None else None
         if isinstance(d, (int, float)) and not isinstance(d, bool):
             durations["nvml"] = float(d)
     durations.update(node.durations or {})
@@ -272,8 +269,8 @@ def _add_node(fams: Dict[str, Family], node: NodeMetrics) -> None:
         nv = _nvlink_record(g)
         if nv is None:
             continue
-        if isinstance(nv.get("active"), int):
-            fams["nvtopo_gpu_nvlinks_active"].add(lab(gpu=gpu), nv["active"])
+        if isinstance(nv.active, int):
+            fams["nvtopo_gpu_nvlinks_active"].add(lab(gpu=gpu), nv.active)
         exp = _expected_links(nv, node.layout)
         if exp is not None:
             fams["nvtopo_gpu_nvlinks_expected"].add(lab(gpu=gpu), exp)

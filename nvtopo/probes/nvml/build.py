@@ -1,5 +1,6 @@
 """The walker's facts (:mod:`.walk`) as a model fragment: GPUs, NVLink pairs, the path and
-P2P matrices, and the per-GPU NVML record kept under ``extra["nvml"]``.  Pure.
+P2P matrices, the per-GPU NVML record (``GPU.nvml``) and the node's (``Topology.nvml``),
+typed (:mod:`nvtopo.model.nvml`).  Pure.
 """
 
 from __future__ import annotations
@@ -7,6 +8,9 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Tuple
 
 from ...model import GPU, Matrix, NVLinkPair, Topology, pci_bdf
+from ...model.nvlink import NvmlGpuLinks, NvmlLink, Remote
+from ...model.nvml import (BadValue, Fault, GpuPcie, Incomplete, Mig, NvmlGpu, NvmlNode,
+                           NvmlPair, NvmlPci, NvmlSystem, P2PMatrix)
 from .decode import bus_id_of, cpulist, fabric_facts
 from .links import bandwidth_gbps, classify_links, pair_counts
 from .source import is_int
@@ -18,16 +22,16 @@ def build(facts: Dict[str, Any], source: str, evidence: Optional[Dict[str, Any]]
           ) -> Topology:
     """The model fragment from walker facts."""
     topo = Topology(sources=[source])
-    node: Dict[str, Any] = {"status": facts.get("status"), "reason": facts.get("reason"),
-                            "system": facts.get("system") or {}, "incomplete":
-                            facts.get("incomplete")}
-    if evidence is not None:
-        for k in ("ncalls", "duration_s"):
-            v = evidence.get(k)
-            node[k] = v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    inc = facts.get("incomplete")
+    node = NvmlNode(status=facts.get("status"), reason=facts.get("reason"),
+                    system=NvmlSystem(**(facts.get("system") or {})),
+                    incomplete=Incomplete(**inc) if inc else None)
+    for k in ("ncalls", "duration_s"):
+        v = (evidence or {}).get(k)
+        setattr(node, k, v if isinstance(v, (int, float)) and not isinstance(v, bool) else None)
     bad = facts.get("bad_values") or []
-    node["bad_values"] = bad
-    topo.extra[source] = node
+    node.bad_values = [BadValue(**b) for b in bad]
+    topo.nvml = node
     for b in bad[:MAX_BAD_NOTES]:
         topo.note("nvml.bad_value", f"{b['call']} is recorded as {b['value']}, not "
                   f"{b['expected']}: that fact is unknown (damaged snapshot?)", source=source,
@@ -53,7 +57,7 @@ def build(facts: Dict[str, Any], source: str, evidence: Optional[Dict[str, Any]]
             topo.note(f"nvml.gpu_{g['fault']['kind']}", g["fault"]["message"], source=source,
                       level="warning", subject=f"GPU{g['index']}")
     pairs = pair_counts(gpus)
-    node["nvlink_pairs"] = pairs
+    node.nvlink_pairs = [NvmlPair(**p) for p in pairs]
     for p in pairs:
         if p["count"]:
             topo.nvlinks.append(NVLinkPair(p["a"], p["b"], p["count"], source=source))
@@ -69,10 +73,10 @@ def build(facts: Dict[str, Any], source: str, evidence: Optional[Dict[str, Any]]
                 bid = lr["remote"]["pci_bus_id"] or "unknown"
                 per = switches.setdefault(bid, {})
                 per[str(g["index"])] = per.get(str(g["index"]), 0) + 1
-    node["nvswitch"] = bool(switches) or any(
+    node.nvswitch = bool(switches) or any(
         isinstance(g.get("facts", {}).get("nvswitch_links"), int)
         and g["facts"]["nvswitch_links"] > 0 for g in gpus)
-    node["switches"] = switches
+    node.switches = switches
     _matrices(topo, facts, gpus, pairs, node)
     if facts.get("incomplete"):
         inc = facts["incomplete"]
@@ -86,7 +90,7 @@ def build(facts: Dict[str, Any], source: str, evidence: Optional[Dict[str, Any]]
 
 
 def _matrices(topo: Topology, facts: Dict[str, Any], gpus: List[Dict[str, Any]],
-              pairs: List[Dict[str, Any]], node: Dict[str, Any]) -> None:
+              pairs: List[Dict[str, Any]], node: NvmlNode) -> None:
     labels = [f"GPU{g['index']}" for g in gpus]
     n = len(gpus)
     if not n:
@@ -125,8 +129,8 @@ def _matrices(topo: Topology, facts: Dict[str, Any], gpus: List[Dict[str, Any]],
             cells[pos[a]][pos[b]] = cells[pos[b]][pos[a]] = f"NV{c}"
     if any(cells[i][j] is not None for i in range(n) for j in range(n) if i != j):
         topo.matrix = Matrix(devices=labels, cells=cells, source=topo.sources[0])
-    node["p2p"] = {name: {"devices": labels, "cells": m} for name, m in p2p.items()
-                   if any(m[i][j] is not None for i in range(n) for j in range(n) if i != j)}
+    node.p2p = {name: P2PMatrix(devices=list(labels), cells=m) for name, m in p2p.items()
+                if any(m[i][j] is not None for i in range(n) for j in range(n) if i != j)}
 
 
 def _gpu(g: Dict[str, Any], source: str) -> GPU:
@@ -149,63 +153,60 @@ def _gpu(g: Dict[str, Any], source: str) -> GPU:
     cc = f.get("compute_capability")
     mig = f.get("mig_mode")
     mem = f.get("memory")
-    nv = g.get("nvlink")
-    rec: Dict[str, Any] = {
-        "index": g["index"],
-        "fault": g.get("fault"),
-        "serial": f.get("serial"),
-        "minor_number": f.get("minor"),
-        "architecture": ARCHITECTURES.get(f.get("architecture"), "unknown")
+    fault = g.get("fault")
+    gpu.nvml = NvmlGpu(
+        index=g["index"],
+        fault=Fault(**fault) if fault else None,
+        serial=f.get("serial"),
+        minor_number=f.get("minor"),
+        architecture=ARCHITECTURES.get(f.get("architecture"), "unknown")
         if f.get("architecture") is not None else None,
-        "compute_capability": f"{cc[0]}.{cc[1]}" if isinstance(cc, list) and len(cc) == 2
+        compute_capability=f"{cc[0]}.{cc[1]}" if isinstance(cc, list) and len(cc) == 2
         else None,
-        "memory_total_bytes": mem.get("total") if isinstance(mem, dict)
+        memory_total_bytes=mem.get("total") if isinstance(mem, dict)
         and is_int(mem.get("total")) and 0 <= mem["total"] <= U64 else None,
-        "pci": {"bus_id": bus_id, "bdf": list(pci_bdf(bus_id) or []) or None,
-                "device_id": f"0x{pci['pciDeviceId']:08X}" if is_int(pci.get("pciDeviceId"))
-                and 0 <= pci["pciDeviceId"] <= U32 else None},
-        "pcie": {"current_gen": f.get("pcie_current_gen"), "max_gen": f.get("pcie_max_gen"),
-                 "gpu_max_gen": f.get("pcie_gpu_max_gen"),
-                 "current_width": f.get("pcie_current_width"),
-                 "max_width": f.get("pcie_max_width"),
-                 "replay_counter": f.get("pcie_replay_counter")},
-        "mig": {"current": bool(mig[0]), "pending": bool(mig[1])}
+        pci=NvmlPci(bus_id=bus_id, bdf=list(pci_bdf(bus_id) or []) or None,
+                    device_id=f"0x{pci['pciDeviceId']:08X}" if is_int(pci.get("pciDeviceId"))
+                    and 0 <= pci["pciDeviceId"] <= U32 else None),
+        pcie=GpuPcie(current_gen=f.get("pcie_current_gen"), max_gen=f.get("pcie_max_gen"),
+                     gpu_max_gen=f.get("pcie_gpu_max_gen"),
+                     current_width=f.get("pcie_current_width"),
+                     max_width=f.get("pcie_max_width"),
+                     replay_counter=f.get("pcie_replay_counter")),
+        mig=Mig(current=bool(mig[0]), pending=bool(mig[1]))
         if isinstance(mig, list) and len(mig) == 2 else None,
-        "persistence_mode": bool(f["persistence_mode"])
+        persistence_mode=bool(f["persistence_mode"])
         if isinstance(f.get("persistence_mode"), int) else None,
-        "fabric": fabric_facts(f.get("fabric")),
-        "unavailable": dict(g.get("unavailable") or {}),
-        "nvlink": _nvlink_record(nv),
-    }
-    gpu.extra[source] = rec
+        fabric=fabric_facts(f.get("fabric")),
+        unavailable=dict(g.get("unavailable") or {}),
+        nvlink=_nvlink_record(g.get("nvlink")),
+    )
     return gpu
 
 
-def _nvlink_record(nv: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+def _nvlink_record(nv: Optional[Dict[str, Any]]) -> NvmlGpuLinks:
     """The per-GPU NVLink record kept in the model (and shown by ``nvtopo links``)."""
     if not nv:
-        return {"status": "unknown", "total": None, "active": None, "links": []}
-    links = []
+        return NvmlGpuLinks(status="unknown", total=None, active=None, links=[])
+    raw = []
     for lr in nv.get("links", []):
         v = lr.get("version")
-        links.append({
+        raw.append({
             "link": lr["link"], "state": lr.get("status", "unknown"),
             "raw_state": lr.get("state"), "rule": lr.get("rule"), "reason": lr.get("reason"),
             "version": NVLINK_VERSIONS.get(v) if isinstance(v, int) else None,
             "version_raw": v, "speed_mbps": lr.get("speed_mbps"),
-            "remote": lr.get("remote") or {"type": "unknown", "gpu_index": None,
-                                           "pci_bus_id": None, "link": None},
+            "remote": Remote(**lr["remote"]) if lr.get("remote") else Remote(),
             "errors": dict(lr.get("errors") or {}),
             "unavailable": dict(lr.get("unavailable") or {}),
         })
-    active = [x for x in links if x["state"] == "active"]
-    return {
-        "status": nv.get("status"),
-        "total": nv.get("count"),
-        "count_source": nv.get("count_source"),
-        "active": len(active),
-        "peers": nv.get("peers", []),
-        "switch_links_up": nv.get("switch_links_up", 0),
-        "bandwidth_gbps_per_direction": bandwidth_gbps(links),
-        "links": links,
-    }
+    return NvmlGpuLinks(
+        status=nv.get("status"),
+        total=nv.get("count"),
+        count_source=nv.get("count_source"),
+        active=sum(1 for x in raw if x["state"] == "active"),
+        peers=nv.get("peers", []),
+        switch_links_up=nv.get("switch_links_up", 0),
+        bandwidth_gbps_per_direction=bandwidth_gbps(raw),
+        links=[NvmlLink(**x) for x in raw],
+    )

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Dict, Optional
 
 from ...model import pci_bdf
+from ...model.nvlink import Fabric, FabricHealth
 from .source import hex_uuid, is_int
 from .vocab import (ERROR_NAMES, FABRIC_HEALTH_BITS, FABRIC_STATES, FABRIC_SUMMARY,
                     INCORRECT_CONFIGURATION, U32)
@@ -60,7 +61,7 @@ def _snake(name: str) -> str:
                    for i, c in enumerate(name))
 
 
-def fabric_facts(raw: Any) -> Optional[Dict[str, Any]]:
+def fabric_facts(raw: Any) -> Optional[Fabric]:
     """Decode GPU fabric info, from NVML or from ``nvidia-smi -q`` text (:mod:`.text` encodes
     the text into the same NVML codes first): one decoder, one vocabulary.
 
@@ -80,11 +81,9 @@ def fabric_facts(raw: Any) -> Optional[Dict[str, Any]]:
         _snake(ERROR_NAMES[code]) if code in ERROR_NAMES else f"error_{code}"
     uuid_hex = raw.get("clusterUuid")
     zero_uuid = uuid_hex is not None and set(uuid_hex) == {"0"}
-    out: Dict[str, Any] = {
-        "state": state, "status": status if state == "completed" else None,
-        "cluster_uuid": None if uuid_hex is None or zero_uuid else _uuid(uuid_hex.lower()),
-        "clique_id": raw.get("cliqueId"), "health": None, "health_summary": None,
-    }
+    out = Fabric(state=state, status=status if state == "completed" else None,
+                 cluster_uuid=None if uuid_hex is None or zero_uuid else _uuid(uuid_hex.lower()),
+                 clique_id=raw.get("cliqueId"))
     mask = raw.get("healthMask")
     if mask is not None:
         health: Dict[str, Any] = {}
@@ -96,13 +95,13 @@ def fabric_facts(raw: Any) -> Optional[Dict[str, Any]]:
                 health[name] = {1: "connected", 2: "disconnected"}.get(v)
             else:
                 health[name] = {1: True, 2: False}.get(v)
-        out["health"] = health
+        out.health = FabricHealth(**health)
     if "healthSummary" in raw:
-        out["health_summary"] = FABRIC_SUMMARY.get(raw["healthSummary"], "unknown")
+        out.health_summary = FABRIC_SUMMARY.get(raw["healthSummary"], "unknown")
     if state != "completed" or code != 0 or zero_uuid:
-        out["attached"] = False
+        out.attached = False
     else:
-        out["attached"] = None if uuid_hex is None else True
-    healthy = out["health_summary"] in (None, "not_supported", "healthy")
-    out["healthy"] = None if out["attached"] is None else bool(out["attached"] and healthy)
+        out.attached = None if uuid_hex is None else True
+    healthy = out.health_summary in (None, "not_supported", "healthy")
+    out.healthy = None if out.attached is None else bool(out.attached and healthy)
     return out

@@ -2,7 +2,7 @@
 
 Tickets carry these more often than snapshots.  :func:`parse` reads any mix
 of them (one paste may hold several commands) into the same per-GPU NVLink
-record the NVML probe produces, under ``GPU.extra["nvml-text"]``, so
+record the NVML probe produces, as ``GPU.nvml_text``, so
 ``nvtopo links --from ticket.txt`` shows them.  The text says less than NVML:
 
 * ``-s`` says ``<inactive>`` but not whether by design or a fault, so such

@@ -1,7 +1,7 @@
 """Pasted ``nvidia-smi nvlink -s/-e/-c/-R`` and ``nvidia-smi -q`` (PCI, Fabric) text as a
 model fragment (source ``nvml-text``): the per-GPU records :func:`~.paste.parse` reads
-become GPUs with the same NVLink record the NVML probe produces, under
-``GPU.extra["nvml-text"]``, so ``nvtopo links --from ticket.txt`` shows them; the ``-q``
+become GPUs with the same NVLink record the NVML probe produces, as
+``GPU.nvml_text`` (:class:`nvtopo.model.nvml.TextGpu`), so ``nvtopo links --from ticket.txt`` shows them; the ``-q``
 Fabric block is encoded into NVML's codes and decoded by the one decoder
 (:func:`~.decode.fabric_facts`).  Pure: no I/O.
 """
@@ -12,6 +12,8 @@ import re
 from typing import Any, Dict, List, Optional
 
 from ...model import GPU, NVLinkPair, Topology, pci_bdf
+from ...model.nvlink import Remote, TextGpuLinks, TextLink
+from ...model.nvml import GpuPcie, TextGpu, TextNode, TextPair, TextPci
 from ...safe import ascii_int
 from .decode import fabric_facts
 from .links import bandwidth_gbps
@@ -88,7 +90,7 @@ def derive_text(text: str) -> Topology:
     """The model fragment (source ``nvml-text``) from pasted text."""
     parsed = parse(text)
     topo = Topology(sources=[SOURCE])
-    topo.extra[SOURCE] = {"sections": parsed["sections"]}
+    topo.nvml_text = TextNode(sections=parsed["sections"])
     by_bus = {pci_bdf(g.get("bus_id")): i for i, g in parsed["gpus"].items() if g.get("bus_id")}
     counts: Dict[tuple, int] = {}
     for i in sorted(parsed["gpus"]):
@@ -107,24 +109,25 @@ def derive_text(text: str) -> Topology:
             model.uuid, model.sources["uuid"] = q["GPU UUID"].strip(), SOURCE
         links = _links(g, by_bus, topo, counts)
         status = "ok" if links else ("inactive" if g["all_inactive"] else "unknown")
-        nv = {"status": status, "total": len(links) if links else None,
-              "count_source": "text", "active": sum(x["state"] == "active" for x in links),
-              "bandwidth_gbps_per_direction": bandwidth_gbps(links),
-              "links": links}
+        nv = TextGpuLinks(status=status, total=len(links) if links else None,
+                          count_source="text",
+                          active=sum(x["state"] == "active" for x in links),
+                          bandwidth_gbps_per_direction=bandwidth_gbps(links),
+                          links=[TextLink(**dict(x, remote=Remote(**x["remote"])))
+                                 for x in links])
         if g["all_inactive"]:
-            nv["reason"] = ("nvidia-smi: all links are inactive (the link count is not "
-                            "printed); no bridge or peer attached, or every link is down")
+            nv.reason = ("nvidia-smi: all links are inactive (the link count is not "
+                         "printed); no bridge or peer attached, or every link is down")
         pcie = {"current_gen": _int(q.get("PCI / GPU Link Info / PCIe Generation / Current")),
                 "max_gen": _int(q.get("PCI / GPU Link Info / PCIe Generation / Max")),
                 "gpu_max_gen": _int(q.get("PCI / GPU Link Info / PCIe Generation / Device Max")),
                 "current_width": _int(q.get("PCI / GPU Link Info / Link Width / Current")),
                 "max_width": _int(q.get("PCI / GPU Link Info / Link Width / Max")),
                 "replay_counter": _int(q.get("PCI / Replays Since Reset"))}
-        model.extra[SOURCE] = {
-            "index": i, "fault": None, "nvlink": nv, "fabric": fabric_facts(fabric_raw(q)),
-            "pcie": pcie if any(v is not None for v in pcie.values()) else None,
-            "pci": {"bus_id": g.get("bus_id")}, "notes": [n["message"] for n in g["notes"]],
-        }
+        model.nvml_text = TextGpu(
+            index=i, fault=None, nvlink=nv, fabric=fabric_facts(fabric_raw(q)),
+            pcie=GpuPcie(**pcie) if any(v is not None for v in pcie.values()) else None,
+            pci=TextPci(bus_id=g.get("bus_id")), notes=[n["message"] for n in g["notes"]])
         topo.gpus.append(model)
         for n in g["notes"]:
             topo.note(n["code"], n["message"], source=SOURCE, subject=f"GPU{i}",
@@ -134,8 +137,8 @@ def derive_text(text: str) -> Topology:
                   level=n["level"])
     for (a, b), c in sorted(counts.items()):
         topo.nvlinks.append(NVLinkPair(a, b, c, source=SOURCE))
-    topo.extra[SOURCE]["nvlink_pairs"] = [{"a": a, "b": b, "count": c}
-                                          for (a, b), c in sorted(counts.items())]
+    topo.nvml_text.nvlink_pairs = [TextPair(a=a, b=b, count=c)
+                                   for (a, b), c in sorted(counts.items())]
     if not topo.gpus:
         topo.note("nvml_text.empty", "no GPU found in the nvidia-smi text", source=SOURCE,
                   level="warning")

@@ -9,6 +9,7 @@ import re
 from typing import Dict, List, Optional, Tuple
 
 from ...model import GPU, NIC, Matrix, NVLinkPair, Topology, nvlink_count
+from ...model.node import TopoText
 from ...safe import ascii_int
 from .locate import TopoParseError, locate
 from .scan import (AFF_COL_RE, AFFINITY_LIKE_RE, MAX_DEVICES, MAX_LINE_CHARS, Notes, Tok,
@@ -49,7 +50,7 @@ def parse(text: str) -> Topology:
     header_idx = found.header
     topo = Topology(sources=[SOURCE])
     note = Notes(topo)
-    info: Dict[str, object] = {}
+    info = TopoText()
 
     # -- command line and P2P mode, when the paste kept the prompt
     command = None
@@ -58,7 +59,7 @@ def parse(text: str) -> Topology:
         if m:
             command = "nvidia-smi topo " + m.group(1).strip()
     if command:
-        info["command"] = command
+        info.command = command
 
     # -- rows: labels first (the header may be glued and needs them)
     row_labels = found.labels
@@ -167,15 +168,15 @@ def parse(text: str) -> Topology:
                  "column", level="warning", subject=lab)
 
     kind = _matrix_kind(cells, lines)
-    info["kind"] = kind
+    info.kind = kind
     if kind == "paths":
         _fill_mirror(devices, cells, note)
     _report_cells(devices, cells, kind, note)
 
     legend, style = _legend(lines)
     if legend:
-        info["legend"] = legend
-    info["legend_style"] = style
+        info.legend = legend
+    info.legend_style = style
 
     nic_names: Dict[str, str] = {}
     stray: Dict[str, None] = {}
@@ -245,7 +246,7 @@ def parse(text: str) -> Topology:
         topo.matrix = matrix
         topo.nvlinks = _nvlink_pairs(devices, cells, topo)
     note.finish()
-    topo.extra[SOURCE] = info
+    topo.topo_text = info
     return topo
 
 

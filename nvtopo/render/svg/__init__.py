@@ -56,13 +56,14 @@ def render(topo: Topology, report: Optional["Report"] = None) -> str:
     groups = _arrange(topo, faults.missing)
     links = _gpu_links(topo)
     present = sorted(g.index for g in topo.gpus)
-    nvml = topo.extra.get("nvml") if isinstance(topo.extra.get("nvml"), dict) else {}
+    node_switches = (topo.nvml.switches if topo.nvml is not None else None) or {}
     pairs = {(min(p.a, p.b), max(p.a, p.b)): p.count for p in topo.nvlinks if p.a != p.b}
     counts = Counter(c for c in pairs.values() if c > 0)
     mode = counts.most_common(1)[0][0] if counts else None
     complete = len(present) > 4 and all(
         pairs.get((a, b), 0) > 0 for i, a in enumerate(present) for b in present[i + 1:])
-    switched = bool(switches) or nvml.get("nvswitch") is True or (not links and complete)
+    switched = bool(switches) or (topo.nvml is not None and topo.nvml.nvswitch is True) \
+        or (not links and complete)
 
     # which pairs get an arc
     arcs: Dict[Tuple[int, int], int] = {}
@@ -128,7 +129,7 @@ def render(topo: Topology, report: Optional["Report"] = None) -> str:
                 sid = switch_ids[bus]
                 sev = faults.switches.get(sid)
                 stroke, sw_ = _sev_stroke(sev, "#1b5e20", 1.2)
-                per_gpu = (nvml.get("switches") or {}).get(bus) or {}
+                per_gpu = node_switches.get(bus) or {}
                 tip = [f"NVSwitch {bus}"] + [f"GPU{k}: {v} links" for k, v in
                                              sorted(per_gpu.items(), key=lambda kv:
                                                     ascii_int(str(kv[0])) or 0

@@ -152,20 +152,18 @@ class GpuLink:
 def _gpu_links(topo: Topology) -> Dict[int, GpuLink]:
     out: Dict[int, GpuLink] = {}
     for g in topo.gpus:
-        rec = g.extra.get("nvml")
-        nv = rec.get("nvlink") if isinstance(rec, dict) else None
-        if not isinstance(nv, dict) or not isinstance(nv.get("active"), int):
+        nv = g.nvml.nvlink if g.nvml is not None else None
+        if nv is None or not isinstance(nv.active, int):
             continue
-        links = [x for x in nv.get("links") or [] if isinstance(x, dict)]
-        should = sum(1 for x in links if x.get("state") in ("active", "down")) if links \
-            else nv.get("total")
-        out[g.index] = GpuLink(active=nv["active"], should=should)
+        links = nv.links
+        should = sum(1 for x in links if x.state in ("active", "down")) if links \
+            else nv.total
+        out[g.index] = GpuLink(active=nv.active, should=should)
     return out
 
 
 def _switches(topo: Topology) -> List[str]:
-    nvml = topo.extra.get("nvml") if isinstance(topo.extra.get("nvml"), dict) else {}
-    sw = list((nvml.get("switches") or {}).keys())
+    sw = list(((topo.nvml.switches if topo.nvml is not None else None) or {}).keys())
     return sorted(sw, key=lambda b: (pci_bdf(b) or (1 << 30, 0, 0, 0), b))
 
 

@@ -104,13 +104,12 @@ def _gpu_lines(g: Any, gl: Optional[GpuLink]) -> List[str]:
         lines.append(f"NVLink {gl.active}/{gl.should}")
     sysfs = g.extra.get("sysfs") if isinstance(g.extra.get("sysfs"), dict) else {}
     link = sysfs.get("link") if isinstance(sysfs.get("link"), dict) else None
-    nvml = g.extra.get("nvml") if isinstance(g.extra.get("nvml"), dict) else {}
-    pcie = nvml.get("pcie") if isinstance(nvml.get("pcie"), dict) else None
+    pcie = g.nvml.pcie if g.nvml is not None else None
     gen = width = None
     if link:
         gen, width = link.get("current_gen"), link.get("current_width")
-    elif pcie:
-        gen, width = pcie.get("current_gen"), pcie.get("current_width")
+    elif pcie is not None:
+        gen, width = pcie.current_gen, pcie.current_width
     if gen or width:
         lines.append(f"PCIe Gen{gen or '?'} x{width or '?'}")
     return lines[:3]

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from .model import GPU, Topology, pci_bdf
+from .model.rdma import ERROR_COUNTERS, Port
 from .safe import ascii_int
 
 #: Changes of the same kind and before/after on more subjects than this are grouped.
@@ -98,14 +99,6 @@ def _label(key: Any, ga: Optional[GPU], gb: Optional[GPU]) -> str:
     if gb is not None and ga is not None and ga.label != gb.label:
         return f"{gb.label} (was {ga.label})"
     return (gb or ga).label if (gb or ga) is not None else str(key)  # type: ignore[union-attr]
-
-
-def _get(d: Any, *path: str) -> Any:
-    for p in path:
-        if not isinstance(d, dict):
-            return None
-        d = d.get(p)
-    return d
 
 
 # --- comparisons --------------------------------------------------------------------------
@@ -225,23 +218,23 @@ def _nics(a: Topology, b: Topology, out: List[Change]) -> None:
         y = by_b.get(x.name)
         if y is None:
             continue
-        ga, gb = _get(x.extra, "sysfs", "node_guid"), _get(y.extra, "sysfs", "node_guid")
+        ga = x.sysfs.node_guid if x.sysfs is not None else None
+        gb = y.sysfs.node_guid if y.sysfs is not None else None
         if ga and gb and ga != gb:
             out.append(Change("nic.replaced", x.name, ga, gb,
                               f"{x.name} is another device (node GUID {ga} → {gb})"))
-        pa = _get(x.extra, "sysfs", "pci_address") or x.pci_bus_id
-        pb = _get(y.extra, "sysfs", "pci_address") or y.pci_bus_id
+        pa = (x.sysfs.pci_address if x.sysfs is not None else None) or x.pci_bus_id
+        pb = (y.sysfs.pci_address if y.sysfs is not None else None) or y.pci_bus_id
         if pa and pb and pci_bdf(pa) != pci_bdf(pb):
             out.append(Change("nic.moved", x.name, pa, pb,
                               f"{x.name} is at another PCI address ({pa} → {pb}): moved, "
                               "or the devices were named in another order"))
-    ga, gb = _get(a.extra, "sysfs", "gpudirect"), _get(b.extra, "sysfs", "gpudirect")
-    if isinstance(ga, dict) and isinstance(gb, dict) and \
-            ga.get("peermem_loaded") != gb.get("peermem_loaded"):
-        out.append(Change("nic.gpudirect", "node", ga.get("peermem_loaded"),
-                          gb.get("peermem_loaded"),
+    ga = a.sysfs.gpudirect if a.sysfs is not None else None
+    gb = b.sysfs.gpudirect if b.sysfs is not None else None
+    if ga is not None and gb is not None and ga.peermem_loaded != gb.peermem_loaded:
+        out.append(Change("nic.gpudirect", "node", ga.peermem_loaded, gb.peermem_loaded,
                           "GPUDirect RDMA peer memory module "
-                          + ("loaded" if gb.get("peermem_loaded") else "no longer loaded")
+                          + ("loaded" if gb.peermem_loaded else "no longer loaded")
                           + " (nvidia_peermem / nv_peer_mem)"))
 
 
@@ -392,10 +385,12 @@ def _fabric(ka: Dict[Any, GPU], kb: Dict[Any, GPU], out: List[Change]) -> None:
 
 def _pcie_of(dev: Any, nic: bool = False) -> Tuple[Optional[str], str]:
     """A GPU's (or a NIC's) PCIe link as ``Gen5 x16``, and the source: sysfs, else NVML."""
-    extra = dev.extra
-    link = _get(extra, "sysfs", "pci", "link") if nic else _get(extra, "sysfs", "link")
-    if isinstance(link, dict) and link.get("current_width") is not None:
-        return f"Gen{link.get('current_gen')} x{link.get('current_width')}", "sysfs"
+    link = None
+    if dev.sysfs is not None:
+        pci = dev.sysfs.pci if nic else dev.sysfs
+        link = pci.link if pci is not None else None
+    if link is not None and link.current_width is not None:
+        return f"Gen{link.current_gen} x{link.current_width}", "sysfs"
     if not nic and dev.nvml is not None:
         p = dev.nvml.pcie
         if p.current_width is not None:
@@ -425,40 +420,38 @@ def _pcie(ka: Dict[Any, GPU], kb: Dict[Any, GPU], a: Topology, b: Topology,
             out.append(Change("pcie.link", na.name, la, lb, f"{na.name} PCIe link: {la} → {lb}"))
 
 
-def _ports_of(t: Topology) -> Dict[str, Dict[str, Any]]:
+def _ports_of(t: Topology) -> Dict[str, Tuple[Port, Optional[str]]]:
+    """``mlx5_0 port 1`` -> (the port, its device's node GUID)."""
     res = {}
     for n in t.nics:
-        for p in _get(n.extra, "sysfs", "ports") or []:
-            if isinstance(p, dict) and "port" in p:
-                res[f"{n.name} port {p['port']}"] = dict(
-                    p, _guid=_get(n.extra, "sysfs", "node_guid"))
+        if n.sysfs is None:
+            continue
+        for p in n.sysfs.ports:
+            res[f"{n.name} port {p.port}"] = (p, n.sysfs.node_guid)
     return res
 
 
 def _ports(a: Topology, b: Topology, out: List[Change]) -> None:
-    from .probes.sysfs import ERROR_COUNTERS
-
     pa, pb = _ports_of(a), _ports_of(b)
     for subj in sorted(pa.keys() & pb.keys()):
-        x, y = pa[subj], pb[subj]
-        sa = f"{x.get('state')}/{x.get('phys_state')}"
-        sb = f"{y.get('state')}/{y.get('phys_state')}"
+        (x, guid_a), (y, guid_b) = pa[subj], pb[subj]
+        sa = f"{x.state}/{x.phys_state}"
+        sb = f"{y.state}/{y.phys_state}"
         if sa != sb:
             out.append(Change("ib.port_state", subj, sa, sb, f"{subj}: {sa} → {sb}"))
-        ra, rb = x.get("rate_gbps"), y.get("rate_gbps")
+        ra, rb = x.rate_gbps, y.rate_gbps
         if ra != rb and ra is not None and rb is not None:
             out.append(Change("ib.rate", subj, ra, rb, f"{subj}: {ra:g} → {rb:g} Gb/s"))
-        if x.get("link_layer") != y.get("link_layer"):
-            out.append(Change("ib.link_layer", subj, x.get("link_layer"), y.get("link_layer"),
-                              f"{subj}: link layer {x.get('link_layer')} → "
-                              f"{y.get('link_layer')}"))
-        if x["_guid"] and y["_guid"] and x["_guid"] != y["_guid"]:
+        if x.link_layer != y.link_layer:
+            out.append(Change("ib.link_layer", subj, x.link_layer, y.link_layer,
+                              f"{subj}: link layer {x.link_layer} → {y.link_layer}"))
+        if guid_a and guid_b and guid_a != guid_b:
             continue  # another device under the name (nic.replaced): counters not comparable
-        ca, cb = x.get("counters") or {}, y.get("counters") or {}
+        ca, cb = x.counters or {}, y.counters or {}
         err_a = {k: v for k, v in ca.items() if k in ERROR_COUNTERS}
         err_b = {k: v for k, v in cb.items() if k in ERROR_COUNTERS}
-        err_a.update(x.get("hw_counters") or {})
-        err_b.update(y.get("hw_counters") or {})
+        err_a.update(x.hw_counters or {})
+        err_b.update(y.hw_counters or {})
         traffic_a = {k: v for k, v in ca.items() if k not in ERROR_COUNTERS}
         traffic_b = {k: v for k, v in cb.items() if k not in ERROR_COUNTERS}
         _counter_deltas(subj, err_a, err_b, "ib", out, traffic_a, traffic_b)

@@ -10,6 +10,9 @@ from nvtopo.checks import fabric, gpu, ib, nic, numa, nvlink, p2p, pcie, source
 from nvtopo.model import GPU, NIC, Disagreement, Matrix, NVLinkPair, Topology
 from nvtopo.model.nvlink import Fabric, NvmlGpuLinks, NvmlLink, Remote
 from nvtopo.model.nvml import Fault, GpuPcie, NvmlGpu, NvmlNode, P2PMatrix, Utilization
+from nvtopo.model.node import SysfsNode
+from nvtopo.model.pcie import NarrowestHop, PciFunction, PciPlacement, PcieHop
+from nvtopo.model.rdma import GpuDirect, Hca, Port, PortRate
 
 LAY = layouts.load("dgx-h100")
 
@@ -22,17 +25,17 @@ def link(i, state="active", rule="state", errors=None):
 
 
 def port(rate=400, state="ACTIVE", phys="LinkUp", layer="InfiniBand", errs=None, sat=()):
-    return {"port": 1, "state": state, "phys_state": phys, "link_layer": layer,
-            "rate_gbps": rate if state == "ACTIVE" else None, "rate": {"gbps": rate},
-            "error_counters": dict(errs or {}), "counters_saturated": list(sat),
-            "counters_unknown": {}}
+    return Port(port=1, state=state, phys_state=phys, link_layer=layer,
+                rate_gbps=rate if state == "ACTIVE" else None, rate=PortRate(gbps=rate),
+                error_counters=dict(errs or {}), counters_saturated=list(sat),
+                counters_unknown={}, counters_status="read")
 
 
-def hop(cur_gen=5, cur_w=16, exp_gen=5, exp_w=16):
-    return {"upstream": "0000:15:01.0", "downstream": "0000:16:00.0",
-            "current_gts": {3: 8.0, 4: 16.0, 5: 32.0}[cur_gen], "current_gen": cur_gen,
-            "current_width": cur_w, "expected_gen": exp_gen, "expected_width": exp_w,
-            "width_degraded": cur_w < exp_w, "speed_below_expected": cur_gen < exp_gen}
+def hop(cur_gen=5, cur_w=16, exp_gen=5, exp_w=16, cls=PcieHop):
+    return cls(upstream="0000:15:01.0", downstream="0000:16:00.0",
+               current_gts={3: 8.0, 4: 16.0, 5: 32.0}[cur_gen], current_gen=cur_gen,
+               current_width=cur_w, expected_gen=exp_gen, expected_width=exp_w,
+               width_degraded=cur_w < exp_w, speed_below_expected=cur_gen < exp_gen)
 
 
 NIC_MAP = {0: "mlx5_0", 1: "mlx5_3", 2: "mlx5_4", 3: "mlx5_5", 4: "mlx5_6", 5: "mlx5_9",
@@ -66,16 +69,16 @@ def healthy(nvml=True, sysfs=True, n=8):
                               health_summary="healthy"),
                 pcie=GpuPcie(current_gen=5, max_gen=5, current_width=16, max_width=16))
         if sysfs:
-            g.extra["sysfs"] = {"hops": [hop(), hop()], "narrowest_hop": hop()}
+            g.sysfs = PciPlacement(hops=[hop(), hop()], narrowest_hop=hop(cls=NarrowestHop))
         gpus.append(g)
     nics = []
     if sysfs:
         for i in range(n):
             nm = NIC_MAP[i]
-            nics.append(NIC(label=nm, name=nm, extra={"sysfs": {
-                "name": nm, "soft": False, "ports": [port()],
-                "gpu_paths": {f"GPU{j}": cells[j][n + i] for j in range(n)},
-                "pci": {"narrowest_hop": hop()}}}))
+            nics.append(NIC(label=nm, name=nm, sysfs=Hca(
+                name=nm, soft=False, ports=[port()],
+                gpu_paths={f"GPU{j}": cells[j][n + i] for j in range(n)},
+                pci=PciFunction(narrowest_hop=hop(cls=NarrowestHop)))))
     topo = Topology(gpus=gpus, nics=nics, matrix=Matrix(labels, cells),
                     nvlinks=[NVLinkPair(a, b, 18) for a in range(n) for b in range(a + 1, n)],
                     sources=["topo-text"] + (["nvml"] if nvml else []) +
@@ -88,7 +91,7 @@ def healthy(nvml=True, sysfs=True, n=8):
                                                               for b in range(n)]
                                                              for a in range(n)])})
     if sysfs:
-        topo.extra["sysfs"] = {"gpudirect": {"peermem_loaded": True}}
+        topo.sysfs = SysfsNode(gpudirect=GpuDirect(peermem_loaded=True))
     return topo
 
 
@@ -233,10 +236,10 @@ def test_p2p_not_supported_where_nvlink_is_expected():
 
 def test_pcie_width_error_gen_warning_when_idle_error_when_busy():
     topo = healthy()
-    topo.gpu(5).extra["sysfs"]["hops"][1] = hop(cur_w=8)
+    topo.gpu(5).sysfs.hops[1] = hop(cur_w=8)
     assert run(topo) == [("pcie.width_low", "GPU5")]
     topo = healthy()
-    topo.gpu(5).extra["sysfs"]["hops"][1] = hop(cur_gen=3)
+    topo.gpu(5).sysfs.hops[1] = hop(cur_gen=3)
     assert only(topo, "warning") == [("pcie.gen_low", "GPU5")] and only(topo, "error") == []
     topo.gpu(5).nvml.utilization = Utilization(gpu=97)
     assert only(topo, "error") == [("pcie.gen_low", "GPU5")]
@@ -244,7 +247,7 @@ def test_pcie_width_error_gen_warning_when_idle_error_when_busy():
 
 def test_pcie_hop_limited_by_the_slot_is_not_degraded():
     topo = healthy()
-    topo.gpu(5).extra["sysfs"]["hops"][1] = hop(cur_gen=4, exp_gen=4)  # Gen5 card, Gen4 slot
+    topo.gpu(5).sysfs.hops[1] = hop(cur_gen=4, exp_gen=4)  # Gen5 card, Gen4 slot
     assert run(topo) == []
 
 
@@ -257,7 +260,7 @@ def test_pcie_from_nvml_when_no_sysfs():
 def test_ib_port_down_rate_low_layer_and_counters():
     def with_port(name, **kw):
         topo = healthy()
-        topo.nic(name).extra["sysfs"]["ports"] = [port(**kw)]
+        topo.nic(name).sysfs.ports = [port(**kw)]
         return topo
     assert run(with_port("mlx5_4", state="DOWN", phys="Polling")) == [
         ("ib.port_down", "mlx5_4 port 1")]
@@ -274,16 +277,16 @@ def test_ib_port_down_rate_low_layer_and_counters():
 
 def test_ib_unknown_link_layer_is_info_only():
     topo = healthy()
-    topo.nic("mlx5_3").extra["sysfs"]["ports"] = [port(layer=None)]
+    topo.nic("mlx5_3").sysfs.ports = [port(layer=None)]
     assert run(topo) == []
     assert ("ib.not_checked", "node") in run(topo, level=("info",))
 
 
 def test_storage_port_down_is_a_warning():
     topo = healthy()
-    topo.nics.append(NIC(label="mlx5_1", name="mlx5_1", extra={"sysfs": {
-        "name": "mlx5_1", "ports": [port(state="DOWN", phys="Disabled", layer="Ethernet")],
-        "gpu_paths": {f"GPU{j}": "NODE" for j in range(8)}}}))
+    topo.nics.append(NIC(label="mlx5_1", name="mlx5_1", sysfs=Hca(
+        name="mlx5_1", ports=[port(state="DOWN", phys="Disabled", layer="Ethernet")],
+        gpu_paths={f"GPU{j}": "NODE" for j in range(8)})))
     assert only(topo, "warning") == [("ib.port_down", "mlx5_1 port 1")]
     assert only(topo, "error") == []
 
@@ -291,8 +294,7 @@ def test_storage_port_down_is_a_warning():
 def test_nic_swap_gives_one_placement_finding_per_gpu_whose_nic_moved():
     topo = healthy()
     a, b = topo.nic("mlx5_0"), topo.nic("mlx5_3")
-    a.extra["sysfs"]["gpu_paths"], b.extra["sysfs"]["gpu_paths"] = \
-        b.extra["sysfs"]["gpu_paths"], a.extra["sysfs"]["gpu_paths"]
+    a.sysfs.gpu_paths, b.sysfs.gpu_paths = b.sysfs.gpu_paths, a.sysfs.gpu_paths
     m = topo.matrix
     ia, ib_ = m.devices.index("mlx5_0"), m.devices.index("mlx5_3")
     for r in range(len(m.devices)):
@@ -306,7 +308,7 @@ def test_nic_missing_and_gpudirect_missing():
     topo.nics = [n for n in topo.nics if n.name != "mlx5_9"]
     assert run(topo) == [("nic.missing", "mlx5_9")]
     topo = healthy()
-    topo.extra["sysfs"]["gpudirect"]["peermem_loaded"] = False
+    topo.sysfs.gpudirect.peermem_loaded = False
     assert run(topo) == [("nic.gpudirect_missing", "node")]
 
 
@@ -359,14 +361,14 @@ def test_inferred_expectation_is_at_most_a_warning():
 
 def test_without_a_layout_only_layout_independent_findings():
     topo = healthy()
-    topo.nic("mlx5_4").extra["sysfs"]["ports"] = [port(state="DOWN", phys="Polling")]
+    topo.nic("mlx5_4").sysfs.ports = [port(state="DOWN", phys="Polling")]
     topo.gpu(2).numa_affinity = "1"
     assert run(topo, lay=None) == [("ib.port_down", "mlx5_4 port 1")]
 
 
 def test_finding_json_contract():
     topo = healthy()
-    topo.gpu(5).extra["sysfs"]["hops"][1] = hop(cur_w=8)
+    topo.gpu(5).sysfs.hops[1] = hop(cur_w=8)
     f = checks.run(topo, LAY).findings[0].to_dict()
     assert list(f) == ["severity", "code", "subject", "expected", "actual", "message", "hint",
                        "source"]
@@ -429,7 +431,7 @@ def test_a_nic_named_like_a_gpu_is_not_folded_under_the_gpu():
     explain it (folding compared text before subjects were typed, and hid it)."""
     topo = healthy()
     topo.nics.append(NIC(label="NIC8", name="GPU3"))
-    topo.gpu(3).extra["sysfs"]["hops"][1] = hop(cur_w=8)  # pcie.width_low on GPU3: covers GPU3
+    topo.gpu(3).sysfs.hops[1] = hop(cur_w=8)  # pcie.width_low on GPU3: covers GPU3
     topo.disagreements.append(Disagreement("GPU3", "numa_node", {"sysfs": 0, "topo-text": 1},
                                            "sysfs says 0, topo-text says 1"))
     found = [f for f in checks.run(topo, LAY).findings if f.severity != "info"]

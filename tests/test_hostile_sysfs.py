@@ -67,7 +67,7 @@ def capture(root, timeout=30, **kw):
 
 def port1(topo, hca="mlx5_0"):
     [nic] = [n for n in topo.nics if n.name == hca]
-    return nic.extra["sysfs"]["ports"][0]
+    return nic.sysfs.to_dict()["ports"][0]
 
 
 def warnings(topo, code):
@@ -267,13 +267,13 @@ def test_evidence_limit_stops_reading_and_the_rest_is_unknown_not_absent(monkeyp
     for topo in (sysfs.derive(ev), sysfs.derive(json.loads(json.dumps(ev)))):
         [msg] = warnings(topo, "sysfs.limit")
         assert msg == ev["error"]
-        nics = {n.name: n.extra["sysfs"] for n in topo.nics}
+        nics = {n.name: n.sysfs.to_dict() for n in topo.nics}
         reasons = [r for h in nics.values() for p in h["ports"]
                    for r in list(p["unknown"].values()) + list(p["counters_unknown"].values())]
         reasons += [r for h in nics.values() for r in h["unknown"].values()]
         assert sysfs.LIMIT in reasons
         assert not any("ENOENT" in r for r in reasons)  # unknown, never "missing"
-        absent = topo.extra["sysfs"]["absent_devices"]
+        absent = topo.sysfs.to_dict()["absent_devices"]
         assert set(absent.values()) <= {sysfs.LIMIT}
         if absent:  # one note for all of them, not one per device
             assert len([m for m in warnings(topo, "sysfs.device_absent")
@@ -355,11 +355,11 @@ def test_a_chain_of_more_than_40_links_does_not_leave_the_root(tmp_path):
     assert [v for k, v in ev["errors"].items() if k.startswith("chain/")] == [
         "ELOOP: Too many levels of symbolic links"]
     topo = sysfs.derive(json.loads(text))
-    nine = [n.extra["sysfs"] for n in topo.nics if n.name == "mlx5_9"][0]["ports"][0]
+    nine = [n.sysfs.to_dict() for n in topo.nics if n.name == "mlx5_9"][0]["ports"][0]
     assert nine["counters_status"] == "unreadable"
     assert nine["counters_note"] == ("counters/ unreadable: too many levels of symbolic links "
                                      "(ELOOP)")
-    assert topo.extra["sysfs"]["absent_devices"]["mlx5_8"] == sysfs.ELOOP_TEXT
+    assert topo.sysfs.to_dict()["absent_devices"]["mlx5_8"] == sysfs.ELOOP_TEXT
 
 
 def test_a_loop_and_a_link_with_thousands_of_components_do_not_crash(tmp_path):
@@ -373,7 +373,7 @@ def test_a_loop_and_a_link_with_thousands_of_components_do_not_crash(tmp_path):
     topo = sysfs.derive(json.loads(json.dumps(ev)))
     names = sorted(n.name for n in topo.nics)
     assert names == ["deep", "mlx5_0"]  # "deep" is mlx5_0 under another name, as in sysfs
-    absent = topo.extra["sysfs"]["absent_devices"]
+    absent = topo.sysfs.to_dict()["absent_devices"]
     assert absent["loop_a"] == absent["loop_b"] == sysfs.ELOOP_TEXT
     assert absent["climb"] == "dangling link, the device is gone (ENOENT)"  # root/etc
 
@@ -392,7 +392,7 @@ def test_names_with_control_characters_are_kept_as_data(tmp_path):
     back = json.loads(json.dumps(ev))
     assert back == ev
     topo = sysfs.derive(back)
-    nics = {n.name: n.extra["sysfs"] for n in topo.nics}
+    nics = {n.name: n.sysfs.to_dict() for n in topo.nics}
     assert set(nics) == {"mlx5_0", odd, "bad\udcff"}
     assert nics[odd]["ports"][0]["state"] == "ACTIVE"
     assert nics[odd]["ports"][0]["counters"] == {"sym\tbol\n": 3}
@@ -425,7 +425,7 @@ def test_slow_listings_and_reads_stop_at_the_budget(monkeypatch):
     for topo in (sysfs.derive(ev), sysfs.derive(json.loads(json.dumps(ev)))):
         assert warnings(topo, "sysfs.timeout")
         for n in topo.nics:
-            for p in n.extra["sysfs"]["ports"]:
+            for p in n.sysfs.to_dict()["ports"]:
                 assert not any("ENOENT" in r for r in list(p["unknown"].values())
                                + list(p["counters_unknown"].values()))
     for t in threading.enumerate():  # let the late worker finish before the next test
@@ -450,7 +450,7 @@ def test_a_hung_listing_is_named_as_pending(monkeypatch):
         assert ev["status"] == "timeout" and ev["pending"]["path"] == "class/infiniband"
         assert ev["errors"]["class/infiniband"] == sysfs.DEADLINE
         topo = sysfs.derive(ev)
-        assert topo.extra["sysfs"]["rdma"] == (
+        assert topo.sysfs.to_dict()["rdma"] == (
             "class/infiniband absent or unreadable: " + sysfs.DEADLINE)
     finally:
         release.set()
@@ -473,7 +473,7 @@ def test_unicode_digits_are_unknown_with_a_note_never_a_crash():
     ev = capture(root, faults=faults)
     assert ev["status"] == "ok"
     for topo in (sysfs.derive(ev), sysfs.derive(json.loads(json.dumps(ev)))):
-        h = topo.nics[0].extra["sysfs"]
+        h = topo.nics[0].sysfs.to_dict()
         # the port directory "²" is no port (before: ValueError from int("²") in the walk)
         assert [p["port"] for p in h["ports"]] == [1, 2] and h["skipped_ports"] == ["²"]
         p1, p2 = h["ports"]
@@ -486,14 +486,14 @@ def test_unicode_digits_are_unknown_with_a_note_never_a_crash():
         assert p2["rate"]["gbps"] is None
         assert p2["unknown"]["rate"] == "not a rate: '٤٠٠ Gb/sec (4X NDR)'"
         # NUMA: node² is no node; a cpulist or distance that does not parse is unknown
-        nodes = topo.extra["sysfs"]["numa"]["nodes"]
+        nodes = topo.sysfs.to_dict()["numa"]["nodes"]
         assert [n["node"] for n in nodes] == [0, 1]
         assert nodes[0]["cpus"] is None and nodes[0]["distances"] is None
         assert nodes[0]["unknown"] == {"distance": "not a value: '10 2¹'",
                                        "cpulist": "not a value: '0-²'"}
         assert nodes[1]["cpus"] == 4 and nodes[1]["distances"] == [21, 10]
         # the GPU: width "１６", max speed "٣٢.0 GT/s", numa_node "٠" are unknown
-        g = topo.gpus[0].extra["sysfs"]
+        g = topo.gpus[0].sysfs.to_dict()
         assert g["link"]["current_width"] is None and g["link"]["max_gts"] is None
         assert g["link"]["current_gts"] == 32.0 and g["link"]["max_width"] == 16
         assert g["link"]["unknown"] == {"current_link_width": "not a value: '１６'",
@@ -589,12 +589,12 @@ def test_any_text_in_any_attribute_derives_without_error(values, names):
           "errors": {}}
     topo = sysfs.derive(ev)
     json.dumps(topo.to_dict())  # the model serialises
-    g = topo.gpus[0].extra["sysfs"]
+    g = topo.gpus[0].sysfs.to_dict()
     if g["link"]["current_width"] is not None:
         assert values[1].strip().isascii()
     if g["numa_node"] is not None:
         assert values[0].strip().isascii()
-    for p in topo.nics[0].extra["sysfs"]["ports"]:
+    for p in topo.nics[0].sysfs.to_dict()["ports"]:
         assert port.isascii() and port == str(p["port"])
         if p["state_code"] is not None:
             assert values[4].split(":")[0].strip().isascii()
@@ -603,7 +603,7 @@ def test_any_text_in_any_attribute_derives_without_error(values, names):
                                                   for c in values[5])
         if p["counters"]["symbol_error"] is not None:
             assert values[7].strip().isascii()
-    for n in (topo.extra["sysfs"]["numa"] or {}).get("nodes", []):
+    for n in (topo.sysfs.to_dict()["numa"] or {}).get("nodes", []):
         assert node.isascii()
         if n["distances"]:
             assert values[10].isascii() or not any(
@@ -673,7 +673,7 @@ def test_counters_directory_status_for_every_reason(err, status, note):
     p = sysfs.port_facts({"port": 1, "attrs": {"state": "4: ACTIVE"}, "errors": {},
                      "counters": None, "counters_error": err, "hw_counters": None,
                      "hw_counters_error": None}, "CA")
-    assert (p["counters_status"], p["counters_note"]) == (status, note)
+    assert (p.counters_status, p.counters_note) == (status, note)
 
 
 def test_a_fifo_where_counters_should_be_is_unreadable_not_absent(tmp_path):
@@ -681,7 +681,7 @@ def test_a_fifo_where_counters_should_be_is_unreadable_not_absent(tmp_path):
     (root / IB / "ports" / "2").mkdir()
     os.mkfifo(str(root / IB / "ports" / "2" / "counters"))
     topo = sysfs.derive(capture(root))
-    p2 = topo.nics[0].extra["sysfs"]["ports"][1]
+    p2 = topo.nics[0].sysfs.to_dict()["ports"][1]
     assert p2["counters_status"] == "unreadable"
     assert p2["counters_note"] == "counters/ unreadable: not a directory (ENOTDIR)"
 

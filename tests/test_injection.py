@@ -234,7 +234,7 @@ def test_the_injection_survives_derivation(hostile_files, name):
     assert {g.name for g in topo.gpus} == {GPU_NAME + s}
     names = {n.name for n in topo.nics}
     assert {"mlx5_0" + p, "mlx5_4" + p} <= names
-    hca = next(n.extra["sysfs"] for n in topo.nics if n.name == "mlx5_0" + p)
+    hca = next(n.sysfs.to_dict() for n in topo.nics if n.name == "mlx5_0" + p)
     assert hca["ports"][0]["netdev"] == NETDEV + p
     # "4: ACTIVE" + s: the state after the code (kept whole where a line break spoils it)
     assert hca["ports"][0]["state"] in ("ACTIVE" + s, "4: ACTIVE" + s)

@@ -283,7 +283,7 @@ def test_sysfs_with_host_facts_and_a_timed_out_read(tmp_path):
     host = host_probe.capture(ProbeOptions())
     assert host["status"] == "ok"
     netdevs = {p["netdev"] for n in sysfs_probe.derive(ev).nics
-               for p in n.extra["sysfs"]["ports"] if p["netdev"]}
+               for p in n.sysfs.to_dict()["ports"] if p["netdev"]}
     assert netdevs
     host["net_if"].update({nd: {"up": True, "speed_mbps": 100000, "mtu": 9000}
                            for nd in netdevs})

@@ -90,10 +90,10 @@ def test_healthy_node_every_source_derives_and_agrees(healthy, name):
     for nic in t_sysfs.nics:
         label = topo.nic(nic.name).label
         for g in range(n):
-            assert nic.extra["sysfs"]["gpu_paths"][f"GPU{g}"] == t_topo.path(f"GPU{g}", label)
+            assert nic.sysfs.to_dict()["gpu_paths"][f"GPU{g}"] == t_topo.path(f"GPU{g}", label)
     count = lay.get("nics.compute.count")
     if isinstance(count, int):
-        active = [p for x in t_sysfs.nics for p in x.extra["sysfs"]["ports"]
+        active = [p for x in t_sysfs.nics for p in x.sysfs.to_dict()["ports"]
                   if p["state"] == "ACTIVE"]
         assert len(t_sysfs.nics) >= count and len(active) == len(t_sysfs.nics)
 
@@ -111,7 +111,7 @@ def test_healthy_nics_sit_where_the_layout_places_them(healthy, name):
             nic = topo.nic(x)
             assert nic is not None, x
             assert topo.path(f"GPU{g}", nic.label) == (best or "PIX"), (g, x)
-            port = nic.extra["sysfs"]["ports"][0]
+            port = nic.sysfs.to_dict()["ports"][0]
             if rate:
                 assert port["rate_gbps"] == rate
             if layer:
@@ -253,7 +253,7 @@ def test_gpu_missing_in_the_middle_renumbers_as_the_tools_do():
 
 
 def port(ts, name: str) -> Dict[str, Any]:
-    return ts.nic(name).extra["sysfs"]["ports"][0]
+    return ts.nic(name).sysfs.to_dict()["ports"][0]
 
 
 def test_ib_faults_show_in_sysfs():
@@ -271,11 +271,11 @@ def test_pcie_faults_show_in_nvml_and_sysfs():
     _, tn, ts = per_source(sim("dgx-h100", "pcie-width:GPU5:8", "pcie-gen:GPU2:3"))
     assert tn.gpu(5).nvml.to_dict()["pcie"]["current_width"] == 8
     assert tn.gpu(5).nvml.to_dict()["pcie"]["max_width"] == 16
-    assert ts.gpu(5).extra["sysfs"]["link"]["current_width"] == 8
-    assert ts.gpu(5).extra["sysfs"]["narrowest_hop"]["width_degraded"] is True
+    assert ts.gpu(5).sysfs.to_dict()["link"]["current_width"] == 8
+    assert ts.gpu(5).sysfs.to_dict()["narrowest_hop"]["width_degraded"] is True
     assert tn.gpu(2).nvml.to_dict()["pcie"]["current_gen"] == 3
-    assert ts.gpu(2).extra["sysfs"]["link"]["current_gen"] == 3
-    assert ts.gpu(0).extra["sysfs"]["link"]["width_below_max"] is False
+    assert ts.gpu(2).sysfs.to_dict()["link"]["current_gen"] == 3
+    assert ts.gpu(0).sysfs.to_dict()["link"]["width_below_max"] is False
 
 
 def test_nic_affinity_swap_moves_both_in_matrix_and_sysfs():
@@ -285,8 +285,8 @@ def test_nic_affinity_swap_moves_both_in_matrix_and_sysfs():
     assert topo.path("GPU0", topo.nic("mlx5_3").label) == "PIX"
     assert topo.path("GPU0", topo.nic("mlx5_0").label) == "NODE"
     _, _, ts = per_source(doc)
-    assert ts.nic("mlx5_0").extra["sysfs"]["nearest_gpus"] == ["GPU1"]
-    assert ts.nic("mlx5_3").extra["sysfs"]["nearest_gpus"] == ["GPU0"]
+    assert ts.nic("mlx5_0").sysfs.to_dict()["nearest_gpus"] == ["GPU1"]
+    assert ts.nic("mlx5_3").sysfs.to_dict()["nearest_gpus"] == ["GPU0"]
 
 
 def test_fabric_not_started():
@@ -300,7 +300,7 @@ def test_fabric_not_started():
 
 def test_peermem_missing():
     _, _, ts = per_source(sim("dgx-h100", "peermem-missing"))
-    assert ts.extra["sysfs"]["gpudirect"]["peermem_loaded"] is False
+    assert ts.sysfs.to_dict()["gpudirect"]["peermem_loaded"] is False
 
 
 def test_faults_change_nothing_else():

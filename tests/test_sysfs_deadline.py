@@ -27,7 +27,7 @@ def slow_counters(delay):
 
 
 def _by_name(topo):
-    return {n.name: n.extra["sysfs"] for n in topo.nics}
+    return {n.name: n.sysfs.to_dict() for n in topo.nics}
 
 
 def test_slow_counters_stop_at_the_budget_and_unread_files_are_unknown():
@@ -89,7 +89,7 @@ def test_a_hung_read_is_left_behind():
         # the walk goes in listing order (mlx5_0, mlx5_1, mlx5_10, mlx5_11, mlx5_2, ...):
         # mlx5_10 was read whole; devices after mlx5_3 were never reached: unread, not absent
         assert h["mlx5_10"]["ports"][0]["state"] == "ACTIVE"
-        absent = topo.extra["sysfs"]["absent_devices"]
+        absent = topo.sysfs.to_dict()["absent_devices"]
         assert set(absent) == {f"mlx5_{i}" for i in range(4, 10)}
         assert set(absent.values()) == {sysfs.DEADLINE}
         msgs = [n.message for n in topo.notes if n.code == "sysfs.device_absent"]
@@ -128,7 +128,7 @@ def test_snapshot_records_the_timeout_and_ib_shows_it(tmp_path, monkeypatch):
     assert "warning: sysfs probe did not finish within its 0.3 s budget" in r.stdout
     assert "12 RDMA devices" in r.stdout
     topo = snapshot.derive(doc, "s.json")
-    assert topo.nics and topo.extra["sysfs"]["absent_devices"] == {}
+    assert topo.nics and topo.sysfs.to_dict()["absent_devices"] == {}
 
 
 def test_odd_budgets_never_crash():

@@ -27,7 +27,7 @@ def probe(name, tmp_path_factory):
 
 
 def hcas(topo):
-    return {n.name: n.extra["sysfs"] for n in topo.nics}
+    return {n.name: n.sysfs.to_dict() for n in topo.nics}
 
 
 def port1(topo, name):
@@ -108,7 +108,7 @@ def test_dgx_h100_gpus_numa_paths(tmp_path_factory):
         "0000:1b:00.0", "0000:43:00.0", "0000:52:00.0", "0000:61:00.0",
         "0000:9d:00.0", "0000:c3:00.0", "0000:d1:00.0", "0000:df:00.0"]
     for g in topo.gpus:
-        s = g.extra["sysfs"]
+        s = g.sysfs.to_dict()
         numa = 0 if g.index < 4 else 1
         assert g.numa_affinity == str(numa) and s["numa_node"] == numa
         assert g.cpu_affinity == ("0-55,112-167" if numa == 0 else "56-111,168-223")
@@ -125,7 +125,7 @@ def test_dgx_h100_gpus_numa_paths(tmp_path_factory):
     assert m.get("GPU0", "mlx5_0") == "PIX" and m.get("GPU0", "mlx5_3") == "NODE"
     assert m.get("GPU0", "mlx5_6") == "SYS" and m.get("mlx5_1", "mlx5_2") == "PIX"
     assert m.get("mlx5_0", "mlx5_3") == "NODE" and m.get("mlx5_0", "mlx5_11") == "SYS"
-    info = topo.extra["sysfs"]
+    info = topo.sysfs.to_dict()
     assert info["numa"] == {"online": "0-1", "nodes": [
         {"node": 0, "cpulist": "0-55,112-167", "cpus": 112, "distances": [10, 21]},
         {"node": 1, "cpulist": "56-111,168-223", "cpus": 112, "distances": [21, 10]}]}
@@ -152,7 +152,7 @@ def test_dgx_h100_agrees_with_the_bundled_topo_example(tmp_path_factory):
     assert topo.matrix.source == "topo-text"
     nic = topo.nic("NIC3")
     assert (nic.name, nic.pci_bus_id, nic.numa_node) == ("mlx5_3", "0000:40:00.0", 0)
-    assert nic.sources["pci_bus_id"] == "sysfs" and nic.extra["sysfs"]["nearest_gpus"] == ["GPU1"]
+    assert nic.sources["pci_bus_id"] == "sysfs" and nic.sysfs.to_dict()["nearest_gpus"] == ["GPU1"]
     assert topo.gpu(5).pci_bus_id == "0000:c3:00.0"
 
 
@@ -228,16 +228,16 @@ def test_faults_counters_saturated_unreadable_and_tar_padded(tmp_path_factory):
 
 def test_faults_gpu_link_x8_and_gen3(tmp_path_factory):
     _, _, topo = probe("dgx-h100-faults", tmp_path_factory)
-    g3 = topo.gpu(3).extra["sysfs"]
+    g3 = topo.gpu(3).sysfs.to_dict()
     assert (g3["link"]["current_width"], g3["link"]["max_width"]) == (8, 16)
     assert g3["link"]["width_below_max"] is True and g3["link"]["speed_below_max"] is False
     assert g3["narrowest_hop"]["width_degraded"] is True
     assert g3["narrowest_hop"]["downstream"] == "0000:61:00.0"
-    g5 = topo.gpu(5).extra["sysfs"]
+    g5 = topo.gpu(5).sysfs.to_dict()
     assert (g5["link"]["current_gen"], g5["link"]["max_gen"]) == (3, 5)
     assert g5["link"]["speed_below_max"] is True and g5["link"]["width_below_max"] is False
     assert g5["narrowest_hop"]["speed_below_expected"] is True
-    assert topo.gpu(0).extra["sysfs"]["link"]["width_below_max"] is False
+    assert topo.gpu(0).sysfs.to_dict()["link"]["width_below_max"] is False
 
 
 # --- DGX A100 ------------------------------------------------------------------------------------------
@@ -245,14 +245,14 @@ def test_faults_gpu_link_x8_and_gen3(tmp_path_factory):
 
 def test_dgx_a100_nps4_pxb_and_old_kernel_text(tmp_path_factory):
     _, ev, topo = probe("dgx-a100", tmp_path_factory)
-    info = topo.extra["sysfs"]
+    info = topo.sysfs.to_dict()
     assert [n["node"] for n in info["numa"]["nodes"]] == list(range(8))
     assert info["numa"]["nodes"][3]["cpulist"] == "48-63,176-191"
     assert info["numa"]["nodes"][0]["distances"] == [10, 12, 12, 12, 32, 32, 32, 32]
     assert [g.numa_affinity for g in topo.gpus] == ["3", "3", "1", "1", "7", "7", "5", "5"]
     assert [g.pci_bus_id[5:7] for g in topo.gpus] == ["07", "0f", "47", "4e", "87", "90",
                                                       "b7", "bd"]
-    g0 = topo.gpu(0).extra["sysfs"]
+    g0 = topo.gpu(0).sysfs.to_dict()
     assert g0["link"]["raw"]["max_link_speed"] == "16 GT/s"  # kernel 5.4 text
     assert g0["link"]["max_gen"] == 4 and g0["link"]["current_width"] == 16
     assert len(g0["hops"]) == 3  # root port, two switch levels
@@ -308,9 +308,9 @@ def test_roce_bond_sf_and_soft_device(tmp_path_factory):
     assert rnic.pci_bus_id is None and "pci_bus_id" not in rnic.sources
     codes = [n.code for n in topo.notes]
     assert "sysfs.soft_device" in codes and "sysfs.path_unknown" not in codes
-    assert topo.extra["sysfs"]["gpudirect"]["peermem_loaded"] is False
+    assert topo.sysfs.to_dict()["gpudirect"]["peermem_loaded"] is False
     # GPUs idle at Gen1: speed below max, width intact
-    g = topo.gpu(0).extra["sysfs"]["link"]
+    g = topo.gpu(0).sysfs.to_dict()["link"]
     assert (g["current_gen"], g["speed_below_max"], g["width_below_max"]) == (1, True, False)
 
 
@@ -321,7 +321,7 @@ def test_vm_numa_unknown_and_no_link_attributes(tmp_path_factory):
     _, _, topo = probe("vm", tmp_path_factory)
     assert [g.pci_bus_id for g in topo.gpus] == ["0000:00:05.0", "0001:00:00.0"]
     for g in topo.gpus:
-        s = g.extra["sysfs"]
+        s = g.sysfs.to_dict()
         assert g.numa_affinity is None and "numa_affinity" not in g.sources
         assert s["numa_node"] is None and "-1" in s["numa_unknown"]
         assert s["link"]["current_gen"] is None and s["narrowest_hop"] is None
@@ -334,7 +334,7 @@ def test_vm_numa_unknown_and_no_link_attributes(tmp_path_factory):
     nic = topo.nics[0]
     assert nic.numa_node is None and "numa_node" not in nic.sources
     # non-node entries of devices/system/node are not nodes
-    assert [n["node"] for n in topo.extra["sysfs"]["numa"]["nodes"]] == [0]
+    assert [n["node"] for n in topo.sysfs.to_dict()["numa"]["nodes"]] == [0]
     assert any(n.code == "sysfs.path_unknown" and "GPU1-mlx5_0" in n.message for n in topo.notes)
 
 
@@ -389,7 +389,7 @@ def test_host_probe_skips_a_copied_tree_and_reads_this_machine_otherwise(tmp_pat
     assert ev["status"] == "skipped" and "not this machine's sysfs" in ev["error"]
     assert str(tmp_path) in ev["error"] and "hostname" not in ev
     topo = host.derive(ev)
-    assert topo.host == {} and topo.notes == [] and "host" not in topo.extra
+    assert topo.host == {} and topo.notes == [] and topo.host_net is None
     ev = host.capture(ProbeOptions(sysfs_root=str(tmp_path / "missing")))
     assert ev["status"] == "skipped"
     # a path that is this machine's sysfs (a container's view of it, say): read as live
@@ -415,7 +415,7 @@ def test_host_probe_skips_a_copied_tree_and_reads_this_machine_otherwise(tmp_pat
 def test_faults_vanished_hca_is_absent_not_a_software_device(tmp_path_factory):
     _, ev, topo = probe("dgx-h100-faults", tmp_path_factory)
     assert "mlx5_12" not in hcas(topo) and len(topo.nics) == 12
-    info = topo.extra["sysfs"]
+    info = topo.sysfs.to_dict()
     assert info["absent_devices"] == {"mlx5_12": "dangling link, the device is gone (ENOENT)"}
     [note] = [n for n in topo.notes if n.code == "sysfs.device_absent"]
     assert note.level == "warning" and note.subject == "mlx5_12"
@@ -443,7 +443,7 @@ def test_dangling_link_and_plain_file_are_absent_a_real_soft_device_is_soft(tmp_
         assert list(h) == ["rxe0"]  # only the directory is a device
         assert (h["rxe0"]["soft"], h["rxe0"]["parent"], h["rxe0"]["pci_address"]) == \
             (True, "none", None)
-        info = topo.extra["sysfs"]
+        info = topo.sysfs.to_dict()
         assert info["absent_devices"] == {
             "mlx5_99": "dangling link, the device is gone (ENOENT)",
             "stray": "not a directory (ENOTDIR)"}
@@ -459,7 +459,7 @@ def test_dangling_link_and_plain_file_are_absent_a_real_soft_device_is_soft(tmp_
                         dest)
     topo = sysfs.derive(sysfs.capture(ProbeOptions(sysfs_root=dest)))
     assert topo.nics == []
-    assert topo.extra["sysfs"]["rdma"] == ("no RDMA devices (2 listed but absent or "
+    assert topo.sysfs.to_dict()["rdma"] == ("no RDMA devices (2 listed but absent or "
                                            "unreadable: mlx5_99, stray)")
 
 
@@ -527,8 +527,8 @@ def test_sysfs_gpu_facts_follow_the_bus_id_not_the_index(tmp_path_factory):
     # the fragment: every GPU carries its bus id, from sysfs, and its facts are its own
     for g in frag.gpus:
         assert g.sources["pci_bus_id"] == "sysfs"
-        assert g.extra["sysfs"]["pci_address"] == g.pci_bus_id
-    assert frag.extra["sysfs"]["gpu_bus_ids"] == {g.label: g.pci_bus_id for g in frag.gpus}
+        assert g.sysfs.to_dict()["pci_address"] == g.pci_bus_id
+    assert frag.sysfs.to_dict()["gpu_bus_ids"] == {g.label: g.pci_bus_id for g in frag.gpus}
     # another source lists 7 GPUs (the first fell off its bus), numbered 0-6, NVML spelling
     other = Topology(sources=["nvml"])
     for i, g in enumerate(frag.gpus[1:]):
@@ -537,8 +537,8 @@ def test_sysfs_gpu_facts_follow_the_bus_id_not_the_index(tmp_path_factory):
     merged = other.merge(sysfs.derive(ev))
     assert len(merged.gpus) == 7
     for g in merged.gpus:  # each GPU got the sysfs facts of its own bus id
-        assert pci_bdf(g.extra["sysfs"]["pci_address"]) == pci_bdf(g.pci_bus_id)
-    assert merged.gpu(0).extra["sysfs"]["pci_address"] == "0000:43:00.0"
+        assert pci_bdf(g.sysfs.to_dict()["pci_address"]) == pci_bdf(g.pci_bus_id)
+    assert merged.gpu(0).sysfs.to_dict()["pci_address"] == "0000:43:00.0"
     # the ib document names the nearest GPUs as this model does
     doc = ib.document(merged)
     h = {x["name"]: x for x in doc["hcas"]}

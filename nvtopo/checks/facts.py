@@ -97,7 +97,7 @@ def _view(topo: Topology) -> View:
     nvml = topo.nvml
     v.has_nvml = nvml is not None and nvml.status != "unavailable" and any(
         g.nvml is not None for g in topo.gpus)
-    v.has_sysfs = "sysfs" in srcs and isinstance(topo.extra.get("sysfs"), dict)
+    v.has_sysfs = "sysfs" in srcs and topo.sysfs is not None
     v.has_topo = "topo-text" in srcs
     driver = [s for s in srcs if s in DRIVER_SOURCES]
     # presence: a GPU one driver-level source does not list is missing
@@ -208,9 +208,8 @@ def gpu_nic_path(topo: Topology, gpu: int, nic_name: str) -> Tuple[Optional[str]
         tok = topo.path(label, nic.name)
     if tok is not None and path_kind(tok) is not None:
         return tok, topo.matrix.source if topo.matrix else ""
-    sy = nic.extra.get("sysfs") if isinstance(nic.extra.get("sysfs"), dict) else None
-    if sy:
-        t = (sy.get("gpu_paths") or {}).get(label)
+    if nic.sysfs is not None:
+        t = nic.sysfs.gpu_paths.get(label)
         if t is not None:
             return t, "sysfs"
     return None, ""
@@ -261,19 +260,23 @@ def _compute_nics_by_placement(topo: Topology, present: List[int], missing: Sequ
         # a missing GPU leaves its NIC with no GPU nearby: still a compute NIC when it is a
         # single-function card on the same link layer as the others (storage cards are
         # dual-function)
+        def hca(name: str) -> Any:
+            nic = topo.nic(name)
+            return nic.sysfs if nic is not None else None
+
         def kind(name: str) -> Tuple[str, ...]:
-            h = topo.nic(name).extra.get("sysfs") or {}  # type: ignore[union-attr]
-            layers = tuple(sorted(str(p.get("link_layer")) for p in h.get("ports") or []))
-            return layers
+            h = hca(name)
+            return tuple(sorted(str(p.link_layer) for p in (h.ports if h is not None else [])))
 
         def single(name: str) -> bool:
-            bdf = (topo.nic(name).extra.get("sysfs") or {}).get("pci_address")  # type: ignore
+            h = hca(name)
+            bdf = h.pci_address if h is not None else None
             if not isinstance(bdf, str):
                 return False
             stem = bdf.rsplit(".", 1)[0]
-            return not any(isinstance((m.extra.get("sysfs") or {}).get("pci_address"), str)
+            return not any(m.sysfs is not None and isinstance(m.sysfs.pci_address, str)
                            and m.name != name
-                           and m.extra["sysfs"]["pci_address"].rsplit(".", 1)[0] == stem
+                           and m.sysfs.pci_address.rsplit(".", 1)[0] == stem
                            for m in topo.nics)
 
         kinds = {kind(x) for x in out}

@@ -21,7 +21,7 @@ ERROR_THRESHOLDS = {"symbol_error": 100, "link_error_recovery": 10, "link_downed
 def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     v = F.view(topo)
     out: List[Finding] = []
-    hcas = [(n, n.extra["sysfs"]) for n in topo.nics if isinstance(n.extra.get("sysfs"), dict)]
+    hcas = [(n, n.sysfs) for n in topo.nics if n.sysfs is not None]
     if not hcas:
         if layout is not None and layout.section("nics") and v.present:
             out.append(finding("info", "ib.not_checked", S.NODE,
@@ -39,17 +39,16 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     # peers: the best rate among active ports of the same role (compute or not) and link layer
     peer_best: Dict[tuple, float] = {}
     for n, h in hcas:
-        for p in h.get("ports") or []:
-            if p.get("state") == "ACTIVE" and isinstance(p.get("rate_gbps"), (int, float)) \
-                    and not h.get("soft"):
-                key = (p.get("link_layer"), n.name in comp)
-                peer_best[key] = max(peer_best.get(key, 0), p["rate_gbps"])
+        for p in h.ports:
+            if p.state == "ACTIVE" and isinstance(p.rate_gbps, (int, float)) and not h.soft:
+                key = (p.link_layer, n.name in comp)
+                peer_best[key] = max(peer_best.get(key, 0), p.rate_gbps)
     unknown: List[str] = []
     for n, h in hcas:
         is_comp = n.name in comp
-        for p in h.get("ports") or []:
-            subj = S.port(n.name, p.get("port"))
-            state, phys = p.get("state"), p.get("phys_state")
+        for p in h.ports:
+            subj = S.port(n.name, p.port)
+            state, phys = p.state, p.phys_state
             if state is None:
                 unknown.append(f"{subj} state")
                 continue
@@ -67,8 +66,8 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                          "mlxlink -d DEV); Disabled: ibportstate / the subnet manager; "
                          "then reseat", covers=[subj, S.nic(n.name)]))
                 continue
-            rate = p.get("rate_gbps")
-            layer = p.get("link_layer")
+            rate = p.rate_gbps
+            layer = p.link_layer
             if is_comp and want_layer and layer and layer != want_layer:
                 out.append(finding(
                     demote("error", inferred), "ib.link_layer", subj,
@@ -81,7 +80,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
             expected_rate = None
             if is_comp and isinstance(want_rate, (int, float)):
                 expected_rate = want_rate
-            elif not h.get("soft"):  # software RDMA (rxe, siw) has no real link rate
+            elif not h.soft:  # software RDMA (rxe, siw) has no real link rate
                 best = peer_best.get((layer, is_comp))
                 if best:
                     expected_rate = best
@@ -98,8 +97,8 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                          "port speed (mlxlink -d DEV), then reseat", covers=[subj]))
             elif rate is None:
                 unknown.append(f"{subj} rate")
-            errs = dict(p.get("error_counters") or {})
-            sat = list(p.get("counters_saturated") or [])
+            errs = dict(p.error_counters)
+            sat = list(p.counters_saturated)
             sat_err = [c for c in sat if c in thresholds]
             if errs or sat_err:
                 over = {k: val for k, val in errs.items() if val > thresholds.get(k, 100)}
@@ -119,8 +118,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                     hint="clear the counters (perfquery -x -R) and watch them grow; symbol "
                          "errors and link_downed point at the cable/transceiver",
                     covers=[subj]))
-            if p.get("counters_unknown") or p.get("counters_status") in ("unreadable",
-                                                                         "not read"):
+            if p.counters_unknown or p.counters_status in ("unreadable", "not read"):
                 unknown.append(f"{subj} counters")
     if unknown:
         out.append(finding("info", "ib.not_checked", S.NODE,

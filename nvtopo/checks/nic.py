@@ -109,12 +109,12 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                         covers=[S.gpu(i)]))
     # -- GPUDirect RDMA
     if layout.get("nics.gpudirect_rdma") and topo.nics:
-        gd = (topo.extra.get("sysfs") or {}).get("gpudirect") if v.has_sysfs else None
-        if not isinstance(gd, dict):
+        gd = topo.sysfs.gpudirect if v.has_sysfs and topo.sysfs is not None else None
+        if gd is None:
             out.append(finding("info", "nic.not_checked", S.NODE,
                                "GPUDirect RDMA not checked: no sysfs data in the input",
                                source=", ".join(topo.sources)))
-        elif not gd.get("peermem_loaded"):
+        elif not gd.peermem_loaded:
             out.append(finding(
                 "error", "nic.gpudirect_missing", S.NODE,
                 "GPUDirect RDMA module not loaded (neither nvidia_peermem nor nv_peer_mem): "

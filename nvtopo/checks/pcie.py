@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..model import Topology
+from ..model.pcie import PciPlacement, PcieHop
 from . import Finding, facts as F, finding
 from . import subject as S
 
@@ -30,19 +31,19 @@ def _busy(g: Any) -> Optional[bool]:
     return None
 
 
-def _hop_text(h: Dict[str, Any]) -> str:
-    return f"{h.get('upstream')} → {h.get('downstream')}"
+def _hop_text(h: PcieHop) -> str:
+    return f"{h.upstream} → {h.downstream}"
 
 
-def _from_sysfs(facts: Dict[str, Any]) -> Tuple[Optional[Dict[str, Any]], Optional[Dict[str, Any]]]:
+def _from_sysfs(facts: PciPlacement) -> Tuple[Optional[PcieHop], Optional[PcieHop]]:
     """(worst width hop, worst speed hop) among the hops that are below what they allow."""
-    hops = facts.get("hops") or []
-    if not hops and facts.get("narrowest_hop"):
-        hops = [facts["narrowest_hop"]]
-    w = [h for h in hops if h.get("width_degraded")]
-    s = [h for h in hops if h.get("speed_below_expected")]
-    return (min(w, key=lambda h: h["current_width"]) if w else None,
-            min(s, key=lambda h: h["current_gts"]) if s else None)
+    hops: List[PcieHop] = list(facts.hops)
+    if not hops and facts.narrowest_hop is not None:
+        hops = [facts.narrowest_hop]
+    w = [h for h in hops if h.width_degraded]
+    s = [h for h in hops if h.speed_below_expected]
+    return (min(w, key=lambda h: h.current_width) if w else None,
+            min(s, key=lambda h: h.current_gts) if s else None)
 
 
 def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
@@ -53,18 +54,18 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
         g = topo.gpu(i)
         if g is None:
             continue
-        sy = g.extra.get("sysfs") if isinstance(g.extra.get("sysfs"), dict) else None
+        sy = g.sysfs
         nv = g.nvml.pcie if g.nvml is not None else None
         width = speed = None
         src = ""
-        if sy and (sy.get("hops") or sy.get("narrowest_hop")):
+        if sy is not None and (sy.hops or sy.narrowest_hop is not None):
             checked += 1
             src = "sysfs"
             wh, sh = _from_sysfs(sy)
             if wh:
-                width = (wh["expected_width"], wh["current_width"], _hop_text(wh))
+                width = (wh.expected_width, wh.current_width, _hop_text(wh))
             if sh:
-                speed = (sh["expected_gen"], sh["current_gen"], _hop_text(sh))
+                speed = (sh.expected_gen, sh.current_gen, _hop_text(sh))
         elif nv is not None and nv.current_width is not None:
             checked += 1
             src = "nvml"
@@ -94,25 +95,24 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                      "errors", covers=[S.gpu(i)]))
     comp_names, _ = F.compute_nics(topo, layout, v.present, F.missing_gpus(layout, v))
     for n in topo.nics:
-        sy = n.extra.get("sysfs") if isinstance(n.extra.get("sysfs"), dict) else None
-        pci = (sy or {}).get("pci") or {}
-        hop = pci.get("narrowest_hop")
-        if not hop:
+        pci = n.sysfs.pci if n.sysfs is not None else None
+        hop = pci.narrowest_hop if pci is not None else None
+        if hop is None:
             continue
         checked += 1
-        if hop.get("width_degraded"):
+        if hop.width_degraded:
             out.append(finding(
                 "error" if n.name in comp_names else "warning", "pcie.width_low", S.nic(n.name),
-                f"{n.name} PCIe link is x{hop['current_width']} where x{hop['expected_width']} "
-                f"is possible ({_hop_text(hop)})", expected=f"x{hop['expected_width']}",
-                actual=f"x{hop['current_width']}", source="sysfs", hint=HINT_WIDTH,
+                f"{n.name} PCIe link is x{hop.current_width} where x{hop.expected_width} "
+                f"is possible ({_hop_text(hop)})", expected=f"x{hop.expected_width}",
+                actual=f"x{hop.current_width}", source="sysfs", hint=HINT_WIDTH,
                 covers=[S.nic(n.name)]))
-        elif hop.get("speed_below_expected"):
+        elif hop.speed_below_expected:
             out.append(finding(
                 "warning", "pcie.gen_low", S.nic(n.name),
-                f"{n.name} PCIe link runs at Gen{hop['current_gen']} where "
-                f"Gen{hop['expected_gen']} is possible ({_hop_text(hop)})",
-                expected=f"Gen{hop['expected_gen']}", actual=f"Gen{hop['current_gen']}",
+                f"{n.name} PCIe link runs at Gen{hop.current_gen} where "
+                f"Gen{hop.expected_gen} is possible ({_hop_text(hop)})",
+                expected=f"Gen{hop.expected_gen}", actual=f"Gen{hop.current_gen}",
                 source="sysfs", hint="check the BIOS PCIe speed setting, reseat, check for AER "
                                      "errors", covers=[S.nic(n.name)]))
     if not checked and v.present:

@@ -273,10 +273,10 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
             layers = set()
             for name in comp:
                 nic = topo.nic(name)
-                h = (nic.extra.get("sysfs") or {}) if nic is not None else {}
-                for p in (h.get("ports") or []) if isinstance(h, dict) else []:
-                    if p.get("link_layer"):
-                        layers.add(p.get("link_layer"))
+                h = nic.sysfs if nic is not None else None
+                for p in h.ports if h is not None else []:
+                    if p.link_layer:
+                        layers.add(p.link_layer)
             if layers and want_layer not in layers:
                 c.nic_contradiction = (f"compute NICs run {'/'.join(sorted(layers))}, "
                                        f"it has {want_layer}")

@@ -61,11 +61,10 @@ def capture(topo: Topology, name: str, where: str) -> Dict[str, Any]:
     gens, widths = [], []
     for i in present:
         g = topo.gpu(i)
-        sy = g.extra.get("sysfs") if g is not None and isinstance(g.extra.get("sysfs"), dict) \
-            else None
-        if sy and sy.get("link"):
-            gens.append(sy["link"].get("max_gen"))
-            widths.append(sy["link"].get("max_width"))
+        sy = g.sysfs if g is not None else None
+        if sy is not None:
+            gens.append(sy.link.max_gen)
+            widths.append(sy.link.max_width)
         elif g is not None and g.nvml is not None:
             gens.append(g.nvml.pcie.max_gen)
             widths.append(g.nvml.pcie.max_width)
@@ -115,10 +114,10 @@ def capture(topo: Topology, name: str, where: str) -> Dict[str, Any]:
         if comp:
             rates, layers = [], []
             for nme in comp:
-                h = topo.nic(nme).extra.get("sysfs") or {}
-                for p in h.get("ports") or []:
-                    rates.append(p.get("rate_gbps"))
-                    layers.append(p.get("link_layer"))
+                h = topo.nic(nme).sysfs  # type: ignore[union-attr]
+                for p in h.ports if h is not None else []:
+                    rates.append(p.rate_gbps)
+                    layers.append(p.link_layer)
             compute: Dict[str, Any] = {"count": len(comp)}
             if _uniform(rates) and all(rates):
                 compute["rate_gbps"] = _uniform(rates)
@@ -149,8 +148,7 @@ def capture(topo: Topology, name: str, where: str) -> Dict[str, Any]:
                 if len(set(per.values())) == 1 and all(isinstance(x, str)
                                                        for x in gpu_nic.values()):
                     nics["placement"]["gpus_per_compute_nic"] = next(iter(per.values()))
-        gd = (topo.extra.get("sysfs") or {}).get("gpudirect") or {}
-        if gd.get("peermem_loaded"):
+        if topo.sysfs is not None and topo.sysfs.gpudirect.peermem_loaded:
             nics["gpudirect_rdma"] = True
         if nics:
             doc["nics"] = nics

@@ -14,6 +14,8 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
 from .codec import Record, fld
 from .nvml import NvmlGpu, TextGpu
+from .pcie import PciPlacement
+from .rdma import Hca
 
 #: GPU fields that sources state and that are compared when merging sources.
 GPU_FACTS = ("name", "uuid", "pci_bus_id", "cpu_affinity", "numa_affinity", "gpu_numa_id")
@@ -41,6 +43,7 @@ class GPU(Record):
     nvml: Optional[NvmlGpu] = fld("the NVML probe", nest="extra", omit="none")
     nvml_text: Optional[TextGpu] = fld("pasted nvidia-smi nvlink / -q text", key="nvml-text",
                                        nest="extra", omit="none")
+    sysfs: Optional[PciPlacement] = fld("sysfs bus/pci/devices", nest="extra", omit="none")
 
     def __post_init__(self) -> None:
         if not self.label:
@@ -71,6 +74,9 @@ class NIC(Record):
     numa_node: Optional[int] = fld("sysfs: the function's numa_node")
     sources: Dict[str, str] = fld("field -> the source that stated it", factory=dict)
     extra: Dict[str, Any] = fld("unknown keys, kept", factory=dict)
+    affinity: Optional[Dict[str, Optional[str]]] = fld(
+        "the affinity columns topo -m prints on the NIC's row", nest="extra", omit="none")
+    sysfs: Optional[Hca] = fld("sysfs class/infiniband", nest="extra", omit="none")
 
 
 @dataclass

@@ -17,8 +17,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from .codec import Record, decode, encoder, fld
 from .core import GPU, NIC, Disagreement, Matrix, Note, NVLinkPair
-from .host import host_problems
-from .node import TopoText
+from .host import HostNet, host_problems
+from .node import SysfsNode, TopoText
 from .nvml import NvmlNode, TextNode
 
 #: Version of the JSON document written by :meth:`Topology.to_dict`.
@@ -31,7 +31,7 @@ class Topology(Record):
 
     __json_order__ = ("origin", "host", "sources", "gpus", "nics", "matrix", "p2p", "nvlinks",
                       "notes", "disagreements", "extra", "topo_text", "nvml",
-                      "nvml_text")
+                      "nvml_text", "sysfs", "host_net")
 
     gpus: List[GPU] = field(default_factory=list)
     nics: List[NIC] = field(default_factory=list)
@@ -53,6 +53,9 @@ class Topology(Record):
     nvml: Optional[NvmlNode] = fld("the NVML probe", nest="extra", omit="none")
     nvml_text: Optional[TextNode] = fld("pasted nvidia-smi nvlink / -q text", key="nvml-text",
                                         nest="extra", omit="none")
+    sysfs: Optional[SysfsNode] = fld("sysfs", nest="extra", omit="none")
+    host_net: Optional[HostNet] = fld("the host probe (psutil)", key="host", nest="extra",
+                                      omit="none")
 
     # -- lookups -------------------------------------------------------------
 

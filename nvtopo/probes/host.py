@@ -15,6 +15,7 @@ import platform
 from typing import Any, Dict, Optional
 
 from ..model import Topology
+from ..model.host import HostNet, NetIf
 
 SOURCE = "host"
 
@@ -62,7 +63,8 @@ def capture(options: Optional[Any] = None) -> Dict[str, Any]:
 
 
 def derive(evidence: Dict[str, Any]) -> Topology:
-    """Host facts into ``Topology.host`` and interface stats into ``extra["host"]``."""
+    """Host facts into ``Topology.host`` and interface stats into ``Topology.host_net``
+    (an interface whose recorded stats are not what psutil gives is left out, with a note)."""
     topo = Topology(sources=[SOURCE])
     if evidence.get("status") != "ok":
         if evidence.get("status") != "skipped":
@@ -73,5 +75,12 @@ def derive(evidence: Dict[str, Any]) -> Topology:
         if evidence.get(key) is not None:
             topo.host[key] = evidence[key]
     net = evidence.get("net_if")
-    topo.extra[SOURCE] = {"net_if": dict(net) if isinstance(net, dict) else {}}
+    stats: Dict[str, NetIf] = {}
+    for name, st in (net.items() if isinstance(net, dict) else ()):
+        try:
+            stats[name] = NetIf.from_dict(st, root=f"net_if.{name}")
+        except ValueError as exc:
+            topo.note("host.bad_fact", f"interface stats dropped: {exc}", source=SOURCE,
+                      level="warning")
+    topo.host_net = HostNet(net_if=stats)
     return topo

@@ -1,13 +1,12 @@
 """``nvtopo ib``: one row per InfiniBand/RoCE port, and its JSON document.
 
-Everything comes from the sysfs facts in the model (``NIC.extra["sysfs"]``,
-``GPU.extra["sysfs"]``, ``Topology.extra["sysfs"]``), enriched with the host
-probe's interface stats (``Topology.extra["host"]["net_if"]``) where present.
+Everything comes from the sysfs facts in the model (``NIC.sysfs``, ``GPU.sysfs``,
+``Topology.sysfs``), enriched with the host probe's interface stats
+(``Topology.host_net``) where present.  The tables draw the JSON document.
 """
 
 from __future__ import annotations
 
-import copy
 from typing import Any, Dict, List, Optional
 
 from rich.console import Console, Group, RenderableType
@@ -30,7 +29,7 @@ PHYS_STYLES = {"LinkUp": "green", "Polling": "bold red", "Disabled": "bold red"}
 
 
 def has_sysfs(topo: Topology) -> bool:
-    return "sysfs" in topo.sources or "sysfs" in topo.extra
+    return "sysfs" in topo.sources or topo.sysfs is not None
 
 
 def gpu_renames(topo: Topology) -> Dict[str, str]:
@@ -41,7 +40,7 @@ def gpu_renames(topo: Topology) -> Dict[str, str]:
     nearest GPUs of an HCA must name the same devices.  A GPU this model does
     not list is named by its bus id, ``GPU[0000:1b:00.0]``, as the merge does.
     """
-    ids = (topo.extra.get("sysfs") or {}).get("gpu_bus_ids")
+    ids = topo.sysfs.gpu_bus_ids if topo.sysfs is not None else None
     here = {pci_bdf(g.pci_bus_id): g.label for g in topo.gpus if pci_bdf(g.pci_bus_id)}
     if not isinstance(ids, dict) or not here:
         return {}
@@ -62,49 +61,48 @@ def _relabel(entry: Dict[str, Any], rename: Dict[str, str]) -> None:
 
 def document(topo: Topology) -> Dict[str, Any]:
     """The ``nvtopo ib --format json`` document (its contract: docs/json.md)."""
-    info = topo.extra.get("sysfs") or {}
-    net_if = (topo.extra.get("host") or {}).get("net_if") or {}
+    info = topo.sysfs
+    net_if = topo.host_net.net_if if topo.host_net is not None else {}
     rename = gpu_renames(topo)
     hcas = []
     for nic in topo.nics:
-        h = nic.extra.get("sysfs")
-        if not isinstance(h, dict):
+        if nic.sysfs is None:
             continue
-        h = copy.deepcopy(h)
+        h = nic.sysfs.to_dict()
         _relabel(h, rename)
-        for p in h.get("ports", []):
-            st = net_if.get(p.get("netdev")) if p.get("netdev") else None
-            p["netdev_stats"] = dict(st, source="psutil") if isinstance(st, dict) else None
+        for p in h["ports"]:
+            st = net_if.get(p["netdev"]) if p["netdev"] else None
+            p["netdev_stats"] = dict(st.to_dict(), source="psutil") if st is not None else None
         hcas.append(h)
     gpus = []
     for g in topo.gpus:
-        s = g.extra.get("sysfs")
-        if not isinstance(s, dict):
+        s = g.sysfs
+        if s is None:
             continue
-        gpus.append({"label": g.label, "index": g.index, "pci_address": s.get("pci_address"),
-                     "numa_node": s.get("numa_node"), "local_cpulist": s.get("local_cpulist"),
-                     "link": s.get("link"), "narrowest_hop": s.get("narrowest_hop")})
+        gpus.append({"label": g.label, "index": g.index, "pci_address": s.pci_address,
+                     "numa_node": s.numa_node, "local_cpulist": s.local_cpulist,
+                     "link": s.link.to_dict(),
+                     "narrowest_hop": s.narrowest_hop.to_dict()
+                     if s.narrowest_hop is not None else None})
     return {
         "schema_version": IB_SCHEMA_VERSION,
         "origin": dict(topo.origin),
         "host": dict(topo.host),
-        "sysfs_root": info.get("root"),
-        "rdma": info.get("rdma"),
-        "absent_devices": dict(info.get("absent_devices") or {}),
+        "sysfs_root": info.root if info is not None else None,
+        "rdma": info.rdma if info is not None else None,
+        "absent_devices": dict(info.absent_devices) if info is not None else {},
         "hcas": hcas,
         "gpus": gpus,
-        "nvme": [_relabeled(x, rename) for x in info.get("nvme") or []],
-        "numa": info.get("numa"),
-        "gpudirect": info.get("gpudirect"),
+        "nvme": [_relabeled(x.to_dict(), rename) for x in info.nvme] if info is not None
+        else [],
+        "numa": info.numa.to_dict() if info is not None and info.numa is not None else None,
+        "gpudirect": info.gpudirect.to_dict() if info is not None else None,
         "notes": [n.to_dict() for n in topo.notes if n.source in ("sysfs", "host")],
         "disagreements": [d.to_dict() for d in topo.disagreements],
     }
 
 
-def _relabeled(entry: Any, rename: Dict[str, str]) -> Any:
-    if not isinstance(entry, dict):
-        return entry
-    entry = copy.deepcopy(entry)
+def _relabeled(entry: Dict[str, Any], rename: Dict[str, str]) -> Dict[str, Any]:
     _relabel(entry, rename)
     return entry
 

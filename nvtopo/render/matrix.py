@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..model import P2P_STATUS, PATH_DESCRIPTIONS, Matrix, Topology, path_kind, path_rank
+from ..model.pcie import PciPlacement
 from .cells import printable, text
 from ..safe import is_ascii_digits
 
@@ -189,7 +190,7 @@ def gpu_table(topo: Topology) -> Table:
     table.add_column("NUMA", overflow="fold")
     table.add_column("GPU NUMA", no_wrap=True)
     table.add_column("NVLink", no_wrap=True)
-    pcie = any("sysfs" in g.extra for g in topo.gpus)
+    pcie = any(g.sysfs is not None for g in topo.gpus)
     if pcie:
         table.add_column("PCI", no_wrap=True)
         table.add_column("PCIe link", overflow="fold")
@@ -218,8 +219,8 @@ def gpu_table(topo: Topology) -> Table:
             nv,
         ]
         if pcie:
-            facts = g.extra.get("sysfs") or {}
-            row += [text(facts["pci_address"]) if facts.get("pci_address")
+            facts = g.sysfs
+            row += [text(facts.pci_address) if facts is not None and facts.pci_address
                     else Text("—", style="dim"), pcie_link_text(facts)]
         if nic_labels:
             best, tok = _nearest(topo, g.label, nic_labels)
@@ -234,27 +235,25 @@ def gpu_table(topo: Topology) -> Table:
     return table
 
 
-def pcie_link_text(facts: Dict[str, object]) -> Text:
+def pcie_link_text(facts: Optional[PciPlacement]) -> Text:
     """``Gen5 x16``, or current vs max (``Gen5 x8 of x16``, ``Gen3 of Gen5 x16``) from sysfs.
 
     A narrower link than both ends allow is red; a slower one yellow (GPUs
     lower their link speed when idle, so speed is judged only under load).
     """
-    link = facts.get("link") if isinstance(facts, dict) else None
-    if not isinstance(link, dict) or link.get("current_gen") is None and \
-            link.get("current_width") is None:
+    link = facts.link if facts is not None else None
+    if link is None or link.current_gen is None and link.current_width is None:
         return Text("unknown (no link attributes)", style="dim")
-    cg, cw, mg, mw = (link.get("current_gen"), link.get("current_width"), link.get("max_gen"),
-                      link.get("max_width"))
+    cg, cw, mg, mw = link.current_gen, link.current_width, link.max_gen, link.max_width
     cur = f"Gen{cg if cg is not None else '?'} x{cw if cw is not None else '?'}"
     shown = Text(printable(cur))
-    if link.get("width_below_max") or link.get("speed_below_max"):
+    if link.width_below_max or link.speed_below_max:
         shown.append(printable(
             f" (max Gen{mg if mg is not None else '?'} x{mw if mw is not None else '?'})"))
-        hop = facts.get("narrowest_hop") if isinstance(facts, dict) else None
-        if link.get("width_below_max"):
+        hop = facts.narrowest_hop if facts is not None else None
+        if link.width_below_max:
             shown.stylize("bold red")
-        elif isinstance(hop, dict) and hop.get("speed_below_expected"):
+        elif hop is not None and hop.speed_below_expected:
             shown.stylize("yellow")
     return shown
 

@@ -205,8 +205,7 @@ def _families() -> Dict[str, Family]:
 def _gpu_numa(g: Any) -> str:
     if g.numa_affinity is not None:
         return str(g.numa_affinity)
-    sysfs = g.extra.get("sysfs") if isinstance(g.extra.get("sysfs"), dict) else {}
-    node = sysfs.get("numa_node")
+    node = g.sysfs.numa_node if g.sysfs is not None else None
     return str(node) if isinstance(node, int) and node >= 0 else ""
 
 
@@ -275,19 +274,16 @@ def _add_node(fams: Dict[str, Family], node: NodeMetrics) -> None:
         if exp is not None:
             fams["nvtopo_gpu_nvlinks_expected"].add(lab(gpu=gpu), exp)
     for n in topo.nics:
-        sysfs = n.extra.get("sysfs") if isinstance(n.extra.get("sysfs"), dict) else {}
-        for p in sysfs.get("ports") or []:
-            if not isinstance(p, dict) or p.get("port") is None:
-                continue
-            port = str(p["port"])
-            state = str(p.get("state") or "")
-            layer = str(p.get("link_layer") or "")
+        for p in n.sysfs.ports if n.sysfs is not None else []:
+            port = str(p.port)
+            state = str(p.state or "")
+            layer = str(p.link_layer or "")
             fams["nvtopo_port_up"].add(lab(device=n.name, port=port, link_layer=layer),
                                        1 if state == "ACTIVE" else 0)
             fams["nvtopo_port_state_info"].add(
                 lab(device=n.name, port=port, state=state,
-                    phys_state=str(p.get("phys_state") or "")), 1)
-            rate = p.get("rate_gbps")
+                    phys_state=str(p.phys_state or "")), 1)
+            rate = p.rate_gbps
             if isinstance(rate, (int, float)) and not isinstance(rate, bool):
                 fams["nvtopo_port_rate_bytes_per_second"].add(
                     lab(device=n.name, port=port, link_layer=layer), rate * 1e9 / 8)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
 from ..errors import NvtopoError
-from ..probes.sysfs import ERROR_COUNTERS
+from ..model.rdma import ERROR_COUNTERS
 from .hardware import Machine, Port
 
 #: kind -> (syntax, what it does)

@@ -104,8 +104,7 @@ class Opened(namedtuple("Opened", ("model", "document", "where", "cached", "warn
         if topo is None:
             return
         if need == "sysfs":
-            if self.where != _LIVE and "sysfs" not in topo.sources \
-                    and "sysfs" not in topo.extra:
+            if self.where != _LIVE and "sysfs" not in topo.sources and topo.sysfs is None:
                 raise NvtopoError("holds no sysfs evidence (take a snapshot with `nvtopo "
                                   "snapshot` on the node, or read a copied tree with "
                                   "--sysfs-root DIR)", where=topo.origin.get("file") or self.where)

@@ -30,8 +30,8 @@ from . import read
 from .build import SOURCE
 from .build import build as build_fragment
 from .live import DEFAULT_ROOT, DEFAULT_TIMEOUT, capture
-from .facts import (DATA_COUNTERS, ERROR_COUNTERS, OTHER_SATURATING, path_level,
-                    port_facts)
+from ...model.rdma import DATA_COUNTERS, ERROR_COUNTERS, OTHER_SATURATING
+from .facts import path_level, port_facts
 from .parse import (PCIE_GEN, cpulist_count, natural_key, parse_enum, parse_pcie_speed,
                     parse_rate, pcie_gen, sysfs_bdf)
 from .read import (DEADLINE, ELOOP_TEXT, LIMIT, MAX_ATTR_BYTES, MAX_DIR_ENTRIES,

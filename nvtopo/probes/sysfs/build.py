@@ -1,7 +1,8 @@
 """The sysfs probe's raw values (:func:`~.walk.collect`) as a model fragment: GPUs and
 RDMA devices with their PCI placement, ports and counters, the GPU↔NIC path matrix from
-the PCI tree, NVMe drives, NUMA nodes and GPUDirect modules, with a note for everything
-that is unknown or absent.  Pure.
+the PCI tree, NVMe drives, NUMA nodes and GPUDirect modules (``GPU.sysfs``, ``NIC.sysfs``,
+``Topology.sysfs``: the records of :mod:`nvtopo.model`), with a note for everything that
+is unknown or absent.  Pure.
 """
 
 from __future__ import annotations
@@ -9,6 +10,11 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from ...model import GPU, NIC, Matrix, Topology, path_rank
+from ...model.host import NumaInfo, NumaNode
+from ...model.node import SysfsNode
+from ...model.pcie import PciFunction, PciPlacement
+from ...model.rdma import GpuDirect, Hca, Netdev
+from ...model.storage import NvmeDrive
 from . import walk
 from .facts import (absent_reason, counter_facts, dir_reason, dir_status, link_facts,
                     narrowest, numa_node, path_level, pcie_hops, port_facts, port_netdev,
@@ -25,36 +31,36 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
     """Turn collected raw values into a model fragment (GPUs, NICs, sysfs path matrix)."""
     topo = topo if topo is not None else Topology(sources=[SOURCE])
     pci: Dict[str, Dict[str, Any]] = raw["pci"]
-    info: Dict[str, Any] = {"root": root}
+    info = SysfsNode(root=root)
 
     if raw.get("pci_error"):
         topo.note("sysfs.no_pci", f"bus/pci/devices unreadable: {reason(raw['pci_error'])}; "
                   "no PCI facts", source=SOURCE, level="warning")
 
     # -- per-device PCI facts
-    def pci_facts(dev: Dict[str, Any]) -> Dict[str, Any]:
+    def pci_facts(dev: Dict[str, Any]) -> PciPlacement:
         hops, paired = pcie_hops(dev, pci)
-        facts: Dict[str, Any] = {
-            "pci_address": dev["bdf"],
-            "device_id": dev["attrs"].get("device"),
-            "class": f"0x{dev['class']:06x}" if dev["class"] is not None else None,
-            "numa_node": numa_node(dev),
-            "local_cpulist": dev["attrs"].get("local_cpulist"),
-            "host_bridge": dev["host_bridge"],
-            "chain": dev["chain"],
-            "link": link_facts(dev),
-            "hops": hops,
-            "narrowest_hop": narrowest(hops),
-        }
+        facts = PciPlacement(
+            pci_address=dev["bdf"],
+            device_id=dev["attrs"].get("device"),
+            class_=f"0x{dev['class']:06x}" if dev["class"] is not None else None,
+            numa_node=numa_node(dev),
+            local_cpulist=dev["attrs"].get("local_cpulist"),
+            host_bridge=dev["host_bridge"],
+            chain=list(dev["chain"]),
+            link=link_facts(dev),
+            hops=hops,
+            narrowest_hop=narrowest(hops),
+        )
         if not paired:
-            facts["layout_note"] = "unpaired PCIe bridges above this device: switch count unknown"
+            facts.layout_note = "unpaired PCIe bridges above this device: switch count unknown"
         raw_numa = dev["attrs"].get("numa_node")
         if raw_numa is None:
-            facts["numa_unknown"] = reason(dev["errors"].get("numa_node"))
+            facts.numa_unknown = reason(dev["errors"].get("numa_node"))
         elif to_int(raw_numa, signed=True) is None:
-            facts["numa_unknown"] = f"not a value: {raw_numa!r}"
+            facts.numa_unknown = f"not a value: {raw_numa!r}"
         elif numa_node(dev) is None:
-            facts["numa_unknown"] = f"numa_node is {raw_numa.strip()} (no NUMA information)"
+            facts.numa_unknown = f"numa_node is {raw_numa.strip()} (no NUMA information)"
         return facts
 
     for bdf in sorted(pci, key=lambda b: sysfs_bdf(b) or (0, 0, 0, 0)):
@@ -78,13 +84,13 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
         label = f"GPU{i}"
         gpu_labels[dev["bdf"]] = label
         g = GPU(index=i, label=label, pci_bus_id=dev["bdf"], sources={"pci_bus_id": SOURCE})
-        if facts["local_cpulist"]:
-            g.cpu_affinity = facts["local_cpulist"].strip()
+        if facts.local_cpulist:
+            g.cpu_affinity = facts.local_cpulist.strip()
             g.sources["cpu_affinity"] = SOURCE
-        if facts["numa_node"] is not None:
-            g.numa_affinity = str(facts["numa_node"])
+        if facts.numa_node is not None:
+            g.numa_affinity = str(facts.numa_node)
             g.sources["numa_affinity"] = SOURCE
-        g.extra[SOURCE] = facts
+        g.sysfs = facts
         topo.gpus.append(g)
     if gpus:
         topo.note("sysfs.gpu_order", "sysfs numbers GPUs in PCI bus order (GPU0 = lowest bus "
@@ -92,7 +98,7 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
                   "CUDA_VISIBLE_DEVICES) may differ", source=SOURCE)
 
     # -- HCAs
-    hcas: List[Dict[str, Any]] = []
+    hcas: List[Hca] = []
     for h in sorted(raw["hcas"], key=lambda x: natural_key(x["name"])):
         a, e = h["attrs"], h["errors"]
         nt_code, node_type = parse_enum(a.get("node_type"))
@@ -101,77 +107,78 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
             bdf, parent2 = pci_of(h["path"])
             parent = parent2 if bdf else "none"
         dev = pci.get(bdf) if bdf else None
-        hca: Dict[str, Any] = {
-            "name": h["name"],
-            "pci_address": bdf,
-            "numa_node": numa_node(dev) if dev else None,
-            "parent": parent,
-            "soft": bdf is None,
-            "node_type": node_type,
-            "node_guid": (a.get("node_guid") or "").strip() or None,
-            "sys_image_guid": (a.get("sys_image_guid") or "").strip() or None,
-            "fw_ver": (a.get("fw_ver") or "").strip() or None,
-            "hca_type": (a.get("hca_type") or "").strip() or None,
-            "board_id": (a.get("board_id") or "").strip() or None,
-            "device_path": h["device_path"],
-            "netdevs": [],
-            "unknown": {k: reason(v) for k, v in e.items()},
-        }
+        hca = Hca(
+            name=h["name"],
+            pci_address=bdf,
+            numa_node=numa_node(dev) if dev else None,
+            parent=parent,
+            soft=bdf is None,
+            node_type=node_type,
+            node_guid=(a.get("node_guid") or "").strip() or None,
+            sys_image_guid=(a.get("sys_image_guid") or "").strip() or None,
+            fw_ver=(a.get("fw_ver") or "").strip() or None,
+            hca_type=(a.get("hca_type") or "").strip() or None,
+            board_id=(a.get("board_id") or "").strip() or None,
+            device_path=h["device_path"],
+            netdevs=[],
+            unknown={k: reason(v) for k, v in e.items()},
+        )
         if dev is not None:
             facts = pci_facts(dev)
-            hca["pci"] = {k: facts[k] for k in ("device_id", "class", "local_cpulist",
-                                                "host_bridge", "chain", "link",
-                                                "narrowest_hop")}
-            if "numa_unknown" in facts:
-                hca["numa_unknown"] = facts["numa_unknown"]
+            hca.pci = PciFunction(device_id=facts.device_id, class_=facts.class_,
+                                  local_cpulist=facts.local_cpulist,
+                                  host_bridge=facts.host_bridge, chain=facts.chain,
+                                  link=facts.link, narrowest_hop=facts.narrowest_hop)
+            if facts.numa_unknown is not None:
+                hca.numa_unknown = facts.numa_unknown
         elif bdf is not None:
-            hca["pci"] = None
-            hca["pci_note"] = f"{bdf} not found under bus/pci/devices"
+            hca.pci = None
+            hca.pci_note = f"{bdf} not found under bus/pci/devices"
             if not raw.get("pci_error"):  # else sysfs.no_pci said it for every device
                 topo.note("sysfs.pci_missing", f"{h['name']}: its PCI function {bdf} is not "
                           "under bus/pci/devices: no placement (NUMA node, PCIe link and "
                           "nearest GPU unknown)", source=SOURCE, level="warning",
                           subject=h["name"])
         else:
-            hca["pci"] = None
-            hca["pci_note"] = "software RDMA device: no PCI parent"
+            hca.pci = None
+            hca.pci_note = "software RDMA device: no PCI parent"
             topo.note("sysfs.soft_device", f"{h['name']} has no PCI parent (software RDMA "
                       "device such as rxe or siw): no placement, by design", source=SOURCE,
                       subject=h["name"])
         for nd in h["netdevs"]:
-            hca["netdevs"].append({"name": nd["name"], "dev_port": to_int(nd.get("dev_port")),
-                                   "dev_id": to_int(nd.get("dev_id"), 0)
-                                   if nd.get("dev_id") else None,
-                                   "type": to_int(nd.get("type"))})
+            hca.netdevs.append(Netdev(name=nd["name"], dev_port=to_int(nd.get("dev_port")),
+                                      dev_id=to_int(nd.get("dev_id"), 0)
+                                      if nd.get("dev_id") else None,
+                                      type=to_int(nd.get("type"))))
         hw = counter_facts(h["hw_counters"]) if h["hw_counters"] is not None else None
-        hca["hw_counters"] = hw["values"] if hw else None
-        hca["hw_counters_status"] = dir_status(h["hw_counters"], h.get("hw_counters_error"))
+        hca.hw_counters = hw["values"] if hw else None
+        hca.hw_counters_status = dir_status(h["hw_counters"], h.get("hw_counters_error"))
         ports = [port_facts(p, node_type) for p in h["ports"]]
         for port in ports:
-            port["netdev"] = port_netdev(port, hca["netdevs"])
-            for k, why in sorted(port["unknown"].items()):
+            port.netdev = port_netdev(port, hca.netdevs)
+            for k, why in sorted(port.unknown.items()):
                 if why.startswith(("not a value: ", "not a rate: ")):
                     topo.note("sysfs.bad_value", f"class/infiniband/{h['name']}/ports/"
-                              f"{port['port']}/{k}: {why}: unknown", source=SOURCE,
+                              f"{port.port}/{k}: {why}: unknown", source=SOURCE,
                               level="warning", subject=h["name"])
-            if port["counters_status"] == "unreadable":
+            if port.counters_status == "unreadable":
                 topo.note("sysfs.counters_unreadable",
-                          f"{h['name']} port {port['port']}: {port['counters_note']}: its error "
+                          f"{h['name']} port {port.port}: {port.counters_note}: its error "
                           "counters are unknown (not absent)", source=SOURCE, level="warning",
                           subject=h["name"])
             # counters left unread at the deadline: sysfs.timeout says so, once
-            failing = {k: r for k, r in port["counters_unknown"].items()
+            failing = {k: r for k, r in port.counters_unknown.items()
                        if r not in (DEADLINE, LIMIT)}
             reasons = sorted(set(failing.values()))
             if reasons:
                 topo.note("sysfs.counters_unknown",
-                          f"{h['name']} port {port['port']}: {len(failing)} "
+                          f"{h['name']} port {port.port}: {len(failing)} "
                           f"counters unreadable ({'; '.join(reasons)})", source=SOURCE,
                           level="warning", subject=h["name"])
-            if port["counters_saturated"]:
+            if port.counters_saturated:
                 topo.note("sysfs.counters_saturated",
-                          f"{h['name']} port {port['port']}: counters stuck at their maximum "
-                          f"(true value is at least that): {', '.join(port['counters_saturated'])}",
+                          f"{h['name']} port {port.port}: counters stuck at their maximum "
+                          f"(true value is at least that): {', '.join(port.counters_saturated)}",
                           source=SOURCE, level="warning", subject=h["name"])
         if "ports" in e:
             topo.note("sysfs.no_ports", f"{h['name']}: ports/ {dir_reason(e['ports'])}"
@@ -179,21 +186,21 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
                       f"{h['name']}: ports/ unreadable ({reason(e['ports'])})",
                       source=SOURCE, level="warning", subject=h["name"])
         bad = sorted(h.get("skipped_ports") or [])
-        hca["skipped_ports"] = bad
+        hca.skipped_ports = bad
         if bad:
             topo.note("sysfs.bad_port", f"class/infiniband/{h['name']}/ports: {len(bad)} "
                       f"entr{'ies' if len(bad) > 1 else 'y'} not named as a port "
                       f"(0-{walk.MAX_PORT}), not read: " + ", ".join(repr(x) for x in bad[:4])
                       + (f" and {len(bad) - 4} more" if len(bad) > 4 else ""),
                       source=SOURCE, level="warning", subject=h["name"])
-        hca["ports"] = ports
+        hca.ports = ports
         hcas.append(hca)
 
     # -- GPU <-> NIC paths from the tree
-    devices = [g.label for g in topo.gpus] + [h["name"] for h in hcas]
+    devices = [g.label for g in topo.gpus] + [h.name for h in hcas]
     pci_by_label: Dict[str, Optional[Dict[str, Any]]] = {gpu_labels[d["bdf"]]: d for d in gpus}
     for h in hcas:
-        pci_by_label[h["name"]] = pci.get(h["pci_address"]) if h["pci_address"] else None
+        pci_by_label[h.name] = pci.get(h.pci_address) if h.pci_address else None
     n = len(devices)
     cells: List[List[Optional[str]]] = [[None] * n for _ in range(n)]
     unknown_pairs = []
@@ -209,18 +216,18 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
             cells[i][j] = cells[j][i] = tok
             if tok is None and pa is not None and pb is not None:
                 unknown_pairs.append(f"{da}-{db}")
+    at = {d: i for i, d in reversed(list(enumerate(devices)))}  # first index, as list.index
     for h in hcas:
-        paths = {g.label: cells[devices.index(g.label)][devices.index(h["name"])]
-                 for g in topo.gpus}
-        h["gpu_paths"] = paths
+        paths = {g.label: cells[at[g.label]][at[h.name]] for g in topo.gpus}
+        h.gpu_paths = paths
         ranked = [(path_rank(t), lab) for lab, t in paths.items() if path_rank(t) is not None]
         if ranked:
             best = min(r for r, _ in ranked)
-            h["nearest_gpus"] = [lab for r, lab in ranked if r == best]
-            h["nearest_gpu_path"] = paths[h["nearest_gpus"][0]]
+            h.nearest_gpus = [lab for r, lab in ranked if r == best]
+            h.nearest_gpu_path = paths[h.nearest_gpus[0]]
         else:
-            h["nearest_gpus"] = []
-            h["nearest_gpu_path"] = None
+            h.nearest_gpus = []
+            h.nearest_gpu_path = None
     if n and hcas:
         topo.matrix = Matrix(devices=devices, cells=cells, source=SOURCE)
         if len(topo.gpus) > 1:
@@ -234,19 +241,19 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
                       f"layout): {shown}", source=SOURCE, level="warning")
 
     for h in hcas:
-        nic = NIC(label=h["name"], name=h["name"], sources={"label": SOURCE, "name": SOURCE})
-        if h["pci_address"]:
-            nic.pci_bus_id = h["pci_address"]
+        nic = NIC(label=h.name, name=h.name, sources={"label": SOURCE, "name": SOURCE})
+        if h.pci_address:
+            nic.pci_bus_id = h.pci_address
             nic.sources["pci_bus_id"] = SOURCE
-        if h["numa_node"] is not None:
-            nic.numa_node = h["numa_node"]
+        if h.numa_node is not None:
+            nic.numa_node = h.numa_node
             nic.sources["numa_node"] = SOURCE
-        nic.extra[SOURCE] = h
+        nic.sysfs = h
         topo.nics.append(nic)
 
     absent = {name: absent_reason(err) for name, err in
               sorted((raw.get("ib_absent") or {}).items(), key=lambda x: natural_key(x[0]))}
-    info["absent_devices"] = absent
+    info.absent_devices = absent
     for name, why in absent.items():
         if why == LIMIT:
             continue  # said once below
@@ -271,9 +278,9 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
                       f"{walk.MAX_DEVICES} not read (no real node has that many)", source=SOURCE,
                       level="warning")
     if raw.get("ib_error") is not None:
-        info["rdma"] = f"class/infiniband absent or unreadable: {reason(raw['ib_error'])}"
+        info.rdma = f"class/infiniband absent or unreadable: {reason(raw['ib_error'])}"
     elif not hcas:
-        info["rdma"] = "no RDMA devices" + (
+        info.rdma = "no RDMA devices" + (
             f" ({len(absent)} listed but absent or unreadable: {', '.join(absent)})"
             if absent else "")
 
@@ -285,14 +292,14 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
         paths = {gpu_labels[g["bdf"]]: path_level(dev, g) for g in gpus}
         ranked = [(path_rank(t), lab) for lab, t in paths.items() if path_rank(t) is not None]
         best = min((r for r, _ in ranked), default=None)
-        nvme.append({"pci_address": dev["bdf"], "numa_node": facts["numa_node"],
-                     "link": facts["link"], "narrowest_hop": facts["narrowest_hop"],
-                     "gpu_paths": paths,
-                     "nearest_gpus": [lab for r, lab in ranked if r == best]})
-    info["nvme"] = nvme
+        nvme.append(NvmeDrive(pci_address=dev["bdf"], numa_node=facts.numa_node,
+                              link=facts.link, narrowest_hop=facts.narrowest_hop,
+                              gpu_paths=paths,
+                              nearest_gpus=[lab for r, lab in ranked if r == best]))
+    info.nvme = nvme
     #: The labels above (nearest_gpus, gpu_paths) are sysfs's own PCI-order numbering; this
     #: map lets a merged model name the same GPUs by bus id (render.ib does).
-    info["gpu_bus_ids"] = {label: bdf for bdf, label in gpu_labels.items()}
+    info.gpu_bus_ids = {label: bdf for bdf, label in gpu_labels.items()}
 
     # -- NUMA
     numa = raw.get("numa")
@@ -310,19 +317,19 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
             cpus = cpulist_count(cpul)
             if cpul is not None and cpus is None:
                 unknown["cpulist"] = f"not a value: {nd['cpulist']!r}"
-            entry = {"node": nd["node"], "cpulist": cpul, "cpus": cpus, "distances": dist}
+            entry = NumaNode(node=nd["node"], cpulist=cpul, cpus=cpus, distances=dist)
             if cpul == "":
-                entry["memory_only"] = True
+                entry.memory_only = True
             if unknown:
-                entry["unknown"] = unknown
+                entry.unknown = unknown
             for k in ("cpulist", "distance"):
                 if k in unknown and k not in nd["errors"]:
                     topo.note("sysfs.bad_value", f"devices/system/node/{nd.get('name') or nd['node']}"
                               f"/{k}: {unknown[k]}: unknown", source=SOURCE, level="warning")
             nodes.append(entry)
-        info["numa"] = {"online": (numa["online"] or "").strip() or None, "nodes": nodes}
+        info.numa = NumaInfo(online=(numa["online"] or "").strip() or None, nodes=nodes)
     else:
-        info["numa"] = None
+        info.numa = None
         topo.note("sysfs.no_numa", "devices/system/node absent or unreadable "
                   f"({reason(raw.get('numa_error'))}): NUMA layout unknown", source=SOURCE)
 
@@ -331,13 +338,13 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
     peermem = mods["nvidia_peermem"]["loaded"]
     legacy = mods["nv_peer_mem"]["loaded"] or any(
         v["loaded"] for k, v in mods.items() if k.startswith("kernel/"))
-    info["gpudirect"] = {
-        "nvidia_peermem": peermem,
-        "nvidia_peermem_version": mods["nvidia_peermem"].get("version"),
-        "nv_peer_mem": legacy,
-        "peermem_loaded": peermem or legacy,
-        "dmabuf": "unknown (not visible in sysfs)",
-        "nvidia_fs": mods["nvidia_fs"]["loaded"],
-    }
-    topo.extra[SOURCE] = info
+    info.gpudirect = GpuDirect(
+        nvidia_peermem=peermem,
+        nvidia_peermem_version=mods["nvidia_peermem"].get("version"),
+        nv_peer_mem=legacy,
+        peermem_loaded=peermem or legacy,
+        dmabuf="unknown (not visible in sysfs)",
+        nvidia_fs=mods["nvidia_fs"]["loaded"],
+    )
+    topo.sysfs = info
     return topo

@@ -1,5 +1,6 @@
 """Facts of one PCI device, one port, one counter directory: parsed from the traversal's
-raw values (:mod:`.walk`), with the reason for every fact that is unknown.
+raw values (:mod:`.walk`) into the model's records (:mod:`nvtopo.model.pcie`,
+:mod:`nvtopo.model.rdma`), with the reason for every fact that is unknown.
 
 PCIe links and the hops from the root port down (:func:`link_facts`,
 :func:`pcie_hops`), the path level between two devices (:func:`path_level`), a port's
@@ -11,31 +12,11 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
+from ...model.pcie import NarrowestHop, PcieHop, PcieLink, PcieLinkRaw
+from ...model.rdma import DATA_COUNTERS, ERROR_COUNTERS, OTHER_SATURATING, Netdev, Port, PortRate
 from .parse import parse_enum, parse_pcie_speed, parse_rate, pcie_gen, to_int
 from .read import DEADLINE, LIMIT
 from .walk import PORT_ATTRS
-
-
-#: Per-port error counters (PMA PortCounters), and the value at which each
-#: saturates (they stick at their maximum instead of wrapping).
-ERROR_COUNTERS: Dict[str, int] = {
-    "symbol_error": 0xFFFF,
-    "link_error_recovery": 0xFF,
-    "link_downed": 0xFF,
-    "port_rcv_errors": 0xFFFF,
-    "port_rcv_remote_physical_errors": 0xFFFF,
-    "port_rcv_switch_relay_errors": 0xFFFF,
-    "port_xmit_discards": 0xFFFF,
-    "port_xmit_constraint_errors": 0xFF,
-    "port_rcv_constraint_errors": 0xFF,
-    "local_link_integrity_errors": 0xF,
-    "excessive_buffer_overrun_errors": 0xF,
-    "VL15_dropped": 0xFFFF,
-}
-#: Other counters with a fixed width.
-OTHER_SATURATING = {"port_xmit_wait": 0xFFFFFFFF}
-#: Data counters count 4-byte words.
-DATA_COUNTERS = {"port_xmit_data": "xmit", "port_rcv_data": "rcv"}
 
 
 def reason(err: Optional[str]) -> str:
@@ -58,19 +39,18 @@ def absent_reason(err: Optional[str]) -> str:
 
 
 
-def link_facts(dev: Dict[str, Any]) -> Dict[str, Any]:
+def link_facts(dev: Dict[str, Any]) -> PcieLink:
     """Current and max link of one PCI device, parsed, with reasons for what is unknown."""
     a, e = dev["attrs"], dev["errors"]
     cur = parse_pcie_speed(a.get("current_link_speed"))
     mx = parse_pcie_speed(a.get("max_link_speed"))
     cw = to_int(a.get("current_link_width"))
     mw = to_int(a.get("max_link_width"))
-    link: Dict[str, Any] = {
-        "current_gts": cur, "current_gen": pcie_gen(cur), "current_width": cw,
-        "max_gts": mx, "max_gen": pcie_gen(mx), "max_width": mw,
-        "raw": {k: a.get(k) for k in ("current_link_speed", "current_link_width",
-                                      "max_link_speed", "max_link_width")},
-    }
+    link = PcieLink(
+        current_gts=cur, current_gen=pcie_gen(cur), current_width=cw,
+        max_gts=mx, max_gen=pcie_gen(mx), max_width=mw,
+        raw=PcieLinkRaw(**{k: a.get(k) for k in ("current_link_speed", "current_link_width",
+                                                 "max_link_speed", "max_link_width")}))
     unknown = {}
     for k in ("current_link_speed", "current_link_width", "max_link_speed", "max_link_width"):
         if k in e:
@@ -79,14 +59,14 @@ def link_facts(dev: Dict[str, Any]) -> Dict[str, Any]:
                                        or ("width" in k and to_int(a[k]) is None)):
             unknown[k] = f"not a value: {a[k]!r}"
     if unknown:
-        link["unknown"] = unknown
-    link["width_below_max"] = (cw < mw) if cw is not None and mw is not None else None
-    link["speed_below_max"] = (cur < mx) if cur is not None and mx is not None else None
+        link.unknown = unknown
+    link.width_below_max = (cw < mw) if cw is not None and mw is not None else None
+    link.speed_below_max = (cur < mx) if cur is not None and mx is not None else None
     return link
 
 
 def pcie_hops(dev: Dict[str, Any], pci: Dict[str, Dict[str, Any]]
-              ) -> Tuple[List[Dict[str, Any]], bool]:
+              ) -> Tuple[List[PcieHop], bool]:
     """PCIe links from the root port down to the device; ``paired`` False for odd layouts.
 
     Below the root port, bridges come as switch upstream/downstream port pairs,
@@ -104,30 +84,33 @@ def pcie_hops(dev: Dict[str, Any], pci: Dict[str, Dict[str, Any]]
     for up, down in pairs:
         u = pci.get(up)
         d = pci.get(down)
-        ul = link_facts(u) if u else {}
-        dl = link_facts(d) if d else {}
-        cur = dl.get("current_gts") if dl.get("current_gts") is not None else ul.get("current_gts")
-        cw = dl.get("current_width") if dl.get("current_width") is not None else ul.get("current_width")
-        maxes = [x for x in (ul.get("max_gts"), dl.get("max_gts")) if x is not None]
-        widths = [x for x in (ul.get("max_width"), dl.get("max_width")) if x is not None]
+        ul = link_facts(u) if u else PcieLink()
+        dl = link_facts(d) if d else PcieLink()
+        cur = dl.current_gts if dl.current_gts is not None else ul.current_gts
+        cw = dl.current_width if dl.current_width is not None else ul.current_width
+        maxes = [x for x in (ul.max_gts, dl.max_gts) if x is not None]
+        widths = [x for x in (ul.max_width, dl.max_width) if x is not None]
         exp = min(maxes) if maxes else None
         ew = min(widths) if widths else None
-        hops.append({
-            "upstream": up, "downstream": down,
-            "current_gts": cur, "current_gen": pcie_gen(cur), "current_width": cw,
-            "expected_gts": exp, "expected_gen": pcie_gen(exp), "expected_width": ew,
-            "width_degraded": (cw < ew) if cw is not None and ew is not None else None,
-            "speed_below_expected": (cur < exp) if cur is not None and exp is not None else None,
-        })
+        hops.append(PcieHop(
+            upstream=up, downstream=down,
+            current_gts=cur, current_gen=pcie_gen(cur), current_width=cw,
+            expected_gts=exp, expected_gen=pcie_gen(exp), expected_width=ew,
+            width_degraded=(cw < ew) if cw is not None and ew is not None else None,
+            speed_below_expected=(cur < exp) if cur is not None and exp is not None else None,
+        ))
     return hops, paired
 
 
-def narrowest(hops: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
-    known = [h for h in hops if h["current_gts"] is not None and h["current_width"] is not None]
+def narrowest(hops: List[PcieHop]) -> Optional[NarrowestHop]:
+    """The slowest hop (current speed × width) among those whose current link is known; of
+    equals, the one nearest the device."""
+    known = [(i, h) for i, h in enumerate(hops)
+             if h.current_gts is not None and h.current_width is not None]
     if not known:
         return None
-    return min(known, key=lambda h: (h["current_gts"] * h["current_width"],
-                                     -hops.index(h)))
+    _, h = min(known, key=lambda ih: (ih[1].current_gts * ih[1].current_width, -ih[0]))
+    return NarrowestHop(**vars(h))
 
 
 def _switches(dev: Dict[str, Any]) -> Optional[List[str]]:
@@ -183,7 +166,7 @@ def counter_facts(raw: Optional[Dict[str, Tuple[Optional[str], Optional[str]]]])
     return out
 
 
-def port_facts(p: Dict[str, Any], node_type: Optional[str]) -> Dict[str, Any]:
+def port_facts(p: Dict[str, Any], node_type: Optional[str]) -> Port:
     a, e = p["attrs"], p["errors"]
     state_code, state = parse_enum(a.get("state"))
     phys_code, phys = parse_enum(a.get("phys_state"))
@@ -217,40 +200,40 @@ def port_facts(p: Dict[str, Any], node_type: Optional[str]) -> Dict[str, Any]:
             data[short] = v * 4 if v is not None else None
     gid0 = (a.get("gids/0") or "").strip() or None
     active = state == "ACTIVE"
-    port: Dict[str, Any] = {
-        "port": p["port"],
-        "state": state, "state_code": state_code,
-        "phys_state": phys, "phys_state_code": phys_code,
-        "rate_gbps": rate["gbps"] if active else None,
-        "rate": rate,
-        "link_layer": layer,
-        "transport": transport,
-        "netdev": None,
-        "lid": to_int(a.get("lid"), 0) if a.get("lid") is not None else None,
-        "sm_lid": to_int(a.get("sm_lid"), 0) if a.get("sm_lid") is not None else None,
-        "gid0": gid0,
-        "port_guid": (gid0.replace(":", "")[16:] if gid0 and len(gid0.replace(":", "")) == 32
-                      else None),
-        "gid0_type": (a.get("gid_attrs/types/0") or "").strip() or None,
-        "gid0_netdev": (a.get("gid_attrs/ndevs/0") or "").strip() or None,
-        "counters": counters["values"] if p.get("counters") is not None else None,
-        "counters_unknown": counters["unknown"],
-        "counters_saturated": counters["saturated"],
-        "error_counters": errors_nonzero,
-        "data_bytes": data,
-        "hw_counters": hw["values"] if hw else None,
-        "hw_counters_unknown": hw["unknown"] if hw else {},
-        "unknown": unknown,
-    }
+    port = Port(
+        port=p["port"],
+        state=state, state_code=state_code,
+        phys_state=phys, phys_state_code=phys_code,
+        rate_gbps=rate["gbps"] if active else None,
+        rate=PortRate(**rate),
+        link_layer=layer,
+        transport=transport,
+        netdev=None,
+        lid=to_int(a.get("lid"), 0) if a.get("lid") is not None else None,
+        sm_lid=to_int(a.get("sm_lid"), 0) if a.get("sm_lid") is not None else None,
+        gid0=gid0,
+        port_guid=(gid0.replace(":", "")[16:] if gid0 and len(gid0.replace(":", "")) == 32
+                   else None),
+        gid0_type=(a.get("gid_attrs/types/0") or "").strip() or None,
+        gid0_netdev=(a.get("gid_attrs/ndevs/0") or "").strip() or None,
+        counters=counters["values"] if p.get("counters") is not None else None,
+        counters_unknown=counters["unknown"],
+        counters_saturated=counters["saturated"],
+        error_counters=errors_nonzero,
+        data_bytes=data,
+        hw_counters=hw["values"] if hw else None,
+        hw_counters_unknown=hw["unknown"] if hw else {},
+        unknown=unknown,
+    )
     if not active and rate["gbps"] is not None:
-        port["rate_note"] = "port not ACTIVE: the rate it shows is meaningless"
+        port.rate_note = "port not ACTIVE: the rate it shows is meaningless"
     # absent (no PMA), unreadable (EACCES...) and not read (deadline) are three answers
-    port["counters_status"] = dir_status(p.get("counters"), p.get("counters_error"))
-    port["hw_counters_status"] = dir_status(p.get("hw_counters"), p.get("hw_counters_error"))
-    if port["counters_status"] == "absent":
-        port["counters_note"] = "no counters/ directory (driver without PMA)"
-    elif port["counters_status"] != "read":
-        port["counters_note"] = f"counters/ {dir_reason(p.get('counters_error'))}"
+    port.counters_status = dir_status(p.get("counters"), p.get("counters_error"))
+    port.hw_counters_status = dir_status(p.get("hw_counters"), p.get("hw_counters_error"))
+    if port.counters_status == "absent":
+        port.counters_note = "no counters/ directory (driver without PMA)"
+    elif port.counters_status != "read":
+        port.counters_note = f"counters/ {dir_reason(p.get('counters_error'))}"
     return port
 
 
@@ -279,16 +262,15 @@ def dir_reason(err: Optional[str]) -> str:
     return f"unreadable: {msg.lower() if msg else err} ({name})" if msg else f"unreadable: {err}"
 
 
-def port_netdev(port: Dict[str, Any], netdevs: List[Dict[str, Any]]) -> Optional[str]:
+def port_netdev(port: Port, netdevs: List[Netdev]) -> Optional[str]:
     """The netdev of a port: RoCE's GID 0 netdev, else the function's netdev for this port."""
-    if port.get("link_layer") == "Ethernet":
-        nd = port.get("gid0_netdev")
+    if port.link_layer == "Ethernet":
+        nd = port.gid0_netdev
         if nd:
             return nd
     cands = [n for n in netdevs
-             if (n["dev_port"] if n["dev_port"] is not None else (n["dev_id"] or 0))
-             == port["port"] - 1]
+             if (n.dev_port if n.dev_port is not None else (n.dev_id or 0)) == port.port - 1]
     if not cands and len(netdevs) == 1:
-        cands = netdevs
-    cands.sort(key=lambda n: ("." in n["name"], n["name"]))  # pkey children (ib0.8001) last
-    return cands[0]["name"] if cands else None
+        cands = list(netdevs)
+    cands.sort(key=lambda n: ("." in n.name, n.name))  # pkey children (ib0.8001) last
+    return cands[0].name if cands else None

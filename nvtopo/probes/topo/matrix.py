@@ -221,7 +221,7 @@ def parse(text: str) -> Topology:
             name = nic_names.get(lab, lab)
             nic = NIC(label=lab, name=name, sources={"name": SOURCE, "label": SOURCE})
             if lab in nic_aff:
-                nic.extra["affinity"] = nic_aff[lab]
+                nic.affinity = nic_aff[lab]
             topo.nics.append(nic)
     nic_labels = [x.label for x in topo.nics]
     unnamed = [lab for lab in nic_labels if _NIC_LABEL_RE.match(lab) and lab not in nic_names]

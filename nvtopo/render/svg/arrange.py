@@ -45,8 +45,7 @@ class Group:
 def _gpu_numa(g: Any) -> str:
     if g.numa_affinity is not None:
         return str(g.numa_affinity)
-    sysfs = g.extra.get("sysfs") if isinstance(g.extra.get("sysfs"), dict) else {}
-    node = sysfs.get("numa_node")
+    node = g.sysfs.numa_node if g.sysfs is not None else None
     return str(node) if isinstance(node, int) and node >= 0 else ""
 
 
@@ -109,10 +108,10 @@ def _arrange(topo: Topology, missing: Sequence[int]) -> List[Group]:
     if missing:
         by_numa[MISSING] = [Cell(gpu=None, nics=[], missing=i) for i in missing]
     cpus: Dict[str, str] = {}
-    sysfs = topo.extra.get("sysfs") if isinstance(topo.extra.get("sysfs"), dict) else {}
-    for nd in ((sysfs.get("numa") or {}).get("nodes") or []):
-        if isinstance(nd, dict) and nd.get("node") is not None and nd.get("cpulist"):
-            cpus[str(nd["node"])] = str(nd["cpulist"])
+    numa = topo.sysfs.numa if topo.sysfs is not None else None
+    for nd in numa.nodes if numa is not None else []:
+        if nd.cpulist:
+            cpus[str(nd.node)] = str(nd.cpulist)
     for g in gpus:
         if g.cpu_affinity and _gpu_numa(g) not in cpus:
             cpus[_gpu_numa(g)] = g.cpu_affinity

@@ -102,12 +102,11 @@ def _gpu_lines(g: Any, gl: Optional[GpuLink]) -> List[str]:
     lines = [_clip(name, 22)] if name else []
     if gl is not None and gl.should is not None:
         lines.append(f"NVLink {gl.active}/{gl.should}")
-    sysfs = g.extra.get("sysfs") if isinstance(g.extra.get("sysfs"), dict) else {}
-    link = sysfs.get("link") if isinstance(sysfs.get("link"), dict) else None
+    link = g.sysfs.link if g.sysfs is not None else None
     pcie = g.nvml.pcie if g.nvml is not None else None
     gen = width = None
-    if link:
-        gen, width = link.get("current_gen"), link.get("current_width")
+    if link is not None:
+        gen, width = link.current_gen, link.current_width
     elif pcie is not None:
         gen, width = pcie.current_gen, pcie.current_width
     if gen or width:
@@ -117,16 +116,15 @@ def _gpu_lines(g: Any, gl: Optional[GpuLink]) -> List[str]:
 
 def _port_summary(n: Any) -> Tuple[str, str]:
     """(text, fill) for a NIC box: its first port's state and rate."""
-    sysfs = n.extra.get("sysfs") if isinstance(n.extra.get("sysfs"), dict) else {}
-    ports = [p for p in sysfs.get("ports") or [] if isinstance(p, dict)]
+    ports = n.sysfs.ports if n.sysfs is not None else []
     if not ports:
         return "", C_PORT_OTHER
-    states = [str(p.get("state") or "?") for p in ports]
+    states = [str(p.state or "?") for p in ports]
     if all(s == "ACTIVE" for s in states):
         p = ports[0]
-        layer = {"InfiniBand": "IB", "Ethernet": "RoCE"}.get(str(p.get("link_layer")),
-                                                            str(p.get("link_layer") or ""))
-        rate = p.get("rate_gbps")
+        layer = {"InfiniBand": "IB", "Ethernet": "RoCE"}.get(str(p.link_layer),
+                                                            str(p.link_layer or ""))
+        rate = p.rate_gbps
         rate_s = f" {_num(rate)}G" if isinstance(rate, (int, float)) else ""
         return f"{layer}{rate_s}".strip(), C_PORT_UP
     bad = next(s for s in states if s != "ACTIVE")

@@ -139,3 +139,106 @@ def test_merge_presence_both_ways_by_index_without_bus_ids():
     assert pres == {"GPU0": {"topo-text": "present", "nvml": "absent"},
                     "GPU2": {"topo-text": "absent", "nvml": "present"}}
     assert [g.index for g in t.gpus] == [0, 1, 2]
+
+
+# --- one property, one answer ------------------------------------------------------------------
+
+from nvtopo.model.nvml import NvmlNode  # noqa: E402
+from nvtopo.model.pcie import PciPlacement  # noqa: E402
+from nvtopo.model.rdma import Hca  # noqa: E402
+
+
+@pytest.mark.parametrize("affinity,placed,node,source", [
+    ("0", None, 0, "topo-text"),
+    ("0,5-11", None, 0, "topo-text"),          # the first node of a list
+    ("3-4", 1, 3, "topo-text"),                # the affinity wins over sysfs
+    (" 12", None, 12, "topo-text"),
+    (None, 2, 2, "sysfs"),                     # no affinity: sysfs's numa_node
+    ("N/A", 1, 1, "sysfs"),                    # an affinity that names no node
+    ("\u0663", None, None, ""),                # a non-ASCII digit is no node
+    (None, None, None, ""),                    # nobody says (sysfs's -1 is null)
+])
+def test_a_gpus_numa_node_is_one_answer(affinity, placed, node, source):
+    g = GPU(0, numa_affinity=affinity, sources={"numa_affinity": "topo-text"} if affinity
+            else {}, sysfs=PciPlacement(pci_address="0000:1b:00.0", numa_node=placed)
+            if placed is not None or affinity is None else None)
+    assert g.numa_node == node
+    assert g.numa_node_source == source
+
+
+def test_numa_node_is_the_same_in_the_check_the_metrics_and_the_picture():
+    """A GPU whose NUMA affinity spans two nodes: the NUMA check, the Prometheus label and the
+    SVG box all say node 2 (they used to say 2, "2-3" and "2-3")."""
+    from nvtopo import checks, layouts
+    from nvtopo.render import prometheus, svg
+
+    t = Topology(gpus=[GPU(i, numa_affinity="2-3", sources={"numa_affinity": "topo-text"})
+                       for i in range(2)], sources=["topo-text"])
+    report = checks.run(t, layouts.load("dgx-h100"))
+    text = prometheus.render_check(report, topo=t)
+    assert 'numa="2"' in text and 'numa="2-3"' not in text
+    picture = svg.render(t, report)
+    assert "NUMA 2" in picture and "NUMA 2-3" not in picture
+
+
+def _complete(n, count=18):
+    return Topology(gpus=[GPU(i) for i in range(n)],
+                    nvlinks=[NVLinkPair(a, b, count) for a in range(n) for b in range(a + 1, n)])
+
+
+def test_nvswitch_is_nvmls_answer_where_nvml_read_the_gpus():
+    t = _complete(8)
+    t.nvml = NvmlNode(status="ok", nvswitch=False)
+    assert t.nvswitch is False                  # NVML says no switch: the text does not overrule
+    t.nvml.nvswitch = True
+    assert t.nvswitch is True
+    t.nvml = NvmlNode(status="unavailable", nvswitch=None)   # NVML said nothing
+    assert t.nvswitch is True                   # ... so the pairs decide
+
+
+def test_nvswitch_from_the_pairs_alone():
+    assert _complete(8).nvswitch is True        # 8 GPUs all linked: no direct mesh does that
+    assert _complete(4, 4).nvswitch is None     # 4 GPUs all linked: a direct mesh can
+    t = _complete(8)
+    t.nvlinks = [p for p in t.nvlinks if (p.a, p.b) != (2, 6)]
+    assert t.nvswitch is None                   # one pair without NVLink: cannot tell
+    t = _complete(8)
+    t.nvlinks[0].count = 0
+    assert t.nvswitch is None
+    assert Topology().nvswitch is None          # no GPUs, no answer
+    mixed = _complete(8)                        # NV17 and NV18 (a link down): still a switch
+    for p in mixed.nvlinks:
+        if 3 in (p.a, p.b):
+            p.count = 17
+    assert mixed.nvswitch is True
+
+
+def _nics():
+    t = Topology(gpus=[GPU(0), GPU(1)],
+                 nics=[NIC("NIC0", "mlx5_0"), NIC("NIC1", "mlx5_1"), NIC("mlx5_2", "mlx5_2")],
+                 matrix=Matrix(["GPU0", "GPU1", "NIC0", "NIC1"],
+                               [["X", "NV4", "PIX", "SYS"], ["NV4", "X", "SYS", None],
+                                ["PIX", "SYS", "X", "SYS"], ["SYS", "PXB", "SYS", "X"]]))
+    t.nics[2].sysfs = Hca(name="mlx5_2", gpu_paths={"GPU0": "NODE", "GPU1": "PIX"})
+    return t
+
+
+def test_gpu_nic_path_from_the_matrix_then_sysfs():
+    t = _nics()
+    assert t.gpu_nic_path(0, "mlx5_0") == ("PIX", "topo-text")
+    assert t.gpu_nic_path(1, "mlx5_1") == ("PXB", "topo-text")   # the mirrored cell
+    assert t.gpu_nic_path(1, "mlx5_2") == ("PIX", "sysfs")       # not in the matrix
+    assert t.gpu_nic_path(0, "mlx5_9") == (None, "")             # no such NIC
+    assert t.gpu_nic_path(5, "mlx5_0") == (None, "")             # no such GPU
+
+
+def test_nearest_nics_and_the_nearest_compute_nic():
+    t = _nics()
+    assert t.nearest_nics(0) == (["mlx5_0"], "PIX")
+    assert t.nearest_nics(1) == (["mlx5_2"], "PIX")
+    assert t.nearest_nics(1, ["mlx5_0", "mlx5_1"]) == (["mlx5_1"], "PXB")
+    t.nics[2].sysfs.gpu_paths["GPU0"] = "PIX"
+    assert t.nearest_nics(0) == (["mlx5_0", "mlx5_2"], "PIX")     # ties, in the given order
+    assert t.nearest_compute_nic(0, ["mlx5_2", "mlx5_0"]) == ("mlx5_2", "PIX")
+    assert t.nearest_compute_nic(0, ["mlx5_9"]) is None
+    assert Topology(gpus=[GPU(0)]).nearest_nics(0) == ([], None)

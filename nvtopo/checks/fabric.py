@@ -23,7 +23,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     v = F.view(topo)
     out: List[Finding] = []
     nvswitch = bool(layout.get("nvlink.nvswitch")) if layout is not None else bool(
-        topo.nvml is not None and topo.nvml.nvswitch)
+        topo.nvswitch)
     want_fabric = bool(layout.get("nvlink.fabric")) if layout is not None else nvswitch
     inferred = layout.inferred_only("nvlink") if layout is not None else True
     if not nvswitch:

@@ -4,7 +4,8 @@ It answers the questions several families need the same answer to: which
 GPUs are present (seen by the driver), which are missing; the NVLink count
 of every GPU pair and who said it; which links NVML says are down; whether
 the NVLink fabric is down; which NICs are compute NICs; the path between a
-GPU and a NIC; a GPU's NUMA node.
+GPU and a NIC (:meth:`Topology.gpu_nic_path`) and a GPU's NUMA node
+(:attr:`GPU.numa_node`) are the model's own answers.
 """
 
 from __future__ import annotations
@@ -197,24 +198,6 @@ def has_nic_data(topo: Topology, v: View) -> bool:
     return v.has_sysfs or bool(topo.nics)
 
 
-def gpu_nic_path(topo: Topology, gpu: int, nic_name: str) -> Tuple[Optional[str], str]:
-    """Path token between GPU ``gpu`` and NIC ``nic_name``, and its source."""
-    nic = topo.nic(nic_name)
-    if nic is None:
-        return None, ""
-    label = f"GPU{gpu}"
-    tok = topo.path(label, nic.label)
-    if tok is None and nic.label != nic.name:
-        tok = topo.path(label, nic.name)
-    if tok is not None and path_kind(tok) is not None:
-        return tok, topo.matrix.source if topo.matrix else ""
-    if nic.sysfs is not None:
-        t = nic.sysfs.gpu_paths.get(label)
-        if t is not None:
-            return t, "sysfs"
-    return None, ""
-
-
 def compute_nics(topo: Topology, layout: Any, present: List[int],
                  missing: Sequence[int] = ()) -> Tuple[List[str], str]:
     """Names of the compute NICs and how they were told apart.
@@ -250,7 +233,7 @@ def _compute_nics_by_placement(topo: Topology, present: List[int], missing: Sequ
     for n in topo.nics:
         best = None
         for g in present:
-            tok, _ = gpu_nic_path(topo, g, n.name)
+            tok, _ = topo.gpu_nic_path(g, n.name)
             r = path_rank(tok)
             if r is not None and (best is None or r < best):
                 best = r
@@ -284,15 +267,6 @@ def _compute_nics_by_placement(topo: Topology, present: List[int], missing: Sequ
             if n.name not in out and single(n.name) and kind(n.name) in kinds:
                 out.append(n.name)
     return out, "placement"
-
-
-def numa_of(g: Any) -> Optional[int]:
-    """The CPU NUMA node of a GPU: the first node of its NUMA affinity (``0,5-11`` -> 0)."""
-    s = g.numa_affinity
-    if not isinstance(s, str):
-        return None
-    m = re.match(r"^\s*([0-9]{1,6})", s)
-    return int(m.group(1)) if m else None
 
 
 def layout_pairs(layout: Any, n: int) -> Dict[Tuple[int, int], int]:

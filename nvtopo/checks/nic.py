@@ -77,11 +77,11 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                 for w in ([wants] if isinstance(wants, str) else wants):
                     if w in missing_names:
                         continue
-                    tok, psrc = F.gpu_nic_path(topo, i, w)
+                    tok, psrc = topo.gpu_nic_path(i, w)
                     if tok is None:
                         continue
                     if path_rank(tok) > path_rank(want_path):
-                        nearest = _nearest(topo, i, comp)
+                        nearest = topo.nearest_compute_nic(i, comp)
                         out.append(finding(
                             demote("error", inf_place), "nic.placement", S.gpu_nic(i, w),
                             f"GPU{i} reaches its NIC {w} through {tok}, expected {want_path}: "
@@ -98,7 +98,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
             else:
                 if not comp:
                     continue
-                nearest = _nearest(topo, i, comp)
+                nearest = topo.nearest_compute_nic(i, comp)
                 if nearest and path_rank(nearest[1]) > path_rank(want_path):
                     out.append(finding(
                         demote("error", inf_place), "nic.placement", S.gpu(i),
@@ -125,12 +125,3 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                                      "(NCCL_DMABUF_ENABLE=1, kernel >= 5.12)"))
     return out
 
-
-def _nearest(topo: Topology, gpu: int, names: List[str]) -> Optional[tuple]:
-    best = None
-    for n in names:
-        tok, _ = F.gpu_nic_path(topo, gpu, n)
-        r = path_rank(tok)
-        if r is not None and (best is None or r < best[2]):
-            best = (n, tok, r)
-    return (best[0], best[1]) if best else None

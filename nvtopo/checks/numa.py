@@ -19,9 +19,9 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     nodes = {}
     for i in v.present:
         g = topo.gpu(i)
-        node = F.numa_of(g) if g is not None else None
+        node = g.numa_node if g is not None else None
         if node is not None:
-            nodes[i] = (node, g.sources.get("numa_affinity", ""))
+            nodes[i] = (node, g.numa_node_source)
     if not nodes:
         out.append(finding("info", "numa.not_checked", S.NODE,
                            "NUMA placement not checked: the input gives no NUMA affinity "

@@ -34,7 +34,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     down_fabric = F.fabric_down(v, layout)
     inferred = layout.inferred_only("nvlink") if layout is not None else False
     nvswitch = bool(layout.get("nvlink.nvswitch")) if layout is not None else bool(
-        topo.nvml is not None and topo.nvml.nvswitch)
+        topo.nvswitch)
     n_exp = F.expected_gpus(layout, v)
     expected = F.layout_pairs(layout, n_exp) if layout is not None else {}
     links_per_gpu = layout.get("nvlink.links_per_gpu") if layout is not None else None

@@ -10,7 +10,7 @@ nvtopo's NVML probe records none, so a slow link reads as "idle or unknown".
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 from ..model import Topology
 from ..model.pcie import PciPlacement, PcieHop

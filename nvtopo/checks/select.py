@@ -233,7 +233,7 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
         good = bad = 0
         for i in v.present:
             g = topo.gpu(i)
-            node = F.numa_of(g) if g else None
+            node = g.numa_node if g else None
             want = gn.get(str(m.get(i, i)))
             if node is None or want is None:
                 continue
@@ -256,7 +256,7 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
                 if ws is None:
                     continue
                 for w in ([ws] if isinstance(ws, str) else ws):
-                    tok, _ = F.gpu_nic_path(topo, i, w)
+                    tok, _ = topo.gpu_nic_path(i, w)
                     r = path_rank(tok)
                     if r is not None and r <= path_rank(want_path):
                         good += 1

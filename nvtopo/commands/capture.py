@@ -78,14 +78,12 @@ def capture(topo: Topology, name: str, where: str) -> Dict[str, Any]:
         nv: Dict[str, Any] = {}
         counts = {k: c for k, (c, _) in v.pairs.items()}
         nonzero = [c for c in counts.values() if c]
-        switch = bool(topo.nvml is not None and topo.nvml.nvswitch) if v.has_nvml else None
+        switch = topo.nvswitch
         if nonzero:
             if len(set(counts.values())) == 1:
                 nv["pair_count"] = nonzero[0]
             else:
                 nv["pairs"] = {f"{a}-{b}": c for (a, b), c in sorted(counts.items()) if c}
-            if switch is None:
-                switch = len(set(counts.values())) == 1 and len(present) > 4
             nv["nvswitch"] = bool(switch)
             if v.has_nvml:
                 act = [v.links[i].active for i in present if i in v.links]
@@ -128,7 +126,7 @@ def capture(topo: Topology, name: str, where: str) -> Dict[str, Any]:
             gpu_nic: Dict[str, Any] = {}
             worst = None
             for i in present:
-                paths = [(F.gpu_nic_path(topo, i, nme)[0], nme) for nme in comp]
+                paths = [(topo.gpu_nic_path(i, nme)[0], nme) for nme in comp]
                 ranked = [(path_rank(t), t, nme) for t, nme in paths if path_rank(t) is not None]
                 if not ranked:
                     continue
@@ -153,7 +151,8 @@ def capture(topo: Topology, name: str, where: str) -> Dict[str, Any]:
         if nics:
             doc["nics"] = nics
     # NUMA
-    numa = {str(i): F.numa_of(topo.gpu(i)) for i in present if topo.gpu(i) is not None}
+    numa = {str(i): topo.gpu(i).numa_node for i in present  # type: ignore[union-attr]
+            if topo.gpu(i) is not None}
     if numa and all(x is not None for x in numa.values()):
         doc["numa"] = {"nodes_with_gpus": len(set(numa.values())), "gpu_numa": numa,
                        "evidence": ev}

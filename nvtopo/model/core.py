@@ -9,6 +9,7 @@ object's ``extra`` in JSON; ``extra`` itself keeps only keys this nvtopo does no
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
@@ -21,6 +22,8 @@ from .rdma import Hca
 GPU_FACTS = ("name", "uuid", "pci_bus_id", "cpu_affinity", "numa_affinity", "gpu_numa_id")
 #: NIC fields likewise.
 NIC_FACTS = ("pci_bus_id", "numa_node")
+
+_FIRST_NODE = re.compile(r"^\s*([0-9]{1,6})")  # ASCII digits only
 
 @dataclass
 class GPU(Record):
@@ -48,6 +51,28 @@ class GPU(Record):
     def __post_init__(self) -> None:
         if not self.label:
             self.label = f"GPU{self.index}"
+
+    @property
+    def numa_node(self) -> Optional[int]:
+        """The CPU NUMA node the GPU sits on: the first node of its NUMA affinity
+        (``0,5-11`` -> 0, as ``topo -m`` or NVML state it), else sysfs's ``numa_node``;
+        ``None`` where no source says (sysfs's -1 included).  Not the GPU's own memory node
+        (``gpu_numa_id``, Grace)."""
+        s = self.numa_affinity
+        if isinstance(s, str):
+            m = _FIRST_NODE.match(s)
+            if m:
+                return int(m.group(1))
+        placed = self.sysfs.numa_node if self.sysfs is not None else None
+        return placed if isinstance(placed, int) and placed >= 0 else None
+
+    @property
+    def numa_node_source(self) -> str:
+        """The source :attr:`numa_node` comes from (``""`` when it is unknown)."""
+        s = self.numa_affinity
+        if isinstance(s, str) and _FIRST_NODE.match(s):
+            return self.sources.get("numa_affinity", "")
+        return "sysfs" if self.numa_node is not None else ""
 
     @property
     def links(self) -> Any:

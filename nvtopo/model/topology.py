@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from .codec import Record, decode, encoder, fld
 from .core import GPU, NIC, Disagreement, Matrix, Note, NVLinkPair
 from .host import HostNet, host_problems
+from .vocab import path_kind, path_rank
 from .node import SysfsNode, TopoText
 from .nvml import NvmlNode, TextNode
 
@@ -99,6 +100,68 @@ class Topology(Record):
              level: str = "info", subject: Optional[str] = None) -> None:
         self.notes.append(Note(code=code, message=message, source=source, level=level,
                                subject=subject))
+
+    # -- questions every reader asks the same way ------------------------------------------
+
+    @property
+    def nvswitch(self) -> Optional[bool]:
+        """Whether the GPUs' NVLinks go through NVSwitches: NVML's answer where NVML read the
+        GPUs (links to a switch, or switch-connected links counted); else, from the pair
+        counts, ``True`` when more than four GPUs are all NVLinked to each other (no direct
+        mesh links every pair of more than four GPUs); else ``None`` (unknown)."""
+        if self.nvml is not None and self.nvml.nvswitch is not None:
+            return self.nvml.nvswitch
+        indexes = sorted({g.index for g in self.gpus})
+        if len(indexes) <= 4:
+            return None
+        linked = {(min(p.a, p.b), max(p.a, p.b)) for p in self.nvlinks if p.count > 0}
+        if all((a, b) in linked for i, a in enumerate(indexes) for b in indexes[i + 1:]):
+            return True
+        return None
+
+    def gpu_nic_path(self, gpu: int, nic_name: str) -> Tuple[Optional[str], str]:
+        """The path token between GPU ``gpu`` (by index) and the NIC named ``nic_name``, and
+        the source that states it: the path matrix (by the NIC's label, else its name), else
+        sysfs's PCI-tree path of the NIC.  ``(None, "")`` where neither says."""
+        nic = self.nic(nic_name)
+        if nic is None:
+            return None, ""
+        label = f"GPU{gpu}"
+        tok = self.path(label, nic.label)
+        if tok is None and nic.label != nic.name:
+            tok = self.path(label, nic.name)
+        if tok is not None and path_kind(tok) is not None:
+            return tok, self.matrix.source if self.matrix else ""
+        if nic.sysfs is not None:
+            t = nic.sysfs.gpu_paths.get(label)
+            if t is not None:
+                return t, "sysfs"
+        return None, ""
+
+    def nearest_nics(self, gpu: int, names: Optional[List[str]] = None
+                     ) -> Tuple[List[str], Optional[str]]:
+        """The NICs (of ``names``, else all, in that order) at the shortest path from GPU
+        ``gpu``, and that path's token (the first's); ``([], None)`` where no path is
+        known."""
+        best: List[str] = []
+        best_tok: Optional[str] = None
+        best_rank: Optional[int] = None
+        for name in (names if names is not None else [n.name for n in self.nics]):
+            tok, _ = self.gpu_nic_path(gpu, name)
+            rank = path_rank(tok)
+            if rank is None or rank == 0:
+                continue
+            if best_rank is None or rank < best_rank:
+                best, best_tok, best_rank = [name], tok, rank
+            elif rank == best_rank:
+                best.append(name)
+        return best, best_tok
+
+    def nearest_compute_nic(self, gpu: int, compute: List[str]
+                            ) -> Optional[Tuple[str, str]]:
+        """The nearest of the compute NICs ``compute`` to GPU ``gpu``: ``(name, token)``."""
+        names, tok = self.nearest_nics(gpu, compute)
+        return (names[0], tok) if names and tok is not None else None
 
     # -- combining sources -------------------------------------------------------
 

@@ -223,7 +223,9 @@ def gpu_table(topo: Topology) -> Table:
             row += [text(facts.pci_address) if facts is not None and facts.pci_address
                     else Text("—", style="dim"), pcie_link_text(facts)]
         if nic_labels:
-            best, tok = _nearest(topo, g.label, nic_labels)
+            near, tok = topo.nearest_nics(g.index)
+            label_of = {n.name: n.label for n in topo.nics}
+            best = [label_of[x] for x in near]
             if best:
                 shown = ", ".join(_nic_ref(b, names) for b in best[:3])
                 if len(best) > 3:

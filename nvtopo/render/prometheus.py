@@ -203,10 +203,7 @@ def _families() -> Dict[str, Family]:
 
 
 def _gpu_numa(g: Any) -> str:
-    if g.numa_affinity is not None:
-        return str(g.numa_affinity)
-    node = g.sysfs.numa_node if g.sysfs is not None else None
-    return str(node) if isinstance(node, int) and node >= 0 else ""
+    return "" if g.numa_node is None else str(g.numa_node)
 
 
 def _nvlink_record(g: Any) -> Optional[Any]:

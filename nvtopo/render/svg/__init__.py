@@ -60,10 +60,7 @@ def render(topo: Topology, report: Optional["Report"] = None) -> str:
     pairs = {(min(p.a, p.b), max(p.a, p.b)): p.count for p in topo.nvlinks if p.a != p.b}
     counts = Counter(c for c in pairs.values() if c > 0)
     mode = counts.most_common(1)[0][0] if counts else None
-    complete = len(present) > 4 and all(
-        pairs.get((a, b), 0) > 0 for i, a in enumerate(present) for b in present[i + 1:])
-    switched = bool(switches) or (topo.nvml is not None and topo.nvml.nvswitch is True) \
-        or (not links and complete)
+    switched = bool(switches) or topo.nvswitch is True
 
     # which pairs get an arc
     arcs: Dict[Tuple[int, int], int] = {}

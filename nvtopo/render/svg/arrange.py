@@ -43,10 +43,8 @@ class Group:
 
 
 def _gpu_numa(g: Any) -> str:
-    if g.numa_affinity is not None:
-        return str(g.numa_affinity)
-    node = g.sysfs.numa_node if g.sysfs is not None else None
-    return str(node) if isinstance(node, int) and node >= 0 else ""
+    """The NUMA box a GPU is drawn in (``""``: unknown)."""
+    return "" if g.numa_node is None else str(g.numa_node)
 
 
 MISSING = "missing"

@@ -8,7 +8,10 @@ from nvtopo.model import (
     GPU, NIC, SCHEMA_VERSION, Matrix, Note, NVLinkPair, Topology, nvlink_count, path_kind,
     path_rank,
 )
-from nvtopo.model.node import TopoText
+from nvtopo.model.node import SysfsNode, TopoText
+from nvtopo.model.pcie import PciPlacement
+from nvtopo.model.rdma import Hca
+from nvtopo.model.storage import NvmeDrive
 
 
 @pytest.mark.parametrize("token,kind,rank", [
@@ -114,21 +117,38 @@ def test_merge_matches_gpus_by_bus_id_not_by_position():
                     sources=["nvml"])
     # sysfs numbers GPUs in PCI order and sees all three
     sysfs = Topology(gpus=[GPU(i, pci_bus_id=b, sources={"pci_bus_id": "sysfs"},
-                               extra={"sysfs": {"bus": b}}) for i, b in enumerate(buses)],
+                               sysfs=PciPlacement(pci_address=b)) for i, b in enumerate(buses)],
+                     nics=[NIC("mlx5_0", "mlx5_0", sysfs=Hca(
+                         name="mlx5_0", gpu_paths={"GPU0": "SYS", "GPU1": "PIX", "GPU2": "NODE"},
+                         nearest_gpus=["GPU1"], nearest_gpu_path="PIX"))],
                      matrix=Matrix(["GPU0", "GPU1", "GPU2", "mlx5_0"],
                                    [["X", None, None, "SYS"], [None, "X", None, "PIX"],
                                     [None, None, "X", "NODE"], ["SYS", "PIX", "NODE", "X"]],
                                    source="sysfs"),
                      sources=["sysfs"])
+    sysfs.sysfs = SysfsNode(nvme=[NvmeDrive(pci_address="0000:60:00.0",
+                                            gpu_paths={"GPU0": "SYS", "GPU2": "PXB"},
+                                            nearest_gpus=["GPU2"])],
+                            gpu_bus_ids={f"GPU{i}": b for i, b in enumerate(buses)})
     t = Topology().merge(nvml).merge(sysfs)
     assert [g.index for g in t.gpus] == [0, 1]
-    assert t.gpu(0).extra["sysfs"]["bus"] == "0000:43:00.0"
-    assert t.gpu(1).extra["sysfs"]["bus"] == "0000:52:00.0"
+    assert t.gpu(0).sysfs.pci_address == "0000:43:00.0"
+    assert t.gpu(1).sysfs.pci_address == "0000:52:00.0"
     facts = [(d.subject, d.fact) for d in t.disagreements]
     assert facts == [("GPU at 0000:1b:00.0", "presence")]
     # the sysfs matrix is relabelled to the merged GPU numbers
     assert t.matrix.devices[:3] == ["GPU[0000:1b:00.0]", "GPU0", "GPU1"]
     assert t.path("GPU0", "mlx5_0") == "PIX" and t.path("GPU[0000:1b:00.0]", "mlx5_0") == "SYS"
+    # ... and so is every sysfs fact that names GPUs: the HCA's and the NVMe drive's paths
+    hca = t.nic("mlx5_0").sysfs
+    assert hca.gpu_paths == {"GPU[0000:1b:00.0]": "SYS", "GPU0": "PIX", "GPU1": "NODE"}
+    assert hca.nearest_gpus == ["GPU0"]
+    assert t.sysfs.nvme[0].gpu_paths == {"GPU[0000:1b:00.0]": "SYS", "GPU1": "PXB"}
+    assert t.sysfs.nvme[0].nearest_gpus == ["GPU1"]
+    assert t.sysfs.gpu_bus_ids == {"GPU[0000:1b:00.0]": buses[0], "GPU0": buses[1],
+                                   "GPU1": buses[2]}
+    # a reader asking for GPU0's path to the NIC gets this model's GPU0's (not sysfs's GPU0's)
+    assert t.gpu_nic_path(0, "mlx5_0") == ("PIX", "sysfs")
 
 
 def test_merge_presence_both_ways_by_index_without_bus_ids():
@@ -144,8 +164,6 @@ def test_merge_presence_both_ways_by_index_without_bus_ids():
 # --- one property, one answer ------------------------------------------------------------------
 
 from nvtopo.model.nvml import NvmlNode  # noqa: E402
-from nvtopo.model.pcie import PciPlacement  # noqa: E402
-from nvtopo.model.rdma import Hca  # noqa: E402
 
 
 @pytest.mark.parametrize("affinity,placed,node,source", [

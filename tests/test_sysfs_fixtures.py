@@ -539,6 +539,17 @@ def test_sysfs_gpu_facts_follow_the_bus_id_not_the_index(tmp_path_factory):
     for g in merged.gpus:  # each GPU got the sysfs facts of its own bus id
         assert pci_bdf(g.sysfs.to_dict()["pci_address"]) == pci_bdf(g.pci_bus_id)
     assert merged.gpu(0).sysfs.to_dict()["pci_address"] == "0000:43:00.0"
+    # the merge renamed the GPUs in every sysfs fact it took (sysfs numbers them in PCI
+    # order): the model itself, and so show --format json, names them as the model does
+    assert merged.nic("mlx5_3").sysfs.nearest_gpus == ["GPU0"]
+    assert merged.nic("mlx5_3").sysfs.gpu_paths["GPU0"] == "PIX"
+    assert merged.nic("mlx5_0").sysfs.nearest_gpus == ["GPU[0000:1b:00.0]"]
+    assert merged.sysfs.gpu_bus_ids == dict(
+        [("GPU[0000:1b:00.0]", "0000:1b:00.0")]
+        + [(f"GPU{i}", g.pci_bus_id) for i, g in enumerate(frag.gpus[1:])])
+    assert merged.sysfs.nvme[1].nearest_gpus == ["GPU0"]
+    shown = {n["name"]: n for n in merged.to_dict()["nics"]}
+    assert shown["mlx5_11"]["extra"]["sysfs"]["nearest_gpus"] == ["GPU6"]
     # the ib document names the nearest GPUs as this model does
     doc = ib.document(merged)
     h = {x["name"]: x for x in doc["hcas"]}
@@ -548,5 +559,5 @@ def test_sysfs_gpu_facts_follow_the_bus_id_not_the_index(tmp_path_factory):
     assert doc["nvme"][1]["nearest_gpus"] == ["GPU0"]
     assert [g["pci_address"] for g in doc["gpus"]] == [g.pci_bus_id for g in frag.gpus[1:]]
     # sysfs alone: its own numbering, unchanged
-    assert ib.gpu_renames(frag) == {}
+    assert frag.sysfs.gpu_bus_ids == {g.label: g.pci_bus_id for g in frag.gpus}
     assert {x["name"]: x["nearest_gpus"] for x in ib.document(frag)["hcas"]}["mlx5_3"] == ["GPU1"]

@@ -28,6 +28,13 @@ NODE_RECORDS = ("topo_text", "nvml", "nvml_text", "sysfs", "host_net")
 
 def merge(self: "Topology", other: "Topology") -> None:
     relabel = _merge_gpus(self, other)
+    rename = {k: v for k, v in relabel.items() if k != v}
+    if rename:  # sysfs names GPUs in PCI order: name them as this model does
+        for n in other.nics:
+            if n.sysfs is not None:
+                n.sysfs.relabel(rename)
+        if other.sysfs is not None:
+            other.sysfs.relabel(rename)
     by_name: Dict[str, NIC] = {}
     for x in self.nics:
         by_name.setdefault(x.name, x)

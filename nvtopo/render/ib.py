@@ -13,7 +13,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ..model import Topology, pci_bdf
+from ..model import Topology
 from .cells import printable, text
 from .matrix import cell_style
 
@@ -32,44 +32,15 @@ def has_sysfs(topo: Topology) -> bool:
     return "sysfs" in topo.sources or topo.sysfs is not None
 
 
-def gpu_renames(topo: Topology) -> Dict[str, str]:
-    """sysfs GPU labels -> this model's, matched by PCI bus id (only those that differ).
-
-    sysfs numbers GPUs in PCI order; a model merged with NVML or nvidia-smi may
-    number them otherwise (a GPU that fell off its bus is missing there): the
-    nearest GPUs of an HCA must name the same devices.  A GPU this model does
-    not list is named by its bus id, ``GPU[0000:1b:00.0]``, as the merge does.
-    """
-    ids = topo.sysfs.gpu_bus_ids if topo.sysfs is not None else None
-    here = {pci_bdf(g.pci_bus_id): g.label for g in topo.gpus if pci_bdf(g.pci_bus_id)}
-    if not isinstance(ids, dict) or not here:
-        return {}
-    out = {}
-    for label, bdf in ids.items():
-        new = here.get(pci_bdf(bdf), f"GPU[{bdf}]")
-        if new != label:
-            out[label] = new
-    return out
-
-
-def _relabel(entry: Dict[str, Any], rename: Dict[str, str]) -> None:
-    if rename and isinstance(entry.get("gpu_paths"), dict):
-        entry["gpu_paths"] = {rename.get(k, k): v for k, v in entry["gpu_paths"].items()}
-    if rename and isinstance(entry.get("nearest_gpus"), list):
-        entry["nearest_gpus"] = [rename.get(k, k) for k in entry["nearest_gpus"]]
-
-
 def document(topo: Topology) -> Dict[str, Any]:
     """The ``nvtopo ib --format json`` document (its contract: docs/json.md)."""
     info = topo.sysfs
     net_if = topo.host_net.net_if if topo.host_net is not None else {}
-    rename = gpu_renames(topo)
     hcas = []
     for nic in topo.nics:
         if nic.sysfs is None:
             continue
-        h = nic.sysfs.to_dict()
-        _relabel(h, rename)
+        h = nic.sysfs.to_dict()  # GPUs named as the model numbers them (the merge did)
         for p in h["ports"]:
             st = net_if.get(p["netdev"]) if p["netdev"] else None
             p["netdev_stats"] = dict(st.to_dict(), source="psutil") if st is not None else None
@@ -93,18 +64,12 @@ def document(topo: Topology) -> Dict[str, Any]:
         "absent_devices": dict(info.absent_devices) if info is not None else {},
         "hcas": hcas,
         "gpus": gpus,
-        "nvme": [_relabeled(x.to_dict(), rename) for x in info.nvme] if info is not None
-        else [],
+        "nvme": [x.to_dict() for x in info.nvme] if info is not None else [],
         "numa": info.numa.to_dict() if info is not None and info.numa is not None else None,
         "gpudirect": info.gpudirect.to_dict() if info is not None else None,
         "notes": [n.to_dict() for n in topo.notes if n.source in ("sysfs", "host")],
         "disagreements": [d.to_dict() for d in topo.disagreements],
     }
-
-
-def _relabeled(entry: Dict[str, Any], rename: Dict[str, str]) -> Dict[str, Any]:
-    _relabel(entry, rename)
-    return entry
 
 
 def _dim(s: str) -> Text:

@@ -39,7 +39,7 @@ UTILITIES = ("nvtopo", "nvtopo.errors", "nvtopo.safe", "nvtopo.output", "nvtopo.
 
 #: (layer, rank, the packages and modules in it).  Lower ranks sit below.
 LAYERS: List[Tuple[str, int, Tuple[str, ...]]] = [
-    ("model", 1, ("nvtopo.model", "nvtopo.model_shape")),
+    ("model", 1, ("nvtopo.model",)),
     # fakesys: a sysfs tree from an archive, the sysfs probe's stand-in (simulate, tests)
     ("probes", 2, ("nvtopo.probes", "nvtopo.fakesys")),
     ("snapshot", 3, ("nvtopo.snapshot",)),

@@ -5,7 +5,8 @@ seal catches accidental edits, not a tool that edits the model and seals the fil
 Such a cache must be discarded and the model re-derived from the evidence, so ``check``,
 ``links``, ``ib`` and ``show`` give exactly what the unedited file gives, and never crash.
 
-The test takes sealed snapshots of several kinds (simulated nodes of a few layouts, one
+The model's own types decide (``Topology.from_dict``, strict).  The test takes sealed
+snapshots of several kinds (simulated nodes of a few layouts, one
 with faults, a fixture NVML machine, a sysfs tree, pasted nvlink text, a topo text) and,
 for every distinct key path of the cached model (list items collapsed: ``gpus[].name``),
 sets the value there to each other JSON type (a lone-surrogate string, a huge integer, a
@@ -562,31 +563,53 @@ def test_a_resealed_cache_of_the_wrong_shape_gives_the_cli_the_unmutated_answer(
         assert run_all(forged) == want, label
 
 
-def test_the_shape_description_fits_every_model_the_corpus_derives(corpus):
-    """The other direction: the description is not narrower than the models derive makes
-    of the inputs nvtopo records (else their caches would never be used)."""
+def test_the_types_accept_every_model_the_corpus_derives(corpus):
+    """The other direction: the types are not narrower than the models derive makes of the
+    inputs nvtopo records (else their caches would never be used)."""
     _tmp, _seen, models = corpus
     assert len(models) > 60
     for body in models:
-        assert snapshot_cache._model_shape_ok(body), (body["host"], body["sources"])
+        assert snapshot_cache.typed_model(body) is not None, (body["host"], body["sources"])
+
+
+def _pcie(**kw: Any) -> Dict[str, Any]:
+    return dict({k: None for k in ("current_gen", "max_gen", "gpu_max_gen", "current_width",
+                                   "max_width", "replay_counter")}, **kw)
+
+
+def _port_rate(**kw: Any) -> Dict[str, Any]:
+    return dict({"raw": None, "gbps": None, "lanes": None, "width": None, "speed": None}, **kw)
 
 
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf"), 2 ** 72 + 1,
                                    -(2 ** 72) - 1, True, "1", [1]])
 def test_a_number_out_of_range_or_of_another_type_is_no_cached_counter(value):
-    from nvtopo.model_shape import IN, NUMN, fits
+    from nvtopo.model.nvml import GpuPcie
+    from nvtopo.model.rdma import PortRate
 
-    assert fits(5, IN) and fits(None, IN) and fits(2 ** 72, IN) and fits(-(2 ** 72), IN)
-    assert fits(2.5, NUMN) and not fits(2.5, IN)
-    assert not fits(value, IN)
-    assert not fits(value, NUMN)
+    for ok in (5, None, 2 ** 72, -(2 ** 72)):
+        assert GpuPcie.from_dict(_pcie(replay_counter=ok)).replay_counter == ok
+    assert PortRate.from_dict(_port_rate(gbps=2.5)).gbps == 2.5
+    with pytest.raises(ValueError, match=r"^\$\.replay_counter: expected int or null"):
+        GpuPcie.from_dict(_pcie(replay_counter=2.5))
+    with pytest.raises(ValueError, match=r"^\$\.replay_counter: expected int or null"):
+        GpuPcie.from_dict(_pcie(replay_counter=value))
+    with pytest.raises(ValueError, match=r"^\$\.gbps: expected int or float or null"):
+        PortRate.from_dict(_port_rate(gbps=value))
 
 
-def test_a_value_nested_deeper_than_the_description_is_walked_no_deeper():
-    from nvtopo.model_shape import MODEL, fits
+def test_a_value_nested_deeper_than_the_types_is_walked_no_deeper():
+    from nvtopo.model import Topology
 
     deep: Any = 1
     for _ in range(50_000):  # far past the interpreter's recursion limit
         deep = [deep]
-    assert not fits({"schema_version": 1, "extra": {"sysfs": {"nvme": deep}}}, MODEL)
-    assert not fits(deep, MODEL)
+    body = Topology().to_dict()
+    body["extra"] = {"sysfs": {"nvme": deep}}
+    with pytest.raises(ValueError, match="extra.sysfs"):
+        Topology.from_dict(body)
+    assert snapshot_cache.typed_model(body) is None
+    assert snapshot_cache.typed_model(deep) is None
+    body["extra"] = {"a-later-source": deep}  # kept by from_dict (an open map), unwalked ...
+    assert Topology.from_dict(body).extra == {"a-later-source": deep}
+    assert snapshot_cache.typed_model(body) is None  # ... but no cache holds what no probe derives

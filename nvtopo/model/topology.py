@@ -206,8 +206,9 @@ class Topology(Record):
             raise ValueError(
                 f"model schema version {version} is newer than this nvtopo understands "
                 f"({SCHEMA_VERSION}); upgrade nvtopo")
-        if not isinstance(d.get("nvtopo_version", ""), str):
-            raise ValueError(f"{root}.nvtopo_version: expected text")
+        if type(d.get("nvtopo_version")) is not str:
+            raise ValueError(f"{root}.nvtopo_version: expected text, got "
+                             f"{d.get('nvtopo_version', 'nothing')!r:.60}")
         body = {k: v for k, v in d.items() if k not in ("schema_version", "nvtopo_version")}
         topo = decode(cls, body, root)
         bad = host_problems(topo.host)

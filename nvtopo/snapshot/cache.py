@@ -6,8 +6,9 @@ of the file.  That copy is only a cache, used (:func:`cached_model`, :func:`seal
 when the file is byte for byte what nvtopo wrote (a SHA-256 of the file seals it) *and*
 the reading nvtopo derives exactly as the writing one did (same version, same SHA-256 of
 the derivation code, :func:`code_digest`).  An edited file, an older or newer nvtopo, or
-a changed parser: the model is re-derived from the evidence.  A cache of the wrong shape
-(:mod:`nvtopo.model_shape`) or whose host facts are not the evidence's is not used either.
+a changed parser: the model is re-derived from the evidence.  A cache the model's types do
+not accept (:meth:`nvtopo.model.Topology.from_dict`, strict; :func:`typed_model`) or whose
+host facts are not the evidence's is not used either.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from pathlib import Path
 from typing import Any, Dict, Optional
 
 from .. import __version__
-from .. import model_shape
 from ..errors import NvtopoError
+from ..model.host import HOST_FACTS
 from ..model import Topology
 from . import document
 
@@ -76,7 +77,6 @@ DERIVATION_MODULES = ("__init__.py", "errors.py", "model/__init__.py", "model/co
                       "model/core.py", "model/host.py", "model/merge.py", "model/node.py",
                       "model/nvlink.py", "model/nvml.py", "model/pcie.py", "model/rdma.py",
                       "model/storage.py", "model/topology.py", "model/vocab.py",
-                      "model_shape.py",
                       "snapshot/__init__.py", "snapshot/cache.py", "snapshot/document.py",
                       "snapshot/read.py",
                       "probes/__init__.py", "probes/deadline.py",
@@ -191,35 +191,28 @@ def _from_cache(cache: Dict[str, Any], evidence_host: Any, doc_version: Any,
     if cache.get("code_sha256") != code_digest():
         return None
     # The seal catches accidental edits, not a tool that edits a file and seals it anew:
-    # a model of the wrong shape, or host facts that are not the evidence's, is not used.
-    body = cache.get("model")
-    if not _model_shape_ok(body) or not _host_agrees(body.get("host"), evidence_host):
-        return None
-    try:
-        topo = Topology.from_dict(body)
-    except (TypeError, ValueError, KeyError, AttributeError):
+    # a model the types do not accept, or host facts that are not the evidence's, is not used.
+    topo = typed_model(cache.get("model"))
+    if topo is None or not _host_agrees(topo.host, evidence_host):
         return None
     topo.origin = document.snapshot_origin(doc_version, where)
     return topo
 
 
-def _square(m: Any) -> bool:
-    """A matrix (already of the right types) whose rows match its device list."""
-    if m is None:
-        return True
-    n = len(m["devices"])
-    return len(m["cells"]) == n and all(len(r) == n for r in m["cells"])
-
-
-def _model_shape_ok(d: Any) -> bool:
-    """The cached model has exactly the shape :func:`derive` gives models (every key and
-    type, see :mod:`nvtopo.model_shape`), and its matrices are square."""
-    if not model_shape.fits(d):
-        return False
-    nvml = d["extra"].get("nvml")
-    p2p = nvml.get("p2p") if nvml is not None else None
-    return (_square(d["matrix"]) and _square(d["p2p"])
-            and all(_square(m) for m in (p2p or {}).values()))
+def typed_model(body: Any) -> Optional[Topology]:
+    """The cached model, if the model's types accept it (:meth:`Topology.from_dict`, strict:
+    every key and JSON type, square matrices) and it holds nothing the probes do not
+    derive: no key under an ``extra`` this nvtopo does not know, no host fact other than
+    the ones it derives.  ``None`` otherwise (the evidence is re-derived)."""
+    try:
+        topo = Topology.from_dict(body)
+    except (ValueError, RecursionError):
+        return None
+    if topo.extra or any(g.extra for g in topo.gpus) or any(n.extra for n in topo.nics) \
+            or not topo.host.keys() <= HOST_FACTS.keys() \
+            or not all("label" in n.sources and "name" in n.sources for n in topo.nics):
+        return None  # (every NIC a probe lists has the source of its label and name)
+    return topo
 
 
 def _host_agrees(model_host: Any, evidence_host: Any) -> bool:

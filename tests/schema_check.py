@@ -176,7 +176,12 @@ def check_cli(args: Any, result: Any) -> None:
     if output is not None:
         where = f"the file {output} written by `nvtopo {cmd}`"
         try:
-            text = Path(output).read_text(encoding="utf-8")
+            raw = Path(output).read_bytes()
+            if raw[:2] == b"\x1f\x8b":  # -o FILE.gz: written gzip-compressed
+                import gzip
+
+                raw = gzip.decompress(raw)
+            text = raw.decode("utf-8")
         except OSError as exc:
             raise AssertionError(f"`nvtopo {cmd}` exited {result.exit_code} but {output} "
                                  f"cannot be read: {exc}") from None

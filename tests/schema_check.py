@@ -32,6 +32,7 @@ SCHEMAS: Dict[str, str] = {
     "audit": "audit.schema.json",
     "layouts": "layouts.schema.json",
     "layout": "layout.schema.json",
+    "collect": "collect.schema.json",
 }
 
 
@@ -127,6 +128,11 @@ def document_of(args: Any) -> Optional[Tuple[str, str, Optional[str]]]:
         return None
     cmd, rest = argv[0], argv[1:]
     output = None
+    if cmd == "collect" and rest and rest[0] in ("slurm", "ray"):
+        # the manifest, DIR/collect.json (the snapshots beside it are the snapshot schema's)
+        out_dir = _option(rest[1:], "--output", "-o")
+        return (f"collect {rest[0]}", "collect",
+                str(Path(out_dir) / "collect.json")) if out_dir else None
     if cmd in ("show", "check", "snapshot", "simulate"):
         output = _option(rest, "--output", "-o")
         if output is not None and output != "-":

@@ -61,12 +61,21 @@ def read_bytes(path: str, option: str = "--from", limit: int = MAX_INPUT_BYTES,
     else:
         where = path
         data = _read_file(path, limit)
+    return within_bounds(data, where, limit, what), where
+
+
+def within_bounds(data: bytes, where: str, limit: int = MAX_INPUT_BYTES,
+                  what: str = "a snapshot or topo output") -> bytes:
+    """Input bytes already read (at most ``limit`` + 1 of them), held to the bounds every
+    input is held to: at most ``limit`` bytes, decompressed when gzip (never past
+    ``limit``), and no more JSON values or text than any real input holds.  Returns the
+    (decompressed) bytes; a one-line :class:`NvtopoError` naming ``where`` otherwise."""
     if len(data) > limit:
         raise NvtopoError(f"file is larger than {_size(limit)}; not {what}", where=where)
     if data.startswith(GZIP_MAGIC):
         data = gunzip(data, where, limit, what)
     _check_bulk(data, where)
-    return data, where
+    return data
 
 
 #: The first two bytes of every gzip member (RFC 1952).

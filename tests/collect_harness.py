@@ -78,7 +78,8 @@ def fake_node_command(path: Path, plan: Path) -> Path:
     (``SLURMD_NODENAME``, or the value of ``--node``), does one of: ``ok`` (runs the real
     ``python -m nvtopo`` with the same arguments), ``hang``, ``fail`` (a message on
     standard error, exit 3), ``garbage`` (a record whose checksum is wrong), ``nothing``
-    (exit 0 silently), ``failline`` (the line nvtopo sends when it cannot take a snapshot,
+    (exit 0 silently), ``slow`` (2 s, then
+    the real one), ``failline`` (the line nvtopo sends when it cannot take a snapshot,
     exit 1), ``die`` (touches ``<plan>.<node>.started``, then hangs: a test ends
     the node under it)."""
     return _script(path, f"""
@@ -108,6 +109,9 @@ def fake_node_command(path: Path, plan: Path) -> Path:
             sys.exit(0)
         elif what == "nothing":
             sys.exit(0)
+        elif what == "slow":
+            time.sleep(2)
+            os.execv({sys.executable!r}, [{sys.executable!r}, "-m", "nvtopo"] + args)
         elif what == "failline":
             sys.stdout.write("NVTOPO-RECORD/1 FAIL " + node + " could not take the snapshot: "
                              "\\x1b[31mdisk full\\n")
@@ -121,7 +125,8 @@ def fake_slurm_tools(bin_dir: Path) -> Path:
     """``srun``, ``scontrol``, ``sinfo`` and ``squeue`` stand-ins.  The cluster: env
     ``FAKE_SLURM_NODES`` (comma-separated), ``FAKE_SLURM_STATES`` (JSON node -> state,
     default idle), ``FAKE_SLURM_LAUNCH_FAIL`` (comma-separated nodes whose launch fails),
-    ``FAKE_SLURM_ALLOC_FAIL`` (srun cannot get resources); ``FAKE_SRUN_ARGV`` names a file
+    ``FAKE_SLURM_ALLOC_FAIL`` (srun cannot get resources), ``FAKE_SLURM_ABORT`` (a launch
+    failure aborts the step, as real srun does); ``FAKE_SRUN_ARGV`` names a file
     each srun appends its argv to (one JSON line).  srun runs the command once per node,
     at the same time, with ``SLURMD_NODENAME``, labels every line with the task number and
     reports failures the way Slurm 22.05's srun does; SIGTERM ends the tasks."""
@@ -177,6 +182,7 @@ def fake_slurm_tools(bin_dir: Path) -> Path:
         nodelist = next(o.split("=", 1)[1] for o in opts if o.startswith("--nodelist="))
         nodes = expand(nodelist)
         failing = set(filter(None, os.environ.get("FAKE_SLURM_LAUNCH_FAIL", "").split(",")))
+        failing &= set(nodes)
         out_lock = threading.Lock()
         procs = {}
         def pump(task, stream, sink):
@@ -201,6 +207,15 @@ def fake_slurm_tools(bin_dir: Path) -> Path:
             if node in failing:
                 sys.stderr.write("srun: error: Task launch for StepId=9.0 failed on node "
                                  + node + ": Communication connection failure\\n")
+        if failing and os.environ.get("FAKE_SLURM_ABORT"):
+            # as Slurm 22.05's srun: a launch failure aborts the step, killing the others
+            import time
+            time.sleep(0.5)
+            sys.stderr.write("srun: error: Application launch failed: Communication "
+                             "connection failure\\nsrun: Job step aborted\\n")
+            for task, (node, p) in procs.items():
+                if p.poll() is None:
+                    os.killpg(p.pid, signal.SIGKILL)
         def term(*_):
             sys.stderr.write("srun: forcing job termination\\n")
             for task, (node, p) in procs.items():
@@ -349,7 +364,7 @@ class SlurmCluster:
                     os.killpg(proc.pid, signal.SIGTERM)
                 except ProcessLookupError:
                     pass
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + 5
         for proc in self.procs.values():
             try:
                 proc.wait(max(0.1, deadline - time.monotonic()))

@@ -198,6 +198,23 @@ def test_each_failure_has_its_reason(fake):
     assert not H.processes_mentioning(str(fake.dir)), "a task outlived the collection"
 
 
+def test_a_step_aborted_by_a_launch_failure_is_run_again_without_that_node(fake, monkeypatch):
+    """Slurm 22.05's srun aborts the whole step when one node cannot launch its task,
+    killing the others: they run again in a step of their own."""
+    monkeypatch.setenv("FAKE_SLURM_LAUNCH_FAIL", "n3")
+    monkeypatch.setenv("FAKE_SLURM_ABORT", "1")
+    fake.plan(n2="slow", n4="hang")
+    res = fake.run("--nodelist", "n[1-4]", "--timeout", "5", "--node-limit", "5",
+                   "--launch-wait", "2")
+    assert res.exit_code == 1
+    nodes = _by_node(fake.manifest())
+    assert {n: v["status"] for n, v in nodes.items()} == {
+        "n1": "answered", "n2": "answered", "n3": "launch-failed", "n4": "timeout"}
+    lists = [next(a for a in c if a.startswith("--nodelist=")) for c in fake.srun_calls()]
+    assert lists == ["--nodelist=n1,n2,n3,n4", "--nodelist=n2,n4"]
+    assert fake.manifest()["selection"]["steps"] == 2
+
+
 def test_a_node_whose_nvtopo_fails_says_why(fake):
     """The node-side nvtopo's own FAIL line is the reason, escaped, not srun's exit code."""
     fake.plan(n2="failline")

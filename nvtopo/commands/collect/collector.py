@@ -48,7 +48,7 @@ MAX_REASON = 400
 
 def one_line(text: str, limit: int = MAX_REASON) -> str:
     """``text`` as one printable line of at most ``limit`` characters."""
-    line = " ".join(printable(str(text)).split()) or "?"
+    line = printable(" ".join(str(text).split())) or "?"
     return line if len(line) <= limit else line[:limit - 3] + "..."
 
 

@@ -199,7 +199,8 @@ def _take(coll: Collection, name: str, node_id: str, result: Any, node_limit: fl
     reader.close()
     if coll.has_result(name):
         return
-    tail = one_line(result.get("stderr") or "", 300)
+    lines = [line for line in str(result.get("stderr") or "").splitlines() if line.strip()]
+    tail = one_line(" | ".join(lines[-3:]), 300) if lines else ""
     said = f": {tail}" if tail else ""
     if result.get("timed_out"):
         coll.fail(name, "timeout", f"the node's command ran past {node_limit:g} s and was "

@@ -22,7 +22,7 @@ import signal
 import subprocess
 import time
 from dataclasses import dataclass
-from typing import Any, Deque, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
 
 from ...errors import NvtopoError
 from . import record
@@ -182,6 +182,18 @@ def launchable(state: Optional[str]) -> bool:
     return state.rstrip("*~#!%$@^-") in LAUNCHABLE and not any(c in state for c in "*~#%")
 
 
+def await_launchable(nodes: Sequence[str], selection: Selection, limit: float) -> None:
+    """Wait (at most ``limit`` seconds) until Slurm reports ``nodes`` launchable again: a
+    job's nodes stay ``completing`` a while after it ends, and a new job asked for them
+    meanwhile is refused as busy."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        states = node_states(nodes, selection.partition)
+        if all(launchable(states.get(n)) for n in nodes):
+            return
+        time.sleep(0.5)
+
+
 # --- srun ----------------------------------------------------------------------------
 
 
@@ -303,10 +315,17 @@ class _Lines:
         return rest
 
 
-def run_batch(coll: Collection, batch: Sequence[str], argv: Sequence[str],
-              limits: Limits) -> Dict[str, Any]:
-    """Run one srun step over ``batch``, streaming its output into ``coll``; give every
-    node of the batch without a record its reason.  Returns srun's exit facts."""
+def run_batch(coll: Collection, batch: Sequence[str], argv_of: Callable[[Sequence[str]],
+              List[str]], limits: Limits, retry: bool = True,
+              before_retry: Optional[Callable[[Sequence[str]], None]] = None
+              ) -> List[Dict[str, Any]]:
+    """Run one srun step over ``batch`` (``argv_of(nodes)``: its command line), streaming its
+    output into ``coll``; give every node of the batch without a record its reason.
+
+    A task that cannot be launched on one node makes srun abort the whole step, killing
+    the tasks still running on the others (seen on Slurm 22.05): those are run again once,
+    in a step of their own (``retry``).  Returns srun's exit facts, one per step."""
+    argv = argv_of(batch)
     reader = coll.reader(batch, labelled=True)
     hints = Hints()
     deadline = time.monotonic() + limits.node_limit + limits.launch_wait
@@ -325,8 +344,20 @@ def run_batch(coll: Collection, batch: Sequence[str], argv: Sequence[str],
             if stream is not None:
                 stream.close()
     reader.close()
+    steps = [{"returncode": proc.returncode, "ended_by_collector": ended_by_us}]
+    if retry and hints.launch_failed and not ended_by_us:
+        aborted = [n for n in batch if not coll.has_result(n) and n in hints.signalled
+                   and n not in hints.launch_failed]
+        for node in hints.launch_failed:
+            if node in batch:
+                coll.fail(node, "launch-failed", "srun could not start the task on the node: "
+                          + hints.launch_failed[node])
+        if aborted:
+            if before_retry is not None:
+                before_retry(aborted)
+            steps += run_batch(coll, aborted, argv_of, limits, retry=False)
     _reasons(coll, batch, reader, hints, ended_by_us, srun_killed, limits)
-    return {"returncode": proc.returncode, "ended_by_collector": ended_by_us}
+    return steps
 
 
 def _pump(proc: "subprocess.Popen[bytes]", reader: record.Reader, hints: Hints,
@@ -475,8 +506,11 @@ def collect(out_dir: str, selection: Selection, limits: Limits,
         batch = launch[start:start + limits.batch_size]
         if progress is not None:
             progress(f"srun on {len(batch)} node(s) ({start + len(batch)} of {len(launch)})")
-        steps.append(run_batch(coll, batch, srun_argv(batch, mode, selection, limits,
-                                                      command), limits))
+        steps += run_batch(coll, batch, lambda nodes: srun_argv(nodes, mode, selection,
+                                                                 limits, command), limits,
+                           before_retry=(lambda nodes: await_launchable(nodes, selection,
+                                                                        limits.launch_wait))
+                           if mode == "new" else None)
     facts["mode"] = mode
     facts["steps"] = len(steps)
     return coll.finish(facts, limits.to_dict())

@@ -375,11 +375,17 @@ class SlurmCluster:
                     pass
                 proc.wait(10)
         # the steps' processes (slurmstepd and the tasks) live in sessions of their own
-        for pid in processes_mentioning(str(self.base)):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            left = processes_mentioning(str(self.base))
+            if not left:
+                break
+            for pid in left:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.2)
 
 
 def processes_mentioning(text: str) -> List[int]:

@@ -257,6 +257,7 @@ def test_no_ray_installed_names_the_extra(tmp_path, monkeypatch):
     assert res.exit_code == 2
     assert res.stderr == ("nvtopo: error: collect ray: Ray is not installed here: pip install "
                           "'nvtopo[ray]' (ray>=2.9)\n")
+    assert not (tmp_path / "f").exists()  # refused before anything was made
 
 
 def test_nvtopo_does_not_import_ray_unless_asked():

@@ -179,8 +179,8 @@ def ray_cmd(
     """
     from ..commands.collect import collector, ray as ray_engine
 
-    out_dir = collector.prepare_dir(output, "collect ray")
     ray_engine.import_ray()  # no Ray: the one-line error before anything else
+    out_dir = collector.prepare_dir(output, "collect ray")
     manifest = ray_engine.collect(out_dir, address, timeout, node_limit or timeout + 30.0,
                                   _command(node_command), launch_wait=launch_wait,
                                   progress=lambda line: say(f"nvtopo: {line}"))

@@ -139,6 +139,48 @@ def records(args, tmp: Path) -> None:
     took = time.perf_counter() - t
     assert all(coll.answered(n) for n in nodes)
     print(f"  + gunzip, snapshot check, file written   {len(nodes) / took:8.0f} records/s")
+    memory(payload, args.records * 4, tmp)
+
+
+def _interleaved(nodes, payload, window, rng):
+    """Every node's record lines, ``window`` records in flight at once (as one srun step of
+    that many nodes), interleaved line by line, made as they are read."""
+    from nvtopo.commands.collect import record
+
+    waiting = list(reversed(nodes))
+    live = []
+    while waiting or live:
+        while waiting and len(live) < window:
+            live.append(record.encode(waiting.pop(), payload))
+        k = rng.randrange(len(live))
+        line = next(live[k], None)
+        if line is None:
+            live[k] = live[-1]
+            live.pop()
+            continue
+        yield line
+
+
+def memory(payload, count, tmp: Path) -> None:
+    """Memory the collector holds while it reads ``count`` records, 256 in flight."""
+    import tracemalloc
+
+    from nvtopo.commands.collect import collector
+
+    nodes = [f"m{i:05d}" for i in range(count)]
+    out = tmp / "memory"
+    out.mkdir()
+    coll = collector.Collection(str(out), "slurm", nodes)
+    reader = coll.reader(labelled=True)
+    tracemalloc.start()
+    for line in _interleaved(nodes, payload, 256, random.Random(2)):
+        reader.feed(line)
+    reader.close()
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert all(coll.answered(n) for n in nodes)
+    print(f"  {count} records, 256 in flight: at most {peak / 2 ** 20:.1f} MiB held "
+          f"({count * len(payload) / 2 ** 20:.0f} MiB of payloads went through)")
 
 
 def main() -> None:

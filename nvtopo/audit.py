@@ -28,7 +28,9 @@ from .errors import NvtopoError
 #: How many node names the summary keeps per finding code (the count is exact).
 SHOWN_NODES = 10
 #: File names (a directory walk) considered snapshots or topo texts; others are skipped.
-SUFFIXES = (".json", ".txt", ".topo", ".log", ".out")
+SUFFIXES = (".json", ".txt", ".topo", ".log", ".out", ".json.gz")
+#: Names a directory walk skips: ``nvtopo collect``'s manifest beside the snapshots.
+NOT_SNAPSHOTS = ("collect.json",)
 
 _GLOB_CHARS = set("*?[")
 
@@ -203,7 +205,7 @@ def _walk(top: str) -> Iterator[Tuple[str, Optional[str]]]:
                         if not e.is_symlink():  # as os.walk: links to directories not followed
                             dirs.append(e.name)
                         continue
-                    if not e.name.lower().endswith(SUFFIXES):
+                    if not e.name.lower().endswith(SUFFIXES) or e.name in NOT_SNAPSHOTS:
                         continue
                     files.append((e.name, _not_regular(e.path)))
         except OSError as exc:

@@ -32,6 +32,7 @@ SCHEMAS: Dict[str, str] = {
     "audit": "audit.schema.json",
     "layouts": "layouts.schema.json",
     "layout": "layout.schema.json",
+    "collect": "collect.schema.json",
 }
 
 
@@ -127,6 +128,11 @@ def document_of(args: Any) -> Optional[Tuple[str, str, Optional[str]]]:
         return None
     cmd, rest = argv[0], argv[1:]
     output = None
+    if cmd == "collect" and rest and rest[0] in ("slurm", "ray"):
+        # the manifest, DIR/collect.json (the snapshots beside it are the snapshot schema's)
+        out_dir = _option(rest[1:], "--output", "-o")
+        return (f"collect {rest[0]}", "collect",
+                str(Path(out_dir) / "collect.json")) if out_dir else None
     if cmd in ("show", "check", "snapshot", "simulate"):
         output = _option(rest, "--output", "-o")
         if output is not None and output != "-":
@@ -176,7 +182,12 @@ def check_cli(args: Any, result: Any) -> None:
     if output is not None:
         where = f"the file {output} written by `nvtopo {cmd}`"
         try:
-            text = Path(output).read_text(encoding="utf-8")
+            raw = Path(output).read_bytes()
+            if raw[:2] == b"\x1f\x8b":  # -o FILE.gz: written gzip-compressed
+                import gzip
+
+                raw = gzip.decompress(raw)
+            text = raw.decode("utf-8")
         except OSError as exc:
             raise AssertionError(f"`nvtopo {cmd}` exited {result.exit_code} but {output} "
                                  f"cannot be read: {exc}") from None

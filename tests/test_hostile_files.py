@@ -555,13 +555,19 @@ def test_evidence_text_past_its_bound_is_refused(tmp_path, stdout):
     _one_line_error(res.stderr, str(path), "probe 'topo-text' field 'stdout' is larger")
 
 
-def test_compressed_input_is_not_inflated(tmp_path):
+def test_compressed_input_is_inflated_within_the_bounds(tmp_path):
+    """Gzip input is read (issue 14), never past the plain bound: tests/test_gzip_snapshots.py
+    has the bombs."""
     doc = snapshot.dumps(simulate(layouts.load("dgx-h100"), [], seed=1))
     path = tmp_path / "node.json.gz"
     path.write_bytes(gzip.compress(doc.encode()))
     res = make_runner().invoke(app, ["check", "--from", str(path)])
+    assert res.exit_code == 0, res.stderr
+    bomb = tmp_path / "bomb.json.gz"
+    bomb.write_bytes(gzip.compress(b"{" + b" " * (snapshot.MAX_INPUT_BYTES + 1)))
+    res = make_runner().invoke(app, ["check", "--from", str(bomb)])
     assert res.exit_code == 2
-    _one_line_error(res.stderr, str(path), "binary file")
+    _one_line_error(res.stderr, str(bomb), "decompresses to more than 64 MiB")
 
 
 def test_a_real_snapshot_is_far_inside_every_bound(tmp_path):

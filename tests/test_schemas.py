@@ -462,7 +462,26 @@ def samples(h100_fleet, nvml_snapshots, tmp_path_factory):
                           "--format", "json", "--jobs", "1"),
         "layouts": document("layouts", "layouts", "--format", "json"),
         "layout": document("layout", "layouts", "show", "dgx-h100"),
+        "collect": _collect_manifest(tmp_path_factory.mktemp("collect"), snap),
     }
+
+
+def _collect_manifest(out: Path, snap: Dict[str, Any]) -> Dict[str, Any]:
+    """A collection's manifest: one node answered (its record read), one timed out."""
+    from nvtopo import output, snapshot as snapshot_mod
+    from nvtopo.commands.collect import collector, record
+
+    coll = collector.Collection(str(out), "slurm", ["n1", "n2"])
+    reader = coll.reader(labelled=True)
+    payload = output.compress(snapshot_mod.dumps(snap).encode())
+    for line in record.encode("n1", payload, {"topology_addr": "s1.n1"}):
+        reader.feed(b"0: " + line)
+    reader.close()
+    coll.fail("n2", "timeout", "no record within 60 s")
+    doc = coll.finish({"mode": "new", "nodelist": "n[1-2]", "steps": 1},
+                      {"timeout_s": 30, "node_limit_s": 60, "launch_wait_s": 60})
+    S.validate(doc, "collect")
+    return doc
 
 
 def _drop(key):
@@ -557,6 +576,10 @@ MUTATIONS = [
     ("layout", "nics/compute", _set("link_layer", "IB"), "$.nics.compute.link_layer"),
     ("layout", "nics/placement", _set("gpu_to_nearest_compute_nic", "NV18"),
      "$.nics.placement.gpu_to_nearest_compute_nic"),
+    ("collect", "nodes/0", _drop("file"), "$.nodes[0]"),
+    ("collect", "nodes/1", _set("reason", "two\nlines"), "$.nodes[1].reason"),
+    ("collect", "nodes/1", _set("status", "lost"), "$.nodes[1].status"),
+    ("collect", "counts", _drop("answered"), "$.counts"),
 ]
 
 

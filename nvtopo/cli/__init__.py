@@ -1,7 +1,7 @@
 """The command line: parses options and calls the library.  Nothing else lives here.
 
 One module per command (``show``, ``snapshot``, ``links``, ``ib``, ``check``, ``layouts``,
-``simulate``, ``audit``, ``diff``); the options they share are declared once in
+``simulate``, ``audit``, ``diff``, ``collect``); the options they share are declared once in
 :mod:`.options`, the terminal plumbing (one-line errors, JSON, tables, ``-o``) is in
 :mod:`.io`.  Input is opened by :func:`nvtopo.snapshot.open_input`, never here: the CLI
 imports no probe.  Each command imports what it uses when it runs, so ``check --format
@@ -17,7 +17,7 @@ import sys
 import typer
 
 from .. import __version__
-from . import audit, check, diff, ib, layouts, links, show, simulate, snapshot
+from . import audit, check, collect, diff, ib, layouts, links, show, simulate, snapshot
 
 app = typer.Typer(
     name="nvtopo",
@@ -64,6 +64,7 @@ app.add_typer(layouts.app, name="layouts")
 app.command("simulate")(simulate.simulate_cmd)
 app.command("audit")(audit.audit_cmd)
 app.command("diff")(diff.diff_cmd)
+app.add_typer(collect.app, name="collect")
 
 
 def run() -> None:

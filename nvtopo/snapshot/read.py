@@ -8,7 +8,9 @@ real snapshot or nvidia-smi text is refused before it is decoded (:func:`_check_
 
 Content, not the file name, says what an input is (:func:`recognise`): a snapshot (JSON),
 a pasted ``nvidia-smi topo -m`` matrix, pasted ``nvidia-smi nvlink``/``-q`` text, or both
-texts in one paste.
+texts in one paste.  Gzip-compressed input (``node.json.gz``; recognised by its magic bytes,
+whatever its name) is decompressed first, never past the bound plain input has
+(:func:`gunzip`), so a gzip bomb costs what a 64 MiB file does.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import errno
 import os
 import re
 import sys
+import zlib
 from typing import Optional, Tuple
 
 from ..errors import NvtopoError
@@ -58,10 +61,59 @@ def read_bytes(path: str, option: str = "--from", limit: int = MAX_INPUT_BYTES,
     else:
         where = path
         data = _read_file(path, limit)
+    return within_bounds(data, where, limit, what), where
+
+
+def within_bounds(data: bytes, where: str, limit: int = MAX_INPUT_BYTES,
+                  what: str = "a snapshot or topo output") -> bytes:
+    """Input bytes already read (at most ``limit`` + 1 of them), held to the bounds every
+    input is held to: at most ``limit`` bytes, decompressed when gzip (never past
+    ``limit``), and no more JSON values or text than any real input holds.  Returns the
+    (decompressed) bytes; a one-line :class:`NvtopoError` naming ``where`` otherwise."""
     if len(data) > limit:
         raise NvtopoError(f"file is larger than {_size(limit)}; not {what}", where=where)
+    if data.startswith(GZIP_MAGIC):
+        data = gunzip(data, where, limit, what)
     _check_bulk(data, where)
-    return data, where
+    return data
+
+
+#: The first two bytes of every gzip member (RFC 1952).
+GZIP_MAGIC = b"\x1f\x8b"
+#: Bytes asked of the decompressor at a time.
+_GUNZIP_STEP = 1024 * 1024
+
+
+def gunzip(data: bytes, where: str, limit: int = MAX_INPUT_BYTES,
+           what: str = "a snapshot or topo output") -> bytes:
+    """The decompressed bytes of gzip ``data`` (one member or several, as ``gunzip``
+    reads them), never more than ``limit`` + 1 of them held: more is refused as plain input
+    that large is.  Truncated or corrupt data, and bytes after the last member that are
+    neither a member nor zero padding, are one-line errors naming ``where``."""
+    out = bytearray()
+    rest = data
+    while True:
+        unzip = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            while not unzip.eof:
+                chunk = unzip.decompress(rest, min(_GUNZIP_STEP, limit + 1 - len(out)))
+                out += chunk
+                if len(out) > limit:
+                    raise NvtopoError(f"gzip data decompresses to more than {_size(limit)}; "
+                                      f"not {what}", where=where)
+                rest = unzip.unconsumed_tail
+                if not chunk and not rest and not unzip.eof:
+                    raise NvtopoError("truncated gzip file (the compressed data ends early)",
+                                      where=where)
+        except zlib.error as exc:
+            raise NvtopoError(f"corrupt gzip data ({exc})", where=where) from None
+        rest = unzip.unused_data
+        if not rest.startswith(GZIP_MAGIC):
+            break
+    if rest.strip(b"\0"):
+        raise NvtopoError(f"{len(rest):,} bytes after the gzip data are not gzip data",
+                          where=where)
+    return bytes(out)
 
 
 def _size(limit: int) -> str:
@@ -175,13 +227,15 @@ def decode_bytes(data: bytes, where: str) -> str:
                 return data.decode(enc)
             except UnicodeDecodeError:
                 raise NvtopoError(f"not valid {enc.upper()} text", where=where) from None
+    # a name that says gzip over bytes that are not: say so (content decides, not names)
+    named = " (named .gz, but not gzip data)" if where.lower().endswith(".gz") else ""
     if b"\x00" in data:
-        raise NvtopoError("binary file (contains NUL bytes); expected a snapshot or "
+        raise NvtopoError(f"binary file (contains NUL bytes){named}; expected a snapshot or "
                           "nvidia-smi topo text", where=where)
     text = data.decode("utf-8", errors="replace")
     bad = text.count("\ufffd")
     if bad and bad > max(2, len(text) // 100):
-        raise NvtopoError("binary file (not UTF-8 text); expected a snapshot or "
+        raise NvtopoError(f"binary file (not UTF-8 text){named}; expected a snapshot or "
                           "nvidia-smi topo text", where=where)
     return text
 

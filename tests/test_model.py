@@ -260,3 +260,23 @@ def test_nearest_nics_and_the_nearest_compute_nic():
     assert t.nearest_compute_nic(0, ["mlx5_2", "mlx5_0"]) == ("mlx5_2", "PIX")
     assert t.nearest_compute_nic(0, ["mlx5_9"]) is None
     assert Topology(gpus=[GPU(0)]).nearest_nics(0) == ([], None)
+
+
+def test_annotation_tokenizer_is_a_linear_scanner():
+    """The codec reads annotations written as text with a scanner (no regular expression):
+    the forms the model uses become tokens, and anything else stops the scan, so the codec
+    refuses the annotation instead of misreading it."""
+    import time
+
+    from nvtopo.model import spec
+
+    assert spec._tokens("Optional[Dict[str, List[int]]]") == [
+        "Optional", "[", "Dict", "[", "str", ",", "List", "[", "int", "]", "]", "]"]
+    assert spec._tokens(" typing.Optional[ nvml.NvmlGpu ]") == [
+        "typing.Optional", "[", "nvml.NvmlGpu", "]"]
+    assert spec._tokens("List[int] | None") == ["List", "[", "int", "]"]
+    with pytest.raises(TypeError):
+        spec._text_spec("List[int] | None", "nvtopo.model.core")
+    t0 = time.perf_counter()
+    assert spec._tokens(" " * 200_000 + "!") == []
+    assert time.perf_counter() - t0 < 10  # was quadratic as a findall over \s*

@@ -1,6 +1,10 @@
-"""A small record codec: dataclass fields <-> JSON objects, both ways, strictly.
+"""A small record codec: record fields <-> JSON objects, both ways, strictly.
 
-Every typed record of the model is a dataclass deriving from :class:`Record`.  Its fields
+Every typed record of the model is a class deriving from :class:`Record`, decorated with
+:func:`record`: its annotated attributes are its fields, in order (a subclass may redefine
+a field's type or default, keeping its place), constructed, compared and shown by
+:class:`Record`'s generic methods (no code is generated per class, and no dataclass
+machinery runs: importing the model stays cheap).  Its fields
 become JSON keys in a declared order (the dataclass order, or ``__json_order__``), with
 per-field rules given by :func:`fld`:
 
@@ -21,97 +25,186 @@ number must be finite and within :data:`LIMIT`.
 
 :meth:`Record.from_dict` is strict: a missing key, a key it does not know, or a value of the
 wrong type raises ``ValueError`` naming the path (``$.gpus[3].extra.nvml.pcie.max_gen:
-expected int or null, got '5'``).  The encoder and the decoder of a class are generated once
-(as Python source, compiled), so reading a sealed DGX H100 model takes a few milliseconds.
+expected int or null, got '5'``).  The encoder and the decoder of a class are built once, as
+closures over a plan of its fields (no source is compiled at run time: ``check --from``
+starts fast), so reading a sealed DGX H100 model takes about a millisecond.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import sys
-import typing
 from typing import Any, Callable, Dict, List, Optional, Tuple, Type, TypeVar
 
-#: Largest magnitude of a number: 64-bit counters (times 4 for the InfiniBand data
-#: counters, which count 4-byte words) fit, and every such number converts to a float.
-LIMIT = 2 ** 72
-
-_NoneType = type(None)
+from .spec import (  # noqa: F401  (ABSENT, LIMIT, MISSING: the codec's interface too)
+    ABSENT, LIMIT, MISSING, _INT_N, _STR, _STR_N, _Bad, _MISS, _UNKNOWN, _all_ok, _describe,
+    _leaf_ok, _non_null, _shown, _spec, _text_spec, is_record, where)
 
 
-class _Absent:
-    """The value of a field whose key was not in the document (``omit="absent"``)."""
+class Spec:
+    """What :func:`fld` declares about a field: its default, and its metadata (the source
+    that states it, and its JSON rules)."""
 
-    __slots__ = ()
-    _it: Optional["_Absent"] = None
+    __slots__ = ("default", "factory", "metadata")
 
-    def __new__(cls) -> "_Absent":
-        if cls._it is None:
-            cls._it = super().__new__(cls)
-        return cls._it
-
-    def __repr__(self) -> str:
-        return "ABSENT"
-
-    def __bool__(self) -> bool:
-        return False
-
-    def __reduce__(self) -> str:
-        return "ABSENT"
+    def __init__(self, default: Any = MISSING, factory: Any = MISSING,
+                 metadata: Optional[Dict[str, Any]] = None) -> None:
+        self.default = default
+        self.factory = factory
+        self.metadata = metadata or {}
 
 
-#: A key that is not there (as opposed to ``None``: a key whose value is ``null``).
-ABSENT = _Absent()
+class Field:
+    """A field of a record class: its name, annotation, default, metadata, and its JSON
+    rules (:func:`fld`)."""
 
-_MISS = object()
-_UNKNOWN = "no such key"
+    __slots__ = ("name", "type", "default", "default_factory", "metadata", "key", "omit",
+                 "missing", "nest", "size", "module", "_spec")
+
+    def __init__(self, name: str, tp: Any, spec: Spec, module: str = "") -> None:
+        meta = spec.metadata
+        self.module = module
+        self.name = name
+        self.type = tp
+        self.default = spec.default
+        self.default_factory = spec.factory
+        self.metadata = meta
+        self.key = meta.get("key") or name
+        self.omit = meta.get("omit")
+        self.missing = bool(meta.get("missing"))
+        self.nest = meta.get("nest")
+        self.size = meta.get("size")
+        self._spec: Optional[Tuple[Any, ...]] = None
+
+    @property
+    def spec(self) -> Tuple[Any, ...]:
+        """The field's type as the codec reads it (built on first use)."""
+        spec = self._spec
+        if spec is None:
+            tp = self.type
+            # annotations as text (postponed) are read by the codec's own parser, in the
+            # module of the class that declared the field
+            spec = _text_spec(tp, self.module) if type(tp) is str else _spec(tp)
+            if self.size is not None and spec[0] == "dict":
+                spec = ("dict", spec[1], spec[2], self.size)
+            if self.omit == "none":
+                spec = _non_null(spec)  # omitted when None: never null in the document
+            self._spec = spec
+        return spec
+
+    @property
+    def factory(self) -> Any:
+        return self.default_factory
+
+    def when_missing(self) -> Optional[Callable[[], Any]]:
+        """What a missing key reads as (``None``: the key is required)."""
+        if self.omit is None and not self.missing:
+            return None
+        if self.omit == "absent":
+            return lambda: ABSENT
+        if self.missing and self.default_factory is not MISSING:
+            return self.default_factory
+        if self.missing:
+            default = self.default
+            return lambda: default
+        return lambda: None
 
 
 def fld(src: str = "", *, key: Optional[str] = None, omit: Any = None, missing: bool = False,
         size: Optional[int] = None, nest: Optional[str] = None,
-        default: Any = dataclasses.MISSING, factory: Any = dataclasses.MISSING) -> Any:
+        default: Any = MISSING, factory: Any = MISSING) -> Any:
     """A record field: ``src`` says which source states it (the nvidia-smi flag, the NVML
     call, the sysfs file); the other arguments are the JSON rules of the module docstring.
     Without ``default`` or ``factory`` the default is ``None`` (or :data:`ABSENT` for
     ``omit="absent"``)."""
-    if default is dataclasses.MISSING and factory is dataclasses.MISSING:
+    if default is MISSING and factory is MISSING:
         default = ABSENT if omit == "absent" else None
     meta = {"src": src, "key": key, "omit": omit, "missing": missing, "size": size,
             "nest": nest}
-    if factory is not dataclasses.MISSING:
-        return dataclasses.field(default_factory=factory, metadata=meta)
-    return dataclasses.field(default=default, metadata=meta)
-
-
-class _Bad(Exception):
-    """A mismatch, with its path gathered on the way out (innermost first)."""
-
-    def __init__(self, what: str, value: Any, at: Any = None) -> None:
-        super().__init__(what)
-        self.what = what
-        self.value = value
-        self.path: List[Any] = [] if at is None else [at]
-
-
-def _shown(v: Any) -> str:
-    if v is _MISS:
-        return "nothing (the key is missing)"
-    text = repr(v)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def where(path: List[Any], root: str = "$") -> str:
-    """``['pcie', 'nvml', 'extra', 3, 'gpus']`` (innermost first) -> ``$.gpus[3]...pcie``."""
-    return root + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in reversed(path))
+    return Spec(default, factory, meta)
 
 
 R = TypeVar("R", bound="Record")
 
 
+def record(cls: Any) -> Any:
+    """Make ``cls`` (a :class:`Record` subclass) a record: its annotated attributes become
+    fields, after those of its bases (a redefined field keeps its place); ``= fld(...)``
+    gives a field's default and rules, ``= value`` its default."""
+    found: Dict[str, Field] = {}
+    for base in reversed(cls.__mro__[1:]):
+        for f in base.__dict__.get("__record_fields__", ()):
+            found[f.name] = f
+    for name, tp in cls.__dict__.get("__annotations__", {}).items():
+        value = cls.__dict__.get(name, MISSING)
+        spec = value if isinstance(value, Spec) else Spec(default=value)
+        found[name] = Field(name, tp, spec, cls.__module__)
+        if isinstance(value, Spec):  # instances carry their own values
+            delattr(cls, name)
+    cls.__record_fields__ = tuple(found.values())
+    return cls
+
+
+def fields(cls: Any) -> Tuple[Field, ...]:
+    """The fields of a record class (or of a record), in order."""
+    return (cls if isinstance(cls, type) else type(cls)).__record_fields__
+
+
+
+_PLANS: Dict[type, Tuple[Tuple[str, Any, Any], ...]] = {}
+_NO = MISSING
+
+
+def _init_plan(cls: type) -> Tuple[Tuple[str, Any, Any], ...]:
+    plan = tuple((f.name, f.default, f.default_factory) for f in fields(cls))
+    _PLANS[cls] = plan
+    return plan
+
+
 class Record:
-    """Base of the model's typed records: :meth:`to_dict`, strict :meth:`from_dict`."""
+    """Base of the model's typed records: keyword (or positional, in field order)
+    construction with the fields' defaults, equality field by field, :meth:`to_dict`,
+    strict :meth:`from_dict`."""
 
     __slots__ = ()
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        cls = type(self)
+        plan = _PLANS.get(cls) or _init_plan(cls)
+        if len(args) > len(plan):
+            raise TypeError(f"{cls.__name__}() takes {len(plan)} arguments, "
+                            f"{len(args)} given")
+        d = self.__dict__
+        for i, (name, default, factory) in enumerate(plan):
+            if i < len(args):
+                if name in kw:
+                    raise TypeError(f"{cls.__name__}() got two values for {name!r}")
+                d[name] = args[i]
+            elif name in kw:
+                d[name] = kw.pop(name)
+            elif factory is not _NO:
+                d[name] = factory()
+            elif default is not _NO:
+                d[name] = default
+            else:
+                raise TypeError(f"{cls.__name__}() needs {name!r}")
+        if kw:
+            raise TypeError(f"{cls.__name__}() has no field {next(iter(kw))!r}")
+        post = getattr(cls, "__post_init__", None)
+        if post is not None:
+            post(self)
+
+    def __eq__(self, other: Any) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        plan = _PLANS.get(type(self)) or _init_plan(type(self))
+        a, b = self.__dict__, other.__dict__
+        return all(a[name] == b[name] for name, _, _ in plan)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+
+    def __repr__(self) -> str:
+        plan = _PLANS.get(type(self)) or _init_plan(type(self))
+        return f"{type(self).__name__}(" + ", ".join(
+            f"{name}={self.__dict__[name]!r}" for name, _, _ in plan) + ")"
 
     def to_dict(self) -> Dict[str, Any]:
         """The record as JSON data (fresh containers), keys in the declared order."""
@@ -119,11 +212,17 @@ class Record:
 
     @classmethod
     def from_dict(cls: Type[R], d: Any, root: str = "$") -> R:
-        """The record from JSON data; ``ValueError`` naming the path on any mismatch."""
+        """The record from JSON data; ``ValueError`` naming the path on any mismatch.  Lists
+        and objects of plain values are taken over, not copied (:func:`decode`)."""
         return decode(cls, d, root)
 
 
 def decode(cls: Type[R], d: Any, root: str = "$") -> R:
+    """The record of class ``cls`` that the JSON data ``d`` holds (see :meth:`Record.from_dict`).
+
+    Lists and objects of plain values (counters, labels, matrix rows) are taken over by the
+    record, not copied: pass data freshly decoded (``json.loads``), as every caller does, or
+    a copy of data still in use."""
     try:
         return decoder(cls)(d)
     except _Bad as bad:
@@ -133,132 +232,37 @@ def decode(cls: Type[R], d: Any, root: str = "$") -> R:
                          f"{_shown(bad.value)}") from None
 
 
-# --- type specs --------------------------------------------------------------------------
-#
-# ("leaf", frozenset of types) | ("any",) | ("list", item, nullable)
-# | ("dict", value, nullable, size) | ("rec", cls, nullable)
+# --- decoding --------------------------------------------------------------------------------
 
-_LEAVES = (str, int, float, bool, _NoneType)
-_NAMES = {str: "text", int: "int", float: "float", bool: "bool", _NoneType: "null"}
-
-
-def _spec(tp: Any) -> Tuple[Any, ...]:
-    if tp is Any:
-        return ("any",)
-    if tp is None or tp is _NoneType:
-        return ("leaf", frozenset({_NoneType}))
-    if tp in _LEAVES:
-        return ("leaf", frozenset({tp}))
-    origin = typing.get_origin(tp)
-    args = typing.get_args(tp)
-    if origin is typing.Union:
-        rest = [a for a in args if a is not _NoneType]
-        nullable = len(rest) < len(args)
-        if all(a in _LEAVES for a in rest):
-            return ("leaf", frozenset(rest) | ({_NoneType} if nullable else frozenset()))
-        if len(rest) != 1:
-            raise TypeError(f"unsupported union {tp!r}")
-        inner = _spec(rest[0])
-        if inner[0] == "leaf":
-            return ("leaf", inner[1] | {_NoneType})
-        return _nullable(inner) if nullable else inner
-    if origin in (list, List):
-        return ("list", _spec(args[0]), False)
-    if origin in (dict, Dict):
-        if args[0] is not str:
-            raise TypeError(f"JSON object keys are text: {tp!r}")
-        return ("dict", _spec(args[1]), False, None)
-    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
-        return ("rec", tp, False)
-    raise TypeError(f"no JSON form for {tp!r}")
-
-
-def _nullable(spec: Tuple[Any, ...]) -> Tuple[Any, ...]:
-    if spec[0] == "leaf":
-        return ("leaf", spec[1] | {_NoneType})
-    if spec[0] == "any":
-        return spec
-    return (spec[0], spec[1], True) + spec[3:]
-
-
-def _non_null(spec: Tuple[Any, ...]) -> Tuple[Any, ...]:
-    if spec[0] == "leaf":
-        return ("leaf", spec[1] - {_NoneType})
-    if spec[0] == "any":
-        return spec
-    return (spec[0], spec[1], False) + spec[3:]
-
-
-def _describe(spec: Tuple[Any, ...]) -> str:
-    kind = spec[0]
-    if kind == "leaf":
-        names = [_NAMES[t] for t in _LEAVES if t in spec[1]]
-        return " or ".join(names)
-    if kind == "any":
-        return "any value"
-    what = f"an object ({spec[1].__name__})" if kind == "rec" else \
-        "a list" if kind == "list" else "an object"
-    return what + (" or null" if spec[2] else "")
-
-
-def _leaf_test(types: frozenset, var: str) -> str:
-    """A Python expression: ``var`` is of one of the leaf ``types`` (numbers bounded)."""
-    parts = []
-    nums = [t for t in (int, float) if t in types]
-    if _NoneType in types:
-        parts.append(f"{var} is None")
-    if str in types:
-        parts.append(f"type({var}) is str")
-    if bool in types:
-        parts.append(f"type({var}) is bool")
-    if nums:
-        kinds = " or ".join(f"type({var}) is {t.__name__}" for t in nums)
-        parts.append(f"(({kinds}) and -_L <= {var} <= _L)")
-    return "(" + " or ".join(parts) + ")" if parts else "False"
-
-
-# --- generated code ------------------------------------------------------------------------
-
-_ENV: Dict[str, Any] = {"_Bad": _Bad, "_MISS": _MISS, "ABSENT": ABSENT, "_L": LIMIT,
-                        "_UNKNOWN": _UNKNOWN}
 _DECODERS: Dict[Any, Callable[[Any], Any]] = {}
 _ENCODERS: Dict[Any, Callable[[Any], Any]] = {}
-_COUNT = [0]
-
-
-def _compile(src: str, name: str, env: Dict[str, Any]) -> Callable[..., Any]:
-    ns = dict(_ENV, **env)
-    exec(compile(src, f"<nvtopo.model.codec {name}>", "exec"), ns)  # noqa: S102 - our own source
-    return ns[name]
-
-
-def _fresh(prefix: str) -> str:
-    _COUNT[0] += 1
-    return f"{prefix}{_COUNT[0]}"
-
-
 def _spec_decoder(spec: Tuple[Any, ...]) -> Callable[[Any], Any]:
     """A function: JSON value -> Python value of this spec (raises ``_Bad``)."""
     hit = _DECODERS.get(spec)
     if hit is not None:
         return hit
     kind = spec[0]
-    if kind == "rec":
-        rec = decoder(spec[1])
-        if not spec[2]:
-            fn = rec
-        else:
-            def fn(v: Any, _rec: Any = rec) -> Any:
-                return None if v is None else _rec(v)
+    if kind == "rec":  # built on first use: a cache holds only some of the record kinds
+        cls, nullable = spec[1], spec[2]
+        box = [_DECODERS.get(cls)]
+
+        def fn(v: Any) -> Any:
+            if v is None and nullable:
+                return None
+            rec = box[0]
+            if rec is None:
+                rec = box[0] = decoder(cls)
+            return rec(v)
     elif kind == "any":
         def fn(v: Any) -> Any:
             return v
     elif kind == "leaf":
-        name = _fresh("_leaf")
-        src = (f"def {name}(v):\n"
-               f"    if {_leaf_test(spec[1], 'v')}:\n        return v\n"
-               f"    raise _Bad(_WHAT, v)\n")
-        fn = _compile(src, name, {"_WHAT": _describe(spec)})
+        ok = _leaf_ok(spec[1])
+
+        def fn(v: Any) -> Any:
+            if ok(v):
+                return v
+            raise _Bad(_describe(spec), v)
     else:
         fn = _container_decoder(spec)
     _DECODERS[spec] = fn
@@ -266,206 +270,253 @@ def _spec_decoder(spec: Tuple[Any, ...]) -> Callable[[Any], Any]:
 
 
 def _container_decoder(spec: Tuple[Any, ...]) -> Callable[[Any], Any]:
+    """Lists and objects keyed by text (a JSON object's keys always are)."""
     kind, item, nullable = spec[0], spec[1], spec[2]
-    name = _fresh("_dec")
-    want = "list" if kind == "list" else "dict"
-    lines = [f"def {name}(v):",
-             f"    if type(v) is not {want}:"]
-    if nullable:
-        lines.append("        if v is None:\n            return None")
-    lines.append("        raise _Bad(_WHAT, v)")
-    env: Dict[str, Any] = {"_WHAT": _describe(spec)}
-    if kind == "dict":
-        size = spec[3]
-        if size is not None:
-            lines.append(f"    if len(v) != {size}:\n"
-                         f"        raise _Bad('an object of {size} keys', v)")
-    if item[0] == "leaf":
-        test = _leaf_test(item[1], "x")
-        env["_IWHAT"] = _describe(item)
-        if kind == "list":
-            lines += ["    i = 0",
-                      "    for x in v:",
-                      f"        if not {test}:",
-                      "            raise _Bad(_IWHAT, x, i)",
-                      "        i += 1",
-                      "    return list(v)"]
-        else:
-            lines += ["    for k, x in v.items():",
-                      f"        if type(k) is not str or not {test}:",
-                      "            raise _Bad(_IWHAT, x, k)",
-                      "    return dict(v)"]
+    want = list if kind == "list" else dict
+    size = spec[3] if kind == "dict" else None
+    leaf = item[0] == "leaf"
+    every = _all_ok(item[1]) if leaf else None
+    sub = None if leaf else _spec_decoder(item)
+
+    def first_bad(pairs: Any) -> _Bad:
+        """The mismatch of the first bad item (the slow path: errors only)."""
+        ok = _leaf_ok(item[1]) if leaf else None
+        for at, x in pairs:
+            if ok is not None:
+                if not ok(x):
+                    return _Bad(_describe(item), x, at)
+            else:
+                try:
+                    sub(x)  # type: ignore[misc]
+                except _Bad as e:
+                    e.path.append(at)
+                    return e
+        return _Bad(_describe(spec), None)
+
+    if kind == "list":
+        def fn(v: Any) -> Any:
+            if type(v) is not want:
+                if nullable and v is None:
+                    return None
+                raise _Bad(_describe(spec), v)
+            if leaf:
+                if every(v):  # type: ignore[misc]
+                    return v  # (taken over, not copied: see decode)
+                raise first_bad(enumerate(v))
+            try:
+                return [sub(x) for x in v]  # type: ignore[misc]
+            except _Bad:
+                raise first_bad(enumerate(v)) from None
     else:
-        env["_item"] = _spec_decoder(item)
-        if kind == "list":
-            lines += ["    out = []",
-                      "    i = 0",
-                      "    try:",
-                      "        for x in v:",
-                      "            out.append(_item(x))",
-                      "            i += 1",
-                      "    except _Bad as e:",
-                      "        e.path.append(i)",
-                      "        raise",
-                      "    return out"]
-        else:
-            lines += ["    out = {}",
-                      "    k = None",
-                      "    try:",
-                      "        for k, x in v.items():",
-                      "            if type(k) is not str:",
-                      "                raise _Bad('text keys', k)",
-                      "            out[k] = _item(x)",
-                      "    except _Bad as e:",
-                      "        e.path.append(k)",
-                      "        raise",
-                      "    return out"]
-    return _compile("\n".join(lines) + "\n", name, env)
+        def fn(v: Any) -> Any:
+            if type(v) is not want:
+                if nullable and v is None:
+                    return None
+                raise _Bad(_describe(spec), v)
+            if size is not None and len(v) != size:
+                raise _Bad(f"an object of {size} keys", v)
+            if leaf:
+                if every(v.values()):  # type: ignore[misc]
+                    return v  # (taken over, not copied: see decode)
+                raise first_bad(v.items())
+            try:
+                return {k: sub(x) for k, x in v.items()}  # type: ignore[misc]
+            except _Bad:
+                raise first_bad(v.items()) from None
+    return fn
 
 
-class _Field:
-    __slots__ = ("name", "key", "spec", "omit", "missing", "nest", "default", "factory")
-
-    def __init__(self, f: dataclasses.Field, tp: Any) -> None:
-        meta = f.metadata or {}
-        self.name = f.name
-        self.key = meta.get("key") or f.name
-        self.omit = meta.get("omit")
-        self.missing = bool(meta.get("missing"))
-        self.nest = meta.get("nest")
-        self.default = f.default
-        self.factory = f.default_factory
-        spec = _spec(tp)
-        if spec[0] == "dict" and meta.get("size") is not None:
-            spec = ("dict", spec[1], spec[2], meta.get("size"))
-        if self.omit == "none":
-            spec = _non_null(spec)  # omitted when None: never null in the document
-        self.spec = spec
+_LAYOUTS: Dict[type, List[Field]] = {}
 
 
-_LAYOUTS: Dict[type, List[_Field]] = {}
-
-
-def fields_of(cls: type) -> List[_Field]:
+def fields_of(cls: type) -> List[Field]:
     """The JSON fields of a record class, in document order (``extra`` included)."""
     hit = _LAYOUTS.get(cls)
     if hit is not None:
         return hit
-    module = sys.modules.get(cls.__module__)
-    hints = typing.get_type_hints(cls, vars(module) if module else None)
-    by_name = {f.name: f for f in dataclasses.fields(cls)}
-    order = getattr(cls, "__json_order__", None) or tuple(by_name)
-    out = [_Field(by_name[n], hints[n]) for n in order]
+    flds = fields(cls)
+    order = getattr(cls, "__json_order__", None)
+    if order:
+        by_name = {f.name: f for f in flds}
+        flds = tuple(by_name[n] for n in order)
+    out = list(flds)
     _LAYOUTS[cls] = out
     return out
 
 
+def _plan(flds: List[Field]) -> List[Tuple[Any, ...]]:
+    """(key, attribute, leaf test or None, decoder or None, missing, spec) per field."""
+    out = []
+    for f in flds:
+        leaf = f.spec[0] == "leaf"
+        out.append((f.key, f.name, _leaf_ok(f.spec[1]) if leaf else None,
+                    None if leaf else _spec_decoder(f.spec), f.when_missing(), f.spec))
+    return out
+
+
 def decoder(cls: type) -> Callable[[Any], Any]:
-    """The decoder of a record class (generated once)."""
+    """The decoder of a record class (built once)."""
     hit = _DECODERS.get(cls)
     if hit is not None:
         return hit
-    # a placeholder first: a record may contain itself (not today, but cheap to allow)
     box: List[Callable[[Any], Any]] = []
-    _DECODERS[cls] = lambda v: box[0](v)
+    _DECODERS[cls] = lambda v: box[0](v)  # (a record that contains itself)
     fn = _record_decoder(cls)
     box.append(fn)
     _DECODERS[cls] = fn
     return fn
 
 
+def _groups(plan: List[Tuple[Any, ...]]) -> Tuple[Any, ...]:
+    """The plan split for speed: required text, text-or-null and int-or-null fields (most
+    of the model: checked inline, no call per value), and the rest."""
+    groups: Dict[Any, List[Tuple[str, str]]] = {_STR: [], _STR_N: [], _INT_N: []}
+    rest = []
+    for entry in plan:
+        key, attr, ok, sub, miss, spec = entry
+        if ok is not None and miss is None and spec[1] in groups:
+            groups[spec[1]].append((key, attr))
+        else:
+            rest.append(entry)
+    strs, strs_n, ints_n = (tuple(groups[k]) for k in (_STR, _STR_N, _INT_N))
+    return strs, strs_n, ints_n, len(strs) + len(strs_n) + len(ints_n), tuple(rest)
+
+
+def _fields_decoder(plan: List[Tuple[Any, ...]]) -> Callable[[Any, Dict[str, Any]], int]:
+    """Decode the plan's keys of an object into ``out``; returns how many keys were there
+    (the nested ``extra`` object; records inline the same loops, :func:`_record_decoder`)."""
+    strs, strs_n, ints_n, inline, rest = _groups(plan)
+    L = LIMIT
+
+    def fn(d: Any, out: Dict[str, Any]) -> int:
+        get = d.get
+        key = None
+        try:
+            for key, attr in strs:
+                v = get(key, _MISS)
+                if type(v) is not str:
+                    raise _Bad("text", v)
+                out[attr] = v
+            for key, attr in strs_n:
+                v = get(key, _MISS)
+                if v is not None and type(v) is not str:
+                    raise _Bad("text or null", v)
+                out[attr] = v
+            for key, attr in ints_n:
+                v = get(key, _MISS)
+                if v is not None and (type(v) is not int or not -L <= v <= L):
+                    raise _Bad("int or null", v)
+                out[attr] = v
+            n = inline
+            for key, attr, ok, sub, miss, spec in rest:
+                v = get(key, _MISS)
+                if v is _MISS:
+                    if miss is None:
+                        raise _Bad("a value", _MISS)
+                    out[attr] = miss()
+                    continue
+                n += 1
+                if ok is not None:
+                    if not ok(v):
+                        raise _Bad(_describe(spec), v)
+                    out[attr] = v
+                else:
+                    out[attr] = sub(v)
+        except _Bad as e:
+            if e.value is _MISS:
+                e.what = "a value"
+            e.path.append(key)
+            raise
+        return n
+    return fn
+
+
+def _unknown(d: Dict[str, Any], known: frozenset) -> _Bad:
+    extra = [k for k in d if k not in known]
+    return _Bad(_UNKNOWN, d[extra[0]] if extra else d, extra[0] if extra else None)
+
+
 def _record_decoder(cls: type) -> Callable[[Any], Any]:
     flds = fields_of(cls)
-    name = _fresh("_rec")
-    env: Dict[str, Any] = {"_cls": cls, "_new": object.__new__,
-                           "_post": getattr(cls, "__post_init__", None),
-                           "_WHAT": f"an object ({cls.__name__})"}
+    what = f"an object ({cls.__name__})"
+    nested = [f for f in flds if f.nest == "extra"]
     top = [f for f in flds if f.nest is None]
-    nested: Dict[str, List[_Field]] = {}
-    for f in flds:
-        if f.nest is not None:
-            nested.setdefault(f.nest, []).append(f)
-    body = [f"def {name}(d):",
-            "    if type(d) is not dict:",
-            "        raise _Bad(_WHAT, d)",
-            "    get = d.get",
-            "    k = None",
-            "    try:"]
-    required = 0
-    attrs: List[str] = []
+    plan = _plan([f for f in top if not (nested and f.name == "extra")])
+    extra: Optional[Callable[[Any, Dict[str, Any]], None]] = None
+    if nested:  # the extra object: the nested fields, and the keys this nvtopo does not know
+        inner = _fields_decoder(_plan(nested))
+        names = frozenset(f.key for f in nested)
 
-    def one(f: _Field, src: str, counter: str, ind: str, label: str) -> List[str]:
-        var = f"a_{f.name}"
-        attrs.append(f.name)
-        out = [f"{ind}k = {label!r}",
-               f"{ind}v = {src}.get({f.key!r}, _MISS)",
-               f"{ind}if v is _MISS:"]
-        if f.omit is None and not f.missing:
-            out.append(f"{ind}    raise _Bad('a value', _MISS)")
-        elif f.omit == "absent":
-            out.append(f"{ind}    {var} = ABSENT")
-        elif f.missing and f.factory is not dataclasses.MISSING:
-            env[f"_fac_{f.name}"] = f.factory
-            out.append(f"{ind}    {var} = _fac_{f.name}()")
-        elif f.missing:
-            env[f"_def_{f.name}"] = f.default
-            out.append(f"{ind}    {var} = _def_{f.name}")
-        else:
-            out.append(f"{ind}    {var} = None")
-        out.append(f"{ind}else:")
-        if counter:
-            out.append(f"{ind}    {counter} += 1")
-        if f.spec[0] == "leaf":
-            env[f"_W_{f.name}"] = _describe(f.spec)
-            out += [f"{ind}    if not {_leaf_test(f.spec[1], 'v')}:",
-                    f"{ind}        raise _Bad(_W_{f.name}, v)",
-                    f"{ind}    {var} = v"]
-        elif f.spec[0] == "any":
-            out.append(f"{ind}    {var} = v")
-        else:
-            env[f"_d_{f.name}"] = _spec_decoder(f.spec)
-            out.append(f"{ind}    {var} = _d_{f.name}(v)")
-        return out
+        def read_extra(x: Any, out: Dict[str, Any]) -> None:
+            if type(x) is not dict:
+                raise _Bad("an object", x)
+            n = inner(x, out)
+            out["extra"] = {k: v for k, v in x.items() if k not in names} \
+                if n != len(x) else {}
+        extra = read_extra
+    strs, strs_n, ints_n, inline, rest = _groups(plan)
+    if extra is not None:
+        inline += 1
+    known = frozenset(f.key for f in top)
+    post = getattr(cls, "__post_init__", None)
+    new = object.__new__
+    L = LIMIT
 
-    for f in top:
-        if f.nest is None and f.name == "extra" and "extra" in nested:
-            keys = tuple(x.key for x in nested["extra"])
-            env["_NESTED"] = frozenset(keys)
-            body += ["        k = 'extra'",
-                     "        x = get('extra', _MISS)",
-                     "        if x is _MISS:",
-                     "            raise _Bad('a value', _MISS)",
-                     "        if type(x) is not dict:",
-                     "            raise _Bad('an object', x)"]
-            required += 1
-            for nf in nested["extra"]:
-                body += one(nf, "x", "", "        ", f"extra.{nf.key}")
-            attrs.append("extra")
-            body.append("        a_extra = {kk: vv for kk, vv in x.items() if kk not in _NESTED}"
-                        " if len(x) > sum(1 for kk in _NESTED if kk in x) else {}")
-            continue
-        if f.omit is None and not f.missing:
-            required += 1
-            body += one(f, "d", "", "        ", f.key)
-        else:
-            body += one(f, "d", "n", "        ", f.key)
-    body.insert(5, f"    n = {required}")
-    body += ["    except _Bad as e:",
-             "        e.path.append(k)",
-             "        raise",
-             "    if n != len(d):",
-             f"        extra = [kk for kk in d if kk not in {tuple(f.key for f in top)!r}]",
-             "        raise _Bad(_UNKNOWN, d[extra[0]] if extra else d, "
-             "extra[0] if extra else None)",
-             "    o = _new(_cls)",
-             "    o.__dict__.update(" + ", ".join(f"{a}=a_{a}" for a in attrs) + ")"]
-    if env["_post"] is not None:
-        body += ["    try:",
-                 "        _post(o)",
-                 "    except ValueError as exc:",
-                 "        raise _Bad(f'{_WHAT} ({exc})', d)"]
-    body.append("    return o")
-    return _compile("\n".join(body) + "\n", name, env)
+    def fn(d: Any) -> Any:
+        if type(d) is not dict:
+            raise _Bad(what, d)
+        o = new(cls)
+        out = o.__dict__
+        get = d.get
+        key = None
+        try:
+            for key, attr in strs:
+                v = get(key, _MISS)
+                if type(v) is not str:
+                    raise _Bad("text", v)
+                out[attr] = v
+            for key, attr in strs_n:
+                v = get(key, _MISS)
+                if v is not None and type(v) is not str:
+                    raise _Bad("text or null", v)
+                out[attr] = v
+            for key, attr in ints_n:
+                v = get(key, _MISS)
+                if v is not None and (type(v) is not int or not -L <= v <= L):
+                    raise _Bad("int or null", v)
+                out[attr] = v
+            n = inline
+            for key, attr, ok, sub, miss, spec in rest:
+                v = get(key, _MISS)
+                if v is _MISS:
+                    if miss is None:
+                        raise _Bad("a value", _MISS)
+                    out[attr] = miss()
+                    continue
+                n += 1
+                if ok is not None:
+                    if not ok(v):
+                        raise _Bad(_describe(spec), v)
+                    out[attr] = v
+                else:
+                    out[attr] = sub(v)
+            if extra is not None:
+                key = "extra"
+                extra(get("extra", _MISS), out)
+        except _Bad as e:
+            if e.value is _MISS:
+                e.what = "a value"
+            e.path.append(key)
+            raise
+        if n != len(d):
+            raise _unknown(d, known)
+        if post is not None:
+            try:
+                post(o)
+            except ValueError as exc:
+                raise _Bad(f"{what} ({exc})", d) from None
+        return o
+    return fn
 
 
 # --- encoding ------------------------------------------------------------------------------
@@ -480,34 +531,27 @@ def _value_encoder(spec: Tuple[Any, ...]) -> Optional[Callable[[Any], Any]]:
     if hit is not None:
         return hit
     if kind == "rec":
-        rec = encoder(spec[1])
-        fn: Callable[[Any], Any] = rec if not spec[2] else (
-            lambda v, _r=rec: None if v is None else _r(v))
+        fn: Callable[[Any], Any] = encoder(spec[1])
     else:
         item = _value_encoder(spec[1])
         if kind == "list":
             if item is None:
-                def fn(v: Any) -> Any:
-                    return list(v)
+                fn = list
             else:
                 def fn(v: Any, _i: Any = item) -> Any:
-                    return [_i(x) for x in v]
+                    return [None if x is None else _i(x) for x in v]
         else:
             if item is None:
-                def fn(v: Any) -> Any:
-                    return dict(v)
+                fn = dict
             else:
                 def fn(v: Any, _i: Any = item) -> Any:
-                    return {k: _i(x) for k, x in v.items()}
-        if spec[2]:
-            inner = fn
-            fn = lambda v, _f=inner: None if v is None else _f(v)  # noqa: E731
+                    return {k: None if x is None else _i(x) for k, x in v.items()}
     _ENCODERS[spec] = fn
     return fn
 
 
 def encoder(cls: type) -> Callable[[Any], Dict[str, Any]]:
-    """The encoder of a record class (generated once)."""
+    """The encoder of a record class (built once)."""
     hit = _ENCODERS.get(cls)
     if hit is not None:
         return hit
@@ -519,53 +563,63 @@ def encoder(cls: type) -> Callable[[Any], Dict[str, Any]]:
     return fn
 
 
+_NONE, _ABSENT_KEY = "none", "absent"
+
+
+def _encode_plan(flds: List[Field]) -> List[Tuple[Any, ...]]:
+    return [(f.name, f.key, _value_encoder(f.spec), f.omit) for f in flds]
+
+
+def _write(plan: List[Tuple[Any, ...]], o: Any, d: Dict[str, Any]) -> None:
+    od = o.__dict__
+    for attr, key, enc, omit in plan:
+        v = od[attr]
+        if omit is not None:
+            if omit == _NONE:
+                if v is None:
+                    continue
+            elif omit == _ABSENT_KEY:
+                if v is ABSENT:
+                    continue
+            elif omit(o):
+                continue
+        # (a producer's None where null is not expected is written as null)
+        d[key] = v if enc is None or v is None else enc(v)
+
+
 def _record_encoder(cls: type) -> Callable[[Any], Dict[str, Any]]:
     flds = fields_of(cls)
-    name = _fresh("_enc")
-    env: Dict[str, Any] = {}
-    nested: Dict[str, List[_Field]] = {}
-    for f in flds:
-        if f.nest is not None:
-            nested.setdefault(f.nest, []).append(f)
-    body = [f"def {name}(o):", "    d = {}"]
+    nested = [f for f in flds if f.nest == "extra"]
+    top = [f for f in flds if f.nest is None]
+    if not nested:
+        plan = _encode_plan(top)
 
-    def one(f: _Field, target: str) -> List[str]:
-        enc = _value_encoder(f.spec)
-        if enc is not None:  # (a producer's None where null is not expected is written as null)
-            env[f"_e_{f.name}"] = enc
-            val = f"None if v is None else _e_{f.name}(v)"
-        else:
-            val = "v"
-        out = [f"    v = o.{f.name}"]
-        if f.omit is None:
-            out.append(f"    {target}[{f.key!r}] = {val}")
-        elif f.omit == "none":
-            out.append(f"    if v is not None:\n        {target}[{f.key!r}] = {val}")
-        elif f.omit == "absent":
-            out.append(f"    if v is not ABSENT:\n        {target}[{f.key!r}] = {val}")
-        else:
-            env[f"_omit_{f.name}"] = f.omit
-            out.append(f"    if not _omit_{f.name}(o):\n        {target}[{f.key!r}] = {val}")
-        return out
+        def fn(o: Any) -> Dict[str, Any]:
+            d: Dict[str, Any] = {}
+            _write(plan, o, d)
+            return d
+        return fn
+    at = [f.name for f in top].index("extra")
+    before = _encode_plan(top[:at])
+    after = _encode_plan(top[at + 1:])
+    inner = _encode_plan(nested)
 
-    for f in flds:
-        if f.nest is not None:
-            continue
-        if f.name == "extra" and "extra" in nested:
-            body.append("    x = {}")
-            for nf in nested["extra"]:
-                body += one(nf, "x")
-            body += ["    x.update(o.extra)", "    d['extra'] = x"]
-            continue
-        body += one(f, "d")
-    body.append("    return d")
-    return _compile("\n".join(body) + "\n", name, env)
+    def fn(o: Any) -> Dict[str, Any]:
+        d: Dict[str, Any] = {}
+        _write(before, o, d)
+        x: Dict[str, Any] = {}
+        _write(inner, o, x)
+        x.update(o.extra)
+        d["extra"] = x
+        _write(after, o, d)
+        return d
+    return fn
 
 
 def field_sources(cls: type) -> Dict[str, str]:
     """Attribute -> the source that states it (the ``src`` of :func:`fld`), for docs/tests."""
-    return {f.name: (f.metadata or {}).get("src", "") for f in dataclasses.fields(cls)}
+    return {f.name: (f.metadata or {}).get("src", "") for f in fields(cls)}
 
 
-__all__ = ["ABSENT", "LIMIT", "Record", "fld", "decode", "decoder", "encoder", "fields_of",
-           "field_sources", "where"]
+__all__ = ["ABSENT", "LIMIT", "MISSING", "Record", "record", "fld", "fields", "is_record",
+           "decode", "decoder", "encoder", "fields_of", "field_sources", "where"]

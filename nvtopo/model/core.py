@@ -7,13 +7,13 @@ object's ``extra`` in JSON; ``extra`` itself keeps only keys this nvtopo does no
 (forward compatibility).
 """
 
+
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
-from .codec import Record, fld
+from .codec import Record, fld, record
 from .nvml import NvmlGpu, TextGpu
 from .pcie import PciPlacement
 from .rdma import Hca
@@ -25,7 +25,7 @@ NIC_FACTS = ("pci_bus_id", "numa_node")
 
 _FIRST_NODE = re.compile(r"^\s*([0-9]{1,6})")  # ASCII digits only
 
-@dataclass
+@record
 class GPU(Record):
     """One GPU.  Fields are ``None`` where no source said anything."""
 
@@ -84,7 +84,7 @@ class GPU(Record):
         return None
 
 
-@dataclass
+@record
 class NIC(Record):
     """One network device as nvidia-smi lists it (an RDMA device: HCA or RoCE NIC).
 
@@ -104,7 +104,7 @@ class NIC(Record):
     sysfs: Optional[Hca] = fld("sysfs class/infiniband", nest="extra", omit="none")
 
 
-@dataclass
+@record
 class Matrix(Record):
     """A square device matrix, cells as printed (``None`` where unknown).
 
@@ -153,7 +153,7 @@ class Matrix(Record):
                 yield self.devices[i], self.devices[j], tok
 
 
-@dataclass
+@record
 class NVLinkPair(Record):
     """NVLink count between two GPUs (by index), with its source."""
 
@@ -163,7 +163,7 @@ class NVLinkPair(Record):
     source: str = "topo-text"
 
 
-@dataclass
+@record
 class Note(Record):
     """Something a probe wants the user to know: damage, unknown tokens, gaps.
 
@@ -181,7 +181,7 @@ class Note(Record):
     subject: Optional[str] = fld("the device it is about", omit="none")
 
 
-@dataclass
+@record
 class Disagreement(Record):
     """Two sources said different things about the same fact."""
 

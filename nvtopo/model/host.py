@@ -2,12 +2,12 @@
 psutil), its NUMA nodes (sysfs ``devices/system/node``) and its network interfaces (psutil).
 """
 
+
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
-from .codec import LIMIT, Record, fld
+from .codec import LIMIT, Record, fld, record
 
 #: The host facts nvtopo derives (``Topology.host``) and the JSON types each has there; a
 #: snapshot's host block may hold other keys, which are kept as they are.
@@ -32,7 +32,7 @@ def host_problems(host: Dict[str, Any]) -> List[str]:
     return out
 
 
-@dataclass
+@record
 class NetIf(Record):
     """One network interface (psutil.net_if_stats)."""
 
@@ -41,7 +41,7 @@ class NetIf(Record):
     mtu: int = fld("mtu", default=0)
 
 
-@dataclass
+@record
 class HostNet(Record):
     """The host probe's interface stats (``extra.host``)."""
 
@@ -49,7 +49,7 @@ class HostNet(Record):
                                    "snapshot", factory=dict)
 
 
-@dataclass
+@record
 class NumaNode(Record):
     """One NUMA node (``devices/system/node/nodeN``)."""
 
@@ -61,7 +61,7 @@ class NumaNode(Record):
     unknown: Optional[Dict[str, str]] = fld("file -> why unreadable", omit="none")
 
 
-@dataclass
+@record
 class NumaInfo(Record):
     online: Optional[str] = fld("devices/system/node/online")
     nodes: List[NumaNode] = fld("every node", factory=list)

@@ -3,18 +3,18 @@
 :mod:`.nvml`, the host probe's in :mod:`.host`.
 """
 
+
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Dict, List, Optional
 
-from .codec import Record, fld
+from .codec import Record, fld, record
 from .host import NumaInfo
 from .rdma import GpuDirect
 from .storage import NvmeDrive
 
 
-@dataclass
+@record
 class TopoText(Record):
     """``extra.topo-text``: what kind of ``nvidia-smi topo`` output, and its legend."""
 
@@ -24,7 +24,7 @@ class TopoText(Record):
     legend_style: Optional[str] = fld("modern, transitional, soc, p2p, or null without one")
 
 
-@dataclass
+@record
 class SysfsNode(Record):
     """``extra.sysfs``: the tree read, RDMA absence, NVMe drives, NUMA, GPUDirect."""
 

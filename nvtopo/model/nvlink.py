@@ -12,12 +12,12 @@ Link ``state`` is one of five answers: ``active``; ``inactive`` (unused by desig
 (``docs/nvml.md §4``).
 """
 
+
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Dict, List, Optional
 
-from .codec import Record, fld
+from .codec import Record, fld, record
 
 #: Link states, and which of them is a fault.
 LINK_STATES = ("active", "inactive", "down", "not_supported", "unknown")
@@ -25,7 +25,7 @@ LINK_STATES = ("active", "inactive", "down", "not_supported", "unknown")
 NVLINK_ERROR_COUNTERS = ("replay", "recovery", "crc_flit", "crc_data", "ecc")
 
 
-@dataclass
+@record
 class Remote(Record):
     """The far end of one NVLink."""
 
@@ -37,7 +37,7 @@ class Remote(Record):
     link: Optional[int] = fld("field NVML_FI_DEV_NVLINK_REMOTE_NVLINK_ID; nvlink -R")
 
 
-@dataclass
+@record
 class Link(Record):
     """One NVLink of a GPU (the fields both sources give)."""
 
@@ -59,7 +59,7 @@ class Link(Record):
         "(replay, recovery, crc_flit, crc_data, ecc; null where unsupported)", factory=dict)
 
 
-@dataclass
+@record
 class NvmlLink(Link):
     """One NVLink as NVML describes it."""
 
@@ -68,7 +68,7 @@ class NvmlLink(Link):
                                       factory=dict)
 
 
-@dataclass
+@record
 class TextLink(Link):
     """One NVLink as pasted ``nvidia-smi nvlink`` text describes it."""
 
@@ -89,7 +89,7 @@ def _short(rec: "NvmlGpuLinks") -> bool:
     return rec.active is None
 
 
-@dataclass
+@record
 class NvmlGpuLinks(Record):
     """A GPU's NVLinks as NVML describes them."""
 
@@ -113,7 +113,7 @@ class NvmlGpuLinks(Record):
         return [x.link for x in self.links if x.state == "down"]
 
 
-@dataclass
+@record
 class TextGpuLinks(Record):
     """A GPU's NVLinks as pasted ``nvidia-smi nvlink`` text describes them."""
 
@@ -131,7 +131,7 @@ class TextGpuLinks(Record):
         return [x.link for x in self.links if x.state == "down"]
 
 
-@dataclass
+@record
 class FabricHealth(Record):
     """The GPU's fabric health mask (nvmlGpuFabricInfo_v2+ ``healthMask``; ``-q`` Health)."""
 
@@ -144,7 +144,7 @@ class FabricHealth(Record):
     gfm_state: Optional[str] = fld("healthMask bits 14-15: connected, disconnected")
 
 
-@dataclass
+@record
 class Fabric(Record):
     """NVSwitch fabric registration (nvmlDeviceGetGpuFabricInfoV; nvidia-smi -q Fabric)."""
 

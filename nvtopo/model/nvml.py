@@ -5,16 +5,16 @@ Every fact is ``None`` where NVML did not give it; the record's ``unavailable`` 
 (``not_supported``, ``not_permitted``, ``gpu_lost``, ``bad_value``, ``timeout``, ``error``).
 """
 
+
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Dict, List, Optional, Union
 
-from .codec import Record, fld
+from .codec import Record, fld, record
 from .nvlink import Fabric, NvmlGpuLinks, TextGpuLinks
 
 
-@dataclass
+@record
 class Fault(Record):
     """Why NVML could not read a GPU."""
 
@@ -23,7 +23,7 @@ class Fault(Record):
     message: str = fld("a sentence", default="")
 
 
-@dataclass
+@record
 class NvmlPci(Record):
     """nvmlDeviceGetPciInfo."""
 
@@ -32,7 +32,7 @@ class NvmlPci(Record):
     device_id: Optional[str] = fld("pciDeviceId as 0x233010DE")
 
 
-@dataclass
+@record
 class GpuPcie(Record):
     """The GPU's own PCIe link (NVML; nvidia-smi -q PCI / GPU Link Info)."""
 
@@ -45,7 +45,7 @@ class GpuPcie(Record):
                                         "nvmlDeviceGetPcieReplayCounter; -q Replays Since Reset")
 
 
-@dataclass
+@record
 class Mig(Record):
     """nvmlDeviceGetMigMode."""
 
@@ -53,7 +53,7 @@ class Mig(Record):
     pending: bool = fld("MIG mode after the next reset", default=False)
 
 
-@dataclass
+@record
 class Utilization(Record):
     """A utilisation sample (nvmlDeviceGetUtilizationRates), where the input records one:
     nvtopo's own probe records none."""
@@ -63,7 +63,7 @@ class Utilization(Record):
                                               omit="none")
 
 
-@dataclass
+@record
 class NvmlGpu(Record):
     """One GPU as NVML describes it."""
 
@@ -85,12 +85,12 @@ class NvmlGpu(Record):
     nvlink: NvmlGpuLinks = fld("the GPU's NVLinks", factory=NvmlGpuLinks)
 
 
-@dataclass
+@record
 class TextPci(Record):
     bus_id: Optional[str] = fld("nvidia-smi nvlink / -q GPU header")
 
 
-@dataclass
+@record
 class TextGpu(Record):
     """One GPU as pasted nvidia-smi text describes it."""
 
@@ -106,7 +106,7 @@ class TextGpu(Record):
 # --- the node ------------------------------------------------------------------------------
 
 
-@dataclass
+@record
 class NvmlSystem(Record):
     """System facts (keys are absent where NVML was not asked: init or the count failed)."""
 
@@ -116,7 +116,7 @@ class NvmlSystem(Record):
     device_count: int = fld("nvmlDeviceGetCount", omit="absent")
 
 
-@dataclass
+@record
 class Incomplete(Record):
     """The NVML call that did not answer before the deadline."""
 
@@ -124,7 +124,7 @@ class Incomplete(Record):
     gpu: Optional[int] = fld("the GPU asked")
 
 
-@dataclass
+@record
 class BadValue(Record):
     """A recorded NVML answer of the wrong type or range (a damaged snapshot)."""
 
@@ -134,7 +134,7 @@ class BadValue(Record):
     expected: str = fld("what it should be", default="")
 
 
-@dataclass
+@record
 class NvmlPair(Record):
     """NVLinks between two GPUs as NVML counts them (docs/nvml.md §5)."""
 
@@ -150,7 +150,7 @@ class NvmlPair(Record):
     reason: Optional[str] = fld("why unknown", omit="none")
 
 
-@dataclass
+@record
 class P2PMatrix(Record):
     """nvmlDeviceGetP2PStatus for every GPU pair, as ``topo -p2p`` tokens."""
 
@@ -163,7 +163,7 @@ class P2PMatrix(Record):
             raise ValueError("matrix cells must be square and match the device list")
 
 
-@dataclass
+@record
 class NvmlNode(Record):
     """What NVML says about the node."""
 
@@ -184,14 +184,14 @@ class NvmlNode(Record):
     p2p: Optional[Dict[str, P2PMatrix]] = fld("read, write, nvlink, atomics", omit="none")
 
 
-@dataclass
+@record
 class TextPair(Record):
     a: int = fld("GPU", default=0)
     b: int = fld("GPU", default=0)
     count: int = fld("active links between them (nvlink -R)", default=0)
 
 
-@dataclass
+@record
 class TextNode(Record):
     """What pasted nvidia-smi text says about the node."""
 

@@ -4,15 +4,15 @@ down, and where a PCI function sits (address, NUMA node, CPUs, host bridge).
 Every value is ``None`` where sysfs did not give it; ``unknown`` maps say why.
 """
 
+
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Dict, List, Optional
 
-from .codec import Record, fld
+from .codec import Record, fld, record
 
 
-@dataclass
+@record
 class PcieLinkRaw(Record):
     """The four link files of ``bus/pci/devices/BDF/`` as read."""
 
@@ -22,7 +22,7 @@ class PcieLinkRaw(Record):
     max_link_width: Optional[str] = fld("max_link_width")
 
 
-@dataclass
+@record
 class PcieLink(Record):
     """A device's PCIe link, current against its own maximum."""
 
@@ -39,7 +39,7 @@ class PcieLink(Record):
     speed_below_max: Optional[bool] = fld("current speed < max speed")
 
 
-@dataclass
+@record
 class PcieHop(Record):
     """One PCIe link on the way from the root port down: current against the lower of both
     ends' maxima."""
@@ -56,7 +56,7 @@ class PcieHop(Record):
     speed_below_expected: Optional[bool] = fld("current speed < expected speed")
 
 
-@dataclass
+@record
 class NarrowestHop(PcieHop):
     """The slowest hop of a device (current speed × width), one whose current link is known."""
 
@@ -65,7 +65,7 @@ class NarrowestHop(PcieHop):
     current_width: int = fld("current width", default=0)
 
 
-@dataclass
+@record
 class PciPlacement(Record):
     """Where a GPU sits on the PCI tree (``gpus[].extra.sysfs``)."""
 
@@ -84,7 +84,7 @@ class PciPlacement(Record):
     numa_unknown: Optional[str] = fld("why numa_node is null", omit="none")
 
 
-@dataclass
+@record
 class PciFunction(Record):
     """Where an RDMA device's PCI function sits (``nics[].extra.sysfs.pci``)."""
 

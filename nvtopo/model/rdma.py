@@ -3,12 +3,12 @@
 which port counters are errors, the width each saturates at, which count data.
 """
 
+
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Dict, List, Optional, Union
 
-from .codec import Record, fld
+from .codec import Record, fld, record
 from .pcie import PciFunction
 
 #: Per-port error counters (PMA PortCounters, ``ports/N/counters/``), and the value at which
@@ -34,7 +34,7 @@ OTHER_SATURATING: Dict[str, int] = {"port_xmit_wait": 0xFFFFFFFF}
 DATA_COUNTERS: Dict[str, str] = {"port_xmit_data": "xmit", "port_rcv_data": "rcv"}
 
 
-@dataclass
+@record
 class PortRate(Record):
     """``ports/N/rate`` (``400 Gb/sec (4X NDR)``), parsed."""
 
@@ -45,7 +45,7 @@ class PortRate(Record):
     speed: Optional[str] = fld("NDR, HDR ...")
 
 
-@dataclass
+@record
 class Port(Record):
     """One port of an RDMA device (``class/infiniband/DEV/ports/N/``)."""
 
@@ -90,7 +90,7 @@ class Port(Record):
         return ":".join(groups[:4]) if len(groups) == 8 else None
 
 
-@dataclass
+@record
 class Netdev(Record):
     """A network interface of the device's PCI function (``device/net/NAME``)."""
 
@@ -100,7 +100,7 @@ class Netdev(Record):
     type: Optional[int] = fld("type (ARPHRD: 32 InfiniBand, 1 Ethernet)")
 
 
-@dataclass
+@record
 class Hca(Record):
     """One RDMA device (``nics[].extra.sysfs``)."""
 
@@ -137,7 +137,7 @@ class Hca(Record):
         self.nearest_gpus = [rename.get(k, k) for k in self.nearest_gpus]
 
 
-@dataclass
+@record
 class GpuDirect(Record):
     """GPUDirect RDMA modules (``module/``)."""
 

@@ -2,16 +2,16 @@
 sysfs (``bus/pci/devices``, ``docs/sysfs.md``).
 """
 
+
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Dict, List, Optional
 
-from .codec import Record, fld
+from .codec import Record, fld, record
 from .pcie import NarrowestHop, PcieLink
 
 
-@dataclass
+@record
 class NvmeDrive(Record):
     """One NVMe drive (a PCI function of class 0x0108)."""
 

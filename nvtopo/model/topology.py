@@ -10,12 +10,12 @@ schema version, and reads back strictly (:meth:`Topology.from_dict`).
 "Unknown" is always ``None`` (JSON ``null``); it is never a fault.
 """
 
+
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from .codec import Record, decode, encoder, fld
+from .codec import Record, decode, encoder, fld, record
 from .core import GPU, NIC, Disagreement, Matrix, Note, NVLinkPair
 from .host import HostNet, host_problems
 from .vocab import path_kind, path_rank
@@ -26,7 +26,7 @@ from .nvml import NvmlNode, TextNode
 SCHEMA_VERSION = 1
 
 
-@dataclass
+@record
 class Topology(Record):
     """Everything known about one node."""
 
@@ -34,21 +34,21 @@ class Topology(Record):
                       "notes", "disagreements", "extra", "topo_text", "nvml",
                       "nvml_text", "sysfs", "host_net")
 
-    gpus: List[GPU] = field(default_factory=list)
-    nics: List[NIC] = field(default_factory=list)
+    gpus: List[GPU] = fld(factory=list)
+    nics: List[NIC] = fld(factory=list)
     matrix: Optional[Matrix] = None
     p2p: Optional[Matrix] = None
-    nvlinks: List[NVLinkPair] = field(default_factory=list)
+    nvlinks: List[NVLinkPair] = fld(factory=list)
     #: ``hostname``, ``kernel``, ``time`` ... where known (other keys a snapshot holds kept).
-    host: Dict[str, Any] = field(default_factory=dict)
+    host: Dict[str, Any] = fld(factory=dict)
     #: Where the facts came from: ``{"kind": "snapshot"|"topo-text"|"live", "file": ...}``.
     origin: Dict[str, Any] = fld("set where the model is read", factory=dict, missing=True)
     #: Names of the sources that contributed facts, in order.
-    sources: List[str] = field(default_factory=list)
-    notes: List[Note] = field(default_factory=list)
-    disagreements: List[Disagreement] = field(default_factory=list)
+    sources: List[str] = fld(factory=list)
+    notes: List[Note] = fld(factory=list)
+    disagreements: List[Disagreement] = fld(factory=list)
     #: Keys under ``extra`` this nvtopo does not know, kept as read.
-    extra: Dict[str, Any] = field(default_factory=dict)
+    extra: Dict[str, Any] = fld(factory=dict)
     topo_text: Optional[TopoText] = fld("nvidia-smi topo -m / -p2p", key="topo-text",
                                         nest="extra", omit="none")
     nvml: Optional[NvmlNode] = fld("the NVML probe", nest="extra", omit="none")

@@ -17,7 +17,6 @@ import hashlib
 import json
 import os
 import re
-from pathlib import Path
 from typing import Any, Dict, Optional
 
 from .. import __version__
@@ -76,7 +75,7 @@ _SEAL_RE = re.compile(rb'"file_sha256"\s*:\s*"([0-9a-f]{64})"')
 DERIVATION_MODULES = ("__init__.py", "errors.py", "model/__init__.py", "model/codec.py",
                       "model/core.py", "model/host.py", "model/merge.py", "model/node.py",
                       "model/nvlink.py", "model/nvml.py", "model/pcie.py", "model/rdma.py",
-                      "model/storage.py", "model/topology.py", "model/vocab.py",
+                      "model/spec.py", "model/storage.py", "model/topology.py", "model/vocab.py",
                       "snapshot/__init__.py", "snapshot/cache.py", "snapshot/document.py",
                       "snapshot/read.py",
                       "probes/__init__.py", "probes/deadline.py",
@@ -102,11 +101,12 @@ def code_digest() -> str:
     global _code_digest
     if _code_digest is None:
         h = hashlib.sha256()
-        base = Path(__file__).resolve().parent.parent  # the nvtopo package
+        base = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # the package
         for name in DERIVATION_MODULES:
             h.update(name.encode("ascii") + b"\0")
             try:
-                h.update((base / name).read_bytes())
+                with open(os.path.join(base, name), "rb") as f:
+                    h.update(f.read())
             except OSError:
                 h.update(b"unreadable:" + os.urandom(16))
             h.update(b"\0")
@@ -156,11 +156,10 @@ def sealed_model(raw: bytes, where: Optional[str] = None) -> Optional[Topology]:
         return None
     try:
         cache, end = _DECODER.raw_decode(raw[at + len(_DERIVED_AT):].decode("utf-8"))
-        head = raw[:at].decode("utf-8")
-        host = _top_value(head, "host", {})
-        version = _top_value(head, "nvtopo_version", None)
-        kind = _top_value(head, "kind", None)
-        schema = _top_value(head, "schema_version", None)
+        host = _top_value(raw, at, "host", {})
+        version = _top_value(raw, at, "nvtopo_version", None)
+        kind = _top_value(raw, at, "kind", None)
+        schema = _top_value(raw, at, "schema_version", None)
     except (ValueError, RecursionError):
         return None
     # what parse_snapshot asks of the document, short of decoding the evidence (whose
@@ -177,13 +176,17 @@ def sealed_model(raw: bytes, where: Optional[str] = None) -> Optional[Topology]:
 _DECODER = json.JSONDecoder()
 
 
-def _top_value(head: str, key: str, default: Any) -> Any:
-    """A top-level value of nvtopo's indented snapshot text (top-level keys alone sit at
-    two spaces after a newline)."""
-    at = head.find(f'\n  "{key}": ')
+def _top_value(raw: bytes, stop: int, key: str, default: Any) -> Any:
+    """A top-level value of nvtopo's indented snapshot text before ``stop`` (top-level keys
+    alone sit at two spaces after a newline: JSON text holds no raw newline), decoding only
+    its own bytes (up to the next top-level key), not the evidence around it."""
+    mark = b'\n  "' + key.encode("ascii") + b'": '
+    at = raw.find(mark, 0, stop)
     if at < 0:
         return default
-    return _DECODER.raw_decode(head, at + len(key) + 7)[0]
+    start = at + len(mark)
+    end = raw.find(b'\n  "', start, stop)
+    return _DECODER.raw_decode(raw[start:end if end >= 0 else stop].decode("utf-8"))[0]
 
 
 def _from_cache(cache: Dict[str, Any], evidence_host: Any, doc_version: Any,

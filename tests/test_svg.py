@@ -180,6 +180,32 @@ def test_names_are_escaped_and_control_characters_shown_escaped():
     assert "fault-error" in classes(by_id(root)["nic-mlx_5___0"])
 
 
+def test_nic_names_that_map_to_one_id_still_get_unique_ids():
+    """Ids keep only [A-Za-z0-9_.-]: names that differ elsewhere (hostile or odd names) would
+    share an id, and an SVG with a repeated id is not valid.  Each element keeps its own."""
+    names = ["mlx5 0", "mlx5_0", "mlx5\x1b0", "mlx5_0-2"]
+    labels = [f"NIC{i}" for i in range(len(names))]
+    devices = ["GPU0"] + labels
+    n = len(devices)
+    cells = [["X" if i == j else "PIX" for j in range(n)] for i in range(n)]
+    topo = Topology(gpus=[GPU(index=0, name="g", numa_affinity="0")],
+                    nics=[NIC(label=lab, name=nm) for lab, nm in zip(labels, names)],
+                    matrix=Matrix(devices=devices, cells=cells))
+    root = parse(svg.render(topo))
+    ids = [e.get("id") for e in root.iter() if e.get("id")]
+    assert len(ids) == len(set(ids)), sorted(ids)
+    nic_groups = [i for i in ids if i.startswith("nic-")]
+    assert len(nic_groups) == len(names), nic_groups
+
+
+def test_unique_ids_renames_only_repeats():
+    from nvtopo.render.svg.draw import _unique_ids
+
+    parts = ['<g id="a">', '<g id="b"><rect id="a"/>', '<g id="a-2">', "<text>id</text>"]
+    assert _unique_ids(parts) == ['<g id="a">', '<g id="b"><rect id="a-2"/>', '<g id="a-2-2">',
+                                  "<text>id</text>"]
+
+
 # --- html / rich-svg exports of the table views ---------------------------------------------
 
 VOID = {"meta", "br", "link", "img", "hr", "input"}

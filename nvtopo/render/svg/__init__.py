@@ -38,7 +38,7 @@ from .arrange import (ARC_H, FAN_H, GPU_H, GPU_W, MARGIN, MAX_ROW_W, MISSING, NI
                       _short_bus, _switches)
 from .draw import (C_ERROR, C_GPU_FILL, C_NUMA_FILL, C_NV_DOWN, C_NV_OK, C_PHB, C_PIX,
                    C_PORT_DOWN, C_PORT_UP, C_PXB, C_UNKNOWN, C_WARN, FONT, _clip, _cls, _esc,
-                   _gpu_lines, _id, _num, _port_summary, _sev_stroke, _Svg, _title)
+                   _gpu_lines, _id, _num, _unique_ids, _port_summary, _sev_stroke, _Svg, _title)
 from .faults import SEV_RANK, faults_of
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -363,7 +363,7 @@ def render(topo: Topology, report: Optional["Report"] = None) -> str:
         svg.text(lx + 32, ly + 10, label, size=10, fill="#424242")
     svg.add("</g>")
     y += ((len(items) + per - 1) // per) * 20 + MARGIN
-    body = svg.parts
+    body = _unique_ids(svg.parts)
     w, h = _num(width_all), _num(y)
     head_xml = (f'<?xml version="1.0" encoding="UTF-8"?>\n'
                 f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" '

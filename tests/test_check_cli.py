@@ -172,6 +172,23 @@ def test_capture_then_check_against_it_passes(cli, tmp_path, source):
         assert r.exit_code == 1
 
 
+@pytest.mark.parametrize("hostname,expected", [
+    ("ñode-01", "ode-01"), ("gpu node 7", "gpu-node-7"), ("_x", "x"), ("ñ", "captured"),
+    ("\x1b]8;;http://x\x07n", "8--http---x-n")])
+def test_capture_names_the_layout_from_any_hostname(cli, tmp_path, hostname, expected):
+    """Without --name the layout is named after the host: made of ASCII letters, digits, '.',
+    '_', '-' and starting with a letter or digit, whatever the hostname holds (a non-ASCII
+    first character made an invalid name: exit 2)."""
+    doc = json.loads(Path(write_snapshot(tmp_path, "dgx-h100")).read_text())
+    doc["host"]["hostname"] = hostname
+    doc.pop("derived", None)
+    f = tmp_path / "renamed.json"
+    f.write_text(json.dumps(doc))
+    r = cli("layouts", "capture", "--from", str(f))
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["name"] == expected
+
+
 def test_capture_of_a_node_without_nvlink_states_no_nvlink(cli, tmp_path):
     pcie = str(CORPUS / "03_p40-8gpu-pcie-switch-mlx5-soc-tabs.txt")
     r = cli("layouts", "capture", "--from", pcie, "--name", "p40")

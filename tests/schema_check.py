@@ -30,6 +30,7 @@ SCHEMAS: Dict[str, str] = {
     "ib": "ib.schema.json",
     "diff": "diff.schema.json",
     "audit": "audit.schema.json",
+    "cluster": "cluster.schema.json",
     "layouts": "layouts.schema.json",
     "layout": "layout.schema.json",
     "collect": "collect.schema.json",
@@ -92,7 +93,7 @@ def validate(doc: Any, name: str, what: str = "document") -> None:
 
 #: Commands whose JSON output needs --format json, and the schema of that output.
 _FORMAT_JSON = {"show": "model", "check": "check", "links": "links", "ib": "ib",
-                "diff": "diff", "audit": "audit"}
+                "diff": "diff", "audit": "audit", "cluster": "cluster"}
 #: Commands that always print (or write with -o) JSON.
 _ALWAYS_JSON = {"snapshot": "snapshot", "simulate": "snapshot"}
 _HELP = {"--help", "-h", "--version"}

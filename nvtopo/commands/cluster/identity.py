@@ -1,0 +1,42 @@
+"""Identity: ``cluster.duplicate_hostname`` (error: two snapshots of one name, or two nodes
+with one name), ``cluster.duplicate_gpu_uuid`` (error: one GPU seen on two nodes, or one
+snapshot twice), ``cluster.engine_name`` (warning: the engine's node name is not the host's
+name, by its first label)."""
+
+from __future__ import annotations
+
+from typing import Dict, List
+
+from .facts import NodeFacts
+from .finding import ClusterFinding, make
+
+
+def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
+    out: List[ClusterFinding] = []
+    hosts: Dict[str, List[str]] = {}
+    uuids: Dict[str, List[str]] = {}
+    for n in nodes:
+        if n.hostname:
+            hosts.setdefault(n.hostname, []).append(n.file)
+        for u in n.gpu_uuids:
+            uuids.setdefault(u, []).append(n.name)
+        if n.engine_name and n.hostname and \
+                n.hostname.split(".")[0] != n.engine_name.split(".")[0]:
+            out.append(make("warning", "cluster.engine_name", n.engine_name,
+                            f"the engine calls {n.engine_name!r} the node whose hostname is "
+                            f"{n.hostname!r}", [n.engine_name], expected=n.engine_name,
+                            actual=n.hostname))
+    for h, files in sorted(hosts.items()):
+        if len(files) > 1:
+            out.append(make("error", "cluster.duplicate_hostname", h,
+                            f"hostname {h!r} in {len(files)} snapshots", [h],
+                            expected=1, actual=len(files),
+                            hint="two nodes share a name, or one node was collected twice"))
+    dup = {u: ns for u, ns in uuids.items() if len(ns) > 1}
+    for u, ns in sorted(dup.items())[:100]:
+        out.append(make("error", "cluster.duplicate_gpu_uuid", u,
+                        f"GPU {u} on {len(ns)} nodes", ns, expected=1, actual=len(ns)))
+    if len(dup) > 100:
+        out.append(make("error", "cluster.duplicate_gpu_uuid", "GPUs",
+                        f"{len(dup) - 100} more GPU UUIDs seen twice", []))
+    return out

@@ -134,7 +134,7 @@ def document_of(args: Any) -> Optional[Tuple[str, str, Optional[str]]]:
         out_dir = _option(rest[1:], "--output", "-o")
         return (f"collect {rest[0]}", "collect",
                 str(Path(out_dir) / "collect.json")) if out_dir else None
-    if cmd in ("show", "check", "snapshot", "simulate"):
+    if cmd in ("show", "check", "snapshot", "simulate", "cluster"):
         output = _option(rest, "--output", "-o")
         if output is not None and output != "-":
             import os

@@ -23,11 +23,16 @@ def cluster_cmd(
         help="Snapshots (files, directories walked recursively, glob patterns): e.g. the "
              "directory `nvtopo collect` wrote; its collect.json gives the engine's names."),
     fmt: ClusterFormat = format_option(
-        ClusterFormat.table, help="table (Rich), json, slurm-topology (topology.conf, block "
-                                  "form: one block per NVLink domain) or k8s-labels."),
+        ClusterFormat.table, help="table (Rich), json, slurm-topology (topology.conf: block "
+                                  "form, one block per NVLink domain; tree form with "
+                                  "--fabric) or k8s-labels."),
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, metavar="N",
                                        help="Worker processes (default: every core; 1 reads "
                                             "in this process)."),
+    fabric: Optional[str] = typer.Option(
+        None, "--fabric", metavar="FILE",
+        help="An ibnetdiscover dump: --format slurm-topology then writes the tree form "
+             "(switches and their nodes, joined by the HCAs' node_desc); json gains 'fabric'."),
     output: Optional[str] = output_option(),
 ) -> None:
     """The cross-node view of a fleet, from its snapshots alone (no layout needed): NVLink
@@ -48,7 +53,7 @@ def cluster_cmd(
     from ..render import cluster as render
 
     check_output(output)
-    result = cluster_cmds.run(paths, jobs=jobs)
+    result = cluster_cmds.run(paths, jobs=jobs, fabric=fabric)
     if not result.nodes:
         err("cluster: nothing could be read" if result.unreadable else "cluster: no input files")
         raise typer.Exit(result.exit_status())

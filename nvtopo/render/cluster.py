@@ -94,6 +94,34 @@ def slurm_block(doc: Dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def slurm_tree(doc: Dict[str, Any]) -> str:
+    """``topology.conf`` in tree form (``topology/tree``, topology.conf(5)): a
+    ``SwitchName=<leaf> Nodes=<hostlist>`` per leaf switch, a ``SwitchName=<name>
+    Switches=<hostlist>`` per switch above, from the ``--fabric`` dump."""
+    fab = doc["fabric"]
+    lines = ["# topology.conf (topology/tree) written by nvtopo cluster from an ibnetdiscover "
+             "dump and " f"{doc['counts']['nodes']} snapshots"]
+    for sw in fab["switches"]:
+        if not safe_name(sw["name"]):
+            lines.append(f"# skipped switch (a name topology.conf cannot hold): "
+                         f"{printable(sw['name'])}")
+            continue
+        nodes = [n for n in sw["nodes"] if safe_name(n)]
+        below = [n for n in sw["switches"] if safe_name(n)]
+        if sw["level"] == 0 and nodes:
+            lines.append(f"SwitchName={sw['name']} Nodes={hostlist(nodes)}")
+        elif below:
+            lines.append(f"SwitchName={sw['name']} Switches={hostlist(below)}")
+        lines += [f"# skipped (a name topology.conf cannot hold): {printable(n)}"
+                  for n in sw["nodes"] + sw["switches"] if not safe_name(n)]
+    for d in fab["unmatched"][:50]:
+        lines.append(f"# HCA in the dump matched to no snapshot: {printable(d)}")
+    if fab["nodes_outside"]:
+        lines.append(f"# {len(fab['nodes_outside'])} node(s) under no leaf switch of the dump: "
+                     + printable(hostlist(fab["nodes_outside"])))
+    return "\n".join(lines) + "\n"
+
+
 def k8s_labels(doc: Dict[str, Any]) -> str:
     """One line per node: ``NODE key=value ...`` (for ``xargs -L1 kubectl label node
     --overwrite``): the GFD clique label ``nvidia.com/gpu.clique=<ClusterUUID>.<CliqueId>``,
@@ -160,7 +188,7 @@ def text(doc: Dict[str, Any], fmt: str) -> str:
 
         return json.dumps(doc, indent=2, ensure_ascii=True) + "\n"
     if fmt == "slurm-topology":
-        return slurm_block(doc)
+        return slurm_tree(doc) if doc.get("fabric") is not None else slurm_block(doc)
     if fmt == "k8s-labels":
         return k8s_labels(doc)
     import io
@@ -173,4 +201,4 @@ def text(doc: Dict[str, Any], fmt: str) -> str:
     return buf.getvalue()
 
 
-__all__ = ["text", "table", "slurm_block", "k8s_labels", "hostlist", "safe_name"]
+__all__ = ["text", "table", "slurm_block", "slurm_tree", "k8s_labels", "hostlist", "safe_name"]

@@ -34,6 +34,8 @@ class ClusterResult:
     nodes: List[NodeFacts] = field(default_factory=list)
     unreadable: List[NodeFacts] = field(default_factory=list)
     findings: List[ClusterFinding] = field(default_factory=list)
+    #: the switch tree of ``--fabric`` (None without one)
+    fabric: Optional[Dict[str, Any]] = None
 
     @property
     def verdict(self) -> str:
@@ -118,13 +120,37 @@ def read(paths: Sequence[str], jobs: Optional[int] = None, batch_size: int = 16
             yield from pending.popleft().result()
 
 
-def run(paths: Sequence[str], jobs: Optional[int] = None) -> ClusterResult:
-    """Read every snapshot, then run every family over the nodes read."""
+def run(paths: Sequence[str], jobs: Optional[int] = None, fabric: Optional[str] = None
+        ) -> ClusterResult:
+    """Read every snapshot, then run every family over the nodes read.  ``fabric``: an
+    ``ibnetdiscover`` dump (read first: a bad one fails before any snapshot is read)."""
+    from . import fabric as fabric_mod
+
+    dump = fabric_mod.read(fabric) if fabric is not None else None
     result = ClusterResult()
     for nf in read(paths, jobs):
         (result.unreadable if nf.error is not None else result.nodes).append(nf)
     result.findings = evaluate(result.nodes, result.unreadable)
+    if dump is not None:
+        result.fabric = switch_tree(dump, result.nodes)
     return result
+
+
+def switch_tree(dump: Any, nodes: Sequence[NodeFacts]) -> Dict[str, Any]:
+    """The switch tree of an ``ibnetdiscover`` dump, its HCAs joined to the nodes by the
+    compute NICs' ``node_desc``; ``nodes_outside``: nodes under no leaf switch."""
+    from . import fabric as fabric_mod
+
+    desc_to_node: Dict[str, str] = {}
+    for n in nodes:
+        compute = {h[0] for h in n.hcas if h[1] == "compute"}
+        for nic, desc in n.node_desc.items():
+            if nic in compute:
+                desc_to_node.setdefault(desc, n.name)
+    t = fabric_mod.tree(dump, desc_to_node)
+    placed = {x for sw in t["switches"] for x in sw["nodes"]}
+    t["nodes_outside"] = sorted(n.name for n in nodes if n.name not in placed)
+    return t
 
 
 def evaluate(nodes: List[NodeFacts], unreadable: Sequence[NodeFacts] = ()
@@ -177,6 +203,7 @@ def document(result: ClusterResult) -> Dict[str, Any]:
         "unreadable": [{"file": n.file, "reason": n.error or ""} for n in result.unreadable],
         "findings": [f.to_dict() for f in result.findings],
         "node_rows": rows,
+        **({"fabric": result.fabric} if result.fabric is not None else {}),
     }
 
 

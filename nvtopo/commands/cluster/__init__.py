@@ -129,7 +129,7 @@ def run(paths: Sequence[str], jobs: Optional[int] = None, fabric: Optional[str] 
     dump = fabric_mod.read(fabric) if fabric is not None else None
     result = ClusterResult()
     for nf in read(paths, jobs):
-        (result.unreadable if nf.error is not None else result.nodes).append(nf)
+        (result.unreadable if nf.error is not None else result.nodes).append(nf.compact())
     result.findings = evaluate(result.nodes, result.unreadable)
     if dump is not None:
         result.fabric = switch_tree(dump, result.nodes)

@@ -14,15 +14,15 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 #: The largest ``collect.json`` read (a manifest of 100,000 nodes is a few tens of MB).
 MAX_MANIFEST_BYTES = 64 << 20
 
 
-@dataclass
-class Rail:
-    """One compute NIC of a node, as rank ``rank`` of the rails."""
+class Rail(NamedTuple):
+    """One compute NIC of a node, as rank ``rank`` of the rails (a tuple: no per-instance
+    dictionary, for a fleet's worth of them)."""
 
     rank: int
     nic: str
@@ -34,6 +34,24 @@ class Rail:
     sm_lid: Optional[int]
     node_guid: Optional[str]
     port_guid: Optional[str]
+
+
+#: Values many nodes share (layouts, versions, states, prefixes, shapes): one object each.
+_SHARED: Dict[Any, Any] = {}
+#: At most this many distinct shared values (beyond it values are kept as they are).
+_MAX_SHARED = 100_000
+
+
+def share(value: Any) -> Any:
+    """The one shared object equal to ``value`` (a hashable of few distinct values)."""
+    if value is None:
+        return None
+    got = _SHARED.get(value)
+    if got is not None:
+        return got
+    if len(_SHARED) < _MAX_SHARED:
+        _SHARED[value] = value
+    return value
 
 
 @dataclass
@@ -64,6 +82,22 @@ class NodeFacts:
     firmware: List[Tuple[str, str]] = field(default_factory=list)
     #: NIC -> node_desc
     node_desc: Dict[str, str] = field(default_factory=dict)
+
+    def compact(self) -> "NodeFacts":
+        """Share the values many nodes have (kept per node: only what is its own, such as its
+        names, GUIDs, LIDs and GPU UUIDs)."""
+        for attr in ("layout", "kernel", "nvtopo", "driver", "cuda"):
+            setattr(self, attr, share(getattr(self, attr)))
+        self.fabric = share(tuple(share(f) for f in dict.fromkeys(self.fabric)))
+        self.shape = share(tuple(sorted((k, share(v)) for k, v in dict(self.shape).items())))
+        self.rails = [r._replace(nic=share(r.nic), link_layer=share(r.link_layer),
+                                 rate=share(r.rate), state=share(r.state),
+                                 prefix=share(r.prefix)) for r in self.rails]
+        self.hcas = [(share(a), share(b), c, d, share(e), f, share(g))
+                     for a, b, c, d, e, f, g in self.hcas]
+        self.firmware = share(tuple(sorted(set(self.firmware))))
+        self.gpu_uuids = tuple(self.gpu_uuids)  # type: ignore[assignment]
+        return self
 
     @property
     def domain(self) -> Optional[str]:

@@ -23,7 +23,7 @@ def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
         if len(ns) < 3:  # two nodes have no majority worth the name
             continue
         for key, what in COMPONENTS:
-            major, minor, _u = split((n.name, _known(n.shape.get(key))) for n in ns)
+            major, minor, _u = split((n.name, _known(dict(n.shape).get(key))) for n in ns)
             if major is None:
                 continue
             for value, names in minor.items():

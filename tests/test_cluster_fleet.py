@@ -212,3 +212,17 @@ def test_hostile_names_never_reach_topology_or_labels():
     labels = render.k8s_labels(doc)
     assert labels.splitlines()[1].startswith("# skipped")
     assert labels.splitlines()[2].startswith("ok-1 nvidia.com/gpu.clique=u.1")
+
+
+def test_real_inputs_of_no_common_layout_are_not_compared_as_one_kind():
+    """Regression: the fixtures (pasted texts of many different machines) gave 30 odd-node
+    warnings when nodes matching no layout were compared with each other."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent / "fixtures" / "topo-corpus"
+    r = cluster.run([str(root)], jobs=1)
+    assert len(r.nodes) > 20
+    assert not [f for f in r.findings if f.code in ("cluster.odd_node", "cluster.rail_mismatch")
+                and f.subject.startswith("none")]
+    assert not [f for f in r.findings if f.severity == "error"
+                and f.code != "cluster.duplicate_gpu_uuid"]

@@ -1,6 +1,6 @@
 """Rails across nodes: rank *i* is the compute NIC of GPU *i* on every node.
 
-Per rank, over the nodes of one layout: the same link layer and rate (``cluster.rail_mismatch``,
+Per rank, over the nodes of one layout (nodes that match none are not compared): the same link layer and rate (``cluster.rail_mismatch``,
 error), ACTIVE (``cluster.rail_down``, warning: ``check`` reports the port itself), one subnet
 prefix and SM LID (``cluster.rail_subnet``, warning).  Across every RDMA device of the fleet:
 ``cluster.duplicate_guid`` (node or port GUID, error) and ``cluster.duplicate_lid`` (one LID
@@ -24,6 +24,8 @@ def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
         by_layout.setdefault(n.layout, []).append(n)
     rail_prefixes = set()
     for layout, ns in sorted(by_layout.items()):
+        if layout == "none":  # no kind of node: their ranks need not be the same rails
+            continue
         ranks = max((len(n.rails) for n in ns), default=0)
         for r in range(ranks):
             rails = [(n.name, n.rails[r]) for n in ns if len(n.rails) > r]

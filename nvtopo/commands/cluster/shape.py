@@ -1,6 +1,7 @@
 """Odd nodes out: per layout, the majority shape (GPU count, NVLink pair counts, PCIe widths
 per GPU, NUMA node per GPU, compute NIC count and rates) and each deviant with what differs:
-``cluster.odd_node`` (warning: ``check`` against the layout says which is the fault)."""
+``cluster.odd_node`` (warning: ``check`` against the layout says which is the fault).  Nodes
+that match no layout are not compared: they need not be the same kind of machine."""
 
 from __future__ import annotations
 
@@ -20,8 +21,8 @@ def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
     for n in nodes:
         by_layout.setdefault(n.layout, []).append(n)
     for layout, ns in sorted(by_layout.items()):
-        if len(ns) < 3:  # two nodes have no majority worth the name
-            continue
+        if len(ns) < 3 or layout == "none":  # two nodes have no majority worth the name;
+            continue  # nodes that match no layout are no kind of node to compare
         for key, what in COMPONENTS:
             major, minor, _u = split((n.name, _known(dict(n.shape).get(key))) for n in ns)
             if major is None:

@@ -226,3 +226,20 @@ def test_real_inputs_of_no_common_layout_are_not_compared_as_one_kind():
                 and f.subject.startswith("none")]
     assert not [f for f in r.findings if f.severity == "error"
                 and f.code != "cluster.duplicate_gpu_uuid"]
+
+
+def test_a_model_nvtopo_cannot_take_facts_from_is_unreadable_not_a_crash(tmp_path, monkeypatch):
+    from nvtopo.commands.cluster import facts
+
+    _write(tmp_path, "dgx-h100", 2)
+
+    def broken(topo, path, engine_name=None):
+        if path.endswith("node-00001.json"):
+            raise KeyError("boom")
+        return real(topo, path, engine_name)
+
+    real = facts.facts_of
+    monkeypatch.setattr(facts, "facts_of", broken)
+    r = cluster.run([str(tmp_path)], jobs=1)
+    assert [n.name for n in r.nodes] == ["node-00000"]
+    assert "could not take its facts (KeyError" in r.unreadable[0].error

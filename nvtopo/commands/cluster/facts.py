@@ -138,7 +138,15 @@ def node_facts(path: str, engine_name: Optional[str] = None) -> NodeFacts:
     except NvtopoError as e:
         return NodeFacts(file=path, name=engine_name or os.path.basename(path),
                          engine_name=engine_name, error=str(e))
-    return facts_of(opened.model, path, engine_name)
+    try:
+        return facts_of(opened.model, path, engine_name)
+    except Exception as e:  # noqa: BLE001 - one odd model must not end a fleet's run
+        from ...safe import printable
+
+        return NodeFacts(file=path, name=engine_name or os.path.basename(path),
+                         engine_name=engine_name,
+                         error=f"{path}: nvtopo could not take its facts "
+                               f"({type(e).__name__}: {printable(str(e))[:200]})")
 
 
 def facts_of(topo: Any, path: str, engine_name: Optional[str] = None) -> NodeFacts:

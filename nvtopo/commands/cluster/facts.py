@@ -80,7 +80,7 @@ class NodeFacts:
                      Optional[str]]] = field(default_factory=list)
     #: (board_id, fw_ver) per NIC with both
     firmware: List[Tuple[str, str]] = field(default_factory=list)
-    #: NIC -> node_desc
+    #: compute NIC -> node_desc
     node_desc: Dict[str, str] = field(default_factory=dict)
 
     def compact(self) -> "NodeFacts":
@@ -226,7 +226,7 @@ def facts_of(topo: Any, path: str, engine_name: Optional[str] = None) -> NodeFac
                         port.lid if port else None, port.link_layer if port else None))
         if h.board_id and h.fw_ver:
             nf.firmware.append((h.board_id, h.fw_ver))
-        if h.node_desc:
+        if h.node_desc and nic.name in compute:  # only compute NICs join a switch tree
             nf.node_desc[nic.name] = h.node_desc
     return nf
 

@@ -13,26 +13,33 @@ from .finding import ClusterFinding, make
 
 def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
     out: List[ClusterFinding] = []
+    first_host: Dict[str, str] = {}
     hosts: Dict[str, List[str]] = {}
+    first_uuid: Dict[str, str] = {}
     uuids: Dict[str, List[str]] = {}
     for n in nodes:
         if n.hostname:
-            hosts.setdefault(n.hostname, []).append(n.file)
+            prev = first_host.setdefault(n.hostname, n.file)
+            if prev is not n.file:
+                hosts.setdefault(n.hostname, [prev]).append(n.file)
         for u in n.gpu_uuids:
-            uuids.setdefault(u, []).append(n.name)
+            prev = first_uuid.setdefault(u, n.name)
+            if prev is not n.name:
+                uuids.setdefault(u, [prev]).append(n.name)
         if n.engine_name and n.hostname and \
                 n.hostname.split(".")[0] != n.engine_name.split(".")[0]:
             out.append(make("warning", "cluster.engine_name", n.engine_name,
                             f"the engine calls {n.engine_name!r} the node whose hostname is "
                             f"{n.hostname!r}", [n.engine_name], expected=n.engine_name,
                             actual=n.hostname))
+    del first_host, first_uuid
     for h, files in sorted(hosts.items()):
         if len(files) > 1:
             out.append(make("error", "cluster.duplicate_hostname", h,
                             f"hostname {h!r} in {len(files)} snapshots", [h],
                             expected=1, actual=len(files),
                             hint="two nodes share a name, or one node was collected twice"))
-    dup = {u: ns for u, ns in uuids.items() if len(ns) > 1}
+    dup = uuids
     for u, ns in sorted(dup.items())[:100]:
         out.append(make("error", "cluster.duplicate_gpu_uuid", u,
                         f"GPU {u} on {len(ns)} nodes", ns, expected=1, actual=len(ns)))

@@ -48,30 +48,37 @@ def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
                                     + f": {named(names)}", names,
                                     expected=show(major) if major is not None else None,
                                     actual=show(value)))
-    # duplicates over every device of the fleet
-    guids: Dict[str, List[Tuple[str, str]]] = {}
-    lids: Dict[Tuple[str, int], List[Tuple[str, str]]] = {}
+    # duplicates over every device of the fleet: the first holder of each GUID and LID is
+    # kept (one dictionary entry, no list), the others only where there is a duplicate
+    first_guid: Dict[str, Tuple[str, str]] = {}
+    dup_guid: Dict[str, List[Tuple[str, str]]] = {}
+    first_lid: Dict[Tuple[str, int], Tuple[str, str]] = {}
+    dup_lid: Dict[Tuple[str, int], List[Tuple[str, str]]] = {}
     storage_on_rail: List[str] = []
     for n in nodes:
         for nic, role, node_guid, port_guid, prefix, lid, layer in n.hcas:
+            who = (n.name, nic)
             for g in {node_guid, port_guid and _colons(port_guid)} - {None, ""}:
-                guids.setdefault(g, []).append((n.name, nic))  # type: ignore[arg-type]
+                prev = first_guid.setdefault(g, who)  # type: ignore[arg-type]
+                if prev is not who and prev[0] != n.name:
+                    dup_guid.setdefault(g, [prev]).append(who)  # type: ignore[arg-type]
             if layer == "InfiniBand" and prefix and lid and 0 < lid < 0xC000:
-                lids.setdefault((prefix, lid), []).append((n.name, nic))
+                prev = first_lid.setdefault((prefix, lid), who)
+                if prev is not who:
+                    dup_lid.setdefault((prefix, lid), [prev]).append(who)
             if role != "compute" and layer == "InfiniBand" and prefix in rail_prefixes:
                 storage_on_rail.append(n.name)
-    for g, where in sorted(guids.items()):
-        if len({w[0] for w in where}) > 1:
-            out.append(make("error", "cluster.duplicate_guid", f"GUID {g}",
-                            f"GUID {g} on {len(where)} devices: "
-                            + ", ".join(f"{a} {b}" for a, b in where[:5]),
-                            [w[0] for w in where], actual=len(where), expected=1))
-    for (prefix, lid), where in sorted(lids.items()):
-        if len(where) > 1:
-            out.append(make("error", "cluster.duplicate_lid", f"LID {lid} on {prefix}",
-                            f"LID {lid} twice in subnet {prefix}: "
-                            + ", ".join(f"{a} {b}" for a, b in where[:5]),
-                            [w[0] for w in where], actual=len(where), expected=1))
+    del first_guid, first_lid
+    for g, where in sorted(dup_guid.items()):
+        out.append(make("error", "cluster.duplicate_guid", f"GUID {g}",
+                        f"GUID {g} on {len(where)} devices: "
+                        + ", ".join(f"{a} {b}" for a, b in where[:5]),
+                        [w[0] for w in where], actual=len(where), expected=1))
+    for (prefix, lid), where in sorted(dup_lid.items()):
+        out.append(make("error", "cluster.duplicate_lid", f"LID {lid} on {prefix}",
+                        f"LID {lid} twice in subnet {prefix}: "
+                        + ", ".join(f"{a} {b}" for a, b in where[:5]),
+                        [w[0] for w in where], actual=len(where), expected=1))
     if storage_on_rail:
         out.append(make("warning", "cluster.storage_on_rail", "storage NICs",
                         f"{len(storage_on_rail)} node(s) have a non-compute InfiniBand NIC on "

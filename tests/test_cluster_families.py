@@ -108,3 +108,23 @@ def test_engine_name_by_first_label():
     b = _node(1, uuid=False, engine_name="gpu7")
     assert [(f.code, f.nodes) for f in identity.check([a, b])] == [
         ("cluster.engine_name", ["gpu7"])]
+
+
+def test_storage_nic_on_a_compute_rail_subnet():
+    ns = [_node(i, uuid=False, layout="dgx-h100") for i in range(3)]
+    for i, n in enumerate(ns):
+        n.rails = [_rail(0, prefix="fe80:0000:0000:0007")]
+        n.hcas = [("mlx5_0", "compute", None, None, "fe80:0000:0000:0007", 10 + i, "InfiniBand"),
+                  ("mlx5_9", "other", None, None, "fe80:0000:0000:0099", 20 + i, "InfiniBand")]
+    ns[2].hcas[1] = ("mlx5_9", "other", None, None, "fe80:0000:0000:0007", 30, "InfiniBand")
+    found = rails.check(ns)
+    assert [(f.severity, f.code, f.nodes) for f in found] == [
+        ("warning", "cluster.storage_on_rail", ["n02"])]
+
+
+def test_short_domain_says_when_nodes_are_in_no_domain():
+    ns = [_node(i) for i in range(17)] + [_node(17, state="not_started", status=None)]
+    found = {f.code: f for f in domains.check(ns)}
+    assert found["cluster.fabric_incomplete"].nodes == ["n17"]
+    assert found["cluster.domain_incomplete"].actual == 17
+    assert "1 node(s) of the fleet are in no domain" in found["cluster.domain_incomplete"].message

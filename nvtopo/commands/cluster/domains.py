@@ -67,9 +67,13 @@ def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
                             f"{len(ns)} nodes report NVLink domain {uuid}; one holds {want}",
                             names, expected=want, actual=len(ns)))
         elif want is not None and len(ns) < want:
+            lost = sum(len(v) for v in incomplete.values())
             out.append(make("warning", "cluster.domain_incomplete", f"domain {uuid}",
                             f"NVLink domain {uuid} has {len(ns)} of {want} nodes: "
-                            f"{named(names)}", names, expected=want, actual=len(ns),
+                            f"{named(names)}"
+                            + (f" ({lost} node(s) of the fleet are in no domain: "
+                               "cluster.fabric_incomplete)" if lost else ""),
+                            names, expected=want, actual=len(ns),
                             hint="a tray outside its rack, a rack split in two, or trays "
                                  "not collected"))
         major, minor, _unknown = split((n.name, n.fabric[0][1]) for n in ns)

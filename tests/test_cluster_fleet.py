@@ -243,3 +243,23 @@ def test_a_model_nvtopo_cannot_take_facts_from_is_unreadable_not_a_crash(tmp_pat
     r = cluster.run([str(tmp_path)], jobs=1)
     assert [n.name for n in r.nodes] == ["node-00000"]
     assert "could not take its facts (KeyError" in r.unreadable[0].error
+
+
+def test_collect_output_gzip_snapshots_and_manifest(tmp_path):
+    """What `nvtopo collect` writes: DIR/<node>.json.gz and DIR/collect.json naming them."""
+    from nvtopo import output
+    from nvtopo.snapshot import dumps
+
+    p = fleet.plan(load("gb200-nvl72-tray"), 3)
+    nodes = []
+    for i in range(3):
+        output.write(dumps(fleet.node_document(p, i)), str(tmp_path / f"gpu{i}.json.gz"))
+        nodes.append({"node": f"gpu{i}", "file": f"gpu{i}.json.gz", "status": "answered"})
+    (tmp_path / "collect.json").write_text(json.dumps({"kind": "nvtopo-collect",
+                                                       "nodes": nodes}))
+    r = cluster.run([str(tmp_path)], jobs=1)
+    assert sorted(n.name for n in r.nodes) == ["gpu0", "gpu1", "gpu2"]
+    assert sorted(n.hostname for n in r.nodes) == ["node-00000", "node-00001", "node-00002"]
+    codes = sorted((f.code, tuple(f.nodes)) for f in r.findings)
+    assert codes == [("cluster.domain_incomplete", ("gpu0", "gpu1", "gpu2")),
+                     ("cluster.engine_name", ("gpu0", "gpu1", "gpu2"))]

@@ -5,7 +5,7 @@ name, by its first label)."""
 
 from __future__ import annotations
 
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 from .facts import NodeFacts
 from .finding import ClusterFinding, make
@@ -17,6 +17,7 @@ def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
     hosts: Dict[str, List[str]] = {}
     first_uuid: Dict[str, str] = {}
     uuids: Dict[str, List[str]] = {}
+    renamed: List[Tuple[str, str]] = []
     for n in nodes:
         if n.hostname:
             prev = first_host.setdefault(n.hostname, n.file)
@@ -28,11 +29,14 @@ def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
                 uuids.setdefault(u, [prev]).append(n.name)
         if n.engine_name and n.hostname and \
                 n.hostname.split(".")[0] != n.engine_name.split(".")[0]:
-            out.append(make("warning", "cluster.engine_name", n.engine_name,
-                            f"the engine calls {n.engine_name!r} the node whose hostname is "
-                            f"{n.hostname!r}", [n.engine_name], expected=n.engine_name,
-                            actual=n.hostname))
+            renamed.append((n.engine_name, n.hostname))
     del first_host, first_uuid
+    if renamed:  # one finding, however many nodes (an engine may name every node its way)
+        a, b = renamed[0]
+        out.append(make("warning", "cluster.engine_name", "engine node names",
+                        f"{len(renamed)} node(s) whose engine name is not their hostname, "
+                        f"e.g. the engine's {a!r} is {b!r}", [x[0] for x in renamed],
+                        expected=a, actual=b))
     for h, files in sorted(hosts.items()):
         if len(files) > 1:
             out.append(make("error", "cluster.duplicate_hostname", h,

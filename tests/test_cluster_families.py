@@ -128,3 +128,15 @@ def test_short_domain_says_when_nodes_are_in_no_domain():
     assert found["cluster.fabric_incomplete"].nodes == ["n17"]
     assert found["cluster.domain_incomplete"].actual == 17
     assert "1 node(s) of the fleet are in no domain" in found["cluster.domain_incomplete"].message
+
+
+def test_many_duplicates_are_bounded_findings():
+    a, b = _node(0, uuid=False), _node(1, uuid=False)
+    for n in (a, b):
+        n.hcas = [(f"mlx5_{i}", "compute", f"00:{i:04x}", None, "fe80:1", 2 + i, "InfiniBand")
+                  for i in range(150)]
+    found = rails.check([a, b])
+    guid = [f for f in found if f.code == "cluster.duplicate_guid"]
+    lid = [f for f in found if f.code == "cluster.duplicate_lid"]
+    assert len(guid) == len(lid) == 101
+    assert guid[-1].message == "50 more duplicate GUIDs" and guid[-1].nodes == ["n00", "n01"]

@@ -16,6 +16,9 @@ from .facts import NodeFacts
 from .finding import ClusterFinding, make, named
 from .majority import show, split
 
+#: Findings listed one by one per duplicate kind; the rest are counted in one more finding.
+MAX_LISTED = 100
+
 
 def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
     out: List[ClusterFinding] = []
@@ -69,16 +72,22 @@ def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
             if role != "compute" and layer == "InfiniBand" and prefix in rail_prefixes:
                 storage_on_rail.append(n.name)
     del first_guid, first_lid
-    for g, where in sorted(dup_guid.items()):
+    for g, where in sorted(dup_guid.items())[:MAX_LISTED]:
         out.append(make("error", "cluster.duplicate_guid", f"GUID {g}",
                         f"GUID {g} on {len(where)} devices: "
                         + ", ".join(f"{a} {b}" for a, b in where[:5]),
                         [w[0] for w in where], actual=len(where), expected=1))
-    for (prefix, lid), where in sorted(dup_lid.items()):
+    for (prefix, lid), where in sorted(dup_lid.items())[:MAX_LISTED]:
         out.append(make("error", "cluster.duplicate_lid", f"LID {lid} on {prefix}",
                         f"LID {lid} twice in subnet {prefix}: "
                         + ", ".join(f"{a} {b}" for a, b in where[:5]),
                         [w[0] for w in where], actual=len(where), expected=1))
+    for code, what, dups in (("cluster.duplicate_guid", "GUIDs", dup_guid),
+                             ("cluster.duplicate_lid", "LIDs", dup_lid)):
+        if len(dups) > MAX_LISTED:
+            more = sorted(dups.items())[MAX_LISTED:]
+            out.append(make("error", code, what, f"{len(more)} more duplicate {what}",
+                            [w[0] for _k, ws in more for w in ws]))
     if storage_on_rail:
         out.append(make("warning", "cluster.storage_on_rail", "storage NICs",
                         f"{len(storage_on_rail)} node(s) have a non-compute InfiniBand NIC on "

@@ -30,6 +30,7 @@ SCHEMAS: Dict[str, str] = {
     "ib": "ib.schema.json",
     "diff": "diff.schema.json",
     "audit": "audit.schema.json",
+    "cluster": "cluster.schema.json",
     "layouts": "layouts.schema.json",
     "layout": "layout.schema.json",
     "collect": "collect.schema.json",
@@ -92,7 +93,7 @@ def validate(doc: Any, name: str, what: str = "document") -> None:
 
 #: Commands whose JSON output needs --format json, and the schema of that output.
 _FORMAT_JSON = {"show": "model", "check": "check", "links": "links", "ib": "ib",
-                "diff": "diff", "audit": "audit"}
+                "diff": "diff", "audit": "audit", "cluster": "cluster"}
 #: Commands that always print (or write with -o) JSON.
 _ALWAYS_JSON = {"snapshot": "snapshot", "simulate": "snapshot"}
 _HELP = {"--help", "-h", "--version"}
@@ -133,7 +134,7 @@ def document_of(args: Any) -> Optional[Tuple[str, str, Optional[str]]]:
         out_dir = _option(rest[1:], "--output", "-o")
         return (f"collect {rest[0]}", "collect",
                 str(Path(out_dir) / "collect.json")) if out_dir else None
-    if cmd in ("show", "check", "snapshot", "simulate"):
+    if cmd in ("show", "check", "snapshot", "simulate", "cluster"):
         output = _option(rest, "--output", "-o")
         if output is not None and output != "-":
             import os

@@ -463,6 +463,8 @@ def samples(h100_fleet, nvml_snapshots, tmp_path_factory):
         "layouts": document("layouts", "layouts", "--format", "json"),
         "layout": document("layout", "layouts", "show", "dgx-h100"),
         "collect": _collect_manifest(tmp_path_factory.mktemp("collect"), snap),
+        "cluster": document("cluster", "cluster", d / "healthy.json", bad, "--format", "json",
+                            "--jobs", "1"),
     }
 
 
@@ -580,6 +582,9 @@ MUTATIONS = [
     ("collect", "nodes/1", _set("reason", "two\nlines"), "$.nodes[1].reason"),
     ("collect", "nodes/1", _set("status", "lost"), "$.nodes[1].status"),
     ("collect", "counts", _drop("answered"), "$.counts"),
+    ("cluster", "", _drop("node_rows"), "$"),
+    ("cluster", "counts", _set("nodes", -1), "$.counts.nodes"),
+    ("cluster", "node_rows/0", _set("rails", "4"), "$.node_rows[0].rails"),
 ]
 
 

@@ -17,7 +17,7 @@ import sys
 import typer
 
 from .. import __version__
-from . import audit, check, collect, diff, ib, layouts, links, show, simulate, snapshot
+from . import audit, check, cluster, collect, diff, ib, layouts, links, show, simulate, snapshot
 
 app = typer.Typer(
     name="nvtopo",
@@ -65,6 +65,7 @@ app.command("simulate")(simulate.simulate_cmd)
 app.command("audit")(audit.audit_cmd)
 app.command("diff")(diff.diff_cmd)
 app.add_typer(collect.app, name="collect")
+app.command("cluster")(cluster.cluster_cmd)
 
 
 def run() -> None:

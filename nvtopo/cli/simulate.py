@@ -22,6 +22,17 @@ def simulate_cmd(
                              "GUIDs: the same seed gives the same file."),
     hostname: Optional[str] = typer.Option(None, "--hostname", metavar="NAME",
                                            help="Hostname written into the snapshot."),
+    nodes: Optional[int] = typer.Option(
+        None, "--nodes", metavar="N", help="Write a fleet of N nodes into the directory -o "
+        "names (docs/cluster.md): distinct hostnames (--hostname is their prefix) and GUIDs, "
+        "NVLink domains of the layout's size, rails on their subnets, one driver.  --fault "
+        "then names its node: NODE:SPEC."),
+    fleet_fault: Optional[List[str]] = typer.Option(
+        None, "--fleet-fault", metavar="SPEC",
+        help="With --nodes (repeatable): outside-domain:NODE, split-domain:DOMAIN, "
+             "clique:NODE:ID, driver:NODE:VERSION, rail-subnet:NODE:RANK, "
+             "duplicate-guid:NODE:OTHER, duplicate-lid:NODE:OTHER, "
+             "duplicate-hostname:NODE:OTHER."),
     layout_file: Optional[str] = layout_file_option(
         help="Simulate a node of this layout file. '-' reads standard input."),
     output: Optional[str] = output_option(
@@ -49,9 +60,30 @@ def simulate_cmd(
 
     if hostname is not None and not hostname.strip():
         raise NvtopoError("--hostname is empty", where="simulate")
+    if nodes is not None:
+        _fleet(layout(layout_name, layout_file, "simulate", named=True), nodes, output,
+               list(fault or []), list(fleet_fault or []), seed, hostname)
+        return
+    if fleet_fault:
+        raise NvtopoError("--fleet-fault needs --nodes", where="simulate")
     check_output(output)
     lay = layout(layout_name, layout_file, "simulate", named=True)
     doc = sim.simulate(lay, list(fault or []), seed=seed, hostname=hostname)
     faults = doc["simulated"]["faults"]
     emit(snapshot.dumps(doc), output, f" (simulated {lay.name}"
          + (f", faults: {', '.join(faults)}" if faults else ", healthy") + ")")
+
+
+def _fleet(lay, nodes: int, output: Optional[str], faults: List[str], fleet_faults: List[str],
+           seed: int, prefix: Optional[str]) -> None:
+    import sys
+
+    from ..errors import NvtopoError
+    from ..simulate import fleet
+
+    if not output or output == "-":
+        raise NvtopoError("--nodes writes a directory: give it with -o DIR", where="simulate")
+    p = fleet.plan(lay, nodes, seed=seed, prefix=prefix or "node", fleet_faults=fleet_faults,
+                   node_faults=faults)
+    count = sum(1 for _ in fleet.write(p, output))
+    sys.stderr.write(f"wrote {count} simulated {lay.name} snapshots to {output}\n")

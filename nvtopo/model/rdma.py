@@ -115,6 +115,8 @@ class Hca(Record):
     fw_ver: Optional[str] = fld("fw_ver")
     hca_type: Optional[str] = fld("hca_type")
     board_id: Optional[str] = fld("board_id")
+    node_desc: Optional[str] = fld("node_desc (rdma-ndd: \"<hostname> <device>\"); left out "
+                                   "where not read", omit="none")
     device_path: str = fld("where the device link points", default="")
     netdevs: List[Netdev] = fld("the function's network interfaces", factory=list)
     unknown: Dict[str, str] = fld("attribute -> why unreadable", factory=dict)

@@ -6,7 +6,7 @@ functions, and the :class:`Machine` that holds them with the lookups every rende
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 from ..layouts import Layout
 from .families import Family
@@ -111,6 +111,10 @@ class Machine:
     topo_pair_override: Dict[Tuple[int, int], int] = field(default_factory=dict)
     faults: List[str] = field(default_factory=list)
     healthy_gpu_count: int = 0
+    #: A fleet's per-node settings (simulate --nodes, :mod:`.fleet`): ``driver`` (version,
+    #: CUDA version), ``cluster_uuid``, ``clique_id``, ``ports``: NIC -> (lid, sm_lid, gid
+    #: prefix).  Empty for a single node.
+    fleet: Dict[str, Any] = field(default_factory=dict)
 
     # -- lookups ---------------------------------------------------------------------------
 

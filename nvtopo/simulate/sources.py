@@ -21,7 +21,7 @@ def nvml_description(m: Machine) -> Dict[str, Any]:
     fam = m.family
     gpus = m.gpus_in_order()
     index = {g.ident: i for i, g in enumerate(gpus)}
-    driver, cuda = fam.driver
+    driver, cuda = m.fleet.get("driver", fam.driver)
     desc: Dict[str, Any] = {
         "description": f"simulated {m.layout.name} (seed {m.seed})",
         "driver_version": driver,
@@ -61,8 +61,9 @@ def nvml_description(m: Machine) -> Dict[str, Any]:
         if g.fabric_state is not None:
             done = g.fabric_state == 3
             rec["fabric"] = {"state": g.fabric_state, "status": 0 if done else 27,
-                             "clusterUuid": _cluster_uuid(m) if done else "0" * 32,
-                             "cliqueId": 32766 if done else 0,
+                             "clusterUuid": (m.fleet.get("cluster_uuid") or _cluster_uuid(m))
+                             if done else "0" * 32,
+                             "cliqueId": m.fleet.get("clique_id", 32766) if done else 0,
                              "healthMask": 426 if done else 0,
                              "healthSummary": 1 if done else 0}
         elif fam.architecture >= 9:
@@ -150,6 +151,10 @@ def _hca(t: Tree, m: Machine, nic: Any, path: str) -> None:
     port: Dict[str, Any] = dict(state=nic.port.state, phys=nic.port.phys,
                                 rate=rate_text(rate), layer=nic.link_layer,
                                 lid=f"0x{0x30 + i:x}", values=values)
+    fleet_port = m.fleet.get("ports", {}).get(nic.name)
+    if fleet_port is not None and nic.link_layer == "InfiniBand":
+        port["lid"], port["sm_lid"] = f"0x{fleet_port[0]:x}", f"0x{fleet_port[1]:x}"
+        port["gid"] = f"{fleet_port[2]}:{nic.guid}"
     if nic.port.state != "4: ACTIVE":
         port["lid"] = "0xffff" if nic.link_layer == "InfiniBand" else "0x0"
         port["sm_lid"] = "0x0"
@@ -158,4 +163,4 @@ def _hca(t: Tree, m: Machine, nic: Any, path: str) -> None:
         port["gid"] = "fe80:0000:0000:0000:" + nic.guid[:9] + "ff:fe" + nic.guid[12:]
     netdevs: List[tuple] = [(nic.netdev, 0, 32 if nic.link_layer == "InfiniBand" else 1)]
     t.hca(path, nic.name, hca_type=cx[1], fw=cx[2], guid=nic.guid, board=cx[3],
-          ports=[port], netdevs=netdevs)
+          ports=[port], netdevs=netdevs, node_desc=f"{m.hostname} {nic.name}")

@@ -83,8 +83,8 @@ class Tree:
     # -- RDMA
     def hca(self, pci_path: str, name: str, *, hca_type: str, fw: str, guid: str,
             board: str, ports: List[Dict[str, object]], netdevs: Sequence[tuple] = (),
-            sys_guid: Optional[str] = None, hw_rev: str = "0", parent: Optional[str] = None
-            ) -> str:
+            sys_guid: Optional[str] = None, hw_rev: str = "0", parent: Optional[str] = None,
+            node_desc: Optional[str] = None) -> str:
         base = f"{pci_path}/infiniband/{name}"
         self.link(f"class/infiniband/{name}", f"../../{base}")
         if parent is None:
@@ -96,6 +96,8 @@ class Tree:
         self.f(f"{base}/hca_type", hca_type)
         self.f(f"{base}/hw_rev", hw_rev)
         self.f(f"{base}/board_id", board)
+        if node_desc is not None:
+            self.f(f"{base}/node_desc", node_desc)
         for ifname, dev_port, typ in netdevs:
             self.f(f"{pci_path}/net/{ifname}/dev_port", dev_port)
             self.f(f"{pci_path}/net/{ifname}/dev_id", "0x0")

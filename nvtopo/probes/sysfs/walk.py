@@ -33,6 +33,9 @@ VENDOR_MELLANOX = 0x15B3
 
 #: Device attributes read under class/infiniband/<dev>.
 HCA_ATTRS = ("node_type", "node_guid", "sys_image_guid", "fw_ver", "hca_type", "board_id")
+#: Read like HCA_ATTRS, but where the file is absent (or evidence taken before it was read
+#: lacks it) the field is left out rather than unknown.
+HCA_NEWER_ATTRS = ("node_desc",)
 #: Port attributes read under ports/<n>.
 PORT_ATTRS = ("state", "phys_state", "rate", "link_layer", "lid", "sm_lid", "gids/0")
 #: PCI attributes read for GPUs, NICs, NVMe drives and bridges.
@@ -159,6 +162,12 @@ def collect(v: Any) -> Dict[str, Any]:
                 hca["errors"][attr] = aerr
             else:
                 hca["attrs"][attr] = val
+        for attr in HCA_NEWER_ATTRS:
+            val, aerr = v.read(f"{base}/{attr}")
+            if val is not None:
+                hca["attrs"][attr] = val
+            elif not (aerr or "").startswith("ENOENT"):  # absent (or not recorded): left out
+                hca["errors"][attr] = aerr
         hca["device_path"] = v.resolve(base + "/device")
         nets, _ = v.listdir(base + "/device/net")
         for nd in nets or []:

@@ -1,0 +1,100 @@
+"""NVLink domains across nodes (GB200 NVL72 and later): ClusterUUID and clique per GPU
+(``nvmlDeviceGetGpuFabricInfoV``, [nvml.md §6](../../../docs/nvml.md)).
+
+* ``cluster.fabric_incomplete`` (error): a node whose GPUs report a fabric that is not
+  completed with success, a zero ClusterUUID or clique 0: the node is in no domain;
+* ``cluster.node_split`` (error): one node's GPUs in several domains or cliques;
+* ``cluster.domain_oversize`` (error): more nodes report a domain than the layout's domain
+  holds (two racks with one ClusterUUID);
+* ``cluster.domain_incomplete`` (warning): fewer (a tray outside its rack, a split rack, or
+  trays not collected: the snapshots alone cannot tell which);
+* ``cluster.domain_cliques`` (warning): one domain partitioned into several cliques.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Set
+
+from ...simulate.fleet import DOMAIN_NODES
+from .facts import NodeFacts
+from .finding import ClusterFinding, make, named
+from .majority import split
+
+
+def expected_size(layout: str) -> Optional[int]:
+    return DOMAIN_NODES.get(layout)
+
+
+def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
+    out: List[ClusterFinding] = []
+    incomplete: Dict[str, List[str]] = {}
+    members: Dict[str, List[NodeFacts]] = {}
+    for n in nodes:
+        if not n.fabric:
+            continue
+        bad = [f for f in n.fabric
+               if f[2] != "completed" or f[3] != "success" or not f[0] or not f[1]]
+        if bad:
+            f = bad[0]
+            why = (f"state {f[2]}" if f[2] != "completed" else
+                   f"status {f[3]}" if f[3] != "success" else
+                   "a zero ClusterUUID" if not f[0] else "clique 0")
+            incomplete.setdefault(why, []).append(n.name)
+            continue
+        uuids = {f[0] for f in n.fabric}
+        cliques = {f[1] for f in n.fabric}
+        if len(uuids) > 1 or len(cliques) > 1:
+            out.append(make("error", "cluster.node_split", n.name,
+                            f"{n.name}: its GPUs report {len(uuids)} NVLink domains and "
+                            f"{len(cliques)} cliques", [n.name],
+                            expected="one domain, one clique",
+                            actual=sorted(f"{u}.{c}" for u, c, _s, _t in n.fabric)))
+            continue
+        members.setdefault(next(iter(uuids)), []).append(n)
+    for why, names in sorted(incomplete.items()):
+        out.append(make("error", "cluster.fabric_incomplete", "NVLink fabric",
+                        f"{len(names)} node(s) in no NVLink domain ({why}): {named(names)}",
+                        names, expected="state completed, status success, a ClusterUUID "
+                        "and a clique", actual=why,
+                        hint="nvidia-smi -q | grep -A6 Fabric; check the fabric manager and "
+                             "NVSwitch trays of the rack"))
+    for uuid, ns in sorted(members.items()):
+        names = [n.name for n in ns]
+        sizes = {expected_size(n.layout) for n in ns} - {None}
+        want = min(sizes) if sizes else None
+        if want is not None and len(ns) > want:
+            out.append(make("error", "cluster.domain_oversize", f"domain {uuid}",
+                            f"{len(ns)} nodes report NVLink domain {uuid}; one holds {want}",
+                            names, expected=want, actual=len(ns)))
+        elif want is not None and len(ns) < want:
+            lost = sum(len(v) for v in incomplete.values())
+            out.append(make("warning", "cluster.domain_incomplete", f"domain {uuid}",
+                            f"NVLink domain {uuid} has {len(ns)} of {want} nodes: "
+                            f"{named(names)}"
+                            + (f" ({lost} node(s) of the fleet are in no domain: "
+                               "cluster.fabric_incomplete)" if lost else ""),
+                            names, expected=want, actual=len(ns),
+                            hint="a tray outside its rack, a rack split in two, or trays "
+                                 "not collected"))
+        major, minor, _unknown = split((n.name, n.fabric[0][1]) for n in ns)
+        for clique, cnames in minor.items():
+            out.append(make("warning", "cluster.domain_cliques", f"domain {uuid}",
+                            f"NVLink domain {uuid}: {len(cnames)} node(s) in clique {clique}"
+                            + (f", the others in {major}" if major is not None else "")
+                            + f": {named(cnames)}", cnames, expected=major, actual=clique))
+    return out
+
+
+def domains(nodes: List[NodeFacts]) -> Dict[str, Dict[str, object]]:
+    """Domain -> {"clique": ..., "nodes": [...]}, for the outputs (nodes in one domain)."""
+    out: Dict[str, Dict[str, object]] = {}
+    for n in nodes:
+        d = n.domain
+        if d is None or not n.fabric or any(f[2] != "completed" for f in n.fabric):
+            continue
+        entry = out.setdefault(d, {"cliques": set(), "nodes": []})
+        cl: Set[int] = entry["cliques"]  # type: ignore[assignment]
+        cl.update(f[1] for f in n.fabric if f[1] is not None)
+        entry["nodes"].append(n.name)  # type: ignore[union-attr]
+    return {d: {"cliques": sorted(e["cliques"]), "nodes": sorted(e["nodes"])}  # type: ignore
+            for d, e in sorted(out.items())}

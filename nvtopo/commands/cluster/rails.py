@@ -1,0 +1,102 @@
+"""Rails across nodes: rank *i* is the compute NIC of GPU *i* on every node.
+
+Per rank, over the nodes of one layout (nodes that match none are not compared): the same link layer and rate (``cluster.rail_mismatch``,
+error), ACTIVE (``cluster.rail_down``, warning: ``check`` reports the port itself), one subnet
+prefix and SM LID (``cluster.rail_subnet``, warning).  Across every RDMA device of the fleet:
+``cluster.duplicate_guid`` (node or port GUID, error) and ``cluster.duplicate_lid`` (one LID
+twice in one subnet, error).  Storage NICs are not ranks; one on a compute rail's subnet is
+``cluster.storage_on_rail`` (warning).
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Tuple
+
+from .facts import NodeFacts
+from .finding import ClusterFinding, make, named
+from .majority import show, split
+
+#: Findings listed one by one per duplicate kind; the rest are counted in one more finding.
+MAX_LISTED = 100
+
+
+def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
+    out: List[ClusterFinding] = []
+    by_layout: Dict[str, List[NodeFacts]] = {}
+    for n in nodes:
+        by_layout.setdefault(n.layout, []).append(n)
+    rail_prefixes = set()
+    for layout, ns in sorted(by_layout.items()):
+        if layout == "none":  # no kind of node: their ranks need not be the same rails
+            continue
+        ranks = max((len(n.rails) for n in ns), default=0)
+        for r in range(ranks):
+            rails = [(n.name, n.rails[r]) for n in ns if len(n.rails) > r]
+            for what, code, sev, get in (
+                    ("link layer", "cluster.rail_mismatch", "error", lambda x: x.link_layer),
+                    ("rate (Gb/s)", "cluster.rail_mismatch", "error", lambda x: x.rate),
+                    ("port state", "cluster.rail_down", "warning", lambda x: x.state),
+                    ("subnet prefix and SM LID", "cluster.rail_subnet", "warning",
+                     lambda x: (x.prefix, x.sm_lid) if x.link_layer == "InfiniBand"
+                     and x.prefix else None)):
+                major, minor, _unknown = split((name, get(x)) for name, x in rails)
+                if major is not None and code == "cluster.rail_subnet":
+                    rail_prefixes.add(major[0])
+                for value, names in minor.items():
+                    out.append(make(sev, code, f"rail {r}",
+                                    f"rail {r} ({layout}): {len(names)} node(s) with {what} "
+                                    f"{show(value)}"
+                                    + (f" where the others have {show(major)}"
+                                       if major is not None else " (no majority)")
+                                    + f": {named(names)}", names,
+                                    expected=show(major) if major is not None else None,
+                                    actual=show(value)))
+    # duplicates over every device of the fleet: the first holder of each GUID and LID is
+    # kept (one dictionary entry, no list), the others only where there is a duplicate
+    first_guid: Dict[str, Tuple[str, str]] = {}
+    dup_guid: Dict[str, List[Tuple[str, str]]] = {}
+    first_lid: Dict[Tuple[str, int], Tuple[str, str]] = {}
+    dup_lid: Dict[Tuple[str, int], List[Tuple[str, str]]] = {}
+    storage_on_rail: List[str] = []
+    for n in nodes:
+        for nic, role, node_guid, port_guid, prefix, lid, layer in n.hcas:
+            who = (n.name, nic)
+            for g in {node_guid, port_guid and _colons(port_guid)} - {None, ""}:
+                prev = first_guid.setdefault(g, who)  # type: ignore[arg-type]
+                if prev is not who and prev[0] != n.name:
+                    dup_guid.setdefault(g, [prev]).append(who)  # type: ignore[arg-type]
+            if layer == "InfiniBand" and prefix and lid and 0 < lid < 0xC000:
+                prev = first_lid.setdefault((prefix, lid), who)
+                if prev is not who:
+                    dup_lid.setdefault((prefix, lid), [prev]).append(who)
+            if role != "compute" and layer == "InfiniBand" and prefix in rail_prefixes:
+                storage_on_rail.append(n.name)
+    del first_guid, first_lid
+    for g, where in sorted(dup_guid.items())[:MAX_LISTED]:
+        out.append(make("error", "cluster.duplicate_guid", f"GUID {g}",
+                        f"GUID {g} on {len(where)} devices: "
+                        + ", ".join(f"{a} {b}" for a, b in where[:5]),
+                        [w[0] for w in where], actual=len(where), expected=1))
+    for (prefix, lid), where in sorted(dup_lid.items())[:MAX_LISTED]:
+        out.append(make("error", "cluster.duplicate_lid", f"LID {lid} on {prefix}",
+                        f"LID {lid} twice in subnet {prefix}: "
+                        + ", ".join(f"{a} {b}" for a, b in where[:5]),
+                        [w[0] for w in where], actual=len(where), expected=1))
+    for code, what, dups in (("cluster.duplicate_guid", "GUIDs", dup_guid),
+                             ("cluster.duplicate_lid", "LIDs", dup_lid)):
+        if len(dups) > MAX_LISTED:
+            more = sorted(dups.items())[MAX_LISTED:]
+            out.append(make("error", code, what, f"{len(more)} more duplicate {what}",
+                            [w[0] for _k, ws in more for w in ws]))
+    if storage_on_rail:
+        out.append(make("warning", "cluster.storage_on_rail", "storage NICs",
+                        f"{len(storage_on_rail)} node(s) have a non-compute InfiniBand NIC on "
+                        f"a compute rail's subnet: {named(storage_on_rail)}", storage_on_rail))
+    return out
+
+
+def _colons(port_guid: str) -> str:
+    """``a088c20000000004`` -> ``a088:c200:0000:0004`` (node GUID spelling: a port GUID of a
+    single-port HCA equals its node GUID; both are counted once per device)."""
+    s = port_guid.lower()
+    return ":".join(s[i:i + 4] for i in range(0, len(s), 4)) if len(s) == 16 else s

@@ -1,0 +1,231 @@
+"""``nvtopo simulate LAYOUT --nodes N -o DIR``: a consistent simulated fleet.
+
+Every node is :func:`nvtopo.simulate.build` of the layout with a seed of its own, then given
+what a fleet shares and what it keeps distinct:
+
+* hostnames ``<prefix>-00000`` ... (distinct), and each node's ``node_desc`` (rdma-ndd's
+  ``"<hostname> <device>"``) to match;
+* node GUIDs made from the node index and the NIC's rank (distinct by construction); GPU
+  UUIDs from the node's own seed;
+* NVLink domains of the layout's size (:data:`DOMAIN_NODES`: a GB200 NVL72 rack holds 18
+  trays): every GPU of domain *d* reports the same ClusterUUID and clique id;
+* rails: compute NIC rank *r* of every node on subnet ``fe80:0000:<block>:<r>`` (``block``:
+  one subnet per :data:`LIDS_PER_SUBNET` nodes, since unicast LIDs end at 0xBFFF) with the
+  subnet manager at LID 1, node *i* at LID ``2 + i % LIDS_PER_SUBNET``;
+* one driver and one kernel.
+
+Fleet faults (``--fleet-fault``) break one of those on purpose, for tests and demos; per-node
+faults are the single-node ones given with a node index (``--fault 5:pcie-width:GPU2:8``).
+Files are written one at a time, atomically (:mod:`nvtopo.output`), as ``DIR/<host>.json``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+
+from ..errors import NvtopoError
+from ..safe import ascii_int, is_ascii_digits
+
+#: The most nodes one fleet may have.
+MAX_NODES = 100_000
+#: Nodes per NVLink domain for the layouts that are one tray of a multi-node NVLink domain
+#: (GB200 NVL72: 18 compute trays of 4 GPUs per rack; NVIDIA DGX GB200 User Guide).
+DOMAIN_NODES: Dict[str, int] = {"gb200-nvl72-tray": 18}
+#: Nodes per IB subnet of one rail (unicast LIDs are 0x0001-0xBFFF; the SM takes LID 1).
+LIDS_PER_SUBNET = 40_000
+#: The simulated fleet's kernel (all nodes).
+KERNEL = "6.8.0-simulated"
+
+#: Fleet fault kinds and their arguments (node and domain indices count from 0).
+FLEET_FAULTS: Dict[str, str] = {
+    "outside-domain": "NODE: the node's GPUs report a ClusterUUID of their own",
+    "split-domain": "DOMAIN: the second half of the domain reports another ClusterUUID",
+    "clique": "NODE:ID: the node's GPUs report clique ID (another partition of the domain)",
+    "driver": "NODE:VERSION: the node runs another driver (e.g. 570.86.10)",
+    "rail-subnet": "NODE:RANK: the node's rank-RANK compute NIC on another subnet and SM",
+    "duplicate-guid": "NODE:OTHER: the node's rank-0 NIC has OTHER's node GUID",
+    "duplicate-lid": "NODE:OTHER: the node's rank-0 port has OTHER's LID",
+    "duplicate-hostname": "NODE:OTHER: the node has OTHER's hostname",
+}
+
+
+@dataclass
+class FleetFault:
+    kind: str
+    args: Tuple[str, ...]
+    spec: str
+
+
+@dataclass
+class Plan:
+    """What the fleet will be: checked before any file is written."""
+
+    layout: Any
+    nodes: int
+    seed: int = 0
+    prefix: str = "node"
+    fleet_faults: List[FleetFault] = field(default_factory=list)
+    node_faults: Dict[int, List[str]] = field(default_factory=dict)
+
+
+def _index(text: str, what: str, bound: int, spec: str) -> int:
+    if not is_ascii_digits(text):
+        raise NvtopoError(f"{what} {text!r} is no number", where=f"fault {spec}")
+    value = ascii_int(text)
+    if not 0 <= value < bound:
+        raise NvtopoError(f"{what} {value} is out of range (0..{bound - 1})",
+                          where=f"fault {spec}")
+    return value
+
+
+def parse_fleet_fault(spec: str, nodes: int, domains: int) -> FleetFault:
+    kind, _, rest = spec.partition(":")
+    if kind not in FLEET_FAULTS:
+        raise NvtopoError(f"unknown fleet fault {kind!r}; known: {', '.join(FLEET_FAULTS)}",
+                          where="--fleet-fault")
+    args = tuple(rest.split(":")) if rest else ()
+    want = 1 if kind in ("outside-domain", "split-domain") else 2
+    if len(args) != want:
+        raise NvtopoError(f"expected {FLEET_FAULTS[kind]}", where=f"fault {spec}")
+    if kind == "split-domain":
+        _index(args[0], "domain", max(domains, 1), spec)
+        if domains == 0:
+            raise NvtopoError("the layout has no multi-node NVLink domain",
+                              where=f"fault {spec}")
+    else:
+        _index(args[0], "node", nodes, spec)
+    if kind in ("duplicate-guid", "duplicate-lid", "duplicate-hostname"):
+        _index(args[1], "node", nodes, spec)
+    if kind in ("clique", "rail-subnet"):
+        _index(args[1], "number", 1 << 15, spec)
+    if kind in ("outside-domain", "clique") and domains == 0:
+        raise NvtopoError("the layout has no multi-node NVLink domain", where=f"fault {spec}")
+    if kind == "driver" and not all(p.isdigit() and p.isascii() for p in args[1].split(".")):
+        raise NvtopoError("a driver version is numbers and dots", where=f"fault {spec}")
+    return FleetFault(kind, args, spec)
+
+
+def plan(layout: Any, nodes: int, *, seed: int = 0, prefix: str = "node",
+         fleet_faults: Sequence[str] = (), node_faults: Sequence[str] = ()) -> Plan:
+    """Check every option (node count, prefix, faults) and return the plan."""
+    from . import faults as faults_mod
+
+    if not 1 <= nodes <= MAX_NODES:
+        raise NvtopoError(f"--nodes must be 1..{MAX_NODES}, not {nodes}", where="simulate")
+    if not prefix or not all(c.isascii() and (c.isalnum() or c == "-") for c in prefix) \
+            or len(prefix) > 40:
+        raise NvtopoError("--hostname prefix: letters, digits and '-', at most 40",
+                          where="simulate")
+    domains = _domain_count(layout, nodes)
+    p = Plan(layout=layout, nodes=nodes, seed=seed, prefix=prefix)
+    p.fleet_faults = [parse_fleet_fault(s, nodes, domains) for s in fleet_faults]
+    for spec in node_faults:
+        head, sep, rest = spec.partition(":")
+        if not sep or not is_ascii_digits(head):
+            raise NvtopoError("with --nodes a fault names its node: NODE:SPEC "
+                              "(5:pcie-width:GPU2:8)", where=f"fault {spec}")
+        i = _index(head, "node", nodes, spec)
+        faults_mod.parse(rest)  # checked now, before any file is written
+        p.node_faults.setdefault(i, []).append(rest)
+    return p
+
+
+def domain_size(layout: Any) -> Optional[int]:
+    return DOMAIN_NODES.get(layout.name)
+
+
+def _domain_count(layout: Any, nodes: int) -> int:
+    size = domain_size(layout)
+    return 0 if size is None else (nodes + size - 1) // size
+
+
+def _uuid_hex(*parts: Any) -> str:
+    return hashlib.sha256(":".join(str(p) for p in parts).encode()).hexdigest()[:32]
+
+
+def hostname(p: Plan, i: int) -> str:
+    return f"{p.prefix}-{i:05d}"
+
+
+def node_document(p: Plan, i: int) -> Dict[str, Any]:
+    """The snapshot document of node ``i`` of the fleet."""
+    from . import build, snapshot
+
+    name = hostname(p, i)
+    ff = p.fleet_faults
+    for f in ff:
+        if f.kind == "duplicate-hostname" and int(f.args[0]) == i:
+            name = hostname(p, int(f.args[1]))
+    m = build(p.layout, p.node_faults.get(i, ()), seed=p.seed * 1_000_003 + i, hostname=name)
+    size = domain_size(p.layout)
+    fleet: Dict[str, Any] = {}
+    if size is not None:
+        d = i // size
+        fleet["cluster_uuid"] = _uuid_hex("fleet", p.seed, "domain", d)
+        fleet["clique_id"] = 1
+        for f in ff:
+            if f.kind == "split-domain" and int(f.args[0]) == d and i % size >= size // 2:
+                fleet["cluster_uuid"] = _uuid_hex("fleet", p.seed, "domain", d, "split")
+            if f.kind == "outside-domain" and int(f.args[0]) == i:
+                fleet["cluster_uuid"] = _uuid_hex("fleet", p.seed, "node", i)
+            if f.kind == "clique" and int(f.args[0]) == i:
+                fleet["clique_id"] = int(f.args[1])
+    for f in ff:
+        if f.kind == "driver" and int(f.args[0]) == i:
+            fleet["driver"] = (f.args[1], m.family.driver[1])
+    compute = [n for n in m.nics if n.role == "compute"]
+    ports: Dict[str, Tuple[int, int, str]] = {}
+    for rank, nic in enumerate(m.nics):
+        nic.guid = _guid(i, rank)
+    for rank, nic in enumerate(compute):
+        block = i // LIDS_PER_SUBNET
+        prefix = f"fe80:0000:{block:04x}:{rank:04x}"
+        sm = 1
+        for f in ff:
+            if f.kind == "rail-subnet" and int(f.args[0]) == i and int(f.args[1]) == rank:
+                prefix, sm = f"fe80:0000:{block:04x}:{0x100 + rank:04x}", 2
+        ports[nic.name] = (2 + i % LIDS_PER_SUBNET, sm, prefix)
+    for f in ff:
+        if f.kind in ("duplicate-guid", "duplicate-lid") and int(f.args[0]) == i and compute:
+            other = int(f.args[1])
+            if f.kind == "duplicate-guid":
+                compute[0].guid = _guid(other, m.nics.index(compute[0]))
+            else:
+                lid, sm, prefix = ports[compute[0].name]
+                ports[compute[0].name] = (2 + other % LIDS_PER_SUBNET, sm, prefix)
+    fleet["ports"] = ports
+    m.fleet = fleet
+    mine = [f.spec for f in ff if f.args and f.kind != "split-domain" and int(f.args[0]) == i]
+    if size is not None:
+        mine += [f.spec for f in ff if f.kind == "split-domain"
+                 and int(f.args[0]) == i // size and i % size >= size // 2]
+    doc = snapshot(m)
+    doc["host"]["kernel"] = KERNEL
+    doc["simulated"]["fleet"] = {"node": i, "nodes": p.nodes, "seed": p.seed,
+                                 "faults": mine}
+    return doc
+
+
+def _guid(i: int, rank: int) -> str:
+    return f"a088:c2{rank:02x}:{(i >> 16) & 0xffff:04x}:{i & 0xffff:04x}"
+
+
+def write(p: Plan, directory: str) -> Iterator[str]:
+    """Write every node's snapshot into ``directory`` (made if missing); yield each path."""
+    from .. import output
+    from ..snapshot import dumps
+
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        raise NvtopoError("not a directory", where=directory)
+    os.makedirs(directory, exist_ok=True)
+    for i in range(p.nodes):
+        path = os.path.join(directory, f"{hostname(p, i)}.json")
+        output.write(dumps(node_document(p, i)), path)
+        yield path
+
+
+__all__ = ["MAX_NODES", "DOMAIN_NODES", "FLEET_FAULTS", "Plan", "plan", "node_document",
+           "write", "hostname", "domain_size"]

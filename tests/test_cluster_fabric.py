@@ -1,0 +1,113 @@
+"""``nvtopo cluster --fabric DUMP``: a real ``ibnetdiscover`` dump (made with ibsim,
+fixtures/ibnetdiscover/README.md) read into the switch tree and written as Slurm's tree form."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cli_runner import make_runner
+from nvtopo.cli import app
+from nvtopo.commands.cluster import fabric
+from nvtopo.errors import NvtopoError
+from nvtopo.layouts import load
+from nvtopo.simulate import fleet
+
+runner = make_runner()
+DUMP = Path(__file__).resolve().parent.parent / "fixtures" / "ibnetdiscover" / \
+    "ibsim-2leaf-1spine.txt"
+
+
+def test_the_real_dump_is_read():
+    fab = fabric.read(str(DUMP))
+    by_desc = {s.desc: s for s in fab.switches.values()}
+    assert sorted(by_desc) == ["leaf0", "leaf1", "spine0"]
+    assert sorted(fab.hca_desc[h] for h in by_desc["leaf0"].hcas) == [
+        "node-00000 mlx5_0", "node-00001 mlx5_0"]
+    assert sorted(fab.switches[p].desc for p in by_desc["spine0"].peers) == ["leaf0", "leaf1"]
+    assert by_desc["leaf1"].peers == ["S-0000000000200002"]
+    t = fabric.tree(fab, {"node-00000 mlx5_0": "a", "node-00002 mlx5_0": "c"})
+    assert t["switches"] == [
+        {"name": "leaf0", "level": 0, "nodes": ["a"], "switches": []},
+        {"name": "leaf1", "level": 0, "nodes": ["c"], "switches": []},
+        {"name": "spine0", "level": 1, "nodes": [], "switches": ["leaf0", "leaf1"]}]
+    assert t["unmatched"] == ["node-00001 mlx5_0", "node-00003 mlx5_0"]
+
+
+@pytest.fixture(scope="module")
+def fleet_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("fleet")
+    list(fleet.write(fleet.plan(load("dgx-h100"), 5), str(d)))
+    return d
+
+
+def test_cli_tree_form_and_json(fleet_dir, tmp_path):
+    res = runner.invoke(app, ["cluster", str(fleet_dir), "--fabric", str(DUMP), "--format",
+                              "slurm-topology", "-j", "1"])
+    assert res.exit_code == 0, res.output
+    body = [x for x in res.stdout.splitlines() if not x.startswith("#")]
+    assert body == ["SwitchName=leaf0 Nodes=node-[00000-00001]",
+                    "SwitchName=leaf1 Nodes=node-[00002-00003]",
+                    "SwitchName=spine0 Switches=leaf[0-1]"]
+    assert "# 1 node(s) under no leaf switch of the dump: node-00004" in res.stdout
+    out = tmp_path / "c.json"
+    res = runner.invoke(app, ["cluster", str(fleet_dir), "--fabric", str(DUMP), "--format",
+                              "json", "-j", "1", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(out.read_text())
+    assert doc["fabric"]["nodes_outside"] == ["node-00004"]
+    assert doc["fabric"]["unmatched"] == []
+
+
+@pytest.mark.parametrize("text,message", [
+    ("hello\nworld\n", "not an ibnetdiscover dump"),
+    ("Switch 8 no-quotes\n", "without an id"),
+])
+def test_bad_dumps_are_one_line_errors(tmp_path, text, message):
+    p = tmp_path / "dump.txt"
+    p.write_text(text)
+    with pytest.raises(NvtopoError) as e:
+        fabric.read(str(p))
+    assert message in str(e.value)
+
+
+def test_bad_dump_fails_before_reading_snapshots(fleet_dir, tmp_path):
+    p = tmp_path / "dump.bin"
+    p.write_bytes(b"\xff\xfe\x00binary")
+    res = runner.invoke(app, ["cluster", str(fleet_dir), "--fabric", str(p), "-j", "1"])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert "not UTF-8" in res.output
+    res = runner.invoke(app, ["cluster", str(fleet_dir), "--fabric", str(tmp_path / "none")])
+    assert res.exit_code == 2 and "cannot read" in res.output
+
+
+def test_hostile_descriptions_and_switch_names_stay_out_of_topology_conf(fleet_dir, tmp_path):
+    text = DUMP.read_text().replace('"leaf0"', '"leaf0\\nSwitchName=evil Nodes=ALL"')
+    text = text.replace('# "node-00001 mlx5_0"', '# "\x1b[2Jnode-00001 mlx5_0"')
+    p = tmp_path / "dump.txt"
+    p.write_text(text)
+    res = runner.invoke(app, ["cluster", str(fleet_dir), "--fabric", str(p), "--format",
+                              "slurm-topology", "-j", "1"])
+    assert res.exit_code == 0, res.output
+    assert "\x1b" not in res.stdout
+    body = [x for x in res.stdout.splitlines() if not x.startswith("#")]
+    assert all(not x.startswith("SwitchName=evil") for x in body)
+    assert "SwitchName=leaf1 Nodes=node-[00002-00003]" in body
+
+
+def test_a_large_dump_is_read_in_linear_time(tmp_path):
+    import time
+
+    parts = []
+    for s in range(2000):
+        parts.append(f'Switch\t40 "S-{s:016x}"\t\t# "sw{s}" base port 0 lid 1 lmc 0')
+        for port in range(1, 33):
+            parts.append(f'[{port}]\t"H-{s * 100 + port:016x}"[1]({port:x}) \t\t# '
+                         f'"n{s}-{port} mlx5_0" lid 3 4xNDR')
+        parts.append("")
+    p = tmp_path / "big.txt"
+    p.write_text("\n".join(parts))
+    t = time.perf_counter()
+    fab = fabric.read(str(p))
+    assert len(fab.switches) == 2000 and len(fab.hca_desc) == 64000
+    assert time.perf_counter() - t < 10  # a hang detector: about 0.2 s here

@@ -23,6 +23,14 @@ def check_cmd(
              "view exported)."),
     timeout: float = timeout_option(),
     output: Optional[str] = output_option(),
+    brief: bool = typer.Option(
+        False, "--brief", "-b",
+        help="Table: one line per finding (code, subject, expected → actual), no "
+             "explanations or hints."),
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v",
+        help="Table: list every \"not checked\" note in full (by default one line names "
+             "the families)."),
 ) -> None:
     """Check the node against its expected layout: GPUs, NVLink, fabric, P2P, PCIe, NICs,
     InfiniBand/RoCE ports, NUMA, and sources that disagree.
@@ -38,6 +46,8 @@ def check_cmd(
       nvtopo check
 
       nvtopo check --from node17.json --layout dgx-h100
+
+      nvtopo check --from node17.json --brief
 
       nvtopo check --from ticket.txt --layout-file mynode.json --format json
 
@@ -58,7 +68,7 @@ def check_cmd(
     if fmt is CheckFormat.table and to_terminal(output):
         from ..render import check as render_check
 
-        render_check.print_check(report, console())
+        render_check.print_check(report, console(), brief=brief, verbose=verbose)
     elif fmt is CheckFormat.json:
         emit(json.dumps(report.document(), indent=2) + "\n", output)
     else:

@@ -6,58 +6,31 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, List
 
-from ..checks import SEVERITIES, Report
+from ..checks import Report
 from ..safe import printable
 
 if TYPE_CHECKING:  # Rich is imported by the table printers only: JSON output never loads it
     from rich.console import Console
 
-STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
-TITLE = {"error": "Errors", "warning": "Warnings", "info": "Not checked / notes"}
+from .layout import STYLE, TITLE, print_findings, print_wrapped, value as _val  # noqa: F401 (re-exported)
 
 
-def _val(x: Any) -> str:
-    if x is None:
-        return "–"
-    if isinstance(x, dict):
-        return ", ".join(f"{k}={v}" for k, v in x.items())
-    return str(x)
-
-
-def print_check(report: Report, console: Console) -> None:
-    """The report as tables, one per severity, then its verdict line."""
-    from rich.table import Table
+def print_check(report: Report, console: Console, *, brief: bool = False,
+                verbose: bool = False) -> None:
+    """The report's findings laid out for the console's width (``render/layout.py``), then
+    its verdict line.  ``brief``: one line per finding, no explanations or hints;
+    ``verbose``: every "not checked" note in full (else one line naming the families)."""
     from rich.text import Text
 
     from .cells import text
 
-    console.print(Text.assemble(("Layout: ", "bold"), (printable(report.layout_name),
-                                                        "bold cyan"),
-                                printable(f"  ({report.reason})")))
+    print_wrapped(console, Text.assemble(("Layout: ", "bold"),
+                                         (printable(report.layout_name), "bold cyan"),
+                                         printable(f"  ({report.reason})")), 0, 2)
     if report.mapping:
         console.print(text("GPU renumbering (node → layout): " + ", ".join(
             f"GPU{k}→{v}" for k, v in sorted(report.mapping.items()))))
-    for sev in SEVERITIES:
-        group = [f for f in report.findings if f.severity == sev]
-        if not group:
-            continue
-        table = Table(title=f"{TITLE[sev]} ({len(group)})", title_justify="left",
-                      title_style=STYLE[sev], show_lines=False, expand=False)
-        table.add_column("Code", style=STYLE[sev], no_wrap=True)
-        table.add_column("Subject", no_wrap=True)
-        if sev != "info":
-            table.add_column("Expected", no_wrap=False)
-            table.add_column("Actual", no_wrap=False)
-        table.add_column("What" if sev == "info" else "What / what to do", ratio=1)
-        for f in group:
-            what = text(f.message)
-            if f.hint and sev != "info":
-                what.append("\n→ " + printable(f.hint), style="dim")
-            row = [text(f.code), text(str(f.subject))]
-            if sev != "info":
-                row += [text(_val(f.expected)), text(_val(f.actual))]
-            table.add_row(*row, what)
-        console.print(table)
+    print_findings(report.findings, console, brief=brief, verbose=verbose)
     n = report.counts
     if report.verdict == "fail":
         line = Text(f"FAIL: {n['error']} error(s), {n['warning']} warning(s)", style="bold red")

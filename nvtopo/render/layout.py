@@ -146,3 +146,154 @@ def print_findings(findings: Sequence[Any], console: "Console", *, brief: bool =
                 lead = "→ (both above) "
             print_wrapped(console, Text.assemble((lead, "dim"), text(hint, "dim")),
                           TEXT_INDENT, 2)
+
+
+# --- tables that fit the width ----------------------------------------------------------
+
+
+def _plain(cell: Any) -> str:
+    from rich.text import Text
+
+    if isinstance(cell, Text):
+        return cell.plain
+    if isinstance(cell, str):
+        return cell
+    return ""
+
+
+def _extent(cell: Any) -> "tuple[int, int]":
+    """(longest word, longest line) of a cell, in terminal cells."""
+    from rich.cells import cell_len
+
+    plain = _plain(cell)
+    lines = plain.split("\n") or [""]
+    words = plain.split() or [""]
+    return max(cell_len(w) for w in words), max(cell_len(x) for x in lines)
+
+
+def fit(table: "Table", width: int) -> Any:
+    """``table`` made to fit ``width`` columns without cutting or breaking a word.
+
+    Every column is at least as wide as its longest word (its longest value where the
+    column is ``no_wrap``, i.e. an identifier column); what width is left goes to the
+    wrappable columns.  Where even that does not fit, the rows are drawn as records (one
+    block per row: the first column's value, then ``header: value`` lines), which fit any
+    width from 40 up."""
+    cols = table.columns
+    if not cols:
+        return table
+    pad = sum(table._get_padding_width(i) for i in range(len(cols)))
+    budget = width - table._extra_width - pad
+    mins: List[int] = []
+    maxs: List[int] = []
+    for c in cols:
+        cells = list(c.cells) + ([c.header] if table.show_header else [])
+        ext = [_extent(x) for x in cells] or [(0, 0)]
+        longest_line = max(e[1] for e in ext)
+        longest_word = max(e[0] for e in ext)
+        if c.no_wrap:
+            head_w, _ = _extent(c.header) if table.show_header else (0, 0)
+            body = max([_extent(x)[1] for x in c.cells] or [0])
+            mn = max(body, head_w, c.min_width or 0)
+            mx = max(longest_line, mn)
+            c.no_wrap = bool(mx <= mn)  # the header may wrap at its spaces
+        else:
+            mn = max(longest_word, c.min_width or 0)
+            mx = max(longest_line, mn)
+        mins.append(mn)
+        maxs.append(mx)
+    if sum(maxs) <= budget:
+        return table
+    if sum(mins) > budget:
+        return Records(table)
+    widths = list(mins)
+    spare = budget - sum(mins)
+    want = [mx - mn for mn, mx in zip(mins, maxs)]
+    # water-filling: the columns that want least are satisfied first (a two-word header,
+    # a short list), what is left is shared by the wide ones
+    order = sorted((i for i, w in enumerate(want) if w > 0), key=lambda i: want[i])
+    for n, i in enumerate(order):
+        give = min(want[i], spare // (len(order) - n))
+        widths[i] += give
+        spare -= give
+    for c, w in zip(cols, widths):
+        c.width = w
+        c.min_width = None
+        c.max_width = None
+        c.ratio = None
+        c.overflow = "fold"
+    table.expand = False
+    return table
+
+
+class Records:
+    """A table's rows as blocks of ``header: value`` lines (the narrow-terminal form)."""
+
+    def __init__(self, table: "Table") -> None:
+        self.table = table
+
+    def __rich_console__(self, console: "Console", options: Any) -> Any:
+        from rich.text import Text
+
+        t = self.table
+        width = options.max_width
+        if t.title is not None:
+            yield t.title if isinstance(t.title, Text) else Text(str(t.title), style="bold")
+        columns = [list(c.cells) for c in t.columns]
+        heads = [_plain(c.header) for c in t.columns]
+        for r in range(t.row_count):
+            first = columns[0][r] if columns and r < len(columns[0]) else ""
+            fields: List[Text] = [first if isinstance(first, Text)
+                                  else Text(_plain(first), style="bold")]
+            for head, cells in zip(heads[1:], columns[1:]):
+                cell = cells[r] if r < len(cells) else ""
+                body = cell.copy() if isinstance(cell, Text) else Text(_plain(cell))
+                if not body.plain.strip():
+                    continue
+                body.plain = body.plain.replace("\n", " ")
+                fields.append(Text.assemble(((head + ": ") if head else "", "dim"), body))
+            yield from _packed(console, fields, width, 2)
+
+
+def _packed(console: "Console", fields: List[Any], width: int, indent: int) -> Any:
+    """``fields`` side by side, two spaces apart, as many to a line as fit ``width``
+    (the first line from column 0, the others indented by ``indent``); a field wider than
+    a line is wrapped at its spaces."""
+    from rich.cells import cell_len
+    from rich.text import Text
+
+    start = 0
+    line = Text()
+    used = 0
+    for f in fields:
+        n = cell_len(f.plain)
+        if used > start and used + 2 + n > width:
+            yield line
+            start = indent
+            line, used = Text(" " * start), start
+        if used + n > width:
+            for i, part in enumerate(f.wrap(console, max(width - indent - 2, 20),
+                                            overflow="fold")):
+                part.rstrip()
+                yield Text.assemble(" " * (start if i == 0 else indent + 2), part)
+            start = indent
+            line, used = Text(" " * start), start
+            continue
+        if used > start:
+            line.append("  ")
+            used += 2
+        line.append_text(f)
+        used += n
+    if used > start:
+        yield line
+
+
+class Fitted:
+    """``table`` fitted (:func:`fit`) to the width it is drawn at: for renderers that build
+    their output before they know the console."""
+
+    def __init__(self, table: "Table") -> None:
+        self.table = table
+
+    def __rich_console__(self, console: "Console", options: Any) -> Any:
+        yield fit(self.table, options.max_width)

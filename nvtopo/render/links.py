@@ -16,6 +16,7 @@ from rich.text import Text
 from ..errors import NvtopoError
 from ..model import Topology, pci_bdf
 from .cells import printable, text, title
+from .layout import Fitted, print_wrapped
 
 #: Where link facts live in the model, in order of preference.
 LINK_SOURCES = ("nvml", "nvml-text")
@@ -179,8 +180,8 @@ def gpu_table(g: Dict[str, Any]) -> Table:
 def print_links(doc: Dict[str, Any], console: Console) -> None:
     for g in doc["gpus"]:
         if g.get("fault"):
-            console.print(text(f"GPU{g['index']}: {g['fault'].get('message')}",
-                               style="bold red"), soft_wrap=True)
+            print_wrapped(console, text(f"GPU{g['index']}: {g['fault'].get('message')}",
+                                        style="bold red"), 0, 2)
         if not g["links"]:
             what = {"not_supported": "NVLink not supported on this GPU",
                     "inactive": g.get("reason") or "all links inactive"}.get(
@@ -189,19 +190,20 @@ def print_links(doc: Dict[str, Any], console: Console) -> None:
                                style="dim" if g["nvlink"] == "not_supported" else "yellow"))
             console.print()
             continue
-        console.print(gpu_table(g))
+        console.print(Fitted(gpu_table(g)))
         reasons: Dict[str, List[int]] = {}
         for lk in g["links"]:
             if lk["state"] != "active" and lk.get("reason"):
                 reasons.setdefault(f"{lk['state']}: {lk['reason']}", []).append(lk["link"])
         for why, ids in reasons.items():
             style = "bold red" if why.startswith("down") else "yellow"
-            console.print(text(f"  links {', '.join(map(str, ids))} {why}", style=style),
-                          soft_wrap=True)
+            word = "link" if len(ids) == 1 else "links"
+            print_wrapped(console, text(f"{word} {', '.join(map(str, ids))} {why}",
+                                        style=style), 2, 2)
         bad = [(lk["link"], k, v) for lk in g["links"] for k, v in lk["errors"].items() if v]
         if bad:
-            console.print(text("  nonzero error counters: " + ", ".join(
-                f"link {i} {k}={v}" for i, k, v in bad), style="bold red"), soft_wrap=True)
+            print_wrapped(console, text("nonzero error counters: " + ", ".join(
+                f"link {i} {k}={v}" for i, k, v in bad), style="bold red"), 2, 2)
         console.print()
     pairs = doc.get("pairs") or []
     if pairs:
@@ -212,10 +214,10 @@ def print_links(doc: Dict[str, Any], console: Console) -> None:
     for n in doc.get("notes") or []:
         if n["code"] in ("nvml.gpu_lost", "nvml.timeout"):
             continue  # said above (the GPU's fault, the incomplete line)
-        console.print(text(f"note: {n['subject'] + ': ' if n.get('subject') else ''}"
-                           f"{n['message']}",
-                           style="yellow" if n.get("level") == "warning" else "dim"),
-                      soft_wrap=True)
+        print_wrapped(console, text(f"note: {n['subject'] + ': ' if n.get('subject') else ''}"
+                                    f"{n['message']}",
+                                    style="yellow" if n.get("level") == "warning" else "dim"),
+                      0, 2)
     for d in doc.get("disagreements") or []:
         console.print(text(f"disagreement: {d['subject']} {d['fact']}: {d['message']}",
                            style="bold yellow"))

@@ -16,8 +16,9 @@ from rich.text import Text
 
 from ..model import P2P_STATUS, PATH_DESCRIPTIONS, Matrix, Topology, path_kind, path_rank
 from ..model.pcie import PciPlacement
-from .cells import printable, text
 from ..safe import is_ascii_digits
+from .cells import printable, text
+from .layout import Fitted
 
 PATH_STYLES: Dict[str, str] = {
     "X": "dim",
@@ -382,9 +383,9 @@ def render(topo: Topology, width: int) -> RenderableType:
                 parts.append(Text(""))
             parts.append(t)
     if topo.gpus and topo.matrix is not None:
-        parts += [Text(""), gpu_table(topo)]
+        parts += [Text(""), Fitted(gpu_table(topo))]
     if topo.nics:
-        parts += [Text(""), nic_table(topo)]
+        parts += [Text(""), Fitted(nic_table(topo))]
     if m is not None:
         parts += [Text(""), legend(topo)]
     note_text = notes(topo)

@@ -148,7 +148,7 @@ def test_jobs_1_and_2_same_result(fleet, cli):
 
 def test_json_contract(fleet, cli):
     doc = _json(cli("audit", str(fleet), "--format", "json", "--jobs", "1"))
-    assert list(doc) == ["nodes", "summary"]
+    assert list(doc) == ["schema_version", "nodes", "summary"]
     for n in doc["nodes"]:
         assert {"file", "hostname", "layout", "verdict", "errors", "warnings",
                 "findings"} <= set(n)

@@ -10,7 +10,6 @@ lists them.
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -147,13 +146,16 @@ def test_fleet_is_grouped_by_host(inputs):
     assert len(re.findall(r"^gpu-node-", every, re.M)) == 24
 
 
-def test_shared_corpus_topo_with_many_nics_fits(tmp_path):
-    corpus = Path("/work/shared/corpus/ib/nvidia_smi_topo_m_8gpu_18nic_pxb_node_sys.txt")
-    if not corpus.is_file():
-        pytest.skip("shared corpus absent")
-    f = tmp_path / "topo.txt"
-    shutil.copy(corpus, f)
-    for width in (80, 200):
+def test_a_36_nic_node_fits(tmp_path):
+    from test_cli import synthetic_44  # 8 GPUs and 36 NICs, the suite's widest topo text
+
+    text, devices, _ = synthetic_44()
+    f = tmp_path / "wide.txt"
+    f.write_text(text, encoding="utf-8")
+    widest = run(["show", "--from", str(f)], 200)
+    for width in WIDTHS:
         out = run(["show", "--from", str(f)], width)
         assert max(len(ln) for ln in out.splitlines()) <= width
-        assert "NIC17" in out
+        assert not CUT.search(out)
+        assert set(IDENT.findall(widest)) <= set(IDENT.findall(out))
+        assert all(f"mlx5_{i}" in out for i in range(36))

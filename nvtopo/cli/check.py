@@ -70,7 +70,9 @@ def check_cmd(
 
         render_check.print_check(report, console(), brief=brief, verbose=verbose)
     elif fmt is CheckFormat.json:
-        emit(json.dumps(report.document(), indent=2) + "\n", output)
+        from ..render.check import document
+
+        emit(json.dumps(document(report), indent=2) + "\n", output)
     else:
         from ..render import export
 

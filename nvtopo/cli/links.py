@@ -42,6 +42,6 @@ def links(
         say(f"nvtopo: warning: {warning}")
     doc = render_links.links_doc(opened.model, gpu=gpu, where=opened.where)
     if fmt is Format.json:
-        print_json(doc)
+        print_json({"schema_version": render_links.LINKS_SCHEMA_VERSION, **doc})
     else:
         render_links.print_links(doc, console())

@@ -9,6 +9,9 @@ from typing import IO, Any, Dict, Iterable, Iterator, List
 from ..audit import SHOWN_NODES, NodeResult, Summary
 from ..safe import printable
 
+#: Version of the ``nvtopo audit --format json`` document (docs/json.md).
+AUDIT_SCHEMA_VERSION = 1
+
 VERDICT_STYLE = {"pass": "green", "fail": "bold red", "error": "yellow"}
 
 
@@ -227,8 +230,8 @@ def print_audit(rows: Iterable[NodeResult], summary: Summary, console: Any, *,
 
 
 def stream_json(results: Iterable[NodeResult], summary: Summary, out: IO[str]) -> None:
-    """Write ``{"nodes": [...], "summary": {...}}`` one node at a time (nothing is kept)."""
-    out.write('{"nodes": [')
+    """Write ``{"schema_version": 1, "nodes": [...], "summary": {...}}`` one node at a time (nothing is kept)."""
+    out.write('{"schema_version": %d, "nodes": [' % AUDIT_SCHEMA_VERSION)
     first = True
     for r in results:
         summary.add(r)

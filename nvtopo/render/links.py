@@ -154,6 +154,10 @@ def _errors(errs: Dict[str, Any]) -> Text:
     return out
 
 
+#: Version of the ``nvtopo links --format json`` document (docs/json.md).
+LINKS_SCHEMA_VERSION = 1
+
+
 def gpu_table(g: Dict[str, Any]) -> Table:
     bw = g.get("bandwidth_gbps_per_direction")
     head = f"GPU{g['index']} · {g.get('name') or '?'} · {g['active']}/{g['total']} active"

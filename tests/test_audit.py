@@ -323,7 +323,7 @@ def test_table_readable_at_80_columns():
     lines = text.splitlines()
     assert max(len(ln) for ln in lines) <= 80
     assert "…" not in text  # nothing cut
-    assert f"files under {deep}" in text
+    assert deep in text and "files under" in text
     for i in range(3):
         assert f"gpu-node-{i:04d}.cluster-east.example.com" in text  # host names whole
         assert f"node{i:04d}.json" in text

@@ -105,12 +105,11 @@ class TablePrinter:
         self.rows[key] = compact(r)
 
     def _print_nodes(self) -> None:
-        from rich import box
         from rich.table import Table
         from rich.text import Text
 
         from .cells import text
-        from .layout import fit
+        from .layout import fit, print_wrapped
 
         items = list(self.rows.items())
         if self.failed:
@@ -122,17 +121,23 @@ class TablePrinter:
                                    printable(kr[1].hostname or "~"), kr[1].file))
         older = any(self.older.get(k) for k, _ in items)
         base = _common_dir([r.file for _, r in items])
+        layouts = {r.layout for _, r in items}
+        one_layout = len(layouts) == 1
         head = Text("Nodes", style="bold italic")
+        if one_layout:
+            head.append_text(Text.assemble(" · layout ", text(next(iter(layouts)) or "–")))
         if base:
-            head.append_text(Text.assemble(" (files under ", text(base), ")"))
-        self.console.print(head)
-        t = Table(box=box.SIMPLE_HEAD, show_edge=False, expand=False, pad_edge=False)
+            head.append_text(Text.assemble(" · files under ", text(base)))
+        print_wrapped(self.console, head, 0, 2)
+        t = Table(box=None, show_edge=False, expand=False, pad_edge=False,
+                  padding=(0, 1, 0, 0), header_style="bold underline")
         t.add_column("Host", no_wrap=True)
         t.add_column("Verdict", no_wrap=True)
         t.add_column("Err", justify="right", no_wrap=True)
         t.add_column("Warn", justify="right", no_wrap=True)
         t.add_column("Worst finding")
-        t.add_column("Layout", no_wrap=True)
+        if not one_layout:
+            t.add_column("Layout", no_wrap=True)
         t.add_column("File", no_wrap=True)
         if older:
             t.add_column("Older", justify="right", no_wrap=True)
@@ -146,8 +151,10 @@ class TablePrinter:
                                       (f" (+{more} more)" if more else "", "dim"))
             row = [text(r.hostname or "–"),
                    Text(r.verdict.upper(), style=VERDICT_STYLE[r.verdict]),
-                   str(r.errors), str(r.warnings), worst, text(r.layout or "–"),
-                   text(r.file[len(base):] if base else r.file)]
+                   str(r.errors), str(r.warnings), worst]
+            if not one_layout:
+                row.append(text(r.layout or "–"))
+            row.append(text(r.file[len(base):] if base else r.file))
             if older:
                 row.append(str(self.older.get(k, 0) or ""))
             t.add_row(*row)

@@ -159,3 +159,39 @@ def test_a_36_nic_node_fits(tmp_path):
         assert not CUT.search(out)
         assert set(IDENT.findall(widest)) <= set(IDENT.findall(out))
         assert all(f"mlx5_{i}" in out for i in range(36))
+
+
+# --- conventions: usage errors, completion, help ---------------------------------------------
+
+
+def _nvtopo(*args):
+    import subprocess
+    import sys
+
+    code = "import sys; from nvtopo.cli import run; sys.argv[0] = 'nvtopo'; run()"
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True,
+                          text=True, timeout=60)
+
+
+@pytest.mark.parametrize("args,words", [
+    (["check", "--format", "xml"], ["--format", "'xml'", "nvtopo check --help"]),
+    (["check", "--bogus"], ["--bogus", "nvtopo check --help"]),
+    (["bogus"], ["bogus", "nvtopo --help"]),
+])
+def test_a_usage_error_is_one_line_and_exit_2(args, words):
+    r = _nvtopo(*args)
+    assert r.returncode == 2 and r.stdout == ""
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("nvtopo: error: "), r.stderr
+    assert all(w in lines[0] for w in words), lines[0]
+
+
+def test_completion_can_be_shown_and_installed_and_help_names_every_input():
+    r = runner.invoke(app, ["--help"], env={"COLUMNS": "200"})
+    assert "--install-completion" in r.stdout and "--show-completion" in r.stdout
+    r = runner.invoke(app, ["check", "--help"], env={"COLUMNS": "200"})
+    help_text = " ".join(r.stdout.replace("│", " ").split())
+    for phrase in ("topo -m", "nvlink -s/-e/-c/-R", "nvidia-smi -q", ".json.gz",
+                   "snapshot", "NVML calls", "sysfs and host reads", "SECONDS", "FORMAT"):
+        assert phrase in help_text, phrase
+    assert "range" not in help_text  # no "<float range> [0.1<=x<=3600.0]"

@@ -9,6 +9,9 @@ from .io import check_output, console, emit, handles_errors, to_terminal
 from .options import (CheckFormat, format_option, from_option, layout, layout_file_option,
                       layout_option, output_option, sysfs_root_option, timeout_option)
 
+#: Version of the ``nvtopo check --format json`` document (docs/json.md).
+CHECK_SCHEMA_VERSION = 1
+
 
 @handles_errors
 def check_cmd(
@@ -70,9 +73,8 @@ def check_cmd(
 
         render_check.print_check(report, console(), brief=brief, verbose=verbose)
     elif fmt is CheckFormat.json:
-        from ..render.check import document
-
-        emit(json.dumps(document(report), indent=2) + "\n", output)
+        doc = {"schema_version": CHECK_SCHEMA_VERSION, **report.document()}
+        emit(json.dumps(doc, indent=2) + "\n", output)
     else:
         from ..render import export
 

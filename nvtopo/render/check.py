@@ -15,15 +15,6 @@ if TYPE_CHECKING:  # Rich is imported by the table printers only: JSON output ne
 from .layout import STYLE, TITLE, print_findings, print_wrapped, value as _val  # noqa: F401 (re-exported)
 
 
-#: Version of the ``nvtopo check --format json`` document (docs/json.md).
-CHECK_SCHEMA_VERSION = 1
-
-
-def document(report: Report) -> Dict[str, Any]:
-    """The JSON document of ``nvtopo check --format json``: the report's, versioned."""
-    return {"schema_version": CHECK_SCHEMA_VERSION, **report.document()}
-
-
 def print_check(report: Report, console: Console, *, brief: bool = False,
                 verbose: bool = False) -> None:
     """The report's findings laid out for the console's width (``render/layout.py``), then

@@ -195,3 +195,13 @@ def test_completion_can_be_shown_and_installed_and_help_names_every_input():
                    "snapshot", "NVML calls", "sysfs and host reads", "SECONDS", "FORMAT"):
         assert phrase in help_text, phrase
     assert "range" not in help_text  # no "<float range> [0.1<=x<=3600.0]"
+
+
+def test_prometheus_leaves_out_a_nic_count_it_cannot_know(inputs):
+    paste = FIXTURES / "nvml-text" / "nvlink_s_a100_sxm4_excerpt.txt"
+    r = runner.invoke(app, ["check", "--from", str(paste), "--format", "prometheus"])
+    assert r.exit_code in (0, 1), r.stderr
+    assert "nvtopo_gpus " in r.stdout  # the GPUs are known ...
+    assert not re.search(r"^nvtopo_nics", r.stdout, re.M)  # ... the NICs are not: no "0"
+    r = runner.invoke(app, ["check", "--format", "prometheus"] + inputs["sim-healthy"])
+    assert re.search(r"^nvtopo_nics(\{[^}]*\})? 12$", r.stdout, re.M), r.stdout

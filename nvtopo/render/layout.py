@@ -48,13 +48,17 @@ def text_column(table: "Table", header: str, **kw: Any) -> None:
 
 
 def value(x: Any) -> str:
-    """An expected/actual value as people read it: ``–`` for none, ``k=v, …`` for a dict."""
+    """An expected/actual value as people read it: ``–`` for none, ``yes``/``no`` for a
+    boolean, ``k=v, …`` for a dict, ``a, b`` for a list (never a Python repr such as
+    ``name=None`` or ``['a']``)."""
     if x is None:
         return "–"
+    if isinstance(x, bool):
+        return "yes" if x else "no"
     if isinstance(x, dict):
-        return ", ".join(f"{k}={v}" for k, v in x.items())
+        return ", ".join(f"{k}={value(v)}" for k, v in x.items())
     if isinstance(x, (list, tuple)):
-        return ", ".join(str(v) for v in x)
+        return ", ".join(value(v) for v in x)
     return str(x)
 
 

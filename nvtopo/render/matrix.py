@@ -282,7 +282,9 @@ def nic_table(topo: Topology) -> Table:
             near = Text.assemble(_styled(tok), " ", printable(", ".join(best)))
         else:
             near = Text("unknown", style="dim")
-        named = n.name != n.label or n.sources.get("name") == "sysfs"
+        # a row labelled by its device name (mlx5_0, not NIC0) already names the device
+        named = (n.name != n.label or n.sources.get("name") == "sysfs"
+                 or not (n.label.startswith("NIC") and is_ascii_digits(n.label[3:])))
         table.add_row(text(n.label), text(n.name) if named else Text("unknown", style="dim"),
                       near)
     return table

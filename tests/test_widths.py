@@ -205,3 +205,41 @@ def test_prometheus_leaves_out_a_nic_count_it_cannot_know(inputs):
     assert not re.search(r"^nvtopo_nics", r.stdout, re.M)  # ... the NICs are not: no "0"
     r = runner.invoke(app, ["check", "--format", "prometheus"] + inputs["sim-healthy"])
     assert re.search(r"^nvtopo_nics(\{[^}]*\})? 12$", r.stdout, re.M), r.stdout
+
+
+# --- check --example -----------------------------------------------------------------------
+
+
+def test_check_example_healthy_and_faulty():
+    import json
+
+    r = runner.invoke(app, ["check", "--example", "dgx-h100-healthy", "--format", "json"])
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["verdict"] == "pass" and doc["layout"] == "dgx-h100"
+    r = runner.invoke(app, ["check", "--example", "dgx-h100-faulty", "--format", "json"])
+    assert r.exit_code == 1, r.stderr
+    errors = {(f["code"], f["subject"]) for f in json.loads(r.stdout)["findings"]
+              if f["severity"] == "error"}
+    assert errors == {("nvlink.link_down", "GPU3 link 7"), ("pcie.width_low", "GPU5"),
+                      ("ib.port_down", "mlx5_4 port 1")}
+    r = runner.invoke(app, ["check", "--example", "nope"])
+    assert r.exit_code == 2 and "dgx-h100-faulty" in r.stderr and r.stdout == ""
+
+
+def test_bundled_examples_are_what_simulate_makes():
+    """The bundled snapshots are simulate's output (docs/commands.md names the commands)."""
+    import gzip
+
+    from nvtopo import examples
+
+    lay = layouts.load("dgx-h100")
+    for name, faults in (("dgx-h100-healthy", []),
+                         ("dgx-h100-faulty", ["nvlink-down:GPU3:7", "ib-port-down:mlx5_4",
+                                              "pcie-width:GPU5:8",
+                                              "counters:mlx5_2:symbol_error=100"])):
+        with examples.path(name) as p:
+            with gzip.open(p, "rt", encoding="utf-8") as fh:
+                bundled = fh.read()
+        fresh = snapshot.dumps(simulate(lay, faults, seed=1, hostname="dgx-h100-example"))
+        assert bundled.strip() == fresh.strip(), name

@@ -5,6 +5,8 @@ from typing import Dict, Optional
 
 import typer
 
+from ..errors import NvtopoError
+
 from .io import check_output, console, emit, handles_errors, to_terminal
 from .options import (CheckFormat, format_option, from_option, layout, layout_file_option,
                       layout_option, output_option, sysfs_root_option, timeout_option)
@@ -30,6 +32,10 @@ def check_cmd(
         False, "--brief", "-b",
         help="Table: one line per finding (code, subject, expected → actual), no "
              "explanations or hints."),
+    example: Optional[str] = typer.Option(
+        None, "--example", metavar="NAME",
+        help="Check a bundled example instead of this machine: dgx-h100-healthy, "
+             "dgx-h100-faulty (simulated snapshots) or dgx-h100 (a topo -m text)."),
     verbose: bool = typer.Option(
         False, "--verbose", "-v",
         help="Table: list every \"not checked\" note in full (by default one line names "
@@ -52,6 +58,8 @@ def check_cmd(
 
       nvtopo check --from node17.json --brief
 
+      nvtopo check --example dgx-h100-faulty
+
       nvtopo check --from ticket.txt --layout-file mynode.json --format json
 
       nvtopo check --format prometheus -o /var/lib/node_exporter/textfile/nvtopo.prom
@@ -63,9 +71,21 @@ def check_cmd(
                     stdin_taken=from_ in snapshot.STDIN_NAMES)
     check_output(output)
     prometheus = fmt is CheckFormat.prometheus
-    opened = snapshot.open_input(snapshot.Input(
-        path=from_, sysfs_root=sysfs_root, timeout=timeout, require="check", command="check",
-        want=snapshot.MODEL_AND_DOCUMENT if prometheus else snapshot.MODEL))
+    if example is not None:
+        from .. import examples
+
+        if from_ is not None or sysfs_root is not None:
+            raise NvtopoError("give --example or --from/--sysfs-root, not both",
+                              where="--example")
+        with examples.path(example) as path:
+            opened = snapshot.open_input(snapshot.Input(
+                path=path, require="check", command="check",
+                want=snapshot.MODEL_AND_DOCUMENT if prometheus else snapshot.MODEL))
+    else:
+        opened = snapshot.open_input(snapshot.Input(
+            path=from_, sysfs_root=sysfs_root, timeout=timeout, require="check",
+            command="check",
+            want=snapshot.MODEL_AND_DOCUMENT if prometheus else snapshot.MODEL))
     topo = opened.model
     report = checks.select_and_run(topo, chosen)
     if fmt is CheckFormat.table and to_terminal(output):

@@ -243,3 +243,18 @@ def test_bundled_examples_are_what_simulate_makes():
                 bundled = fh.read()
         fresh = snapshot.dumps(simulate(lay, faults, seed=1, hostname="dgx-h100-example"))
         assert bundled.strip() == fresh.strip(), name
+
+
+def test_layouts_show_as_json_and_as_a_table():
+    import json
+
+    r = runner.invoke(app, ["layouts", "show", "dgx-h100", "--format", "json"])
+    assert r.exit_code == 0 and json.loads(r.stdout)["nvlink"]["links_per_gpu"] == 18
+    for width in (80, 200):
+        r = runner.invoke(app, ["layouts", "show", "dgx-h100", "--format", "table"],
+                          env={"COLUMNS": str(width)})
+        assert r.exit_code == 0, r.stderr
+        assert max(len(ln) for ln in r.stdout.splitlines()) <= width
+        assert re.search(r"^nvlink\.links_per_gpu +18\b", r.stdout, re.M), r.stdout
+        assert re.search(r"^nics\.placement\.gpu_nic\.1 +mlx5_3\b", r.stdout, re.M)
+        assert "H100UG" in r.stdout  # the sources, by tag

@@ -55,3 +55,45 @@ def print_layouts(rows: List[Dict[str, Any]], console: Console) -> None:
         table.add_row(text(r["name"]), text(r["title"]), text(_val(r["gpus"])),
                       text(_val(r["nvlink"])), text(_val(r["nics"])))
     console.print(table)
+
+
+def _flat(prefix: str, x: Any, out: List[Any]) -> None:
+    if isinstance(x, dict):
+        if not x:
+            out.append((prefix, "–"))
+        for k, v in x.items():
+            _flat(f"{prefix}.{k}" if prefix else str(k), v, out)
+    else:
+        out.append((prefix, _val(x)))
+
+
+def print_layout(data: Dict[str, Any], console: Console) -> None:
+    """One layout as people read it: its name and title, the description wrapped, then every
+    expectation as a ``section.field  value`` row (evidence tags as written)."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from .cells import text
+    from .layout import fit
+
+    print_wrapped(console, Text.assemble(text(data.get("name"), "bold cyan"), "  ",
+                                         text(data.get("title"), "bold")), 0, 2)
+    if data.get("description"):
+        print_wrapped(console, text(data["description"]), 2, 0)
+    rows: List[Any] = []
+    for key in data:
+        if key in ("name", "title", "description", "schema", "sources"):
+            continue
+        _flat(key, data[key], rows)
+    table = Table(box=None, pad_edge=False, padding=(0, 2, 0, 0), show_header=True,
+                  header_style="bold")
+    table.add_column("expectation", no_wrap=True)
+    table.add_column("value")
+    for k, v in rows:
+        table.add_row(text(k), text(v, "dim" if k.endswith("evidence") else ""))
+    console.print(fit(table, console.width))
+    sources = data.get("sources") or {}
+    if sources:
+        console.print(Text("Sources", style="bold"))
+        for tag, what in sources.items():
+            print_wrapped(console, Text.assemble(text(tag, "bold"), "  ", text(what)), 2, 4)

@@ -32,6 +32,13 @@ FAULTS = ["nvlink-down:GPU3:7", "ib-port-down:mlx5_4", "pcie-width:GPU5:8",
           "gpu-missing:GPU7", "counters:mlx5_2:symbol_error=100",
           "nic-affinity-swap:mlx5_0:mlx5_3"]
 
+#: 15 faults that give 17 findings (11 errors, 4 warnings, 2 notes): the issue's measure
+MANY = ["nvlink-down:GPU3:7", "nvlink-down:GPU5:2", "ib-port-down:mlx5_4", "ib-port-down:mlx5_7",
+        "pcie-width:GPU5:8", "pcie-width:GPU1:8", "pcie-gen:GPU2:3", "pcie-gen:GPU6:3",
+        "ib-rate:mlx5_0:200", "ib-rate:mlx5_3:200", "counters:mlx5_2:symbol_error=100",
+        "counters:mlx5_9:symbol_error=5000", "counters:mlx5_10:link_downed=50",
+        "gpu-missing:GPU7", "peermem-missing"]
+
 #: name -> arguments (relative to the inputs' directory)
 SCREENS_CASES = {
     "show-dgx-h100-sysfs": ["show", "--sysfs-root", "dgx-h100"],
@@ -46,6 +53,8 @@ SCREENS_CASES = {
     "show-faulty": ["show", "--from", "faulty.json"],
     "links-faulty": ["links", "--from", "faulty.json", "--gpu", "3"],
     "check-faulty": ["check", "--from", "faulty.json"],
+    "check-17-findings": ["check", "--from", "many.json"],
+    "check-brief-17-findings": ["check", "--brief", "--from", "many.json"],
     "show-36-nics": ["show", "--from", "wide.txt"],
     "diff": ["diff", "healthy.json", "faulty.json"],
     "audit-fleet-300": ["audit", "fleet", "--jobs", "1"],
@@ -63,6 +72,8 @@ def workdir(tmp_path_factory):
     faulty = simulate(lay, FAULTS, seed=3, hostname="dgx-node-0001")
     (root / "healthy.json").write_text(snapshot.dumps(healthy))
     (root / "faulty.json").write_text(snapshot.dumps(faulty))
+    many = simulate(lay, MANY, seed=2, hostname="dgx-node-0002")
+    (root / "many.json").write_text(snapshot.dumps(many))
     from test_cli import synthetic_44
 
     (root / "wide.txt").write_text(synthetic_44()[0], encoding="utf-8")
@@ -111,12 +122,15 @@ def test_screen(name, width, workdir):
 
 
 def test_faulty_dgx_check_fits_about_100_lines(workdir):
-    """The issue's measure: a DGX H100 with many findings at 80 columns."""
-    full = capture(SCREENS_CASES["check-faulty"], 80, workdir).splitlines()
-    brief = capture(["check", "--brief", "--from", "faulty.json"], 80, workdir).splitlines()
+    """The issue's measure: a DGX H100 with 17 findings at 80 columns, about 100 lines with
+    hints, about 25 with --brief (it printed 505 lines before)."""
+    full = capture(SCREENS_CASES["check-17-findings"], 80, workdir)
+    brief = capture(SCREENS_CASES["check-brief-17-findings"], 80, workdir).splitlines()
+    assert "FAIL: 11 error(s), 4 warning(s)  · 2 not checked" in full
     findings = sum(1 for ln in brief if re.match(r"  [a-z0-9]+\.[a-z_]+  ", ln))
-    assert findings >= 5
-    assert len(full) <= 100 and len(brief) <= findings + 10, (len(full), len(brief))
+    assert findings == 15
+    assert len(full.splitlines()) <= 100 and len(brief) <= 25, (len(full.splitlines()),
+                                                                 len(brief))
 
 
 # --- colour: red only for faults ------------------------------------------------------------

@@ -78,6 +78,7 @@ CASES = [(cmd, name) for cmd in ("show", "links", "ib", "check")
          and not (cmd == "links" and name in ("dgx-h100", "dgx-h100-faults", "topo-10nic"))]
 # (links reads NVML evidence only; ib needs sysfs)
 CASES += [("check --brief", "dgx-h100-faults"), ("check -v", "sim-faulty"),
+          ("links --problems", "sim-faulty"),
           ("audit", "fleet"), ("audit --all-snapshots", "fleet"), ("diff", "sim")]
 
 
@@ -258,3 +259,15 @@ def test_layouts_show_as_json_and_as_a_table():
         assert re.search(r"^nvlink\.links_per_gpu +18\b", r.stdout, re.M), r.stdout
         assert re.search(r"^nics\.placement\.gpu_nic\.1 +mlx5_3\b", r.stdout, re.M)
         assert "H100UG" in r.stdout  # the sources, by tag
+
+
+def test_links_lists_problems_first_and_problems_only(inputs):
+    full = run(["links"] + inputs["sim-faulty"], 120)
+    titles = re.findall(r"^GPU(\d+) · ", full, re.M)
+    assert titles[0] == "3" and sorted(titles) == sorted(set(titles))  # the faulty GPU first
+    only = run(["links", "--problems"] + inputs["sim-faulty"], 120)
+    assert re.findall(r"^GPU(\d+) · ", only, re.M) == ["3"]
+    rows = re.findall(r"^ +(\d+)  (\w+)", only, re.M)
+    assert rows == [("7", "down")]  # the one link not as expected, not the 17 active ones
+    clean = run(["links", "--problems"] + inputs["sim-healthy"], 120)
+    assert "no NVLink problem on 8 GPUs" in clean and not re.search(r"^GPU\d+ · ", clean, re.M)

@@ -181,7 +181,32 @@ def gpu_table(g: Dict[str, Any]) -> Table:
     return table
 
 
-def print_links(doc: Dict[str, Any], console: Console) -> None:
+def problem_link(lk: Dict[str, Any]) -> bool:
+    """A link that is not as expected: down, unknown, or with a nonzero error counter
+    (``inactive`` by design and ``active`` without errors are as expected)."""
+    return lk["state"] in ("down", "unknown") or any(v for v in lk["errors"].values())
+
+
+def problems_first(doc: Dict[str, Any], only: bool = False) -> Dict[str, Any]:
+    """The table view of ``doc``: GPUs with a problem link (or a fault) first; with
+    ``only``, just those GPUs and, of each, just its problem links."""
+    def bad(g: Dict[str, Any]) -> bool:
+        return bool(g.get("fault")) or any(problem_link(lk) for lk in g["links"])
+    gpus = sorted(doc["gpus"], key=lambda g: not bad(g))  # stable: index order kept
+    if only:
+        gpus = [dict(g, links=[lk for lk in g["links"] if problem_link(lk)])
+                for g in gpus if bad(g)]
+    return dict(doc, gpus=gpus)
+
+
+def print_links(doc: Dict[str, Any], console: Console, *, problems: bool = False) -> None:
+    """The links document as one table per GPU, GPUs with problems first; ``problems``:
+    only the links that are not as expected (down, unknown, nonzero error counters)."""
+    total = len(doc["gpus"])
+    doc = problems_first(doc, only=problems)
+    if problems and not doc["gpus"]:
+        console.print(text(f"no NVLink problem on {total} GPU{'s' if total != 1 else ''} "
+                           "(no link down or unknown, no error counter above 0)"))
     for g in doc["gpus"]:
         if g.get("fault"):
             print_wrapped(console, text(f"GPU{g['index']}: {g['fault'].get('message')}",

@@ -29,6 +29,8 @@ from .safe import ascii_int
 
 #: Changes of the same kind and before/after on more subjects than this are grouped.
 GROUP_OVER = 4
+#: Version of the ``nvtopo diff --format json`` document (docs/json.md).
+DIFF_SCHEMA_VERSION = 1
 
 
 @dataclass
@@ -62,7 +64,8 @@ class Diff:
                     or v.get("before") != v.get("after"))
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"a": {"file": self.a, "hostname": self.hosts[0]},
+        return {"schema_version": DIFF_SCHEMA_VERSION,
+                "a": {"file": self.a, "hostname": self.hosts[0]},
                 "b": {"file": self.b, "hostname": self.hosts[1]},
                 "changed": self.changed, "warnings": list(self.warnings),
                 "changes": [c.to_dict() for c in self.changes],

@@ -164,6 +164,8 @@ def document_of(args: Any) -> Optional[Tuple[str, str, Optional[str]]]:
         while i < len(rest) and rest[i].startswith("-"):
             i += 2 if rest[i] == "--format" else 1
         sub = rest[i] if i < len(rest) else None
+        if sub == "show" and _option(rest[i + 1:], "--format") == "table":
+            return None  # the readable form
         if sub in ("show", "capture"):
             return f"layouts {sub}", "layout", None
         if sub is None and _option(rest, "--format") == "json":

@@ -148,7 +148,7 @@ def test_jobs_1_and_2_same_result(fleet, cli):
 
 def test_json_contract(fleet, cli):
     doc = _json(cli("audit", str(fleet), "--format", "json", "--jobs", "1"))
-    assert list(doc) == ["nodes", "summary"]
+    assert list(doc) == ["schema_version", "nodes", "summary"]
     for n in doc["nodes"]:
         assert {"file", "hostname", "layout", "verdict", "errors", "warnings",
                 "findings"} <= set(n)
@@ -251,35 +251,86 @@ def test_progress_bar_on_a_terminal_keeps_stdout_clean(fleet, tmp_path):
     assert len(doc["nodes"]) == 12 and doc["summary"]["fail"] == 3
 
 
-def test_table_streams_in_chunks_and_keeps_no_rows(monkeypatch):
+def _printed(rows, width=140, **kw):
     from rich.console import Console
 
     from nvtopo.render import audit as render_audit
 
-    monkeypatch.setattr(render_audit, "CHUNK", 4)
-    monkeypatch.setattr(render_audit, "MAX_UNREADABLE_SHOWN", 2)
-    console = Console(record=True, width=140, file=open(os.devnull, "w"))
-    printer = render_audit.TablePrinter(console)
+    console = Console(record=True, width=width, file=open(os.devnull, "w"))
+    printer = render_audit.TablePrinter(console, **kw)
     summary = audit.Summary()
-    for i in range(10):
-        r = audit.NodeResult(file=f"n{i}.json", hostname=f"n{i}", layout="dgx-h100",
-                             verdict="fail" if i == 7 else "pass", errors=int(i == 7),
-                             worst=("error", "gpu.missing", "GPU7", "gone") if i == 7 else None,
-                             codes=(("error", "gpu.missing", "GPU7"),) if i == 7 else ())
+    for r in rows:
         summary.add(r)
         printer.add(r)
-        assert len(printer.pending) < 4  # flushed every 4 rows, never accumulated
-    for i in range(3):
-        bad = audit.NodeResult(file=f"bad{i}.json", hostname=None, layout=None,
-                               verdict="error", reason="file is empty")
-        summary.add(bad)
-        printer.add(bad)
     printer.finish(summary)
-    text = console.export_text()
-    assert [f"n{i}.json" in text for i in range(10)] == [True] * 10
-    assert text.count("Worst finding") == 1  # one header over all chunks
+    return printer, console.export_text()
+
+
+def _node(i, host, verdict="pass", file=None):
+    return audit.NodeResult(file=file or f"n{i}.json", hostname=host, layout="dgx-h100",
+                            verdict=verdict, errors=int(verdict == "fail"),
+                            worst=("error", "gpu.missing", "GPU7", "gone")
+                            if verdict == "fail" else None,
+                            codes=(("error", "gpu.missing", "GPU7"),) if verdict == "fail"
+                            else ())
+
+
+def test_table_keeps_one_compact_row_per_host_and_sorts_failing_first(monkeypatch):
+    from nvtopo.render import audit as render_audit
+
+    monkeypatch.setattr(render_audit, "MAX_UNREADABLE_SHOWN", 2)
+    # ten files of five hosts (two snapshots each); n7 (host h2) fails
+    rows = [_node(i, f"h{i % 5}", "fail" if i == 7 else "pass") for i in range(10)]
+    rows += [audit.NodeResult(file=f"bad{i}.json", hostname=None, layout=None,
+                              verdict="error", reason="file is empty") for i in range(3)]
+    printer, text = _printed(rows)
+    assert len(printer.rows) == 5 and all(r.findings is None for r in printer.rows.values())
+    body = [ln for ln in text.splitlines() if ln.startswith("h")]
+    # failing first, then by host; the later file of each host (same mtime: by name)
+    assert [ln.split()[0] for ln in body] == ["h2", "h0", "h1", "h3", "h4"]
+    assert "n7.json" in body[0] and "n5.json" in body[1] and "n0.json" not in text
+    assert text.count("Worst finding") == 1
     assert "Could not be read (3)" in text and "… and 1 more" in text
     assert "AUDIT: 13 file(s) · 9 pass · 1 fail · 3 unreadable" in text
+    assert "5 older snapshots of the same hosts not listed" in text
+
+
+def test_table_all_snapshots_and_failed():
+    rows = [_node(i, f"h{i % 5}", "fail" if i == 7 else "pass") for i in range(10)]
+    _, every = _printed(rows, all_snapshots=True)
+    assert all(f"n{i}.json" in every for i in range(10))
+    assert "older snapshot" not in every
+    _, failed = _printed(rows, failed=True)
+    body = [ln for ln in failed.splitlines() if ln.startswith("h")]
+    assert len(body) == 1 and body[0].split()[:2] == ["h2", "FAIL"]
+    assert "4 passing nodes not listed (--failed)" in failed
+    assert "AUDIT: 10 file(s) · 9 pass · 1 fail · 0 unreadable" in failed
+
+
+def test_table_readable_at_80_columns():
+    deep = "/srv/fleet/snapshots/2024-06-01/cluster-east/rack-17/"
+    rows = []
+    for i, verdict in enumerate(["pass", "fail", "pass"]):
+        r = audit.NodeResult(file=f"{deep}node{i:04d}.json",
+                             hostname=f"gpu-node-{i:04d}.cluster-east.example.com",
+                             layout="dgx-h100", verdict=verdict, errors=int(verdict == "fail"),
+                             warnings=3,
+                             worst=(("error", "nvlink.link_down", "GPU3 link 7", "down")
+                                    if verdict == "fail" else
+                                    ("warning", "pcie.gen_low", "GPU5", "gen 3")))
+        rows.append(r)
+    _, text = _printed(rows, width=80)
+    lines = text.splitlines()
+    assert max(len(ln) for ln in lines) <= 80
+    assert "…" not in text  # nothing cut
+    assert deep in text and "files under" in text
+    for i in range(3):
+        assert f"gpu-node-{i:04d}.cluster-east.example.com" in text  # host names whole
+        assert f"node{i:04d}.json" in text
+    hosts = [ln for ln in lines if ln.startswith("gpu-node-")]
+    assert [h.split()[0] for h in hosts] == [f"gpu-node-{i:04d}.cluster-east.example.com"
+                                             for i in (1, 0, 2)]  # failing first
+    assert "FAIL" in hosts[0] and "PASS" in hosts[1]
 
 
 def _tiny_tree(tmp_path, fleet):
@@ -332,39 +383,6 @@ def test_fifo_reported_not_opened(fleet, tmp_path, cli):
         doc = _json(res)
         assert [n["verdict"] == "error" for n in doc["nodes"]] == [False, True]
         assert doc["nodes"][1]["reason"] == "not a regular file (a FIFO)"
-
-
-def test_table_readable_at_80_columns():
-    from rich.console import Console
-
-    from nvtopo.render import audit as render_audit
-
-    console = Console(record=True, width=80, file=open(os.devnull, "w"))
-    printer = render_audit.TablePrinter(console)
-    summary = audit.Summary()
-    deep = "/srv/fleet/snapshots/2024-06-01/cluster-east/rack-17/"
-    for i, verdict in enumerate(["pass", "fail", "pass"]):
-        r = audit.NodeResult(file=f"{deep}node{i:04d}.json",
-                             hostname=f"gpu-node-{i:04d}.cluster-east.example.com",
-                             layout="dgx-h100", verdict=verdict, errors=int(verdict == "fail"),
-                             warnings=3,
-                             worst=(("error", "nvlink.link_down", "GPU3 link 7", "down")
-                                    if verdict == "fail" else
-                                    ("warning", "pcie.gen_low", "GPU5", "gen 3")))
-        summary.add(r)
-        printer.add(r)
-    printer.finish(summary)
-    text = console.export_text()
-    lines = text.splitlines()
-    assert max(len(ln) for ln in lines) <= 80
-    header = next(ln for ln in lines if "Verdict" in ln)
-    for col in ("File", "Host", "Layout", "Verdict", "Err", "Warn"):
-        assert col in header
-    rows = [ln for ln in lines if ".json" in ln]
-    assert len(rows) == 3 and "…" in rows[0]
-    for i, ln in enumerate(rows):
-        assert f"node{i:04d}.json" in ln  # the end of the path is kept
-        assert ("FAIL" if i == 1 else "PASS") in ln and " 3 " in ln + " "
 
 
 def test_snapshots_without_a_usable_cache_are_counted_and_named_in_a_note(tmp_path, cli):

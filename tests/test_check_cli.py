@@ -40,7 +40,7 @@ def test_healthy_exit_0_and_json_contract(cli):
     r = cli("check", "--from", H100, "--format", "json")
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
-    assert list(doc) == ["layout", "layout_reason", "verdict", "findings"]
+    assert list(doc) == ["schema_version", "layout", "layout_reason", "verdict", "findings"]
     assert doc["layout"] == "hgx-h100-8" and doc["verdict"] == "pass"
     assert "ambiguous" in doc["layout_reason"]
     for f in doc["findings"]:

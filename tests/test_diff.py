@@ -115,7 +115,9 @@ def test_changed_exit_1_json(snaps, cli):
     r = cli("diff", snaps["good"], snaps["gpu-missing:GPU7"], "--format", "json")
     assert r.exit_code == 1
     doc = json.loads(r.stdout)
-    assert list(doc) == ["a", "b", "changed", "warnings", "changes", "verdict", "sources"]
+    assert list(doc) == ["schema_version", "a", "b", "changed", "warnings", "changes",
+                         "verdict", "sources"]
+    assert doc["schema_version"] == 1
     assert doc["a"] == {"file": snaps["good"], "hostname": "node17"}
     assert doc["changed"] is True
     for c in doc["changes"]:

@@ -296,8 +296,8 @@ def test_check_every_format(hostile_files, name):
         assert_ran(r, (1,))
         assert_clean(r.stdout + r.stderr, colour, f"check colour={colour}")
         plain = SGR.sub("", r.stdout)
-        # the finding's Subject cell, not only its message, shows the name as it is
-        assert re.search(r"ib\.port_down\s*│ " + re.escape(f"mlx5_4{path_safe(SHOWN[name])} "
+        # the finding's subject (its row), not only its message, shows the name as it is
+        assert re.search(r"ib\.port_down  " + re.escape(f"mlx5_4{path_safe(SHOWN[name])} "
                                                           "port 1 "), plain), plain
     r = cli("check", "--from", f, "--format", "json")
     assert_ran(r, (1,))

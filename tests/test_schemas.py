@@ -664,8 +664,8 @@ def test_hook_rejects_a_document_that_breaks_its_schema(tmp_path):
         hooked.invoke(_printer(bad), ["check", "--format", "json", "-o", str(out)])
     with pytest.raises(AssertionError, match="is not JSON"):
         hooked.invoke(_printer("PASS"), ["layouts", "show", "dgx-h100"])
-    good = json.dumps({"layout": "none", "layout_reason": "no layout fits", "verdict": "pass",
-                       "findings": []})
+    good = json.dumps({"schema_version": 1, "layout": "none", "layout_reason": "no layout fits",
+                       "verdict": "pass", "findings": []})
     assert hooked.invoke(_printer(good), ["check", "--format", "json"]).exit_code == 0
     # not a JSON command, or a command that failed: nothing to validate
     assert hooked.invoke(_printer("PASS"), ["check"]).exit_code == 0

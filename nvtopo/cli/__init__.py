@@ -36,7 +36,7 @@ app = typer.Typer(
     ),
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
+    add_completion=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
@@ -69,12 +69,34 @@ app.command("cluster")(cluster.cluster_cmd)
 
 
 def run() -> None:
-    """Console-script entry point."""
+    """Console-script entry point.  A usage error (an unknown option, ``--format xml``) is
+    one line on standard error and exit status 2, like every other bad input."""
+    try:  # typer >= 0.20 bundles its own click
+        from typer._click import exceptions as cx  # type: ignore[import-not-found]
+    except ImportError:  # pragma: no cover - older typer, click installed beside it
+        from click import exceptions as cx  # type: ignore[no-redef]
+
     try:
-        app()
-    except KeyboardInterrupt:
+        rc = app(standalone_mode=False)
+    except (KeyboardInterrupt, typer.Abort, getattr(cx, "Abort", typer.Abort)):
         sys.stderr.write("nvtopo: interrupted\n")
         sys.exit(130)
+    except cx.UsageError as exc:
+        from ..safe import printable
+
+        if type(exc).__name__ == "NoArgsIsHelpError":  # bare `nvtopo`: the help, as before
+            exc.show()
+            sys.exit(exc.exit_code)
+        where = exc.ctx.command_path if exc.ctx is not None else "nvtopo"
+        msg = " ".join(printable(exc.format_message()).split())
+        sys.stderr.write(f"nvtopo: error: {msg} (see: {printable(where)} --help)\n")
+        sys.exit(2)
+    except cx.ClickException as exc:
+        from ..safe import printable
+
+        sys.stderr.write(f"nvtopo: error: {printable(exc.format_message())}\n")
+        sys.exit(exc.exit_code)
+    sys.exit(rc if isinstance(rc, int) else 0)
 
 
 __all__ = ["app", "run"]

@@ -23,6 +23,12 @@ def audit_cmd(
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, metavar="N",
                                        help="Worker processes (default: every core; 1 checks "
                                             "in this process)."),
+    failed: bool = typer.Option(False, "--failed",
+                                help="Table: list only failing nodes (the summary still "
+                                     "counts every file)."),
+    all_snapshots: bool = typer.Option(False, "--all-snapshots",
+                                       help="Table: list every file (default: the latest "
+                                            "snapshot of each host; the older are counted)."),
 ) -> None:
     """Check a fleet of saved snapshots: one row per node, a summary by finding code, and
     the files that could not be read.
@@ -38,6 +44,8 @@ def audit_cmd(
 
       nvtopo audit /var/lib/nvtopo/
 
+      nvtopo audit /var/lib/nvtopo/ --failed
+
       nvtopo audit 'snapshots/**/*.json' --format json --jobs 8
 
       nvtopo audit rack7/ --layout-file rack7.json --format prometheus > audit.prom
@@ -46,7 +54,8 @@ def audit_cmd(
 
     chosen = layout(layout_name, layout_file, "audit")
     summary = audit_cmds.report(paths, chosen, fmt.value, jobs=jobs,
-                                console=console() if fmt is AuditFormat.table else None)
+                                console=console() if fmt is AuditFormat.table else None,
+                                failed=failed, all_snapshots=all_snapshots)
     if summary.verdicts.get("pass", 0) + summary.verdicts.get("fail", 0) == 0:
         err("audit: nothing could be read" if summary.files else "audit: no input files")
     raise typer.Exit(summary.exit_status())

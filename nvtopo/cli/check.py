@@ -5,9 +5,14 @@ from typing import Dict, Optional
 
 import typer
 
+from ..errors import NvtopoError
+
 from .io import check_output, console, emit, handles_errors, to_terminal
 from .options import (CheckFormat, format_option, from_option, layout, layout_file_option,
                       layout_option, output_option, sysfs_root_option, timeout_option)
+
+#: Version of the ``nvtopo check --format json`` document (docs/json.md).
+CHECK_SCHEMA_VERSION = 1
 
 
 @handles_errors
@@ -23,6 +28,18 @@ def check_cmd(
              "view exported)."),
     timeout: float = timeout_option(),
     output: Optional[str] = output_option(),
+    brief: bool = typer.Option(
+        False, "--brief", "-b",
+        help="Table: one line per finding (code, subject, expected → actual), no "
+             "explanations or hints."),
+    example: Optional[str] = typer.Option(
+        None, "--example", metavar="NAME",
+        help="Check a bundled example instead of this machine: dgx-h100-healthy, "
+             "dgx-h100-faulty (simulated snapshots) or dgx-h100 (a topo -m text)."),
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v",
+        help="Table: list every \"not checked\" note in full (by default one line names "
+             "the families)."),
 ) -> None:
     """Check the node against its expected layout: GPUs, NVLink, fabric, P2P, PCIe, NICs,
     InfiniBand/RoCE ports, NUMA, and sources that disagree.
@@ -39,6 +56,10 @@ def check_cmd(
 
       nvtopo check --from node17.json --layout dgx-h100
 
+      nvtopo check --from node17.json --brief
+
+      nvtopo check --example dgx-h100-faulty
+
       nvtopo check --from ticket.txt --layout-file mynode.json --format json
 
       nvtopo check --format prometheus -o /var/lib/node_exporter/textfile/nvtopo.prom
@@ -50,17 +71,30 @@ def check_cmd(
                     stdin_taken=from_ in snapshot.STDIN_NAMES)
     check_output(output)
     prometheus = fmt is CheckFormat.prometheus
-    opened = snapshot.open_input(snapshot.Input(
-        path=from_, sysfs_root=sysfs_root, timeout=timeout, require="check", command="check",
-        want=snapshot.MODEL_AND_DOCUMENT if prometheus else snapshot.MODEL))
+    if example is not None:
+        from .. import examples
+
+        if from_ is not None or sysfs_root is not None:
+            raise NvtopoError("give --example or --from/--sysfs-root, not both",
+                              where="--example")
+        with examples.path(example) as path:
+            opened = snapshot.open_input(snapshot.Input(
+                path=path, require="check", command="check",
+                want=snapshot.MODEL_AND_DOCUMENT if prometheus else snapshot.MODEL))
+    else:
+        opened = snapshot.open_input(snapshot.Input(
+            path=from_, sysfs_root=sysfs_root, timeout=timeout, require="check",
+            command="check",
+            want=snapshot.MODEL_AND_DOCUMENT if prometheus else snapshot.MODEL))
     topo = opened.model
     report = checks.select_and_run(topo, chosen)
     if fmt is CheckFormat.table and to_terminal(output):
         from ..render import check as render_check
 
-        render_check.print_check(report, console())
+        render_check.print_check(report, console(), brief=brief, verbose=verbose)
     elif fmt is CheckFormat.json:
-        emit(json.dumps(report.document(), indent=2) + "\n", output)
+        doc = {"schema_version": CHECK_SCHEMA_VERSION, **report.document()}
+        emit(json.dumps(doc, indent=2) + "\n", output)
     else:
         from ..render import export
 

@@ -49,9 +49,18 @@ def layouts_show(
     name: Optional[str] = typer.Argument(None, metavar="NAME", help="A bundled layout."),
     layout_file: Optional[str] = layout_file_option(
         help="Show (and validate) your own file. '-' reads standard input."),
+    fmt: Format = format_option(Format.json, help="json (the file format, the default: "
+                                                  "docs/layouts.md §2) or table (readable)."),
 ) -> None:
-    """Print one layout as JSON (the file format: docs/layouts.md §2)."""
-    print_json(layout(name, layout_file, "layouts show", named=True).data)
+    """Print one layout: as JSON (the file format: docs/layouts.md §2), or with
+    --format table as a readable list of its expectations."""
+    data = layout(name, layout_file, "layouts show", named=True).data
+    if fmt is Format.json:
+        print_json(data)
+    else:
+        from ..render import check as render_check
+
+        render_check.print_layout(data, console())
 
 
 @app.command("capture")

@@ -17,6 +17,9 @@ def links(
                                       help="Only this GPU (NVML index)."),
     fmt: Format = format_option(Format.table, help="table (Rich) or json."),
     timeout: float = timeout_option(help="Seconds before the NVML probe is given up (live only)."),
+    problems: bool = typer.Option(False, "--problems",
+                                  help="Table: only the links that are not as expected (down, "
+                                       "unknown, nonzero error counters)."),
 ) -> None:
     """Show every NVLink of every GPU: state, version, speed, remote end, error counters.
 
@@ -42,6 +45,6 @@ def links(
         say(f"nvtopo: warning: {warning}")
     doc = render_links.links_doc(opened.model, gpu=gpu, where=opened.where)
     if fmt is Format.json:
-        print_json(doc)
+        print_json({"schema_version": render_links.LINKS_SCHEMA_VERSION, **doc})
     else:
-        render_links.print_links(doc, console())
+        render_links.print_links(doc, console(), problems=problems)

@@ -45,10 +45,10 @@ class AuditFormat(str, enum.Enum):
 
 # --- --from -----------------------------------------------------------------------------
 
-FROM_HELP = ("Read this file instead of probing: a snapshot (`nvtopo snapshot`), a pasted "
-             "`nvidia-smi topo -m`, or pasted `nvidia-smi nvlink -s/-e/-c/-R` or "
-             "`nvidia-smi -q` text (recognised by content, not by name). '-' reads "
-             "standard input.")
+FROM_HELP = ("Read this file instead of probing: a snapshot (`nvtopo snapshot`, `.json` or "
+             "gzip-compressed `.json.gz`), a pasted `nvidia-smi topo -m`, or pasted "
+             "`nvidia-smi nvlink -s/-e/-c/-R` or `nvidia-smi -q` text (recognised by content, "
+             "not by name). '-' reads standard input.")
 
 
 def from_option(help: str = FROM_HELP) -> Any:
@@ -71,7 +71,10 @@ def sysfs_root_option(help: str = SYSFS_ROOT_HELP) -> Any:
 MAX_TIMEOUT = 3600.0
 #: Shortest --timeout accepted.
 MIN_TIMEOUT = 0.1
-TIMEOUT_HELP = "Seconds before a hung nvidia-smi is given up (live probing only)."
+TIMEOUT_HELP = ("Seconds the live probes may take in all (live probing only): nvidia-smi, "
+                "the NVML calls, the sysfs and host reads run side by side under this one "
+                "deadline; what has not answered by then is given up and reported as "
+                "incomplete, never as a fault.")
 
 
 def timeout_seconds(value: Any) -> float:
@@ -114,7 +117,7 @@ def output_option(help: str = OUTPUT_HELP) -> Any:
 
 
 def format_option(default: enum.Enum, help: str) -> Any:
-    return typer.Option(default, "--format", help=help)
+    return typer.Option(default, "--format", metavar="FORMAT", help=help)
 
 
 # --- --layout / --layout-file --------------------------------------------------------------

@@ -8,9 +8,11 @@ from typing import Any, Optional, Sequence
 
 
 def report(paths: Sequence[str], layout: Any, fmt: str, *, jobs: Optional[int] = None,
-           console: Any = None) -> Any:
+           console: Any = None, failed: bool = False, all_snapshots: bool = False) -> Any:
     """Check every file of ``paths`` against ``layout`` (a ``Layout``, or ``"auto"``) and
-    print the results on standard output as ``fmt`` (``table``, on the Rich ``console``;
+    print the results on standard output as ``fmt`` (``table``, on the Rich ``console``:
+    ``failed`` lists only failing nodes, ``all_snapshots`` every file rather than the
+    latest per host;
     ``json``, streamed; ``prometheus``).  Returns the
     :class:`nvtopo.audit.Summary`."""
     from .. import audit
@@ -42,7 +44,8 @@ def report(paths: Sequence[str], layout: Any, fmt: str, *, jobs: Optional[int] =
         if fmt == "json":
             render_audit.stream_json(results, summary, sys.stdout)
         elif fmt == "table":
-            printer = render_audit.TablePrinter(console)
+            printer = render_audit.TablePrinter(console, failed=failed,
+                                                 all_snapshots=all_snapshots)
             for r in results:
                 summary.add(r)
                 printer.add(r)

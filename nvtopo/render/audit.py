@@ -9,6 +9,9 @@ from typing import IO, Any, Dict, Iterable, Iterator, List
 from ..audit import SHOWN_NODES, NodeResult, Summary
 from ..safe import printable
 
+#: Version of the ``nvtopo audit --format json`` document (docs/json.md).
+AUDIT_SCHEMA_VERSION = 1
+
 VERDICT_STYLE = {"pass": "green", "fail": "bold red", "error": "yellow"}
 
 
@@ -27,27 +30,63 @@ def compact(r: NodeResult, keep_codes: bool = False) -> NodeResult:
 # --- table ------------------------------------------------------------------------------
 
 
-#: Node rows printed per table chunk (the node table streams: rows are not kept).
-CHUNK = 50
 #: Unreadable files kept for the last section (the count stays exact beyond it).
 MAX_UNREADABLE_SHOWN = 1000
+#: Verdict order of the node table: failing nodes first.
+VERDICT_ORDER = {"fail": 0, "pass": 1}
+
+
+def _newer(a: NodeResult, b: NodeResult) -> bool:
+    """Whether ``a`` is a later snapshot of its host than ``b``: by the file's modification
+    time, then by its name."""
+    import os
+
+    def key(r: NodeResult) -> Any:
+        try:
+            mtime = os.stat(r.file).st_mtime
+        except OSError:
+            mtime = 0.0
+        return (mtime, r.file)
+    return bool(key(a) > key(b))
+
+
+def _common_dir(files: List[str]) -> str:
+    """The directory every one of ``files`` lies under, with its trailing ``/`` ("" when
+    none, or when only one file is listed: its path is shown whole)."""
+    import os
+
+    if len(files) < 2:
+        return ""
+    try:
+        common = os.path.commonpath(files)
+    except ValueError:  # mixed absolute and relative paths
+        return ""
+    if not common or common in files:
+        return ""
+    return common.rstrip("/") + "/"
 
 
 class TablePrinter:
-    """The node table, printed in chunks as results arrive; then the summary tables.
+    """The node table, printed when every result is in; then the summary tables.
 
-    Only unreadable files are kept (for their section, at most
-    :data:`MAX_UNREADABLE_SHOWN`), so memory does not grow with the fleet.  Column widths are
-    fixed from the first chunk, so the chunks line up as one table.
+    Rows are kept compact (no findings): by default one per host (its latest snapshot,
+    :func:`_newer`; files without a hostname each count as their own host), every file with
+    ``all_snapshots``; with ``failed`` only failing nodes are kept.  So memory grows with
+    the hosts shown, not with the files read.  The table is sorted by verdict (failing
+    first) then host, and its host column is as wide as the hosts (never cut).
     """
 
-    def __init__(self, console: Any) -> None:
+    def __init__(self, console: Any, *, failed: bool = False,
+                 all_snapshots: bool = False) -> None:
         self.console = console
-        self.pending: List[NodeResult] = []
+        self.failed = failed
+        self.all_snapshots = all_snapshots
+        self.rows: Dict[Any, NodeResult] = {}
+        self.older: Dict[Any, int] = {}
+        self.hidden_pass = 0
         self.bad: List[NodeResult] = []
         self.nbad = 0
-        self.widths: Any = None
-        self.printed = 0
+        self.count = 0
 
     def add(self, r: NodeResult) -> None:
         if r.verdict == "error":
@@ -55,44 +94,54 @@ class TablePrinter:
             if len(self.bad) < MAX_UNREADABLE_SHOWN:
                 self.bad.append(compact(r))
             return
-        self.pending.append(compact(r))
-        if len(self.pending) >= CHUNK:
-            self._flush()
+        self.count += 1
+        key: Any = (r.hostname if r.hostname and not self.all_snapshots
+                    else ("file", r.file, self.count))
+        old = self.rows.get(key)
+        if old is not None:
+            self.older[key] = self.older.get(key, 0) + 1
+            if not _newer(r, old):
+                return
+        self.rows[key] = compact(r)
 
-    def _flush(self) -> None:
-        from rich import box
+    def _print_nodes(self) -> None:
         from rich.table import Table
         from rich.text import Text
 
         from .cells import text
+        from .layout import fit, print_wrapped
 
-        rows, self.pending = self.pending, []
-        if not rows:
+        items = list(self.rows.items())
+        if self.failed:
+            self.hidden_pass = sum(1 for _, r in items if r.verdict == "pass")
+            items = [(k, r) for k, r in items if r.verdict != "pass"]
+        if not items:
             return
-        if self.widths is None:
-            def w(vals: Iterable[str], lo: int, hi: int) -> int:
-                return max(lo, min(hi, max((len(v) for v in vals), default=lo)))
-            # Verdict (7) and Err/Warn (4 each) always show; File, Host and Layout share
-            # what is left of the width with the worst finding (at least 12 columns).
-            width = getattr(self.console, "width", 80) or 80
-            fixed = 7 + 4 + 4 + 6 * 3  # the three fixed columns; 3 columns between each two
-            room = max(30, width - fixed - 16)  # what File, Host, Layout share
-            hw = w((printable(r.hostname or "–") for r in rows), 4, min(24, max(4, room // 4)))
-            lw = w((printable(r.layout or "–") for r in rows), 6, min(20, max(6, room // 4)))
-            fw = w((printable(r.file) for r in rows), 4, max(12, min(60, room - hw - lw)))
-            self.widths = (fw, hw, lw)
-            self.console.print(Text("Nodes", style="bold italic"))
-        fw, hw, lw = self.widths
-        t = Table(box=box.SIMPLE_HEAD, show_edge=False, show_header=self.printed == 0,
-                  expand=False, pad_edge=False)
-        t.add_column("File", width=fw, no_wrap=True)
-        t.add_column("Host", width=hw, no_wrap=True, overflow="ellipsis")
-        t.add_column("Layout", width=lw, no_wrap=True, overflow="ellipsis")
-        t.add_column("Verdict", width=7, min_width=7, no_wrap=True)
-        t.add_column("Err", width=4, min_width=3, justify="right", no_wrap=True)
-        t.add_column("Warn", width=4, min_width=4, justify="right", no_wrap=True)
-        t.add_column("Worst finding", min_width=12, ratio=1)
-        for r in rows:
+        items.sort(key=lambda kr: (VERDICT_ORDER.get(kr[1].verdict, 2),
+                                   printable(kr[1].hostname or "~"), kr[1].file))
+        older = any(self.older.get(k) for k, _ in items)
+        base = _common_dir([r.file for _, r in items])
+        layouts = {r.layout for _, r in items}
+        one_layout = len(layouts) == 1
+        head = Text("Nodes", style="bold italic")
+        if one_layout:
+            head.append_text(Text.assemble(" · layout ", text(next(iter(layouts)) or "–")))
+        if base:
+            head.append_text(Text.assemble(" · files under ", text(base)))
+        print_wrapped(self.console, head, 0, 2)
+        t = Table(box=None, show_edge=False, expand=False, pad_edge=False,
+                  padding=(0, 1, 0, 0), header_style="bold underline")
+        t.add_column("Host", no_wrap=True)
+        t.add_column("Verdict", no_wrap=True)
+        t.add_column("Err", justify="right", no_wrap=True)
+        t.add_column("Warn", justify="right", no_wrap=True)
+        t.add_column("Worst finding")
+        if not one_layout:
+            t.add_column("Layout", no_wrap=True)
+        t.add_column("File", no_wrap=True)
+        if older:
+            t.add_column("Older", justify="right", no_wrap=True)
+        for k, r in items:
             worst: Any = "–"
             if r.worst is not None:
                 sev, code, subject, _message = r.worst
@@ -100,21 +149,27 @@ class TablePrinter:
                 worst = Text.assemble((printable(code), "red" if sev == "error" else "yellow"),
                                       printable(f" {subject}"),
                                       (f" (+{more} more)" if more else "", "dim"))
-            t.add_row(Text(_tail(printable(r.file), fw)), text(r.hostname or "–"),
-                      text(r.layout or "–"),
-                      Text(r.verdict.upper(), style=VERDICT_STYLE[r.verdict]),
-                      str(r.errors), str(r.warnings), worst)
-        self.console.print(t)
-        self.printed += len(rows)
+            row = [text(r.hostname or "–"),
+                   Text(r.verdict.upper(), style=VERDICT_STYLE[r.verdict]),
+                   str(r.errors), str(r.warnings), worst]
+            if not one_layout:
+                row.append(text(r.layout or "–"))
+            row.append(text(r.file[len(base):] if base else r.file))
+            if older:
+                row.append(str(self.older.get(k, 0) or ""))
+            t.add_row(*row)
+        self.console.print(fit(t, getattr(self.console, "width", 80) or 80))
 
     def finish(self, summary: Summary) -> None:
         from rich.table import Table
         from rich.text import Text
 
         from .cells import text
+        from .layout import fit, print_wrapped
 
-        self._flush()
+        self._print_nodes()
         console = self.console
+        width = getattr(console, "width", 80) or 80
         bad = self.bad
         doc = summary.to_dict()
         if doc["codes"]:
@@ -127,17 +182,17 @@ class TablePrinter:
                 which = ", ".join(c["shown"]) + (f", … +{c['more']} more" if c["more"] else "")
                 t.add_row(text(c["code"], style="red" if c["severity"] == "error" else "yellow"),
                           text(c["severity"]), text(c["nodes"]), text(which))
-            console.print(t)
+            console.print(fit(t, width))
         if bad:
             t = Table(title=f"Could not be read ({self.nbad})", title_justify="left", expand=False,
                       title_style="yellow")
-            t.add_column("File", overflow="fold")
+            t.add_column("File", no_wrap=True)
             t.add_column("Reason", ratio=1)
             for r in bad:
                 t.add_row(text(r.file), text(r.reason or ""))
             if self.nbad > len(bad):
                 t.add_row(f"… and {self.nbad - len(bad)} more", "(--format json lists every file)")
-            console.print(t)
+            console.print(fit(t, width))
         line = Text(f"AUDIT: {doc['files']} file(s) · ", style="bold")
         line.append(f"{doc['pass']} pass", style="bold green")
         line.append(" · ")
@@ -147,27 +202,33 @@ class TablePrinter:
                     style="bold yellow" if doc["unreadable"] else "bold")
         if doc["checked"] == 0:
             line.append("  (nothing could be checked)", style="bold yellow")
-        console.print(line)
+        print_wrapped(console, line, 0, 2)
+        shown = []
+        folded = sum(self.older.values())
+        if folded and not self.all_snapshots:
+            shown.append(f"{folded} older snapshot{'s' if folded != 1 else ''} of the same "
+                         "hosts not listed (the latest per host is; --all-snapshots lists "
+                         "every file)")
+        if self.hidden_pass:
+            shown.append(f"{self.hidden_pass} passing node{'s' if self.hidden_pass != 1 else ''}"
+                         " not listed (--failed)")
+        for s in shown:
+            print_wrapped(console, Text("note: " + s, style="dim"), 0, 2)
         if doc["rederived"]:
             n = doc["rederived"]
-            console.print(Text(
+            print_wrapped(console, Text(
                 f"note: {n} snapshot{'s' if n != 1 else ''} carried no model cache this nvtopo "
                 "can use (none, or written by another nvtopo version or build, or edited since) "
                 "and "
                 f"{'were' if n != 1 else 'was'} re-derived from the evidence, several times "
                 "slower; `nvtopo snapshot --from FILE -o FILE` gives a snapshot a fresh cache",
-                style="dim"))
+                style="dim"), 0, 2)
 
 
-
-def _tail(path: str, width: int) -> str:
-    """``path`` in ``width`` columns: its end kept (the file name tells the nodes apart)."""
-    return path if len(path) <= width else "…" + path[len(path) - width + 1:]
-
-
-def print_audit(rows: Iterable[NodeResult], summary: Summary, console: Any) -> None:
+def print_audit(rows: Iterable[NodeResult], summary: Summary, console: Any, *,
+                failed: bool = False, all_snapshots: bool = False) -> None:
     """The whole table output for results already at hand (``summary`` already holds them)."""
-    printer = TablePrinter(console)
+    printer = TablePrinter(console, failed=failed, all_snapshots=all_snapshots)
     for r in rows:
         printer.add(r)
     printer.finish(summary)
@@ -176,8 +237,8 @@ def print_audit(rows: Iterable[NodeResult], summary: Summary, console: Any) -> N
 
 
 def stream_json(results: Iterable[NodeResult], summary: Summary, out: IO[str]) -> None:
-    """Write ``{"nodes": [...], "summary": {...}}`` one node at a time (nothing is kept)."""
-    out.write('{"nodes": [')
+    """Write ``{"schema_version": 1, "nodes": [...], "summary": {...}}`` one node at a time (nothing is kept)."""
+    out.write('{"schema_version": %d, "nodes": [' % AUDIT_SCHEMA_VERSION)
     first = True
     for r in results:
         summary.add(r)

@@ -6,58 +6,31 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, List
 
-from ..checks import SEVERITIES, Report
+from ..checks import Report
 from ..safe import printable
 
 if TYPE_CHECKING:  # Rich is imported by the table printers only: JSON output never loads it
     from rich.console import Console
 
-STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
-TITLE = {"error": "Errors", "warning": "Warnings", "info": "Not checked / notes"}
+from .layout import STYLE, TITLE, print_findings, print_wrapped, value as _val  # noqa: F401 (re-exported)
 
 
-def _val(x: Any) -> str:
-    if x is None:
-        return "–"
-    if isinstance(x, dict):
-        return ", ".join(f"{k}={v}" for k, v in x.items())
-    return str(x)
-
-
-def print_check(report: Report, console: Console) -> None:
-    """The report as tables, one per severity, then its verdict line."""
-    from rich.table import Table
+def print_check(report: Report, console: Console, *, brief: bool = False,
+                verbose: bool = False) -> None:
+    """The report's findings laid out for the console's width (``render/layout.py``), then
+    its verdict line.  ``brief``: one line per finding, no explanations or hints;
+    ``verbose``: every "not checked" note in full (else one line naming the families)."""
     from rich.text import Text
 
     from .cells import text
 
-    console.print(Text.assemble(("Layout: ", "bold"), (printable(report.layout_name),
-                                                        "bold cyan"),
-                                printable(f"  ({report.reason})")))
+    print_wrapped(console, Text.assemble(("Layout: ", "bold"),
+                                         (printable(report.layout_name), "bold cyan"),
+                                         printable(f"  ({report.reason})")), 0, 2)
     if report.mapping:
         console.print(text("GPU renumbering (node → layout): " + ", ".join(
             f"GPU{k}→{v}" for k, v in sorted(report.mapping.items()))))
-    for sev in SEVERITIES:
-        group = [f for f in report.findings if f.severity == sev]
-        if not group:
-            continue
-        table = Table(title=f"{TITLE[sev]} ({len(group)})", title_justify="left",
-                      title_style=STYLE[sev], show_lines=False, expand=False)
-        table.add_column("Code", style=STYLE[sev], no_wrap=True)
-        table.add_column("Subject", no_wrap=True)
-        if sev != "info":
-            table.add_column("Expected", no_wrap=False)
-            table.add_column("Actual", no_wrap=False)
-        table.add_column("What" if sev == "info" else "What / what to do", ratio=1)
-        for f in group:
-            what = text(f.message)
-            if f.hint and sev != "info":
-                what.append("\n→ " + printable(f.hint), style="dim")
-            row = [text(f.code), text(str(f.subject))]
-            if sev != "info":
-                row += [text(_val(f.expected)), text(_val(f.actual))]
-            table.add_row(*row, what)
-        console.print(table)
+    print_findings(report.findings, console, brief=brief, verbose=verbose)
     n = report.counts
     if report.verdict == "fail":
         line = Text(f"FAIL: {n['error']} error(s), {n['warning']} warning(s)", style="bold red")
@@ -82,3 +55,45 @@ def print_layouts(rows: List[Dict[str, Any]], console: Console) -> None:
         table.add_row(text(r["name"]), text(r["title"]), text(_val(r["gpus"])),
                       text(_val(r["nvlink"])), text(_val(r["nics"])))
     console.print(table)
+
+
+def _flat(prefix: str, x: Any, out: List[Any]) -> None:
+    if isinstance(x, dict):
+        if not x:
+            out.append((prefix, "–"))
+        for k, v in x.items():
+            _flat(f"{prefix}.{k}" if prefix else str(k), v, out)
+    else:
+        out.append((prefix, _val(x)))
+
+
+def print_layout(data: Dict[str, Any], console: Console) -> None:
+    """One layout as people read it: its name and title, the description wrapped, then every
+    expectation as a ``section.field  value`` row (evidence tags as written)."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from .cells import text
+    from .layout import fit
+
+    print_wrapped(console, Text.assemble(text(data.get("name"), "bold cyan"), "  ",
+                                         text(data.get("title"), "bold")), 0, 2)
+    if data.get("description"):
+        print_wrapped(console, text(data["description"]), 2, 0)
+    rows: List[Any] = []
+    for key in data:
+        if key in ("name", "title", "description", "schema", "sources"):
+            continue
+        _flat(key, data[key], rows)
+    table = Table(box=None, pad_edge=False, padding=(0, 2, 0, 0), show_header=True,
+                  header_style="bold")
+    table.add_column("expectation", no_wrap=True)
+    table.add_column("value")
+    for k, v in rows:
+        table.add_row(text(k), text(v, "dim" if k.endswith("evidence") else ""))
+    console.print(fit(table, console.width))
+    sources = data.get("sources") or {}
+    if sources:
+        console.print(Text("Sources", style="bold"))
+        for tag, what in sources.items():
+            print_wrapped(console, Text.assemble(text(tag, "bold"), "  ", text(what)), 2, 4)

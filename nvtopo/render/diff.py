@@ -10,6 +10,7 @@ from rich.text import Text
 
 from .cells import printable, text
 from .check import STYLE, _val
+from .layout import Fitted
 
 
 def print_diff(doc: Dict[str, Any], console: Console) -> None:
@@ -30,7 +31,7 @@ def print_diff(doc: Dict[str, Any], console: Console) -> None:
         for c in changes:
             t.add_row(text(c["kind"]), text(c["subject"]), text(_val(c["before"])),
                       text(_val(c["after"])), text(c["message"]))
-        console.print(t)
+        console.print(Fitted(t))
     v = doc["verdict"]
     line = Text("Verdict: ", style="bold")
     for side in ("before", "after"):
@@ -61,7 +62,7 @@ def print_diff(doc: Dict[str, Any], console: Console) -> None:
                      text(f["subject"])] + ([text(f.get("side", ""))] if key == "unconfirmed"
                                             else [])
             t.add_row(*cells, text(f["message"]))
-        console.print(t)
+        console.print(Fitted(t))
     compared = (doc.get("sources") or {}).get("compared")
     scope = ""
     if nc:

@@ -15,6 +15,7 @@ from rich.text import Text
 
 from ..model import Topology
 from .cells import printable, text
+from .layout import Fitted
 from .matrix import cell_style
 
 #: Version of the ``nvtopo ib --format json`` document.
@@ -210,7 +211,7 @@ def render(topo: Topology) -> RenderableType:
     parts.append(head)
     parts.append(Text(""))
     if doc["hcas"]:
-        parts.append(port_table(doc))
+        parts.append(Fitted(port_table(doc)))
     else:
         parts.append(_dim(f"No RDMA devices ({doc.get('rdma') or 'class/infiniband is empty'})."))
     notes = [n for n in topo.notes if n.source in ("sysfs", "host") and n.level == "warning"]

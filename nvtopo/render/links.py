@@ -16,6 +16,7 @@ from rich.text import Text
 from ..errors import NvtopoError
 from ..model import Topology, pci_bdf
 from .cells import printable, text, title
+from .layout import Fitted, print_wrapped
 
 #: Where link facts live in the model, in order of preference.
 LINK_SOURCES = ("nvml", "nvml-text")
@@ -153,6 +154,10 @@ def _errors(errs: Dict[str, Any]) -> Text:
     return out
 
 
+#: Version of the ``nvtopo links --format json`` document (docs/json.md).
+LINKS_SCHEMA_VERSION = 1
+
+
 def gpu_table(g: Dict[str, Any]) -> Table:
     bw = g.get("bandwidth_gbps_per_direction")
     head = f"GPU{g['index']} · {g.get('name') or '?'} · {g['active']}/{g['total']} active"
@@ -176,11 +181,36 @@ def gpu_table(g: Dict[str, Any]) -> Table:
     return table
 
 
-def print_links(doc: Dict[str, Any], console: Console) -> None:
+def problem_link(lk: Dict[str, Any]) -> bool:
+    """A link that is not as expected: down, unknown, or with a nonzero error counter
+    (``inactive`` by design and ``active`` without errors are as expected)."""
+    return lk["state"] in ("down", "unknown") or any(v for v in lk["errors"].values())
+
+
+def problems_first(doc: Dict[str, Any], only: bool = False) -> Dict[str, Any]:
+    """The table view of ``doc``: GPUs with a problem link (or a fault) first; with
+    ``only``, just those GPUs and, of each, just its problem links."""
+    def bad(g: Dict[str, Any]) -> bool:
+        return bool(g.get("fault")) or any(problem_link(lk) for lk in g["links"])
+    gpus = sorted(doc["gpus"], key=lambda g: not bad(g))  # stable: index order kept
+    if only:
+        gpus = [dict(g, links=[lk for lk in g["links"] if problem_link(lk)])
+                for g in gpus if bad(g)]
+    return dict(doc, gpus=gpus)
+
+
+def print_links(doc: Dict[str, Any], console: Console, *, problems: bool = False) -> None:
+    """The links document as one table per GPU, GPUs with problems first; ``problems``:
+    only the links that are not as expected (down, unknown, nonzero error counters)."""
+    total = len(doc["gpus"])
+    doc = problems_first(doc, only=problems)
+    if problems and not doc["gpus"]:
+        console.print(text(f"no NVLink problem on {total} GPU{'s' if total != 1 else ''} "
+                           "(no link down or unknown, no error counter above 0)"))
     for g in doc["gpus"]:
         if g.get("fault"):
-            console.print(text(f"GPU{g['index']}: {g['fault'].get('message')}",
-                               style="bold red"), soft_wrap=True)
+            print_wrapped(console, text(f"GPU{g['index']}: {g['fault'].get('message')}",
+                                        style="bold red"), 0, 2)
         if not g["links"]:
             what = {"not_supported": "NVLink not supported on this GPU",
                     "inactive": g.get("reason") or "all links inactive"}.get(
@@ -189,19 +219,20 @@ def print_links(doc: Dict[str, Any], console: Console) -> None:
                                style="dim" if g["nvlink"] == "not_supported" else "yellow"))
             console.print()
             continue
-        console.print(gpu_table(g))
+        console.print(Fitted(gpu_table(g)))
         reasons: Dict[str, List[int]] = {}
         for lk in g["links"]:
             if lk["state"] != "active" and lk.get("reason"):
                 reasons.setdefault(f"{lk['state']}: {lk['reason']}", []).append(lk["link"])
         for why, ids in reasons.items():
             style = "bold red" if why.startswith("down") else "yellow"
-            console.print(text(f"  links {', '.join(map(str, ids))} {why}", style=style),
-                          soft_wrap=True)
+            word = "link" if len(ids) == 1 else "links"
+            print_wrapped(console, text(f"{word} {', '.join(map(str, ids))} {why}",
+                                        style=style), 2, 2)
         bad = [(lk["link"], k, v) for lk in g["links"] for k, v in lk["errors"].items() if v]
         if bad:
-            console.print(text("  nonzero error counters: " + ", ".join(
-                f"link {i} {k}={v}" for i, k, v in bad), style="bold red"), soft_wrap=True)
+            print_wrapped(console, text("nonzero error counters: " + ", ".join(
+                f"link {i} {k}={v}" for i, k, v in bad), style="bold red"), 2, 2)
         console.print()
     pairs = doc.get("pairs") or []
     if pairs:
@@ -212,10 +243,10 @@ def print_links(doc: Dict[str, Any], console: Console) -> None:
     for n in doc.get("notes") or []:
         if n["code"] in ("nvml.gpu_lost", "nvml.timeout"):
             continue  # said above (the GPU's fault, the incomplete line)
-        console.print(text(f"note: {n['subject'] + ': ' if n.get('subject') else ''}"
-                           f"{n['message']}",
-                           style="yellow" if n.get("level") == "warning" else "dim"),
-                      soft_wrap=True)
+        print_wrapped(console, text(f"note: {n['subject'] + ': ' if n.get('subject') else ''}"
+                                    f"{n['message']}",
+                                    style="yellow" if n.get("level") == "warning" else "dim"),
+                      0, 2)
     for d in doc.get("disagreements") or []:
         console.print(text(f"disagreement: {d['subject']} {d['fact']}: {d['message']}",
                            style="bold yellow"))

@@ -16,19 +16,22 @@ from rich.text import Text
 
 from ..model import P2P_STATUS, PATH_DESCRIPTIONS, Matrix, Topology, path_kind, path_rank
 from ..model.pcie import PciPlacement
-from .cells import printable, text
 from ..safe import is_ascii_digits
+from .cells import printable, text
+from .layout import Fitted
 
+#: Path quality on a neutral scale (near: bright, far: grey).  A far path is a fact of the
+#: wiring, not a fault: red is kept for faults (FAIL, a link down) so it stands out.
 PATH_STYLES: Dict[str, str] = {
     "X": "dim",
-    "NV": "bold green",
-    "PIX": "green",
-    "PXB": "chartreuse3",
-    "PHB": "yellow",
-    "NODE": "dark_orange",
-    "SYS": "red",
+    "NV": "bold bright_cyan",
+    "PIX": "bright_cyan",
+    "PXB": "cyan",
+    "PHB": "steel_blue",
+    "NODE": "blue",
+    "SYS": "grey50",
 }
-P2P_STYLES: Dict[str, str] = {"X": "dim", "OK": "bold green", "U": "yellow"}
+P2P_STYLES: Dict[str, str] = {"X": "dim", "OK": "bold bright_cyan", "U": "yellow"}
 UNKNOWN_STYLE = "bold magenta"
 MISSING = "?"
 
@@ -39,7 +42,7 @@ def cell_style(token: Optional[str], p2p: bool = False) -> str:
     if p2p:
         if token in P2P_STYLES:
             return P2P_STYLES[token]
-        return "bold red" if token in P2P_STATUS else UNKNOWN_STYLE
+        return "yellow" if token in P2P_STATUS else UNKNOWN_STYLE  # not supported: no fault
     kind = path_kind(token)
     return PATH_STYLES.get(kind, UNKNOWN_STYLE) if kind else UNKNOWN_STYLE
 
@@ -279,7 +282,9 @@ def nic_table(topo: Topology) -> Table:
             near = Text.assemble(_styled(tok), " ", printable(", ".join(best)))
         else:
             near = Text("unknown", style="dim")
-        named = n.name != n.label or n.sources.get("name") == "sysfs"
+        # a row labelled by its device name (mlx5_0, not NIC0) already names the device
+        named = (n.name != n.label or n.sources.get("name") == "sysfs"
+                 or not (n.label.startswith("NIC") and is_ascii_digits(n.label[3:])))
         table.add_row(text(n.label), text(n.name) if named else Text("unknown", style="dim"),
                       near)
     return table
@@ -327,7 +332,8 @@ def summary(topo: Topology) -> Text:
     elif topo.matrix is not None:
         linked = [p for p in topo.nvlinks if p.count > 0]
         counts = sorted({p.count for p in linked})
-        what = f"{len(linked)}/{pairs} GPU pairs NVLink-connected"
+        what = (f"{len(linked)}/{pairs} GPU pairs NVLink-connected" if pairs
+                else "one GPU (no GPU pairs)" if n == 1 else "no GPUs")
         if counts:
             what += " (" + ", ".join(f"NV{c}" for c in counts) + ")"
         known = {frozenset((p.a, p.b)) for p in topo.nvlinks}
@@ -340,15 +346,50 @@ def summary(topo: Topology) -> Text:
     elif topo.p2p is not None:
         ok = sum(1 for _, _, tok in topo.p2p.pairs() if tok == "OK")
         mode = f" ({topo.p2p.mode})" if topo.p2p.mode else ""
-        parts.append(f"P2P{mode} OK for {ok}/{pairs} GPU pairs")
+        if pairs:
+            parts.append(f"P2P{mode} OK for {ok}/{pairs} GPU pairs")
     numa = topo.numa_nodes()
-    if numa:
-        parts.append(f"{len(numa)} NUMA node{'s' if len(numa) != 1 else ''} ({', '.join(numa)})")
+    ids = numa_node_ids(numa)
+    if ids:
+        parts.append(f"{len(ids)} NUMA node{'s' if len(ids) != 1 else ''} ({_runs(ids)})")
+    elif numa:
+        parts.append(f"NUMA affinities {', '.join(printable(x) for x in numa)}")
     elif any("numa_affinity" in g.sources for g in topo.gpus):
         parts.append("NUMA unknown (N/A)")
     else:
         parts.append("NUMA not reported")
     return text(" · ".join(parts), style="bold")
+
+
+def _runs(ids: Sequence[int]) -> str:
+    """Sorted integers as runs: ``0-3, 5, 7-8``."""
+    out: List[str] = []
+    i = 0
+    while i < len(ids):
+        j = i
+        while j + 1 < len(ids) and ids[j + 1] == ids[j] + 1:
+            j += 1
+        out.append(str(ids[i]) if j == i else f"{ids[i]}-{ids[j]}" if j > i + 1
+                   else f"{ids[i]}, {ids[j]}")
+        i = j + 1
+    return ", ".join(out)
+
+
+def numa_node_ids(affinities: Sequence[str]) -> List[int]:
+    """The NUMA nodes named by the GPUs' affinities (``0``, ``0-3``, ``0,2``), sorted, each
+    once; ``[]`` where any affinity is not such a list (then the strings are shown)."""
+    from ..safe import ascii_int
+
+    nodes = set()
+    for aff in affinities:
+        for part in aff.split(","):
+            lo, sep, hi = part.strip().partition("-")
+            a = ascii_int(lo, hi=65535)
+            b = ascii_int(hi, hi=65535) if sep else a
+            if a is None or b is None or b < a or b - a > 4096:
+                return []
+            nodes.update(range(a, b + 1))
+    return sorted(nodes)
 
 
 def notes(topo: Topology) -> Optional[Text]:
@@ -382,9 +423,9 @@ def render(topo: Topology, width: int) -> RenderableType:
                 parts.append(Text(""))
             parts.append(t)
     if topo.gpus and topo.matrix is not None:
-        parts += [Text(""), gpu_table(topo)]
+        parts += [Text(""), Fitted(gpu_table(topo))]
     if topo.nics:
-        parts += [Text(""), nic_table(topo)]
+        parts += [Text(""), Fitted(nic_table(topo))]
     if m is not None:
         parts += [Text(""), legend(topo)]
     note_text = notes(topo)

@@ -41,7 +41,8 @@ Metrics (all gauges; label values escaped): ``nvtopo_check_pass`` (1 no error fi
 least one), ``nvtopo_check_findings{severity}`` (count per severity, all three always
 present), ``nvtopo_finding{code,subject,severity}`` (one series per finding; the value counts
 identical findings, normally 1), ``nvtopo_layout_info{layout}`` (1),
-``nvtopo_gpus`` / ``nvtopo_nics`` (devices in the input), ``nvtopo_gpu_info{gpu,name,uuid,
+``nvtopo_gpus`` / ``nvtopo_nics`` (devices in the input; ``nvtopo_nics`` is left out
+where the input cannot tell: a paste without NIC columns and no sysfs evidence), ``nvtopo_gpu_info{gpu,name,uuid,
 pci_bus_id,numa}`` (1), ``nvtopo_gpu_nvlinks_active{gpu}`` and
 ``nvtopo_gpu_nvlinks_expected{gpu}`` (where NVML read the GPU), ``nvtopo_port_up{device,port,
 link_layer}`` (1 ACTIVE, 0 otherwise), ``nvtopo_port_state_info{device,port,state,
@@ -226,6 +227,13 @@ def _expected_links(nv: Any, layout: Any) -> Optional[int]:
     return None
 
 
+
+def nic_count_known(topo: Any) -> bool:
+    """Whether the input can tell how many NICs the node has: it lists some, or the sysfs
+    evidence (which sees every RDMA device) is there.  A pasted text without NIC columns
+    cannot: its series is left out rather than reported as 0."""
+    return bool(topo.nics) or topo.sysfs is not None
+
 def _add_node(fams: Dict[str, Family], node: NodeMetrics) -> None:
     base = {str(k): str(v) for k, v in node.labels.items()}
 
@@ -257,7 +265,8 @@ def _add_node(fams: Dict[str, Family], node: NodeMetrics) -> None:
     if topo is None:
         return
     fams["nvtopo_gpus"].add(lab(), len(topo.gpus))
-    fams["nvtopo_nics"].add(lab(), len(topo.nics))
+    if nic_count_known(topo):
+        fams["nvtopo_nics"].add(lab(), len(topo.nics))
     for g in topo.gpus:
         gpu = str(g.index)
         fams["nvtopo_gpu_info"].add(lab(gpu=gpu, name=g.name or "", uuid=g.uuid or "",

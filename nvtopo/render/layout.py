@@ -1,0 +1,303 @@
+"""Width-aware terminal layout shared by the table renderers (docs/architecture.md §render).
+
+Two things live here, so that every table reads at 80 columns and up:
+
+* **Identifier columns** (:func:`id_column`): PCI addresses, device names, hostnames, file
+  names are never cut (no ellipsis) and never broken inside; the column is as wide as its
+  longest value and the free-text columns wrap around it.  :func:`text_column` is a column
+  of words that wraps at spaces.
+* **Findings** (:func:`print_findings`): one compact row per finding (code, subject,
+  expected → actual) with the explanation and the hint as wrapped text beneath, a hint
+  shared by several findings printed once for the group, ``brief`` for one line per
+  finding, the ``info`` notes ("not checked") collapsed to one line unless ``verbose``.
+
+Every value drawn here comes from the model or evidence and goes through
+:func:`nvtopo.render.cells.text` (printable, never parsed as markup).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Sequence
+
+from .cells import text
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
+#: Severity -> style of its code and heading.  Red is for faults only (errors).
+STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
+TITLE = {"error": "Errors", "warning": "Warnings", "info": "Not checked / notes"}
+#: Indentation of a finding's row, and of its explanation and hint beneath it.
+ROW_INDENT = 2
+TEXT_INDENT = 6
+
+
+def id_column(table: "Table", header: str, **kw: Any) -> None:
+    """A column of identifiers: never wrapped, never cut (``overflow="fold"`` only as a last
+    resort on a hostile value longer than the terminal)."""
+    kw.setdefault("no_wrap", True)
+    kw.setdefault("overflow", "fold")
+    table.add_column(header, **kw)
+
+
+def text_column(table: "Table", header: str, **kw: Any) -> None:
+    """A column of words: wraps at spaces, never cut with an ellipsis."""
+    kw.setdefault("overflow", "fold")
+    table.add_column(header, **kw)
+
+
+def value(x: Any) -> str:
+    """An expected/actual value as people read it: ``–`` for none, ``yes``/``no`` for a
+    boolean, ``k=v, …`` for a dict, ``a, b`` for a list (never a Python repr such as
+    ``name=None`` or ``['a']``)."""
+    if x is None:
+        return "–"
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, dict):
+        return ", ".join(f"{k}={value(v)}" for k, v in x.items())
+    if isinstance(x, (list, tuple)):
+        return ", ".join(value(v) for v in x)
+    return str(x)
+
+
+def print_wrapped(console: "Console", line: Any, indent: int = 0, hang: int = 0) -> None:
+    """``line`` (a Text) wrapped at spaces to the console's width, each line indented by
+    ``indent`` (continuation lines by ``indent + hang``), no trailing blanks.  A word is
+    broken only where it is longer than the whole width (a hostile value)."""
+    from rich.text import Text
+
+    width = max(console.width - indent - hang, 20)
+    for i, part in enumerate(line.wrap(console, width, overflow="fold")):
+        part.rstrip()
+        pad = indent if i == 0 else indent + hang
+        console.print(Text.assemble(" " * pad, part), soft_wrap=True)
+
+
+def _row(f: Any, sev: str) -> Any:
+    from rich.text import Text
+
+    row = Text.assemble(text(f.code, STYLE[sev]), "  ", text(str(f.subject), "bold"))
+    if sev != "info" and (f.expected is not None or f.actual is not None):
+        row.append("  ")
+        row.append_text(text(value(f.expected)))
+        row.append(" → ")
+        row.append_text(text(value(f.actual), STYLE[sev]))
+    return row
+
+
+def _grouped(group: Sequence[Any]) -> List[List[Any]]:
+    """Findings with the same hint side by side (in order of first appearance)."""
+    order: Dict[str, List[Any]] = {}
+    out: List[List[Any]] = []
+    for f in group:
+        key = f.hint or ""
+        if key and key in order:
+            order[key].append(f)
+            continue
+        bucket = [f]
+        out.append(bucket)
+        if key:
+            order[key] = bucket
+    return out
+
+
+def families(findings: Iterable[Any]) -> List[str]:
+    """The check families (the code's domain prefix) of ``findings``, in order, once each."""
+    seen: List[str] = []
+    for f in findings:
+        fam = f.code.split(".", 1)[0]
+        if fam not in seen:
+            seen.append(fam)
+    return seen
+
+
+def print_findings(findings: Sequence[Any], console: "Console", *, brief: bool = False,
+                   verbose: bool = False) -> None:
+    """Findings by severity (errors, warnings, notes), laid out for ``console.width``."""
+    from rich.text import Text
+
+    shown_hints: Dict[str, str] = {}
+    for sev in ("error", "warning", "info"):
+        group = [f for f in findings if f.severity == sev]
+        if not group:
+            continue
+        if sev == "info" and not verbose:
+            print_wrapped(console, Text.assemble(
+                (f"Not checked ({len(group)}): ", "bold"),
+                text(", ".join(families(group))),
+                ("  (-v lists them)", "dim")), 0, 2)
+            continue
+        console.print(Text(f"{TITLE[sev]} ({len(group)})", style=STYLE[sev] + " underline"
+                           if sev != "info" else "bold"))
+        for bucket in _grouped(group):
+            for f in bucket:
+                print_wrapped(console, _row(f, sev), ROW_INDENT, 2)
+                if not brief and f.message:
+                    print_wrapped(console, text(f.message), TEXT_INDENT)
+            hint = bucket[0].hint
+            if brief or not hint or sev == "info":
+                continue
+            if hint in shown_hints:
+                print_wrapped(console, Text.assemble(
+                    ("→ as for ", "dim"), text(shown_hints[hint], "dim"), (" above", "dim")),
+                    TEXT_INDENT, 2)
+                continue
+            shown_hints[hint] = str(bucket[0].subject)
+            lead = "→ " if len(bucket) == 1 else f"→ (all {len(bucket)} above) "
+            if len(bucket) == 2:
+                lead = "→ (both above) "
+            print_wrapped(console, Text.assemble((lead, "dim"), text(hint, "dim")),
+                          TEXT_INDENT, 2)
+
+
+# --- tables that fit the width ----------------------------------------------------------
+
+
+def _plain(cell: Any) -> str:
+    from rich.text import Text
+
+    if isinstance(cell, Text):
+        return cell.plain
+    if isinstance(cell, str):
+        return cell
+    return ""
+
+
+def _extent(cell: Any) -> "tuple[int, int]":
+    """(longest word, longest line) of a cell, in terminal cells."""
+    from rich.cells import cell_len
+
+    plain = _plain(cell)
+    lines = plain.split("\n") or [""]
+    words = plain.split() or [""]
+    return max(cell_len(w) for w in words), max(cell_len(x) for x in lines)
+
+
+def fit(table: "Table", width: int) -> Any:
+    """``table`` made to fit ``width`` columns without cutting or breaking a word.
+
+    Every column is at least as wide as its longest word (its longest value where the
+    column is ``no_wrap``, i.e. an identifier column); what width is left goes to the
+    wrappable columns.  Where even that does not fit, the rows are drawn as records (one
+    block per row: the first column's value, then ``header: value`` lines), which fit any
+    width from 40 up."""
+    cols = table.columns
+    if not cols:
+        return table
+    pad = sum(table._get_padding_width(i) for i in range(len(cols)))
+    budget = width - table._extra_width - pad
+    mins: List[int] = []
+    maxs: List[int] = []
+    for c in cols:
+        cells = list(c.cells) + ([c.header] if table.show_header else [])
+        ext = [_extent(x) for x in cells] or [(0, 0)]
+        longest_line = max(e[1] for e in ext)
+        longest_word = max(e[0] for e in ext)
+        if c.no_wrap:
+            head_w, _ = _extent(c.header) if table.show_header else (0, 0)
+            body = max([_extent(x)[1] for x in c.cells] or [0])
+            mn = max(body, head_w, c.min_width or 0)
+            mx = max(longest_line, mn)
+            c.no_wrap = bool(mx <= mn)  # the header may wrap at its spaces
+        else:
+            mn = max(longest_word, c.min_width or 0)
+            mx = max(longest_line, mn)
+        mins.append(mn)
+        maxs.append(mx)
+    if sum(maxs) <= budget:
+        return table
+    if sum(mins) > budget:
+        return Records(table)
+    widths = list(mins)
+    spare = budget - sum(mins)
+    want = [mx - mn for mn, mx in zip(mins, maxs)]
+    # water-filling: the columns that want least are satisfied first (a two-word header,
+    # a short list), what is left is shared by the wide ones
+    order = sorted((i for i, w in enumerate(want) if w > 0), key=lambda i: want[i])
+    for n, i in enumerate(order):
+        give = min(want[i], spare // (len(order) - n))
+        widths[i] += give
+        spare -= give
+    for c, w in zip(cols, widths):
+        c.width = w
+        c.min_width = None
+        c.max_width = None
+        c.ratio = None
+        c.overflow = "fold"
+    table.expand = False
+    return table
+
+
+class Records:
+    """A table's rows as blocks of ``header: value`` lines (the narrow-terminal form)."""
+
+    def __init__(self, table: "Table") -> None:
+        self.table = table
+
+    def __rich_console__(self, console: "Console", options: Any) -> Any:
+        from rich.text import Text
+
+        t = self.table
+        width = options.max_width
+        if t.title is not None:
+            yield t.title if isinstance(t.title, Text) else Text(str(t.title), style="bold")
+        columns = [list(c.cells) for c in t.columns]
+        heads = [_plain(c.header) for c in t.columns]
+        for r in range(t.row_count):
+            first = columns[0][r] if columns and r < len(columns[0]) else ""
+            fields: List[Text] = [first if isinstance(first, Text)
+                                  else Text(_plain(first), style="bold")]
+            for head, cells in zip(heads[1:], columns[1:]):
+                cell = cells[r] if r < len(cells) else ""
+                body = cell.copy() if isinstance(cell, Text) else Text(_plain(cell))
+                if not body.plain.strip():
+                    continue
+                body.plain = body.plain.replace("\n", " ")
+                fields.append(Text.assemble(((head + ": ") if head else "", "dim"), body))
+            yield from _packed(console, fields, width, 2)
+
+
+def _packed(console: "Console", fields: List[Any], width: int, indent: int) -> Any:
+    """``fields`` side by side, two spaces apart, as many to a line as fit ``width``
+    (the first line from column 0, the others indented by ``indent``); a field wider than
+    a line is wrapped at its spaces."""
+    from rich.cells import cell_len
+    from rich.text import Text
+
+    start = 0
+    line = Text()
+    used = 0
+    for f in fields:
+        n = cell_len(f.plain)
+        if used > start and used + 2 + n > width:
+            yield line
+            start = indent
+            line, used = Text(" " * start), start
+        if used + n > width:
+            for i, part in enumerate(f.wrap(console, max(width - indent - 2, 20),
+                                            overflow="fold")):
+                part.rstrip()
+                yield Text.assemble(" " * (start if i == 0 else indent + 2), part)
+            start = indent
+            line, used = Text(" " * start), start
+            continue
+        if used > start:
+            line.append("  ")
+            used += 2
+        line.append_text(f)
+        used += n
+    if used > start:
+        yield line
+
+
+class Fitted:
+    """``table`` fitted (:func:`fit`) to the width it is drawn at: for renderers that build
+    their output before they know the console."""
+
+    def __init__(self, table: "Table") -> None:
+        self.table = table
+
+    def __rich_console__(self, console: "Console", options: Any) -> Any:
+        yield fit(self.table, options.max_width)

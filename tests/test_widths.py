@@ -9,6 +9,7 @@ lists them.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -243,7 +244,13 @@ def test_bundled_examples_are_what_simulate_makes():
             with gzip.open(p, "rt", encoding="utf-8") as fh:
                 bundled = fh.read()
         fresh = snapshot.dumps(simulate(lay, faults, seed=1, hostname="dgx-h100-example"))
-        assert bundled.strip() == fresh.strip(), name
+        # the evidence, not the sealed cache: the cache carries the digest of the deriving
+        # code, which any change to it moves (a stale cache is re-derived, never wrong)
+        old, new = json.loads(bundled), json.loads(fresh)
+        old.pop("derived", None)
+        new.pop("derived", None)
+        assert old == new, (f"{name}: regenerate nvtopo/examples/{name}.json.gz with the "
+                            "commands docs/commands.md names")
 
 
 def test_layouts_show_as_json_and_as_a_table():

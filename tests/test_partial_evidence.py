@@ -13,7 +13,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import List, Set, Tuple
+from typing import Set, Tuple
 
 import pytest
 
@@ -22,17 +22,7 @@ from nvtopo.snapshot import load_text
 
 ROOT = Path(__file__).resolve().parent.parent
 TOPO = sorted((ROOT / "fixtures" / "topo-corpus").glob("*.txt"))
-SHARED = Path("/work/shared/corpus/nvlink")
 EXCERPTS = sorted((ROOT / "fixtures" / "nvml-text").glob("*.txt"))
-EXCERPT_NAMES = {p.name for p in EXCERPTS}
-
-
-def _shared_excerpts() -> List[Path]:
-    if not SHARED.is_dir():
-        return []
-    return sorted(p for p in SHARED.glob("*.txt")
-                  if p.name not in EXCERPT_NAMES and not p.name.startswith(("topo_", "nvlink_help"))
-                  and "dcgmi" not in p.name)
 
 
 def _report(text: str):
@@ -85,7 +75,7 @@ def _assert_not_worse(matrix: str, excerpt: str, where: str) -> None:
 @pytest.mark.parametrize("topo", TOPO, ids=lambda p: p.name[:12])
 def test_excerpt_never_worsens_the_matrix_verdict(topo: Path) -> None:
     matrix = topo.read_text()
-    for ex in EXCERPTS + _shared_excerpts():
+    for ex in EXCERPTS:
         text = ex.read_text()
         _assert_not_worse(matrix, text, f"{topo.name} + {ex.name}")
         _assert_not_worse(matrix, _neutral(text), f"{topo.name} + {ex.name} (names neutral)")

@@ -41,6 +41,10 @@ class GpuLinks:
     active: int
     down: List[int]
     links: List[NvmlLink]
+    #: the source of the record: ``nvml``, or ``nvml-text`` (pasted ``nvlink`` text)
+    source: str = "nvml"
+    #: every link of the GPU is listed with its state (NVML); a paste may be an excerpt
+    complete: bool = True
 
 
 @dataclass
@@ -135,6 +139,18 @@ def _view(topo: Topology) -> View:
             v.links[g.index] = GpuLinks(total=nv.total, active=nv.active or 0, down=nv.down,
                                         links=nv.links)
             fab = rec.fabric
+            if fab is not None and fab.state != "not_supported":
+                v.fabric[g.index] = fab
+        elif g.nvml_text is not None:
+            # pasted nvlink / -q text: the same facts, through the same checks, for the
+            # GPUs it names (its links may be an excerpt: never a count to compare)
+            tx = g.nvml_text
+            if tx.nvlink.links:
+                v.links[g.index] = GpuLinks(
+                    total=None, active=tx.nvlink.active, down=tx.nvlink.down,
+                    links=tx.nvlink.links, source="nvml-text",  # type: ignore[arg-type]
+                    complete=False)
+            fab = tx.fabric
             if fab is not None and fab.state != "not_supported":
                 v.fabric[g.index] = fab
     v.present = sorted(set(v.present) - set(v.lost))

@@ -189,3 +189,36 @@ def test_one_inactive_link_on_an_nvswitch_paste_is_down() -> None:
     got = [(f.code, f.severity, str(f.subject)) for f in rep.findings if f.severity != "info"]
     assert got == [("nvlink.link_down", "error", "GPU1 link 5")]
     assert _check(src).verdict == "pass"
+
+
+def _cli(*args: str):
+    from cli_runner import make_runner
+    from nvtopo.cli import app
+
+    return make_runner().invoke(app, list(args))
+
+
+def test_links_never_calls_unknown_states_inactive() -> None:
+    """``nvlink -e`` pasted alone lists links without states: not "0/3 active"."""
+    res = _cli("links", "--from", str(FIX / "nvlink_e_h100_excerpt.txt"))
+    assert res.exit_code == 0, res.output
+    assert "0/3 active" not in res.output
+    assert "3 links listed, state unknown" in res.output
+    res = _cli("links", "--from", str(FIX / "nvlink_s_h100_pcie_bridge_partial_inactive.txt"))
+    assert "12/18 active" in res.output
+
+
+def test_links_and_show_print_the_pasted_fabric_block() -> None:
+    path = str(FIX / "nvidia_smi_q_fabric_insufficient_resources.txt")
+    for cmd in ("links", "show"):
+        res = _cli(cmd, "--from", path)
+        assert res.exit_code == 0, res.output
+        assert "completed/insufficient_resources" in res.output
+        assert "clique 0" in res.output and "no cluster UUID" in res.output
+    res = _cli("links", "--from", path, "--format", "json")
+    doc = json.loads(res.output)
+    fab = doc["gpus"][0]["fabric"]
+    assert (fab["state"], fab["status"], fab["clique_id"], fab["cluster_uuid"]) == (
+        "completed", "insufficient_resources", 0, None)
+    healthy = _cli("show", "--from", str(FIX / "nvidia_smi_q_h800_pci_and_fabric_excerpt.txt"))
+    assert "GPU0: completed/success" in healthy.output

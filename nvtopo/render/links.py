@@ -52,6 +52,9 @@ def links_doc(topo: Topology, gpu: Optional[int] = None, where: str = "input") -
                 "rule": lk.rule, "reason": lk.reason,
             })
         total = nv.total
+        fab = rec.fabric
+        extra = {"fabric": fab.to_dict()} if fab is not None and fab.state != "not_supported" \
+            else {}
         gpus.append({
             "index": g.index, "name": g.name,
             "active": sum(1 for x in links if x["state"] == "active"),
@@ -62,6 +65,7 @@ def links_doc(topo: Topology, gpu: Optional[int] = None, where: str = "input") -
             "fault": rec.fault.to_dict() if rec.fault is not None else None,
             "source": source,
             "links": links,
+            **extra,
         })
     if not gpus:
         if gpu is not None and any(_record(g) for g in topo.gpus):
@@ -155,7 +159,14 @@ def _errors(errs: Dict[str, Any]) -> Text:
 
 def gpu_table(g: Dict[str, Any]) -> Table:
     bw = g.get("bandwidth_gbps_per_direction")
-    head = f"GPU{g['index']} · {g.get('name') or '?'} · {g['active']}/{g['total']} active"
+    unknown = sum(1 for lk in g["links"] if lk["state"] == "unknown")
+    if g["links"] and unknown == len(g["links"]):
+        # nvlink -e / -c pasted alone: the links are listed, their states are not
+        state = f"{len(g['links'])} links listed, state unknown (no nvlink -s)"
+    else:
+        state = f"{g['active']}/{g['total'] - unknown} active" + (
+            f", {unknown} unknown" if unknown else "")
+    head = f"GPU{g['index']} · {g.get('name') or '?'} · {state}"
     if bw:
         head += f" · {bw:g} GB/s per direction"
     table = Table(title=title(head), title_justify="left", box=None, pad_edge=False,
@@ -176,11 +187,27 @@ def gpu_table(g: Dict[str, Any]) -> Table:
     return table
 
 
+def _fabric_text(f: Dict[str, Any]) -> Text:
+    """A GPU's NVLink fabric facts (NVML, or a pasted ``-q`` Fabric block), one line."""
+    state, status, health = f.get("state"), f.get("status"), f.get("health_summary")
+    bad = state != "completed" or status not in (None, "success") or health in (
+        "unhealthy", "limited_capacity")
+    what = [f"{state}" + (f"/{status}" if status else "")]
+    if health and health != "not_supported":
+        what.append(str(health))
+    if f.get("clique_id") is not None:
+        what.append(f"clique {f['clique_id']}")
+    what.append(f"cluster {f['cluster_uuid']}" if f.get("cluster_uuid") else "no cluster UUID")
+    return text("fabric: " + " · ".join(what), style="bold red" if bad else "green")
+
+
 def print_links(doc: Dict[str, Any], console: Console) -> None:
     for g in doc["gpus"]:
         if g.get("fault"):
             console.print(text(f"GPU{g['index']}: {g['fault'].get('message')}",
                                style="bold red"), soft_wrap=True)
+        if g.get("fabric"):
+            console.print(_fabric_text(g["fabric"]), soft_wrap=True)
         if not g["links"]:
             what = {"not_supported": "NVLink not supported on this GPU",
                     "inactive": g.get("reason") or "all links inactive"}.get(

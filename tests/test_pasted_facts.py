@@ -222,3 +222,26 @@ def test_links_and_show_print_the_pasted_fabric_block() -> None:
         "completed", "insufficient_resources", 0, None)
     healthy = _cli("show", "--from", str(FIX / "nvidia_smi_q_h800_pci_and_fabric_excerpt.txt"))
     assert "GPU0: completed/success" in healthy.output
+
+
+@pytest.mark.parametrize("layout,links,mbps", [("dgx-1-v100", 6, 25781),
+                                               ("dgx-1-p100", 4, 20000)])
+def test_nvlink_1_2_bandwidth_from_the_older_speed_fields(layout: str, links: int,
+                                                          mbps: int) -> None:
+    """Issue 12 item 4: V100 and P100 answer no field 164; their speed comes from
+    NVML_FI_DEV_NVLINK_SPEED_MBPS_Ln, so the bandwidth is known (it showed none)."""
+    doc = _sim(layout)
+    topo = load_text(json.dumps(doc), "sim.json")
+    calls = doc["probes"]["nvml"]["calls"]
+    assert any(",84:0)" in k for k in calls)  # the older field was asked, and recorded
+    for g in topo.gpus:
+        nv = g.nvml.nvlink
+        active = [lk for lk in nv.links if lk.state == "active"]
+        assert len(active) == links
+        assert {lk.speed_mbps for lk in active} == {mbps}
+        assert nv.bandwidth_gbps_per_direction == round(links * mbps / 1000, 3)
+
+
+def test_newer_gpus_are_not_asked_the_older_speed_fields() -> None:
+    calls = _sim("dgx-h100")["probes"]["nvml"]["calls"]
+    assert not [k for k in calls if ",84:0)" in k or ",90:0)" in k]

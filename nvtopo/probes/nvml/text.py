@@ -162,32 +162,37 @@ def judge_inactive(gpus: Dict[int, Dict[str, Any]], all_links: Dict[int, List[Di
     or a family whose own GPUs leave links idle (bridged boards), leaves it ``inactive``;
     a GPU with no link up, or one whose model is unknown, too (the text cannot tell).
     """
-    def up(i: int) -> set:
-        return {x["link"] for x in all_links[i] if x["state"] == "active"}
-
-    def full(i: int) -> bool:
-        lk = all_links[i]
-        return bool(lk) and all(x["state"] == "active" for x in lk)
+    up = {i: {x["link"] for x in lk if x["state"] == "active"} for i, lk in all_links.items()}
+    full = {i: bool(lk) and all(x["state"] == "active" for x in lk)
+            for i, lk in all_links.items()}
 
     def bridged(i: int) -> bool:
-        peers = {x["remote"]["gpu_index"] for x in all_links[i] if x["state"] == "active"
-                 and x["remote"]["type"] == "gpu"}
-        return len(peers) == 1 and all(x["remote"]["type"] == "gpu" for x in all_links[i]
-                                       if x["state"] == "active")
+        ends = [x["remote"] for x in all_links[i] if x["state"] == "active"]
+        peers = {r["gpu_index"] for r in ends if r["type"] == "gpu"}
+        return len(peers) == 1 and all(r["type"] == "gpu" for r in ends)
 
+    names = {i: _model_name(gpus[i]) for i in all_links}
+    alone = {i: bridged(i) for i in all_links}
+    # (model, link) -> the first few GPUs of that model using every link they list, this
+    # one up (computed once: a paste may hold many GPUs)
+    users: Dict[tuple, List[int]] = {}
+    for k in sorted(all_links):
+        if names[k] and full[k] and not alone[k]:
+            for lk in up[k]:
+                seen = users.setdefault((names[k], lk), [])
+                if len(seen) < 9:
+                    seen.append(k)
     for i, links in all_links.items():
-        name = _model_name(gpus[i])
-        if not name or not up(i) or bridged(i):
+        name = names[i]
+        if not name or not up[i] or alone[i]:
             continue
-        family = [k for k in all_links if k != i and _model_name(gpus[k]) == name
-                  and full(k) and not bridged(k)]
         for x in links:
             if x["state"] != "inactive":
                 continue
-            users = [k for k in family if x["link"] in up(k)]
-            if not users:
+            by = [k for k in users.get((name, x["link"]), []) if k != i][:8]
+            if not by:
                 continue
-            shown = ", ".join(str(k) for k in users[:8]) + (", ..." if len(users) > 8 else "")
+            shown = ", ".join(str(k) for k in by) + (", ..." if len(by) >= 8 else "")
             x["state"], x["rule"] = "down", "family"
             x["reason"] = (f"GPU {shown} of this model in the same paste use every link "
                            f"they list, link {x['link']} among them; on this GPU it is "

@@ -245,3 +245,24 @@ def test_nvlink_1_2_bandwidth_from_the_older_speed_fields(layout: str, links: in
 def test_newer_gpus_are_not_asked_the_older_speed_fields() -> None:
     calls = _sim("dgx-h100")["probes"]["nvml"]["calls"]
     assert not [k for k in calls if ",84:0)" in k or ",90:0)" in k]
+
+
+def test_a_paste_of_many_gpus_is_judged_in_bounded_time() -> None:
+    """Hang detector for the family rule (it compared every GPU with every other per
+    link): 1024 GPUs x 64 links, some inactive."""
+    import time
+
+    from nvtopo.probes.nvml.text import derive_text
+    from nvtopo.probes.nvml.vocab import MAX_GPUS
+
+    lines = []
+    for g in range(MAX_GPUS):
+        lines.append(f"GPU {g}: NVIDIA H100 (UUID: GPU-{g:08d})")
+        lines += [f"  Link {lk}: " + ("<inactive>" if (g + lk) % 7 == 0 else "26.562 GB/s")
+                  for lk in range(64)]
+    start = time.monotonic()
+    topo = derive_text("\n".join(lines))
+    assert time.monotonic() - start < 20
+    assert len(topo.gpus) == MAX_GPUS
+    # no GPU uses every link it lists, so nothing is judged down
+    assert not any(lk.state == "down" for g in topo.gpus for lk in g.nvml_text.nvlink.links)

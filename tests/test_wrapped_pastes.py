@@ -161,9 +161,43 @@ def test_wrapped_h100_fixture_checks_like_the_original(tmp_path: Path) -> None:
 
 
 def test_unjoinable_wrap_is_one_line_exit_2() -> None:
-    path = _fixture("misaligned_wrapped_120_cut.txt")
+    path = _fixture("h100_wrapped_80_cut_cell_lost.txt")
     res = make_runner().invoke(app, ["check", "--from", str(path)])
     assert res.exit_code == 2
     err = res.stderr.strip()
     assert "\n" not in err and "Traceback" not in err
-    assert str(path) in err and "wrapped at 120 columns" in err
+    assert str(path) in err and "wrapped at 80 columns" in err
+
+
+def _sim_matrix(layout: str, *faults: str) -> str:
+    import json
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "nvtopo", "simulate", layout]
+    for f in faults:
+        cmd += ["--fault", f]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True)
+    return json.loads(out.stdout)["probes"]["topo-text"]["stdout"]
+
+
+@pytest.mark.parametrize("layout,fault", [("dgx-h100", "nvlink-degraded:GPU2-GPU6"),
+                                          ("dgx-a100", "nvlink-degraded:GPU0-GPU5")])
+def test_a_fault_survives_wrapping_and_the_healthy_node_stays_clean(layout: str,
+                                                                    fault: str) -> None:
+    """A simulated node's matrix (TAB separated, 8 GPUs and up to 12 NICs) wrapped at 80
+    and 120: the same errors as unwrapped (the degraded pair), none on the healthy node."""
+    from nvtopo.checks import select_and_run
+    from nvtopo.snapshot import load_text
+
+    def errors(text: str) -> set:
+        rep = select_and_run(load_text(text, "paste.txt"))
+        return {(f.code, str(f.subject)) for f in rep.findings if f.severity == "error"}
+
+    for faults in ((), (fault,)):
+        matrix = _sim_matrix(layout, *faults)
+        want = errors(matrix)
+        assert bool(want) == bool(faults)
+        for wrap in (cut, at_spaces):
+            for width in (80, 120):
+                assert errors(wrap(matrix, width)) == want, (wrap.__name__, width)

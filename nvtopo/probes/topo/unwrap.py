@@ -29,9 +29,19 @@ from .scan import AFF_COL_RE, device_name, first_two, is_cell, is_label, split_c
 Rejoined = Tuple[int, str, int]
 
 
-def _is_row(line: str) -> bool:
+_MODES = ("exact", "exact-strip", "spaces")
+
+
+def _is_row(line: str, names: Optional[set] = None) -> bool:
+    """A row line: a label that is no cell, then a cell.  Given the header's ``names``, the
+    label is one of them or a device name that is no cut cell's rest (``DE`` of ``NODE``,
+    ``V18`` of ``NV18``): a header may lack the NIC columns their rows have."""
     two = first_two(line)
-    return len(two) >= 2 and is_label(two[0]) and not is_cell(two[0]) and is_cell(two[1])
+    if not (len(two) >= 2 and is_label(two[0]) and not is_cell(two[0]) and is_cell(two[1])):
+        return False
+    lab = two[0]
+    return names is None or lab in names or (
+        device_name(lab) and not (lab[:1] == "V" and lab[1:].isdigit()))
 
 
 def _is_header(line: str) -> bool:
@@ -42,9 +52,10 @@ def _is_header(line: str) -> bool:
     return len(two) == 1 or not is_cell(two[1])
 
 
-def _continues(line: str) -> bool:
+def _continues(line: str, names: Optional[set] = None) -> bool:
     return bool(line.strip()) and "=" not in line and ":" not in line and not _is_row(
-        line) and not _is_header(line) and not line.lstrip().startswith(("Legend", "NIC "))
+        line, names) and not _is_header(line) and not line.lstrip().startswith(
+            ("Legend", "NIC "))
 
 
 def _header_more(line: str) -> bool:
@@ -113,19 +124,26 @@ def unwrap(lines: List[str], header: Optional[int]) -> Tuple[List[str], Optional
     if start is None:
         return lines, None
     groups: List[List[int]] = []
+    #: the device names a (re-joined) header gives: a row's label is one of them, so a
+    #: cut cell's rest (``DE  PIX ...`` of ``NO|DE``) is no row of its own
+    names: Optional[set] = None
     i = start
     while i < len(lines):
         ln = lines[i]
         first = not groups
-        if not (first or _is_row(ln)):
+        if not (first or _is_row(ln, names)):
             break
         group = [i]
         i += 1
-        while i < len(lines) and (_continues(lines[i]) or first and header is not None
+        while i < len(lines) and (_continues(lines[i], names) or first and header is not None
                                   and _header_more(lines[i])):
             group.append(i)
             i += 1
         groups.append(group)
+        if first and header is not None:
+            parts = [lines[k] for k in group]
+            names = {t for mode in _MODES for t in
+                     AFF_COL_RE.split(_join(parts, mode), 1)[0].split()}
     wrapped = [g for g in groups if len(g) > 1]
     if not wrapped:
         return lines, None

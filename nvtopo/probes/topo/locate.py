@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
 from .scan import (AFF_COL_RE, AFFINITY_LIKE_RE, MAX_DEVICES, MAX_LINE_CHARS, MAX_NOTES,
-                   clean_text, device_name, first_two, header_start, is_cell, is_label,
-                   split_tokens)
+                   TopoParseError, clean_text, device_name, first_two, header_start, is_cell,
+                   is_label, split_tokens)
+from .unwrap import untruncate, unwrap
 
-class TopoParseError(ValueError):
-    """The text holds no ``nvidia-smi topo`` matrix at all."""
+__all__ = ["Found", "TopoParseError", "find_header", "locate", "looks_like_topo"]
 
 
 
@@ -30,8 +30,6 @@ class Found:
 
 def looks_like_topo(text: str) -> bool:
     """True when ``text`` holds something :func:`parse` can read as a matrix."""
-    from .unwrap import untruncate, unwrap
-
     try:
         lines = clean_text(text)
         lines = unwrap(lines, find_header(lines))[0]

@@ -12,7 +12,7 @@ is, the continuation ``NODE NODE SYS`` would be a device named ``NODE``.  Here:
   else *at spaces*; the joins are tried in the likely order (exact: as cut, then without
   the continuation's indentation; at spaces: with one space) and the first under which
   every joined row has one cell per header device is kept;
-* where none fits, :class:`~.locate.TopoParseError` says the matrix looks wrapped at N
+* where none fits, :class:`~.scan.TopoParseError` says the matrix looks wrapped at N
   columns (the caller names the file): never a matrix with devices named after cells.
 
 Joined lines replace the first line of each group and the continuations become empty,
@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence, Tuple
 
-from .scan import AFF_COL_RE, device_name, first_two, is_cell, is_label, split_cells
+from .scan import (AFF_COL_RE, TopoParseError, device_name, first_two, is_cell, is_label,
+                   split_cells)
 
 #: How a wrapped paste was re-joined: (width, "exact" or "spaces", lines joined).
 Rejoined = Tuple[int, str, int]
@@ -115,8 +116,6 @@ def unwrap(lines: List[str], header: Optional[int]) -> Tuple[List[str], Optional
     """``lines`` with a wrapped matrix re-joined (and how), or as they are when no line of
     the matrix is wrapped.  Raises ``TopoParseError`` for a wrapped matrix that cannot be
     re-joined."""
-    from .locate import TopoParseError
-
     if header is None:
         header = _wrapped_header(lines)
     start = header if header is not None else next(

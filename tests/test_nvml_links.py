@@ -59,8 +59,10 @@ EXPECT_TABLE = {
     "dgx-a100": ["12/12 active · 300 GB/s per direction", "3.1", "NVSwitch c4:00.0 #0"],
     "dgx-a100-mig": ["GPU0 · NVIDIA A100-SXM4-80GB · 0/12 active",
                      "inactive: MIG mode is enabled: NVLink is off by design"],
-    # Old driver: no speed or remote-port fields, so those print as unknown.
-    "dgx1-v100": ["GPU0 · Tesla V100-SXM2-32GB · 6/6 active  ", "  active  2.0     –  GPU3  ",
+    # Old driver: no field 164 or remote-port fields; the speed comes from the older
+    # per-link speed fields (NVML_FI_DEV_NVLINK_SPEED_MBPS_Ln).
+    "dgx1-v100": ["GPU0 · Tesla V100-SXM2-32GB · 6/6 active · 154.686 GB/s per direction",
+                  "  active  2.0  25.781  GPU3  ",
                   "16 NVLink-connected GPU pairs (NV1, NV2)\n"],
     "h100-pcie-bridge": ["12/18 active", "GPU1 #12",
                          "links 4, 5, 10, 11, 16, 17 inactive: bridged pair with GPU 1"],

@@ -19,17 +19,27 @@ def _all_pairs(v: F.View) -> List[Subject]:
         [S.gpu(a) for a in p] + [S.NODE]
 
 
+def _fabric_source(topo: Topology, i: int) -> str:
+    """Who stated GPU ``i``'s fabric facts: NVML, or a pasted ``nvidia-smi -q``."""
+    g = topo.gpu(i)
+    return "nvml" if g is not None and g.nvml is not None and g.nvml.fabric is not None \
+        else "nvml-text"
+
+
 def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     v = F.view(topo)
     out: List[Finding] = []
+    # without a layout, a GPU that reports a fabric state (NVML, or a pasted -q Fabric
+    # block) is on an NVLink fabric: its state is a fact to check
     nvswitch = bool(layout.get("nvlink.nvswitch")) if layout is not None else bool(
-        topo.nvswitch)
+        topo.nvswitch) or any(i in v.fabric for i in v.present)
     want_fabric = bool(layout.get("nvlink.fabric")) if layout is not None else nvswitch
     inferred = layout.inferred_only("nvlink") if layout is not None else True
     if not nvswitch:
         return out
     present = [i for i in v.present]
     states = {i: v.fabric[i] for i in present if i in v.fabric}
+    fsrc = ", ".join(sorted({_fabric_source(topo, i) for i in states})) or "nvml"
     links_down = sum(len(v.links[i].down) for i in present if i in v.links)
     no_nv = sum(1 for (c, _) in v.pairs.values() if c == 0)
     consequences = []
@@ -50,7 +60,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
             S.NODE, f"NVLink fabric not started on {len(gpus)} of {len(present)} GPUs "
             f"(GPU {', '.join(map(str, gpus))}): Fabric Manager is not running or has not "
             f"trained the NVSwitch fabric{tail}",
-            expected="completed/success", actual="not_started", source="nvml", hint=HINT_FM,
+            expected="completed/success", actual="not_started", source=fsrc, hint=HINT_FM,
             covers=_all_pairs(v)))
         return out
     if by_state.get("in_progress"):
@@ -58,7 +68,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
         out.append(finding(
             "error", "fabric.in_progress", S.NODE,
             f"NVLink fabric training still in progress on {len(gpus)} GPUs{tail}",
-            expected="completed/success", actual="in_progress", source="nvml",
+            expected="completed/success", actual="in_progress", source=fsrc,
             hint="wait a minute and re-check; if it stays in progress: " + HINT_FM,
             covers=_all_pairs(v)))
         return out
@@ -70,7 +80,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
             "error", "fabric.failed", S.NODE,
             f"NVLink fabric registration failed on {len(failed)} GPUs (status "
             f"{', '.join(st)}){tail}", expected="completed/success",
-            actual=f"completed/{st[0]}", source="nvml", hint=HINT_FM, covers=_all_pairs(v)))
+            actual=f"completed/{st[0]}", source=fsrc, hint=HINT_FM, covers=_all_pairs(v)))
         return out
     if F.fabric_down(v, layout) == "no_nvlink":
         src = sorted({s for _, s in v.pairs.values()})
@@ -92,7 +102,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
             "fabric.unhealthy", S.NODE,
             f"NVLink fabric reports {worst} on {len(unhealthy)} GPUs "
             f"(GPU {', '.join(map(str, sorted(unhealthy)))})",
-            expected="healthy", actual=worst, source="nvml", hint=HINT_FM))
+            expected="healthy", actual=worst, source=fsrc, hint=HINT_FM))
     no_uuid = [i for i, f in states.items() if f.state == "completed"
                and f.status == "success" and not f.cluster_uuid]
     if no_uuid and want_fabric and layout is not None and layout.get("nvlink.nvswitch_count") is None:
@@ -100,7 +110,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
         out.append(finding(
             demote("error", inferred), "fabric.no_clique", S.NODE,
             f"{len(no_uuid)} GPUs have no NVLink cluster UUID: not part of an NVLink "
-            "partition", expected="cluster UUID", actual=None, source="nvml", hint=HINT_FM))
+            "partition", expected="cluster UUID", actual=None, source=fsrc, hint=HINT_FM))
     if want_fabric and not states:
         out.append(finding("info", "fabric.not_checked", S.NODE,
                            "fabric state not checked: no NVML fabric data in the input "

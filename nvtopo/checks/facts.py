@@ -22,6 +22,15 @@ from ..model.nvlink import Fabric, NvmlLink
 #: Sources that see GPUs through the driver (a GPU only sysfs lists is on the
 #: PCI bus but not usable).
 DRIVER_SOURCES = ("topo-text", "nvml", "nvml-text")
+#: Sources whose GPU list may be an excerpt (pasted ``nvlink``/``-q`` text about some GPUs):
+#: they state facts about the GPUs they name and nothing about the others.
+PARTIAL_SOURCES = ("nvml-text",)
+
+
+def lists_every_gpu(topo: Topology) -> bool:
+    """Some source lists every GPU of the node (a matrix, NVML, sysfs): only then does a GPU
+    the input does not list count as missing."""
+    return any(s not in PARTIAL_SOURCES and s != "host" for s in topo.sources)
 
 
 @dataclass
@@ -32,6 +41,10 @@ class GpuLinks:
     active: int
     down: List[int]
     links: List[NvmlLink]
+    #: the source of the record: ``nvml``, or ``nvml-text`` (pasted ``nvlink`` text)
+    source: str = "nvml"
+    #: every link of the GPU is listed with its state (NVML); a paste may be an excerpt
+    complete: bool = True
 
 
 @dataclass
@@ -110,7 +123,8 @@ def _view(topo: Topology) -> View:
             continue
         idx = int(m.group(1))
         absent = [k for k, val in d.values.items() if val == "absent"]
-        if any(any(s in k for s in DRIVER_SOURCES) for k in absent):
+        if any(any(s in DRIVER_SOURCES and s not in PARTIAL_SOURCES for s in k.split(", "))
+               for k in absent):
             present_in = ", ".join(k for k, val in d.values.items() if val == "present")
             v.absent_in[idx] = f"listed by {present_in} but not by {', '.join(absent)}"
     for g in topo.gpus:
@@ -125,6 +139,18 @@ def _view(topo: Topology) -> View:
             v.links[g.index] = GpuLinks(total=nv.total, active=nv.active or 0, down=nv.down,
                                         links=nv.links)
             fab = rec.fabric
+            if fab is not None and fab.state != "not_supported":
+                v.fabric[g.index] = fab
+        elif g.nvml_text is not None:
+            # pasted nvlink / -q text: the same facts, through the same checks, for the
+            # GPUs it names (its links may be an excerpt: never a count to compare)
+            tx = g.nvml_text
+            if tx.nvlink.links:
+                v.links[g.index] = GpuLinks(
+                    total=None, active=tx.nvlink.active, down=tx.nvlink.down,
+                    links=tx.nvlink.links, source="nvml-text",  # type: ignore[arg-type]
+                    complete=False)
+            fab = tx.fabric
             if fab is not None and fab.state != "not_supported":
                 v.fabric[g.index] = fab
     v.present = sorted(set(v.present) - set(v.lost))
@@ -325,7 +351,8 @@ def missing_gpus(layout: Any, v: View) -> List[int]:
     """GPUs the layout has and the node does not show: absent from a driver-level source,
     or (by count) the highest indices not listed."""
     out = set(v.absent_in)
-    n_exp = layout.get("gpus.count") if layout is not None else None
+    n_exp = layout.get("gpus.count") if layout is not None and lists_every_gpu(v.topo) \
+        else None
     have = set(v.present) | set(v.lost) | set(v.absent_in)
     if isinstance(n_exp, int) and len(have) < n_exp:
         gone = [i for i in range(n_exp) if i not in have]

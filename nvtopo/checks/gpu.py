@@ -39,7 +39,14 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                  "the GPU if it stays missing",
             covers=[S.gpu(idx)] + _pair_subjects(idx, n_all)))
     present = set(v.present) | set(v.lost) | set(v.absent_in)
-    if isinstance(n_exp, int):
+    if isinstance(n_exp, int) and not F.lists_every_gpu(topo):
+        out.append(finding(
+            "info", "gpu.not_checked", S.NODE,
+            f"GPUs missing not checked: the input is pasted nvidia-smi nvlink/-q text, which "
+            f"states facts about the {len(present)} GPU(s) it names and nothing about the "
+            f"others (the layout has {n_exp})", source=src,
+            hint="paste nvidia-smi topo -m (or take a snapshot) to check the GPU count"))
+    elif isinstance(n_exp, int):
         have = len(present)
         if have < n_exp:
             gone = [i for i in range(n_exp) if i not in present]

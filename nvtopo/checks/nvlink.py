@@ -87,12 +87,13 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                     "error", "nvlink.link_down", S.link(i, link),
                     f"GPU{i} NVLink {link} is down "
                     f"({(rec.reason if rec is not None else None) or 'should be up'})"
-                    f"; GPU{i} has {gl.active} of {gl.total} links up{sample}",
-                    expected="active", actual="down", source="nvml", hint=HINT_LINK,
+                    + (f"; GPU{i} has {gl.active} of {gl.total} links up" if gl.complete
+                       else "") + sample,
+                    expected="active", actual="down", source=gl.source, hint=HINT_LINK,
                     covers=gpu_and_pairs(i)))
             # active links below the layout with no link down: links missing
             if nvswitch and isinstance(links_per_gpu, int) and isinstance(gl.total, int) \
-                    and gl.total \
+                    and gl.total and gl.complete \
                     and not gl.down and gl.active < links_per_gpu and gl.active > 0:
                 out.append(finding(
                     demote("error", inferred), "nvlink.links_missing", S.gpu(i),
@@ -131,7 +132,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                 + (f" (above the threshold for {', '.join(sorted(over))})" if over else
                    " (cumulative since the driver loaded; below the thresholds)"),
                 expected={k: thresholds.get(k, 1000) for k in errs}, actual=errs,
-                source="nvml",
+                source=gl.source,
                 hint="watch whether they grow (nvidia-smi nvlink -e); a growing CRC/replay "
                      "count points at the link: reset, then reseat/service"))
     if layout is None or not expected or down_fabric is not None:
@@ -143,10 +144,11 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                                "NVLink)", source=", ".join(topo.sources)))
         return out
     # -- pair counts against the layout
-    if nvswitch and not all(i in v.links for i in present):
-        # a topo text alone: a GPU with every pair short has links down
+    if nvswitch and not all(i in v.links and v.links[i].complete for i in present):
+        # a topo text alone (or with a paste that shows no link of the GPU down): a GPU
+        # with every pair short has links down
         for i in present:
-            if i in v.links:
+            if i in v.links and (v.links[i].complete or v.links[i].down):
                 continue
             mine = [(k, v.pairs[k][0]) for k in pairs_of(i)]
             if not mine:

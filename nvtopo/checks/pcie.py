@@ -56,6 +56,9 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
             continue
         sy = g.sysfs
         nv = g.nvml.pcie if g.nvml is not None else None
+        nv_src = "nvml"
+        if nv is None and g.nvml_text is not None:  # pasted nvidia-smi -q PCI block
+            nv, nv_src = g.nvml_text.pcie, "nvml-text"
         width = speed = None
         src = ""
         if sy is not None and (sy.hops or sy.narrowest_hop is not None):
@@ -68,7 +71,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                 speed = (sh.expected_gen, sh.current_gen, _hop_text(sh))
         elif nv is not None and nv.current_width is not None:
             checked += 1
-            src = "nvml"
+            src = nv_src
             if isinstance(nv.max_width, int) and nv.current_width < nv.max_width:
                 width = (nv.max_width, nv.current_width, "GPU link")
             cg, mg = nv.current_gen, nv.max_gen

@@ -24,6 +24,9 @@ if TYPE_CHECKING:  # pragma: no cover
 GPU_RECORDS = ("nvml", "nvml_text", "sysfs")
 NIC_RECORDS = ("affinity", "sysfs")
 NODE_RECORDS = ("topo_text", "nvml", "nvml_text", "sysfs", "host_net")
+#: Sources whose text may be an excerpt (some GPUs only): a GPU they do not name is not
+#: absent, so their silence is never a ``presence`` disagreement.
+PARTIAL_SOURCES = ("nvml-text",)
 
 
 def merge(self: "Topology", other: "Topology") -> None:
@@ -145,7 +148,7 @@ def _merge_gpus(self: "Topology", other: "Topology") -> Dict[str, str]:
     mine_src = ", ".join(self.sources) or "model"
     their_src = ", ".join(other.sources) or "other source"
     had_gpus = bool(self.gpus)
-    if had_gpus and other.gpus:
+    if had_gpus and other.gpus and not set(other.sources) <= set(PARTIAL_SOURCES):
         for g in self.gpus:
             if id(g) not in matched:
                 self.disagreements.append(Disagreement(
@@ -157,7 +160,7 @@ def _merge_gpus(self: "Topology", other: "Topology") -> Dict[str, str]:
     taken = {g.index for g in self.gpus}
     for g in unmatched:
         where = f" at {g.pci_bus_id}" if g.pci_bus_id else ""
-        if had_gpus:
+        if had_gpus and not set(self.sources) <= set(PARTIAL_SOURCES):
             self.disagreements.append(Disagreement(
                 subject=g.label if not where else f"GPU{where}", fact="presence",
                 values={mine_src: "absent", their_src: "present"},

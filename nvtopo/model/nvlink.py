@@ -74,8 +74,9 @@ class TextLink(Link):
 
     raw_state: str = fld("nvidia-smi nvlink -s: active, inactive (<inactive>)",
                          default="unknown")
-    rule: Optional[str] = fld("state (up) or text (inactive); null where the text says "
-                              "nothing")
+    rule: Optional[str] = fld("state (up), text (inactive) or family (down: a GPU of the "
+                              "same model in the paste uses every link it lists, this one "
+                              "among them); null where the text says nothing")
     reason: Optional[str] = fld("why the state, in a sentence")
     version: None = fld("always null: the text does not say")
     version_raw: None = fld("always null")

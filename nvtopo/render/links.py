@@ -53,6 +53,9 @@ def links_doc(topo: Topology, gpu: Optional[int] = None, where: str = "input") -
                 "rule": lk.rule, "reason": lk.reason,
             })
         total = nv.total
+        fab = rec.fabric
+        extra = {"fabric": fab.to_dict()} if fab is not None and fab.state != "not_supported" \
+            else {}
         gpus.append({
             "index": g.index, "name": g.name,
             "active": sum(1 for x in links if x["state"] == "active"),
@@ -63,6 +66,7 @@ def links_doc(topo: Topology, gpu: Optional[int] = None, where: str = "input") -
             "fault": rec.fault.to_dict() if rec.fault is not None else None,
             "source": source,
             "links": links,
+            **extra,
         })
     if not gpus:
         if gpu is not None and any(_record(g) for g in topo.gpus):
@@ -160,7 +164,14 @@ LINKS_SCHEMA_VERSION = 1
 
 def gpu_table(g: Dict[str, Any]) -> Table:
     bw = g.get("bandwidth_gbps_per_direction")
-    head = f"GPU{g['index']} · {g.get('name') or '?'} · {g['active']}/{g['total']} active"
+    unknown = sum(1 for lk in g["links"] if lk["state"] == "unknown")
+    if g["links"] and unknown == len(g["links"]):
+        # nvlink -e / -c pasted alone: the links are listed, their states are not
+        state = f"{len(g['links'])} links listed, state unknown (no nvlink -s)"
+    else:
+        state = f"{g['active']}/{g['total'] - unknown} active" + (
+            f", {unknown} unknown" if unknown else "")
+    head = f"GPU{g['index']} · {g.get('name') or '?'} · {state}"
     if bw:
         head += f" · {bw:g} GB/s per direction"
     table = Table(title=title(head), title_justify="left", box=None, pad_edge=False,
@@ -181,6 +192,28 @@ def gpu_table(g: Dict[str, Any]) -> Table:
     return table
 
 
+def _fabric_bad(f: Any) -> bool:
+    """Whether a GPU's fabric facts say something is wrong (not completed, a failed status,
+    an unhealthy or limited summary)."""
+    if not f:
+        return False
+    return f.get("state") != "completed" or f.get("status") not in (None, "success") or \
+        f.get("health_summary") in ("unhealthy", "limited_capacity")
+
+
+def _fabric_text(f: Dict[str, Any]) -> Text:
+    """A GPU's NVLink fabric facts (NVML, or a pasted ``-q`` Fabric block), one line."""
+    state, status, health = f.get("state"), f.get("status"), f.get("health_summary")
+    bad = _fabric_bad(f)
+    what = [f"{state}" + (f"/{status}" if status else "")]
+    if health and health != "not_supported":
+        what.append(str(health))
+    if f.get("clique_id") is not None:
+        what.append(f"clique {f['clique_id']}")
+    what.append(f"cluster {f['cluster_uuid']}" if f.get("cluster_uuid") else "no cluster UUID")
+    return text("fabric: " + " · ".join(what), style="bold red" if bad else "green")
+
+
 def problem_link(lk: Dict[str, Any]) -> bool:
     """A link that is not as expected: down, unknown, or with a nonzero error counter
     (``inactive`` by design and ``active`` without errors are as expected)."""
@@ -191,7 +224,8 @@ def problems_first(doc: Dict[str, Any], only: bool = False) -> Dict[str, Any]:
     """The table view of ``doc``: GPUs with a problem link (or a fault) first; with
     ``only``, just those GPUs and, of each, just its problem links."""
     def bad(g: Dict[str, Any]) -> bool:
-        return bool(g.get("fault")) or any(problem_link(lk) for lk in g["links"])
+        return bool(g.get("fault")) or _fabric_bad(g.get("fabric")) or \
+            any(problem_link(lk) for lk in g["links"])
     gpus = sorted(doc["gpus"], key=lambda g: not bad(g))  # stable: index order kept
     if only:
         gpus = [dict(g, links=[lk for lk in g["links"] if problem_link(lk)])
@@ -211,6 +245,8 @@ def print_links(doc: Dict[str, Any], console: Console, *, problems: bool = False
         if g.get("fault"):
             print_wrapped(console, text(f"GPU{g['index']}: {g['fault'].get('message')}",
                                         style="bold red"), 0, 2)
+        if g.get("fabric"):
+            print_wrapped(console, _fabric_text(g["fabric"]), 0, 2)
         if not g["links"]:
             what = {"not_supported": "NVLink not supported on this GPU",
                     "inactive": g.get("reason") or "all links inactive"}.get(

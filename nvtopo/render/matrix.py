@@ -392,6 +392,52 @@ def numa_node_ids(affinities: Sequence[str]) -> List[int]:
     return sorted(nodes)
 
 
+def _gpu_ranges(idx: Sequence[int]) -> str:
+    """``GPU0-3, GPU6``: GPU indices as runs."""
+    out: List[str] = []
+    run: List[int] = []
+    for i in sorted(idx):
+        if run and i == run[-1] + 1:
+            run.append(i)
+            continue
+        if run:
+            out.append(f"GPU{run[0]}" + (f"-{run[-1]}" if len(run) > 1 else ""))
+        run = [i]
+    if run:
+        out.append(f"GPU{run[0]}" + (f"-{run[-1]}" if len(run) > 1 else ""))
+    return ", ".join(out)
+
+
+def fabric_lines(topo: Topology) -> Optional[Text]:
+    """The NVLink fabric block (NVML, or a pasted ``nvidia-smi -q`` Fabric block): one line
+    per distinct state, status, health, clique and cluster; ``None`` where no GPU reports
+    one."""
+    rows: Dict[Tuple, List[int]] = {}
+    for g in topo.gpus:
+        rec = g.nvml if g.nvml is not None and g.nvml.fabric is not None else g.nvml_text
+        fab = rec.fabric if rec is not None else None
+        if fab is None or fab.state == "not_supported":
+            continue
+        key = (fab.state, fab.status, fab.health_summary, fab.clique_id, fab.cluster_uuid)
+        rows.setdefault(key, []).append(g.index)
+    if not rows:
+        return None
+    out = Text("NVLink fabric", style="bold")
+    for (state, status, health, clique, cluster), idx in rows.items():
+        bad = state != "completed" or status not in (None, "success") or health in (
+            "unhealthy", "limited_capacity")
+        what = [str(state) + (f"/{status}" if status else "")]
+        if health and health != "not_supported":
+            what.append(str(health))
+        if clique is not None:
+            what.append(f"clique {clique}")
+        what.append(f"cluster {cluster}" if cluster else "no cluster UUID")
+        out.append("\n")
+        out.append(printable(f"  {_gpu_ranges(idx)}: " + " · ".join(what)),
+                   style="bold red" if bad else "green")
+    return out
+
+
 def notes(topo: Topology) -> Optional[Text]:
     if not topo.notes:
         return None
@@ -426,6 +472,9 @@ def render(topo: Topology, width: int) -> RenderableType:
         parts += [Text(""), Fitted(gpu_table(topo))]
     if topo.nics:
         parts += [Text(""), Fitted(nic_table(topo))]
+    fabric = fabric_lines(topo)
+    if fabric is not None:
+        parts += [Text(""), fabric]
     if m is not None:
         parts += [Text(""), legend(topo)]
     note_text = notes(topo)

@@ -148,6 +148,8 @@ def compile_machine(desc: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
         put(field_key(i, 147, 0), {"value": sw_links[meaning]}
             if link_fields and meaning in sw_links else _err("NotSupported"))
         errors = g.get("link_errors", {})
+        if not link_fields:  # older drivers: NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON
+            put(field_key(i, 90, 0), {"value": nvl["speed_mbps"]})
         for lk in range(count + 1):
             if lk == count:
                 for fn in ("nvmlDeviceGetNvLinkState", "nvmlDeviceGetNvLinkVersion"):
@@ -172,6 +174,9 @@ def compile_machine(desc: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
                      164: nvl["speed_mbps"] if active else 0,
                      146: remote[2] if active else 0,
                      161: errs["replay"], 162: errs["recovery"], 163: errs["crc_flit"]}
+            if not link_fields and lk < 12:  # older drivers: the per-link speed fields
+                put(field_key(i, (84 + lk) if lk < 6 else (126 + lk), 0),
+                    {"value": nvl["speed_mbps"] if active else 0})
             dl = {161: "replay", 162: "recovery", 163: "crc_flit"}
             for fid, v in fvals.items():
                 put(field_key(i, fid, lk), {"value": v} if link_fields

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .vocab import (BAD, ERROR_CODES, FI_NVLINK_ERROR_DL_CRC, FI_NVLINK_ERROR_DL_RECOVERY,
+                    FI_NVLINK_SPEED_MBPS_COMMON, FI_NVLINK_SPEED_MBPS_LINK,
                     FI_NVLINK_ERROR_DL_REPLAY, FI_NVLINK_GET_SPEED, FI_NVLINK_GET_STATE,
                     FI_NVLINK_GET_VERSION, FI_NVLINK_LINK_COUNT, FI_NVLINK_REMOTE_NVLINK_ID,
                     FI_NVSWITCH_CONNECTED_LINK_COUNT, FI_PCIE_REPLAY_COUNTER, CPU_WORDS,
@@ -252,7 +253,9 @@ FIELD_CHECKS: Dict[int, Check] = {
     FI_NVLINK_GET_VERSION: _SMALL, FI_NVLINK_GET_SPEED: _speed,
     FI_NVLINK_REMOTE_NVLINK_ID: _int_in(0, U32), FI_NVLINK_ERROR_DL_REPLAY: _COUNTER,
     FI_NVLINK_ERROR_DL_RECOVERY: _COUNTER, FI_NVLINK_ERROR_DL_CRC: _COUNTER,
+    FI_NVLINK_SPEED_MBPS_COMMON: _speed,
 }
+FIELD_CHECKS.update({fid: _speed for fid in FI_NVLINK_SPEED_MBPS_LINK})
 
 
 def shown(v: Any) -> str:

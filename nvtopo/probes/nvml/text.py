@@ -93,6 +93,8 @@ def derive_text(text: str) -> Topology:
     topo.nvml_text = TextNode(sections=parsed["sections"])
     by_bus = {pci_bdf(g.get("bus_id")): i for i, g in parsed["gpus"].items() if g.get("bus_id")}
     counts: Dict[tuple, int] = {}
+    all_links = {i: _links(parsed["gpus"][i], by_bus, topo, counts) for i in sorted(parsed["gpus"])}
+    judge_inactive(parsed["gpus"], all_links)
     for i in sorted(parsed["gpus"]):
         g = parsed["gpus"][i]
         model = GPU(index=i)
@@ -107,7 +109,7 @@ def derive_text(text: str) -> Topology:
             model.name, model.sources["name"] = q["Product Name"], SOURCE
         if na(q.get("GPU UUID", "")) and not model.uuid:
             model.uuid, model.sources["uuid"] = q["GPU UUID"].strip(), SOURCE
-        links = _links(g, by_bus, topo, counts)
+        links = all_links[i]
         status = "ok" if links else ("inactive" if g["all_inactive"] else "unknown")
         nv = TextGpuLinks(status=status, total=len(links) if links else None,
                           count_source="text",
@@ -143,6 +145,58 @@ def derive_text(text: str) -> Topology:
         topo.note("nvml_text.empty", "no GPU found in the nvidia-smi text", source=SOURCE,
                   level="warning")
     return topo
+
+
+def _model_name(g: Dict[str, Any]) -> Optional[str]:
+    return g.get("name") or g["q"].get("Product Name") or None
+
+
+def judge_inactive(gpus: Dict[int, Dict[str, Any]], all_links: Dict[int, List[Dict[str, Any]]]
+                   ) -> None:
+    """Judge the ``<inactive>`` links of a paste as NVML's family rule does (docs/nvml.md §4).
+
+    An ``<inactive>`` link is ``down`` (rule ``family``) when the GPU has links up and
+    another GPU of the same model in the paste has *every* link it lists up, this one
+    among them (an NVSwitch or mesh node uses all its links: a GPU of the node that does
+    not is short).  A bridged pair (by ``nvlink -R``: every link up goes to one peer GPU),
+    or a family whose own GPUs leave links idle (bridged boards), leaves it ``inactive``;
+    a GPU with no link up, or one whose model is unknown, too (the text cannot tell).
+    """
+    up = {i: {x["link"] for x in lk if x["state"] == "active"} for i, lk in all_links.items()}
+    full = {i: bool(lk) and all(x["state"] == "active" for x in lk)
+            for i, lk in all_links.items()}
+
+    def bridged(i: int) -> bool:
+        ends = [x["remote"] for x in all_links[i] if x["state"] == "active"]
+        peers = {r["gpu_index"] for r in ends if r["type"] == "gpu"}
+        return len(peers) == 1 and all(r["type"] == "gpu" for r in ends)
+
+    names = {i: _model_name(gpus[i]) for i in all_links}
+    alone = {i: bridged(i) for i in all_links}
+    # (model, link) -> the first few GPUs of that model using every link they list, this
+    # one up (computed once: a paste may hold many GPUs)
+    users: Dict[tuple, List[int]] = {}
+    for k in sorted(all_links):
+        if names[k] and full[k] and not alone[k]:
+            for lk in up[k]:
+                seen = users.setdefault((names[k], lk), [])
+                if len(seen) < 9:
+                    seen.append(k)
+    for i, links in all_links.items():
+        name = names[i]
+        if not name or not up[i] or alone[i]:
+            continue
+        for x in links:
+            if x["state"] != "inactive":
+                continue
+            by = [k for k in users.get((name, x["link"]), []) if k != i][:8]
+            if not by:
+                continue
+            shown = ", ".join(str(k) for k in by) + (", ..." if len(by) >= 8 else "")
+            x["state"], x["rule"] = "down", "family"
+            x["reason"] = (f"GPU {shown} of this model in the same paste use every link "
+                           f"they list, link {x['link']} among them; on this GPU it is "
+                           "<inactive>")
 
 
 def _links(g: Dict[str, Any], by_bus: Dict[Any, int], topo: Topology,

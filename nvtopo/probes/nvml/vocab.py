@@ -72,6 +72,11 @@ FI_NVLINK_ERROR_DL_CRC = 163
 FI_NVLINK_GET_SPEED = 164
 FI_NVLINK_GET_STATE = 165
 FI_NVLINK_GET_VERSION = 166
+#: NVML_FI_DEV_NVLINK_SPEED_MBPS_L0..L11 (84-89, 132-137) and _COMMON (90): the older
+#: per-link speed fields, asked only for active links field 164 gave no speed for (Pascal
+#: and Volta drivers answer these, not 164; docs/nvml.md §3).
+FI_NVLINK_SPEED_MBPS_LINK = tuple(range(84, 90)) + tuple(range(132, 138))
+FI_NVLINK_SPEED_MBPS_COMMON = 90
 #: Per-link fields read in one batch per GPU.
 LINK_FIELDS = (FI_NVLINK_GET_STATE, FI_NVLINK_GET_VERSION, FI_NVLINK_GET_SPEED,
                FI_NVLINK_REMOTE_NVLINK_ID, FI_NVLINK_ERROR_DL_REPLAY,

@@ -14,6 +14,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .source import Answer, Checked, FieldId, Gpu, Source, Stop, call_key, field_key
 from .vocab import (CPU_WORDS, ERROR_COUNTERS, FALLBACK_MAX_LINKS, FI_NVLINK_GET_SPEED,
+                    FI_NVLINK_SPEED_MBPS_COMMON, FI_NVLINK_SPEED_MBPS_LINK,
                     FI_NVLINK_GET_STATE, FI_NVLINK_GET_VERSION, FI_NVLINK_LINK_COUNT,
                     FI_NVLINK_REMOTE_NVLINK_ID, FI_NVSWITCH_CONNECTED_LINK_COUNT,
                     FI_PCIE_REPLAY_COUNTER, LEGACY_COUNTER_FIELDS, LINK_FIELDS,
@@ -282,6 +283,25 @@ def _walk_gpu(g: _GpuWalk) -> None:
             else:
                 lr["errors"][cname] = None
                 lr["unavailable"][f"errors.{cname}"] = _why(ans)
+    _older_speeds(g, nv["links"])
+
+
+def _older_speeds(g: Checked, links: List[Dict[str, Any]]) -> None:
+    """Speeds of active links field 164 gave none for, from the older per-link fields
+    (NVML_FI_DEV_NVLINK_SPEED_MBPS_Ln, else _COMMON): NVLink 1/2 GPUs answer only those.
+    Asked only where needed, so recordings of newer GPUs do not change."""
+    slow = [lr for lr in links if lr["state"] in ("active", "sleep") and not lr["speed_mbps"]
+            and lr["link"] < len(FI_NVLINK_SPEED_MBPS_LINK)]
+    if not slow or g.lost:
+        return
+    ans = g.fields([(FI_NVLINK_SPEED_MBPS_LINK[lr["link"]], 0) for lr in slow]
+                   + [(FI_NVLINK_SPEED_MBPS_COMMON, 0)])
+    common = ans[(FI_NVLINK_SPEED_MBPS_COMMON, 0)]
+    for lr in slow:
+        own = ans[(FI_NVLINK_SPEED_MBPS_LINK[lr["link"]], 0)]
+        best = own if own.ok and own.value else common
+        if best.ok and best.value:
+            lr["speed_mbps"] = best.value
 
 
 class _Counters:

@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
 from .scan import (AFF_COL_RE, AFFINITY_LIKE_RE, MAX_DEVICES, MAX_LINE_CHARS, MAX_NOTES,
-                   clean_text, device_name, first_two, header_start, is_cell, is_label,
-                   split_tokens)
+                   TopoParseError, clean_text, device_name, first_two, header_start, is_cell,
+                   is_label, split_tokens)
+from .unwrap import untruncate, unwrap
 
-class TopoParseError(ValueError):
-    """The text holds no ``nvidia-smi topo`` matrix at all."""
+__all__ = ["Found", "TopoParseError", "find_header", "locate", "looks_like_topo"]
 
 
 
@@ -31,14 +31,22 @@ class Found:
 def looks_like_topo(text: str) -> bool:
     """True when ``text`` holds something :func:`parse` can read as a matrix."""
     try:
-        locate(clean_text(text))
+        lines = clean_text(text)
+        lines = unwrap(lines, find_header(lines))[0]
+        locate(untruncate(lines, find_header(lines))[0])
     except TopoParseError:
         return False
     return True
 
 
+def find_header(lines: List[str]) -> Optional[int]:
+    """The index of the first line that looks like a matrix header, or None."""
+    return next((i for i, line in enumerate(lines) if _header_candidate(line)), None)
+
+
 def _row_candidate(first_two: List[str]) -> bool:
-    return (len(first_two) >= 2 and is_label(first_two[0])
+    # a cell token is never a device name (``NODE NODE SYS``: a wrapped row's rest)
+    return (len(first_two) >= 2 and is_label(first_two[0]) and not is_cell(first_two[0])
             and not AFFINITY_LIKE_RE.match(first_two[0]) and is_cell(first_two[1]))
 
 

@@ -11,7 +11,8 @@ from typing import Dict, List, Optional, Tuple
 from ...model import GPU, NIC, Matrix, NVLinkPair, Topology, nvlink_count
 from ...model.node import TopoText
 from ...safe import ascii_int
-from .locate import TopoParseError, locate
+from .locate import TopoParseError, find_header, locate
+from .unwrap import untruncate, unwrap
 from .scan import (AFF_COL_RE, AFFINITY_LIKE_RE, MAX_DEVICES, MAX_LINE_CHARS, Notes, Tok,
                    clean_text, clip, scan_cells, split_labels, split_tokens)
 
@@ -46,11 +47,25 @@ def parse(text: str) -> Topology:
     Time and memory are linear in the text; notes are bounded (:data:`MAX_NOTES` a kind).
     """
     lines = clean_text(text)
+    lines, rejoined = unwrap(lines, find_header(lines))
+    lines, truncated = untruncate(lines, find_header(lines))
     found = locate(lines)
     header_idx = found.header
     topo = Topology(sources=[SOURCE])
     note = Notes(topo)
     info = TopoText()
+
+    if rejoined is not None:
+        width, how, joined = rejoined
+        note("topo.rejoined", f"the matrix was wrapped at {width} columns ("
+             + ("cut at the width" if how == "exact" else "at spaces")
+             + f"); {joined} continuation lines were re-joined to their rows",
+             level="warning")
+
+    if truncated is not None:
+        note("topo.truncated", f"the matrix lines are cut at {truncated} columns; the cut "
+             "last cell of each such row is not read (its mirrored cell, where printed, "
+             "gives the path)", level="warning")
 
     # -- command line and P2P mode, when the paste kept the prompt
     command = None

@@ -61,6 +61,11 @@ MAX_NOTE_CHARS = 2000
 _MAX_GLUED_LABEL = 64
 
 
+class TopoParseError(ValueError):
+    """The text holds no ``nvidia-smi topo`` matrix at all (or a wrapped one that cannot be
+    re-joined)."""
+
+
 def _unansi(m: "re.Match[str]") -> str:
     s = m.group()
     if s[0] == "[":

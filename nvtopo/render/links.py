@@ -241,12 +241,20 @@ def print_links(doc: Dict[str, Any], console: Console, *, problems: bool = False
     if problems and not doc["gpus"]:
         console.print(text(f"no NVLink problem on {total} GPU{'s' if total != 1 else ''} "
                            "(no link down or unknown, no error counter above 0)"))
+    fabrics = [g.get("fabric") for g in doc["gpus"]]
+    shared = len(fabrics) > 1 and fabrics[0] and all(f == fabrics[0] for f in fabrics)
+    if shared:  # one line for the node, not one per GPU
+        line = _fabric_text(fabrics[0])
+        line.append(f" (all {len(fabrics)} GPUs)")
+        print_wrapped(console, line, 0, 2)
     for g in doc["gpus"]:
         if g.get("fault"):
             print_wrapped(console, text(f"GPU{g['index']}: {g['fault'].get('message')}",
                                         style="bold red"), 0, 2)
-        if g.get("fabric"):
-            print_wrapped(console, _fabric_text(g["fabric"]), 0, 2)
+        if g.get("fabric") and not shared:
+            line = _fabric_text(g["fabric"])
+            line.append(f" (GPU{g['index']})")
+            print_wrapped(console, line, 0, 2)
         if not g["links"]:
             what = {"not_supported": "NVLink not supported on this GPU",
                     "inactive": g.get("reason") or "all links inactive"}.get(

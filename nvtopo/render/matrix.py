@@ -431,10 +431,14 @@ def fabric_lines(topo: Topology) -> Optional[Text]:
             what.append(str(health))
         if clique is not None:
             what.append(f"clique {clique}")
-        what.append(f"cluster {cluster}" if cluster else "no cluster UUID")
+        if not cluster:
+            what.append("no cluster UUID")
         out.append("\n")
         out.append(printable(f"  {_gpu_ranges(idx)}: " + " · ".join(what)),
                    style="bold red" if bad else "green")
+        if cluster:  # on its own line: an identifier is never wrapped at 80 columns
+            out.append("\n")
+            out.append(printable(f"    cluster {cluster}"), style="bold red" if bad else "green")
     return out
 
 

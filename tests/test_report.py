@@ -235,7 +235,7 @@ def test_select_and_run_reports_the_selection(tmp_path):
     (["ib-port-down:mlx5_4"], {("ib.port_down", "port")}),
     (["gpu-missing:GPU3"], {("gpu.missing", "gpu")}),
     (["fabric-not-started"], {("fabric.not_started", "node")}),
-    (["nic-affinity-swap:mlx5_0:mlx5_3"], {("nic.placement", "gpu_nic")}),
+    (["peermem-missing"], {("nic.gpudirect_missing", "node")}),
 ])
 def test_each_fault_gives_a_subject_of_its_kind(faults, want):
     lay = layouts.load("dgx-h100")

@@ -250,7 +250,11 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
         gpu_nic = lay_nic.get("nics.placement.gpu_nic")
         want_path = lay_nic.get("nics.placement.gpu_to_nearest_compute_nic") or "PIX"
         if isinstance(gpu_nic, dict):
-            good = bad = 0
+            good = bad = renamed = 0
+            # by PCI placement, not by name: a GPU with another NIC at the port map's path
+            # does not contradict the port map (its NICs renamed: nic.names_differ), but
+            # names as the vendor's map are what tell this layout from a generic one
+            placed = F.nic_by_placement(topo, v.present, want_path)
             for i in v.present:
                 ws = gpu_nic.get(str(i))
                 if ws is None:
@@ -260,11 +264,14 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
                     r = path_rank(tok)
                     if r is not None and r <= path_rank(want_path):
                         good += 1
+                    elif i in placed:
+                        renamed += 1
                     else:
                         bad += 1
-            c.score += good - 0.5 * bad
-            c.why.append(f"NIC placement {good}/{good + bad} as the port map")
-            if bad > good:
+            c.score += good - 0.5 * bad - 0.25 * renamed
+            c.why.append(f"NIC placement {good}/{good + bad + renamed} as the port map"
+                         + (f", {renamed} by placement under other names" if renamed else ""))
+            if bad > good + renamed:
                 c.nic_contradiction = (f"only {good} of {good + bad} GPU-NIC pairs as "
                                        "its port map")
         want_layer = layout.get("nics.compute.link_layer")

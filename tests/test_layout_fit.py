@@ -1,0 +1,53 @@
+"""Layout selection never forces a misfit (issue 12, item 4).
+
+Every case with its healthy counterpart: names that contain another model's name
+(GB200 / B200, GH200 / H200, GB300 / B300), a container that sees a subset of a board,
+a layout that matches none of the pairs.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from nvtopo import checks, layouts, snapshot
+from nvtopo.checks import select as S
+from nvtopo.simulate import build, simulate, snapshot as sim_snapshot
+
+
+def sim(name, *faults, seed=2):
+    return snapshot.derive(json.loads(json.dumps(simulate(layouts.load(name), faults,
+                                                          seed=seed))), where="sim.json")
+
+
+@pytest.mark.parametrize("gpu,want,not_", [
+    ("NVIDIA B200", ["dgx-b200"], ["gb200-nvl72-tray"]),
+    ("NVIDIA GB200", ["gb200-nvl72-tray"], ["dgx-b200"]),
+    ("NVIDIA B300 SXM6 AC", ["hgx-b300-8"], ["hgx-h100-8", "dgx-b200"]),
+    ("NVIDIA GB300", [], ["hgx-b300-8", "dgx-b200", "gb200-nvl72-tray"]),
+    ("NVIDIA H200", ["dgx-h200", "hgx-h200-8"], ["gh200-4"]),
+    ("NVIDIA GH200 480GB", ["gh200-4"], ["dgx-h200", "hgx-h200-8", "gcp-a3-ultragpu-8g"]),
+])
+def test_a_model_name_inside_another_does_not_match_it(gpu, want, not_):
+    for name in want:
+        assert layouts.name_matches(layouts.load(name).get("gpus.name_pattern"), gpu), name
+    for name in not_:
+        assert not layouts.name_matches(layouts.load(name).get("gpus.name_pattern"), gpu), name
+
+
+def test_simulate_dgx_b200_is_b200_on_x86_and_picks_its_own_layout():
+    doc = json.loads(json.dumps(simulate(layouts.load("dgx-b200"), (), seed=2)))
+    topo = snapshot.derive(doc, where="sim.json")
+    assert {g.name for g in topo.gpus} == {"NVIDIA B200"}
+    assert doc["host"]["machine"] == "x86_64"  # not Grace
+    r = checks.select_and_run(topo)
+    assert r.layout_name == "dgx-b200" and r.verdict == "pass"
+    # the counterpart: a GB200 tray still picks the tray
+    assert checks.select_and_run(sim("gb200-nvl72-tray")).layout_name == "gb200-nvl72-tray"
+
+
+def test_b300_is_not_labelled_hgx_h100_8():
+    r = checks.select_and_run(sim("hgx-b300-8"))
+    assert r.layout_name == "hgx-b300-8" and r.verdict == "pass"
+    assert "hgx-h100-8" not in r.reason

@@ -51,3 +51,46 @@ def test_b300_is_not_labelled_hgx_h100_8():
     r = checks.select_and_run(sim("hgx-b300-8"))
     assert r.layout_name == "hgx-b300-8" and r.verdict == "pass"
     assert "hgx-h100-8" not in r.reason
+
+
+def missing(lay, idents, seed=2):
+    return sim(lay, *[f"gpu-missing:GPU{i}" for i in idents], seed=seed)
+
+
+@pytest.mark.parametrize("lay", ["dgx-b200", "hgx-h100-8", "dgx-a100"])
+def test_a_container_seeing_half_the_board_is_a_subset_not_a_broken_board(lay):
+    topo = missing(lay, range(4, 8))
+    r = checks.select_and_run(topo)
+    assert r.layout_name == "none" and r.verdict == "pass", r.reason
+    assert "4 GPUs, a subset of an 8-GPU board?" in r.reason
+    assert [f for f in r.findings if f.severity == "error"] == []
+    # never the 4-GPU tray/board whose pairs the visible GPUs do not have
+    sel = S.select(topo)
+    assert sel.layout is None
+    # the counterpart: named, the full board is checked and the 4 GPUs are missing
+    named = checks.select_and_run(topo, lay)
+    assert sorted(str(f.subject) for f in named.findings
+                  if f.severity == "error" and f.code == "gpu.missing") == [
+        "GPU4", "GPU5", "GPU6", "GPU7"]
+
+
+def test_a_node_that_lost_two_gpus_keeps_its_layout_and_fails():
+    r = checks.select_and_run(missing("hgx-h100-8", (6, 7)))
+    assert r.layout_name == "hgx-h100-8" and r.verdict == "fail"
+    assert {f.code for f in r.findings if f.severity == "error"} == {"gpu.missing"}
+
+
+def test_a_layout_matching_none_of_the_pairs_never_wins_by_name():
+    # 4 H100s of an 8-GPU NVSwitch board (NV18 on every pair) are not an HGX H100 4-GPU
+    # board (NV6 on every pair), though the name matches
+    topo = missing("hgx-h100-8", range(4, 8))
+    cand = S.score(topo, checks.facts.view(topo), layouts.load("hgx-h100-4"))
+    assert not cand.fits and "none of the 6 GPU pairs" in (cand.excluded or "")
+    # the counterpart: a real 4-GPU board picks its layout
+    r = checks.select_and_run(sim("hgx-h100-4"))
+    assert r.layout_name == "hgx-h100-4" and r.verdict == "pass"
+
+
+def test_a_single_gpu_excerpt_is_not_told_its_board_is_missing_gpus():
+    r = checks.select_and_run(missing("hgx-h100-8", range(1, 8)))
+    assert r.verdict == "pass" and "1 GPU, a subset of" in r.reason

@@ -32,6 +32,8 @@ class Candidate:
     #: why the node's NIC facts clearly contradict the layout's (its port map or link
     #: layer), or None: auto then does not apply the layout's NIC expectations.
     nic_contradiction: Optional[str] = None
+    #: the GPU count of the board the node's GPUs look like a subset of, or None.
+    subset_of: Optional[int] = None
 
 
 @dataclass
@@ -181,10 +183,15 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
         if n > n_exp:
             c.excluded = f"{n} GPUs, the layout has {n_exp}"
             return c
+        # half the board or less, and nothing says a GPU is gone (no driver-level source
+        # misses a GPU another lists, none fell off the bus): a container, a VM or
+        # CUDA_VISIBLE_DEVICES showing part of the board, not a node that lost GPUs; it
+        # gets only the layout-independent checks (--layout NAME checks the full board)
+        subset = 0 < n <= n_exp // 2 and not missing_count and not v.lost
         # a degraded node keeps its layout: by name with up to half the GPUs gone, by
         # shape alone with up to a quarter gone
         floor = (n_exp + 1) // 2 if name_ok else n_exp - n_exp // 4
-        if n < floor:
+        if n < floor and not subset:
             c.excluded = f"{n} GPUs, too few for the layout's {n_exp}"
             return c
         if n == n_exp and not missing_count:
@@ -220,6 +227,10 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
             else:
                 c.score += 2 * matched + short - 3 * wrong
                 nv_fit = matched + short > wrong and wrong <= max(1, len(observed) // 8)
+                if matched + short == 0:
+                    # a layout matching none of the pairs never wins, whatever the name
+                    c.excluded = (f"none of the {len(observed)} GPU pairs as the layout "
+                                  "has them")
                 c.why.append(f"{matched}/{len(observed)} GPU pairs as expected"
                              + (f", {short} short" if short else "")
                              + (f", {wrong} different" if wrong else ""))
@@ -294,7 +305,15 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
                 c.score -= 1
             else:
                 c.why.append(f"{count} compute NICs")
-    c.fits = name_ok or nv_fit
+    c.fits = (name_ok or nv_fit) and c.excluded is None
+    if isinstance(n_exp, int) and subset:
+        # the visible GPUs are this board's model, and their pairs fit it: say so, never
+        # check them against the full board (by shape alone a few GPUs fit many boards)
+        if c.fits and name_ok:
+            c.excluded, c.subset_of = subset_text(n, [n_exp]), n_exp
+        else:
+            c.excluded = f"{n} GPUs, too few for the layout's {n_exp}"
+        c.fits = False
     return c
 
 
@@ -374,8 +393,21 @@ def _chosen(cand: Candidate, reason: str, cands: List[Candidate]) -> Selection:
     return Selection(layout=lay, reason=reason, mapping=mapping, candidates=cands)
 
 
+def subset_text(n: int, boards: Sequence[int]) -> str:
+    """``4 GPUs, a subset of an 8-GPU board?`` (``a 4- or 8-GPU board`` for several)."""
+    sizes = sorted(set(boards))
+    art = "an" if str(sizes[0]).startswith("8") or sizes[0] in (11, 18) else "a"
+    what = " or ".join([f"{x}-" for x in sizes[:-1]] + [f"{sizes[-1]}-GPU"])
+    return f"{n} GPU{'s' if n != 1 else ''}, a subset of {art} {what} board?"
+
+
 def _none_reason(topo: Topology, v: F.View, cands: List[Candidate]) -> str:
     n = len(v.present)
+    subset = [c.subset_of for c in cands if c.subset_of is not None]
+    if subset:
+        return (f"no layout fits: {subset_text(n, subset)} (a container, a VM or CUDA_VISIBLE_DEVICES "
+                "showing part of a board; no source says a GPU is gone); only "
+                "layout-independent checks ran (give --layout NAME to check the full board)")
     names = sorted({g.name for g in topo.gpus if g.name})
     what = f"{n} GPU{'s' if n != 1 else ''}" + (f" ({names[0]})" if names else "")
     nv = sorted({c for c, _ in v.pairs.values()})

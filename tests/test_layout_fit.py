@@ -94,3 +94,19 @@ def test_a_layout_matching_none_of_the_pairs_never_wins_by_name():
 def test_a_single_gpu_excerpt_is_not_told_its_board_is_missing_gpus():
     r = checks.select_and_run(missing("hgx-h100-8", range(1, 8)))
     assert r.verdict == "pass" and "1 GPU, a subset of" in r.reason
+
+
+def test_a_pasted_excerpt_of_three_gpus_is_not_a_four_gpu_board_missing_one():
+    """nvidia-smi nvlink -s of 3 A100s (fixtures/nvml-text): no pair facts, so a 4-GPU board
+    with one gone is no better than part of an 8-GPU board: neither, no gpu.missing."""
+    from pathlib import Path
+    path = Path(__file__).resolve().parent.parent / "fixtures" / "nvml-text" / \
+        "nvlink_s_a100_sxm4_excerpt.txt"
+    r = checks.select_and_run(snapshot.load(str(path)))
+    assert r.layout_name == "none" and r.verdict == "pass"
+    assert "3 GPUs, a subset of a 4- or 8-GPU board?" in r.reason
+    # the counterpart: a real HGX A100 4-GPU board that lost a GPU (its pairs fit only the
+    # 4-GPU board) keeps its layout and the error
+    r = checks.select_and_run(missing("hgx-a100-4", (3,)))
+    assert r.layout_name == "hgx-a100-4" and r.verdict == "fail"
+    assert [str(f.subject) for f in r.findings if f.code == "gpu.missing"] == ["GPU3"]

@@ -67,6 +67,9 @@ def test_a_really_missing_nic_is_still_an_error_named_and_renamed():
     plain = findings(node(drop=("mlx5_5",)))
     assert [(f.severity, f.code, str(f.subject)) for f in plain] == [
         ("error", "nic.missing", "mlx5_5")]
+    # the card's PCI function is still on the bus with no RDMA device: one finding says both
+    assert "without an RDMA driver" in plain[0].message and "explains 1 finding of " \
+        "ib.no_rdma_driver" in plain[0].message
     # under other names: the GPU without a NIC at PIX is the one whose port-map NIC is gone
     renamed = findings(node(lambda i, name: f"ibp{i}s0", drop=("mlx5_5",)))
     errors = [(f.code, str(f.subject)) for f in renamed if f.severity == "error"]

@@ -52,6 +52,12 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                 prefer[int(k)] = [val] if isinstance(val, str) else list(val)
     placed = F.nic_by_placement(topo, v.present, want_path, prefer) \
         if want_path is not None and not F.renumbered(layout, v) else {}
+    # NIC functions on the bus with no RDMA device: a "missing" NIC may be one of them
+    driverless = [n.subject for n in topo.notes if n.code == "sysfs.no_rdma_driver"
+                  and n.subject]
+    bare_note = (f"; {len(driverless)} NIC function{'s' if len(driverless) > 1 else ''} on "
+                 f"the bus without an RDMA driver ({', '.join(driverless[:4])}): the card may "
+                 "be there with mlx5_ib unbound") if driverless else ""
     if named:
         missing_names = [x for x in named if topo.nic(x) is None]
         users_of = {x: [k for k, val in (gpu_nic or {}).items()
@@ -69,10 +75,11 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                 demote("error", inf_count), "nic.missing", S.nic(x),
                 f"compute NIC {x} is missing"
                 + (f" (GPU{', GPU'.join(users)} lose their GPUDirect RDMA path)" if users
-                   else ""), expected="present", actual="absent", source=src,
+                   else "") + bare_note, expected="present", actual="absent", source=src,
                 hint="check lspci and dmesg (mlx5_core) for the card; reseat or replace it; "
                      "check that the driver (MLNX_OFED/inbox mlx5) is loaded",
-                covers=[S.nic(x)] + [S.gpu_nic(k, x) for k in users]))
+                covers=[S.nic(x)] + [S.gpu_nic(k, x) for k in users]
+                + [S.nic(b) for b in driverless]))
         missing_names = [x for x in missing_names if x not in renamed_only]
     elif isinstance(want, int) and len(comp) < want and len(comp) + len(
             F.missing_gpus(layout, v)) < want:

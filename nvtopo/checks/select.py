@@ -204,6 +204,7 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
     expected = F.layout_pairs(layout, n_lay)
     observed = {k: cnt for k, (cnt, _) in v.pairs.items()}
     nv_fit = False
+    nv_exact = True  # no pair the layout has otherwise (a subset shows its board's pairs)
     if expected and observed:
         mapping, _ = best_mapping(observed, v.present, expected, n_lay) if layout.get(
             "nvlink.pairs") else ({a: a for a in v.present}, 0)
@@ -227,6 +228,7 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
             else:
                 c.score += 2 * matched + short - 3 * wrong
                 nv_fit = matched + short > wrong and wrong <= max(1, len(observed) // 8)
+                nv_exact = not short and not wrong
                 if matched + short == 0:
                     # a layout matching none of the pairs never wins, whatever the name
                     c.excluded = (f"none of the {len(observed)} GPU pairs as the layout "
@@ -309,7 +311,7 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
     if isinstance(n_exp, int) and subset:
         # the visible GPUs are this board's model, and their pairs fit it: say so, never
         # check them against the full board (by shape alone a few GPUs fit many boards)
-        if c.fits and name_ok:
+        if c.fits and name_ok and nv_exact:
             c.excluded, c.subset_of = subset_text(n, [n_exp]), n_exp
         else:
             c.excluded = f"{n} GPUs, too few for the layout's {n_exp}"
@@ -338,6 +340,18 @@ def select(topo: Topology, choice: Any = "auto", layout_file: Optional[str] = No
     cands = [score(topo, v, lay) for lay in (layouts_pkg.load(n) for n in layouts_pkg.names())
              if _auto_candidate(topo, lay)]
     fit = [c for c in cands if c.fits and c.excluded is None]
+    if any(c.subset_of is not None for c in cands) and not v.absent_in and not v.lost:
+        # the GPUs fit a larger board as a subset (their pairs say nothing against it): a
+        # smaller board fitting only with GPUs gone is no better evidence, so neither wins
+        n = len(v.present)
+        fit = [c for c in fit if not (isinstance(c.layout.get("gpus.count"), int)
+                                      and n < c.layout.get("gpus.count"))]
+        for c in cands:
+            cnt = c.layout.get("gpus.count")
+            if c.fits and c.subset_of is None and isinstance(cnt, int) and n < cnt \
+                    and not any(str(w).endswith(" short") or " different" in str(w)
+                                for w in c.why):
+                c.subset_of = cnt
     if not fit:
         return Selection(layout=None, reason=_none_reason(topo, v, cands), candidates=cands)
     # a layout whose NIC facts fit is preferred to one the NICs contradict

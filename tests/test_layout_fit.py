@@ -110,3 +110,32 @@ def test_a_pasted_excerpt_of_three_gpus_is_not_a_four_gpu_board_missing_one():
     r = checks.select_and_run(missing("hgx-a100-4", (3,)))
     assert r.layout_name == "hgx-a100-4" and r.verdict == "fail"
     assert [str(f.subject) for f in r.findings if f.code == "gpu.missing"] == ["GPU3"]
+
+
+def test_sysfs_alone_names_the_gpu_model_by_pci_device_id():
+    import sysfs_trees
+    from nvtopo.probes import ProbeOptions, sysfs
+
+    for tree, want, dev in (("dgx-h100", "dgx-h100", "0x2330"),
+                            ("dgx-a100", "dgx-a100", "0x20b2")):
+        root, faults = sysfs_trees.tree(tree)
+        topo = sysfs.derive(sysfs.capture(ProbeOptions(sysfs_root=root), faults=faults))
+        assert all(g.name is None for g in topo.gpus)  # sysfs has no names
+        r = checks.select_and_run(topo)
+        assert r.layout_name == want and r.verdict == "pass", r.reason
+        assert f"(PCI device id {dev}) matches" in r.reason
+    # the counterpart: an id the table does not hold (H100 PCIe in a VM) picks no layout
+    root, faults = sysfs_trees.tree("vm")
+    topo = sysfs.derive(sysfs.capture(ProbeOptions(sysfs_root=root), faults=faults))
+    assert checks.select_and_run(topo).layout_name == "none"
+
+
+def test_device_id_table_names_match_their_layouts():
+    table = layouts.device_names()
+    assert "device_ids" not in layouts.names()
+    for dev, name in table.items():
+        assert dev == dev.lower() and dev.startswith("0x") and int(dev, 16) < 0x10000
+    pats = {n: layouts.load(n).get("gpus.name_pattern") for n in layouts.names()}
+    # every bundled layout's GPU is named by some id
+    for lay, pat in pats.items():
+        assert any(layouts.name_matches(pat, nm) for nm in table.values()), lay

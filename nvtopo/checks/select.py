@@ -163,19 +163,38 @@ def remap(layout: Any, mapping: Dict[int, int]) -> Any:
     return out
 
 
+def gpu_names(topo: Topology) -> Tuple[List[str], str]:
+    """The GPUs' model names, and ``""``; without any name (sysfs alone), the names the
+    table of NVIDIA PCI device ids gives (``layouts/device_ids.json``) and the ids, where
+    every GPU's id is in it."""
+    names = sorted({g.name for g in topo.gpus if g.name})
+    if names or not topo.gpus:
+        return names, ""
+    table = layouts_pkg.device_names()
+    ids = []
+    for g in topo.gpus:
+        dev = g.sysfs.device_id if g.sysfs is not None else None
+        key = str(dev).strip().lower() if dev else ""
+        if key not in table:
+            return [], ""
+        ids.append(key)
+    return sorted({table[k] for k in ids}), ", ".join(sorted(set(ids)))
+
+
 def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
     c = Candidate(layout=layout)
     n = len(v.present) + len(v.lost)
     missing_count = len(v.absent_in)
     n_exp = layout.get("gpus.count")
-    names = sorted({g.name for g in topo.gpus if g.name})
+    names, by_id = gpu_names(topo)
     pattern = layout.get("gpus.name_pattern")
     name_ok = False
     if names and pattern:
         if all(layouts_pkg.name_matches(pattern, nm) for nm in names):
             name_ok = True
             c.score += 50
-            c.why.append(f"GPU name {names[0]!r} matches")
+            c.why.append(f"GPU name {names[0]!r} matches" if not by_id else
+                         f"GPU model {names[0]!r} (PCI device id {by_id}) matches")
         else:
             c.excluded = f"GPU name {names[0]!r} does not match {pattern!r}"
             return c
@@ -417,12 +436,13 @@ def subset_text(n: int, boards: Sequence[int]) -> str:
 
 def _none_reason(topo: Topology, v: F.View, cands: List[Candidate]) -> str:
     n = len(v.present)
+    by_name, _ = gpu_names(topo)
     subset = [c.subset_of for c in cands if c.subset_of is not None]
     if subset:
         return (f"no layout fits: {subset_text(n, subset)} (a container, a VM or CUDA_VISIBLE_DEVICES "
                 "showing part of a board; no source says a GPU is gone); only "
                 "layout-independent checks ran (give --layout NAME to check the full board)")
-    names = sorted({g.name for g in topo.gpus if g.name})
+    names = by_name
     what = f"{n} GPU{'s' if n != 1 else ''}" + (f" ({names[0]})" if names else "")
     nv = sorted({c for c, _ in v.pairs.values()})
     if nv and nv != [0]:

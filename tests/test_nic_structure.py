@@ -121,3 +121,27 @@ def test_a_gpu_with_no_nic_near_is_still_a_placement_error(far):
     assert [(f.severity, f.code, str(f.subject)) for f in got] == [
         ("error", "nic.placement", "GPU0-mlx5_0")]
     assert f"through {far}" in got[0].message
+
+
+def test_with_a_gpu_missing_every_gpu_is_still_checked_for_a_nic_at_pix():
+    """Renumbered after a missing GPU, the port map by index cannot be used, but placement
+    can: each GPU present still needs a NIC at PIX (was: every NIC check dropped)."""
+    from nvtopo.simulate import simulate
+    doc = json.loads(json.dumps(simulate(LAY, ["gpu-missing:GPU7"], seed=3)))
+    topo = snapshot.derive(doc, where="sim.json")
+    got = findings(topo)
+    assert [f.code for f in got if f.code.startswith("nic.")] == []
+    assert any(f.code == "nic.not_checked" and "by placement" in f.message
+               for f in checks.run(topo, LAY).findings)
+    # the counterpart: GPU0's NICs moved across the CPU, with a GPU missing besides
+    for n in topo.nics:
+        if n.sysfs is not None and n.sysfs.gpu_paths.get("GPU0") in ("PIX", "PXB"):
+            n.sysfs.gpu_paths["GPU0"] = "NODE"
+    m_ = topo.matrix
+    r = m_.devices.index("GPU0")
+    for c, _ in enumerate(m_.devices):
+        if m_.cells[r][c] in ("PIX", "PXB"):
+            m_.cells[r][c] = m_.cells[c][r] = "NODE"
+    got = [f for f in findings(topo) if f.code.startswith("nic.")]
+    assert [(f.severity, f.code, str(f.subject)) for f in got] == [
+        ("error", "nic.placement", "GPU0")]

@@ -92,9 +92,23 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     renamed: List[str] = []
     if want_path is not None and isinstance(gpu_nic, dict) and F.renumbered(layout, v):
         out.append(finding("info", "nic.not_checked", S.NODE,
-                           "GPU-to-NIC map not checked: GPUs are missing and the rest are "
-                           "renumbered, so which slot each index is cannot be told",
+                           "GPU-to-NIC map not checked by name: GPUs are missing and the rest "
+                           "are renumbered, so which slot each index is cannot be told; each "
+                           f"GPU is checked for a NIC at {want_path} or closer by placement",
                            source=src))
+        # which slot each GPU is does not matter to this: every GPU needs a NIC that close
+        anywhere = F.nic_by_placement(topo, v.present, want_path)
+        for i in v.present:
+            near = topo.nearest_nics(i)
+            if i in anywhere or not near[0] or near[1] is None:
+                continue
+            out.append(finding(
+                demote("error", inf_place), "nic.placement", S.gpu(i),
+                f"GPU{i} has no NIC at {want_path} or closer (nearest: {near[0][0]} at "
+                f"{near[1]}): GPUDirect RDMA traffic crosses the CPU", expected=want_path,
+                actual=near[1], source=src,
+                hint="check the NIC cards against the vendor's port map (a missing or "
+                     "moved card)", covers=[S.gpu(i)]))
     elif want_path is not None:
         for i in v.present:
             wants = (gpu_nic or {}).get(str(i)) if isinstance(gpu_nic, dict) else None

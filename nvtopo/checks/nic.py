@@ -19,6 +19,12 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                            f"fit its NIC facts ({dropped}); only layout-independent NIC "
                            "checks ran (give --layout NAME to apply a layout's NIC facts)",
                            source=", ".join(topo.sources)))
+    if layout is not None and not layout.section("nics") and not dropped and topo.nics:
+        out.append(finding("info", "nic.not_checked", S.NODE,
+                           f"NIC placement not checked: {layout.name} states no NIC facts "
+                           "(an HGX board leaves the NICs to the server maker); only "
+                           "layout-independent NIC checks ran",
+                           source=", ".join(topo.sources)))
     if layout is None or not layout.section("nics"):
         return out
     if not F.has_nic_data(topo, v):

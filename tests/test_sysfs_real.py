@@ -113,3 +113,44 @@ def test_sriov_virtual_functions_without_rdma_are_not_reported():
     other_eth = {"class": 0x020000, "vendor": 0x8086, "attrs": {"device": "0x1593"}}
     assert [_rdma_capable(d) for d in (vf, pf, eth_pf, other_eth)] == [False, True, True,
                                                                        False]
+
+
+MLX4 = """\
+class/infiniband/mlx4_0 -> ../../devices/pci0000:00/0000:00:02.0/0000:02:00.0/infiniband/mlx4_0
+bus/pci/devices/0000:02:00.0 -> ../../../devices/pci0000:00/0000:00:02.0/0000:02:00.0
+devices/pci0000:00/0000:00:02.0/0000:02:00.0/class = 0x020700
+devices/pci0000:00/0000:00:02.0/0000:02:00.0/vendor = 0x15b3
+devices/pci0000:00/0000:00:02.0/0000:02:00.0/device = 0x1003
+devices/pci0000:00/0000:00:02.0/0000:02:00.0/numa_node = 0
+devices/pci0000:00/0000:00:02.0/0000:02:00.0/infiniband/mlx4_0/node_type = 1: CA
+devices/pci0000:00/0000:00:02.0/0000:02:00.0/infiniband/mlx4_0/device -> ../../../0000:02:00.0
+devices/pci0000:00/0000:00:02.0/0000:02:00.0/infiniband/mlx4_0/ports/1/state = 4: ACTIVE
+devices/pci0000:00/0000:00:02.0/0000:02:00.0/infiniband/mlx4_0/ports/1/phys_state = 5: LinkUp
+devices/pci0000:00/0000:00:02.0/0000:02:00.0/infiniband/mlx4_0/ports/1/rate = 56 Gb/sec (4X FDR)
+devices/pci0000:00/0000:00:02.0/0000:02:00.0/infiniband/mlx4_0/ports/1/link_layer = InfiniBand
+devices/pci0000:00/0000:00:02.0/0000:02:00.0/infiniband/mlx4_0/ports/1/counters/port_xmit_data = 4294967295
+devices/pci0000:00/0000:00:02.0/0000:02:00.0/infiniband/mlx4_0/ports/1/counters/port_rcv_data = 4294967295
+devices/pci0000:00/0000:00:02.0/0000:02:00.0/infiniband/mlx4_0/ports/1/counters/symbol_error = 0
+devices/pci0000:00/0000:00:02.0/0000:02:00.0/infiniband/mlx4_0/ports/1/counters_ext/port_xmit_data_64 = 123456789012
+devices/pci0000:00/0000:00:02.0/0000:02:00.0/infiniband/mlx4_0/ports/1/counters_ext/port_rcv_data_64 = 98765432109
+"""
+
+
+def test_64_bit_counters_ext_are_read_where_present(tmp_path):
+    from nvtopo import fakesys
+    for name, text in (("ext", MLX4), ("base", "\n".join(
+            ln for ln in MLX4.splitlines() if "counters_ext" not in ln) + "\n")):
+        root = tmp_path / name
+        fakesys.materialize(text, str(root), where=name)
+        topo = sysfs.derive(sysfs.capture(ProbeOptions(sysfs_root=str(root))))
+        port = topo.nic("mlx4_0").sysfs.ports[0]
+        if name == "ext":
+            assert port.counters["port_xmit_data"] == 123456789012
+            assert port.data_bytes["xmit_bytes" if "xmit_bytes" in port.data_bytes else
+                                   next(k for k in port.data_bytes if "xmit" in k)] \
+                == 123456789012 * 4
+            assert port.counters_saturated == []
+            assert not [n for n in topo.notes if n.code == "sysfs.counters_saturated"]
+        else:  # the counterpart: 32-bit only, stuck at the maximum: said so
+            assert port.counters["port_xmit_data"] == 4294967295
+            assert "port_xmit_data" in port.counters_saturated

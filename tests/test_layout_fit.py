@@ -139,3 +139,30 @@ def test_device_id_table_names_match_their_layouts():
     # every bundled layout's GPU is named by some id
     for lay, pat in pats.items():
         assert any(layouts.name_matches(pat, nm) for nm in table.values()), lay
+
+
+def test_a_renumbered_mesh_with_a_degraded_link_is_mapped_the_way_numa_says():
+    """DGX-1: with one link degraded several renumberings explain the NV# equally well; the
+    one that explains the NUMA nodes too wins (was: one of them, and 8 numa.placement)."""
+    import random
+    from nvtopo.checks import facts as F
+    lay = layouts.load("dgx-1-v100")
+    exp, gn = F.layout_pairs(lay, 8), lay.get("numa.gpu_numa")
+    rng = random.Random(7)
+    for _ in range(25):
+        perm = list(range(8))
+        rng.shuffle(perm)
+        obs = {(a, b): exp[(min(perm[a], perm[b]), max(perm[a], perm[b]))]
+               for a in range(8) for b in range(a + 1, 8)}
+        healthy = dict(obs)
+        obs[rng.choice(sorted(k for k, c in obs.items() if c))] -= 1
+        numa = {i: gn[str(perm[i])] for i in range(8)}
+
+        def misses(m):
+            return sum(1 for i, t in m.items() if gn[str(t)] != numa[i])
+
+        mapping, cost = S.best_mapping(obs, range(8), exp, 8, misses)
+        assert cost == 1 and misses(mapping) == 0
+        # the counterpart: healthy, the mapping explains every pair and every NUMA node
+        mapping, cost = S.best_mapping(healthy, range(8), exp, 8, misses)
+        assert cost == 0 and misses(mapping) == 0

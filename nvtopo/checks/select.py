@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .. import layouts as layouts_pkg
 from ..model import Topology, path_rank
@@ -49,15 +49,19 @@ class Selection:
 
 
 def best_mapping(observed: Dict[Tuple[int, int], int], nodes: Sequence[int],
-                 expected: Dict[Tuple[int, int], int], n_layout: int
+                 expected: Dict[Tuple[int, int], int], n_layout: int,
+                 tiebreak: Optional[Callable[[Dict[int, int]], int]] = None
                  ) -> Tuple[Dict[int, int], int]:
     """The injective map of observed GPUs onto layout GPUs with the fewest NV# mismatches.
 
     Branch and bound over permutations (8! at most; the identity gives the
     first bound and a mismatch count prunes every branch that cannot beat it).
-    Returns ``(mapping, mismatches)``.
+    Among mappings with as few mismatches, ``tiebreak`` (lower is better: the GPUs whose
+    NUMA node the mapping does not explain) decides, so a mesh with a degraded link is
+    renumbered the way its NUMA nodes say.  Returns ``(mapping, mismatches)``.
     """
     nodes = list(nodes)
+    tb = tiebreak if tiebreak is not None else (lambda _m: 0)
 
     def exp(a: int, b: int) -> int:
         return expected.get((min(a, b), max(a, b)), 0)
@@ -80,7 +84,8 @@ def best_mapping(observed: Dict[Tuple[int, int], int], nodes: Sequence[int],
         best = cost(best_map)
     else:
         best_map, best = {}, 10 ** 9
-    if best == 0:
+    best_tb = tb(best_map) if best_map else 10 ** 9
+    if best == 0 and best_tb == 0:
         return best_map, 0
     # lower bound from the multisets of counts: a count the layout has fewer of than the
     # node cannot all be matched, whatever the numbering
@@ -89,7 +94,8 @@ def best_mapping(observed: Dict[Tuple[int, int], int], nodes: Sequence[int],
     want = Counter(exp(i, j) for i in range(n_layout) for j in range(i + 1, n_layout))
     have = Counter(o for (a, b), o in observed.items() if a in nodes and b in nodes)
     bound = sum(max(0, k - want.get(val, 0)) for val, k in have.items())
-    if bound >= best or bound > max(2, sum(have.values()) // 4):
+    if (bound >= best and (tiebreak is None or bound > best or best_tb == 0)) \
+            or bound > max(2, sum(have.values()) // 4):
         return best_map, best
     # observed degree signature prunes quickly: assign in order of decreasing NV weight
     order = sorted(nodes, key=lambda a: -sum(obs(a, b) or 0 for b in nodes if b != a))
@@ -97,11 +103,13 @@ def best_mapping(observed: Dict[Tuple[int, int], int], nodes: Sequence[int],
     used = [False] * n_layout
 
     def dfs(k: int, c: int) -> None:
-        nonlocal best, best_map
-        if c >= best:
+        nonlocal best, best_map, best_tb
+        if c > best or (c == best and (tiebreak is None or best_tb == 0)):
             return
         if k == len(order):
-            best, best_map = c, dict(assign)
+            t = tb(assign)
+            if c < best or t < best_tb:
+                best, best_map, best_tb = c, dict(assign), t
             return
         a = order[k]
         for t in range(n_layout):
@@ -112,7 +120,7 @@ def best_mapping(observed: Dict[Tuple[int, int], int], nodes: Sequence[int],
                 o = obs(a, b)
                 if o is not None and o != exp(t, assign[b]):
                     add += 1
-            if c + add >= best:
+            if c + add > best or (c + add == best and (tiebreak is None or best_tb == 0)):
                 continue
             used[t] = True
             assign[a] = t
@@ -225,7 +233,18 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
     nv_fit = False
     nv_exact = True  # no pair the layout has otherwise (a subset shows its board's pairs)
     if expected and observed:
-        mapping, _ = best_mapping(observed, v.present, expected, n_lay) if layout.get(
+        gn_map = layout.get("numa.gpu_numa")
+        numa_of = {i: (topo.gpu(i).numa_node if topo.gpu(i) is not None else None)
+                   for i in v.present}
+
+        def numa_misses(m: Dict[int, int]) -> int:
+            if not isinstance(gn_map, dict):
+                return 0
+            return sum(1 for i, t in m.items() if numa_of.get(i) is not None
+                       and gn_map.get(str(t)) is not None and gn_map.get(str(t)) != numa_of[i])
+
+        mapping, _ = best_mapping(observed, v.present, expected, n_lay,
+                                  numa_misses) if layout.get(
             "nvlink.pairs") else ({a: a for a in v.present}, 0)
         if len(mapping) == len(v.present):
             c.mapping = mapping

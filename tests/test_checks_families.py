@@ -291,7 +291,7 @@ def test_storage_port_down_is_a_warning():
     assert only(topo, "error") == []
 
 
-def test_nic_swap_gives_one_placement_finding_per_gpu_whose_nic_moved():
+def test_nic_swap_with_every_gpu_still_at_pix_is_one_renaming_finding():
     topo = healthy()
     a, b = topo.nic("mlx5_0"), topo.nic("mlx5_3")
     a.sysfs.gpu_paths, b.sysfs.gpu_paths = b.sysfs.gpu_paths, a.sysfs.gpu_paths
@@ -300,7 +300,9 @@ def test_nic_swap_gives_one_placement_finding_per_gpu_whose_nic_moved():
     for r in range(len(m.devices)):
         m.cells[r][ia], m.cells[r][ib_] = m.cells[r][ib_], m.cells[r][ia]
     m.cells[ia], m.cells[ib_] = m.cells[ib_], m.cells[ia]
-    assert run(topo) == [("nic.placement", "GPU0-mlx5_0"), ("nic.placement", "GPU1-mlx5_3")]
+    # placement, not names: every GPU still has a NIC at PIX, so one finding gives the map
+    assert run(topo) == [("nic.names_differ", "node")]
+    assert only(topo, "error") == []
 
 
 def test_nic_missing_and_gpudirect_missing():

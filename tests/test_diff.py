@@ -32,7 +32,7 @@ CASES = {
     "peermem-missing": ({"nic.gpudirect"}, ("nic.gpudirect", "node"),
                         "nic.gpudirect_missing"),
     "nic-affinity-swap:mlx5_0:mlx5_3": ({"nic.moved", "path.gpu_nic", "ib.counter_reset"},
-                                        ("nic.moved", "mlx5_0"), "nic.placement"),
+                                        ("nic.moved", "mlx5_0"), "nic.names_differ"),
 }
 
 

@@ -170,9 +170,12 @@ def test_explicit_layout_and_user_file(tmp_path):
     topo = snapshot.load(str(CORPUS / "02_hgx-h100-8gpu-nv18-8nic-gpunumaid-spaces-sglang.txt"))
     sel = S.select(topo, "dgx-h100")
     assert sel.layout.name == "dgx-h100" and sel.reason.startswith("--layout dgx-h100")
-    # the DGX port map does not hold on this OEM board: named GPUs reach other NICs
-    codes = {f.code for f in checks.run(topo, sel.layout).findings if f.severity == "error"}
-    assert "nic.placement" in codes
+    # the DGX port map's names do not hold on this OEM board, but every GPU has a NIC at
+    # PIX (placement, not names): one renaming warning, no error
+    found = checks.run(topo, sel.layout).findings
+    assert [f.code for f in found if f.severity == "error"] == []
+    assert [f.code for f in found if f.code.startswith("nic.")
+            and f.severity != "info"] == ["nic.names_differ"]
     f = tmp_path / "mine.json"
     f.write_text(json.dumps(dict(layouts.load("hgx-h100-8").data, name="mine")))
     sel = S.select(topo, layout_file=str(f))

@@ -152,7 +152,7 @@ def _topo():
     ("GPU0-GPU3", "nvlink_count", S.pair(0, 3)),
     ("GPU0-GPU1", "path", S.pair(0, 1)),
     ("GPU0-mlx5_0", "path", S.gpu_nic(0, "mlx5_0")),
-    ("GPU0-NIC0", "path", S.gpu_nic(0, "NIC0")),
+    ("GPU0-NIC0", "path", S.gpu_nic(0, "mlx5_0")),  # the label, resolved to its device
     ("GPU0-GPU5", "path", S.other("GPU0-GPU5")),  # GPU5 is a NIC's name here
     ("GPU0-GPU5", "nvlink_count", S.pair(0, 5)),  # NVLink counts are between GPUs
     ("GPU3-GPU1", "p2p", S.other("GPU3-GPU1")),  # GPU3 is a GPU and a NIC
@@ -163,7 +163,7 @@ def _topo():
 def test_disagreement_subject_is_typed_by_its_fact_and_the_model(subject, fact, want):
     got = subject_of(_topo(), Disagreement(subject, fact, {"a": 1, "b": 2}))
     assert got == want and got.kind == want.kind
-    assert str(got) == subject  # the text shown is the model's, unchanged
+    assert str(got) == str(want)  # the model's text, a NIC's matrix label shown as its device
 
 
 # --- the report ------------------------------------------------------------------------------
@@ -235,7 +235,7 @@ def test_select_and_run_reports_the_selection(tmp_path):
     (["ib-port-down:mlx5_4"], {("ib.port_down", "port")}),
     (["gpu-missing:GPU3"], {("gpu.missing", "gpu")}),
     (["fabric-not-started"], {("fabric.not_started", "node")}),
-    (["nic-affinity-swap:mlx5_0:mlx5_3"], {("nic.placement", "gpu_nic")}),
+    (["peermem-missing"], {("nic.gpudirect_missing", "node")}),
 ])
 def test_each_fault_gives_a_subject_of_its_kind(faults, want):
     lay = layouts.load("dgx-h100")

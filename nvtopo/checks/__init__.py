@@ -39,7 +39,8 @@ FAMILIES = ("gpu", "fabric", "nvlink", "p2p", "pcie", "nic", "ib", "numa", "sour
 
 
 def fold(findings: List[Finding]) -> List[Finding]:
-    """Drop echoes: a disagreement or P2P finding whose subject another finding covers.
+    """Drop echoes: a disagreement, P2P or driverless-NIC finding whose subject another finding
+    covers.
 
     The finding that explains them says how many it folded, with the first as an example.
     """
@@ -47,7 +48,7 @@ def fold(findings: List[Finding]) -> List[Finding]:
     folded: Dict[int, List[Finding]] = {}
     out: List[Finding] = []
     for f in findings:
-        if f.code.startswith(("source.", "p2p.")) and f.severity != "info":
+        if f.code.startswith(("source.", "p2p.", "ib.no_rdma_driver")) and f.severity != "info":
             root = next((c for c in coverers if f.subject in c.covers and c is not f), None)
             if root is not None:
                 folded.setdefault(id(root), []).append(f)

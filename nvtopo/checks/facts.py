@@ -358,3 +358,41 @@ def missing_gpus(layout: Any, v: View) -> List[int]:
         gone = [i for i in range(n_exp) if i not in have]
         out.update(gone[: n_exp - len(have)])
     return sorted(out)
+
+
+def nic_by_placement(topo: Topology, present: Sequence[int], want_path: str,
+                     prefer: Optional[Dict[int, List[str]]] = None
+                     ) -> Dict[int, Tuple[str, str]]:
+    """GPU index -> (NIC name, path) for each present GPU that has a NIC at ``want_path``
+    or closer, told by PCI placement (the path matrix or sysfs's PCI tree), never by
+    name.  Of the nearest NICs a GPU's ``prefer`` names win, then one no other GPU took
+    (a GPU pair behind one switch with two NICs gets one each)."""
+    limit = path_rank(want_path)
+    if limit is None:
+        return {}
+    near: Dict[int, Tuple[List[str], str]] = {}
+    for g in present:
+        best: List[str] = []
+        best_tok: Optional[str] = None
+        best_rank: Optional[int] = None
+        for n in topo.nics:
+            tok, _ = topo.gpu_nic_path(g, n.name)
+            r = path_rank(tok)
+            if r is None or r == 0 or r > limit:
+                continue
+            if best_rank is None or r < best_rank:
+                best, best_tok, best_rank = [n.name], tok, r
+            elif r == best_rank:
+                best.append(n.name)
+        if best and best_tok is not None:
+            near[g] = (best, best_tok)
+    out: Dict[int, Tuple[str, str]] = {}
+    used: Set[str] = set()
+    for g in sorted(near):
+        names, tok = near[g]
+        pref = [x for x in (prefer or {}).get(g, []) if x in names]
+        free = [x for x in names if x not in used]
+        pick = (pref or free or names)[0]
+        used.add(pick)
+        out[g] = (pick, tok)
+    return out

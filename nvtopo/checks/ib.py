@@ -21,6 +21,15 @@ ERROR_THRESHOLDS = {"symbol_error": 100, "link_error_recovery": 10, "link_downed
 def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     v = F.view(topo)
     out: List[Finding] = []
+    for note in topo.notes:
+        if note.code == "sysfs.no_rdma_driver" and note.subject:
+            # a NIC all the same, reported as having no RDMA driver (not as no NIC)
+            out.append(finding(
+                "warning", "ib.no_rdma_driver", S.nic(note.subject), note.message,
+                expected="an RDMA device", actual="none", source=note.source,
+                hint="load and bind the RDMA driver (modprobe mlx5_ib; MLNX_OFED or the inbox "
+                     "rdma-core); check dmesg for mlx5_core errors and that the function is "
+                     "not passed to a VM (vfio-pci)"))
     hcas = [(n, n.sysfs) for n in topo.nics if n.sysfs is not None]
     if not hcas:
         if layout is not None and layout.section("nics") and v.present:

@@ -35,17 +35,32 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                            "renumbered, so which slot each index is cannot be told",
                            source=", ".join(topo.sources)))
     elif isinstance(gn, dict):
-        for i, (node, src) in sorted(nodes.items()):
-            want = gn.get(str(i))
-            if want is not None and node != want:
-                wrong.append(i)
-                out.append(finding(
-                    demote("error", inferred), "numa.placement", S.gpu(i),
-                    f"GPU{i} is on NUMA node {node}, the layout has {want}: CPU threads and "
-                    "host buffers bound by the layout's map cross sockets",
-                    expected=want, actual=node, source=src,
-                    hint="check the BIOS NUMA settings (NPS/SNC mode) and that the GPU sits in "
-                         "the slot the vendor's map says", covers=[S.gpu(i)]))
+        off = [(i, node, src, gn.get(str(i))) for i, (node, src) in sorted(nodes.items())
+               if gn.get(str(i)) is not None and node != gn.get(str(i))]
+        wrong = [i for i, _, _, _ in off]
+        if len(off) >= 2:
+            # one cause, one finding: several GPUs off their NUMA node is the BIOS NUMA
+            # setting (NPS/SNC, node interleaving) or a riser moved, not one fault per GPU
+            out.append(finding(
+                demote("error", inferred), "numa.placement", S.NODE,
+                f"{len(off)} GPUs are on other NUMA nodes than the layout's: "
+                + ", ".join(f"GPU{i} on {node} (layout {want})" for i, node, _, want in off)
+                + ": CPU threads and host buffers bound by the layout's map cross sockets",
+                expected={f"GPU{i}": want for i, _, _, want in off},
+                actual={f"GPU{i}": node for i, node, _, _ in off},
+                source=", ".join(sorted({src for _, _, src, _ in off})),
+                hint="check the BIOS NUMA settings (NPS/SNC mode, node interleaving) first: "
+                     "one setting moves every GPU; then the slots against the vendor's map",
+                covers=[S.gpu(i) for i in wrong]))
+            off = []
+        for i, node, src, want in off:
+            out.append(finding(
+                demote("error", inferred), "numa.placement", S.gpu(i),
+                f"GPU{i} is on NUMA node {node}, the layout has {want}: CPU threads and "
+                "host buffers bound by the layout's map cross sockets",
+                expected=want, actual=node, source=src,
+                hint="check the BIOS NUMA settings (NPS/SNC mode) and that the GPU sits in "
+                     "the slot the vendor's map says", covers=[S.gpu(i)]))
     want_nodes = layout.get("numa.nodes_with_gpus")
     have = len({n for n, _ in nodes.values()})
     complete = len(nodes) == len(v.present) and len(v.present) == F.expected_gpus(layout, v)

@@ -54,6 +54,21 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                     continue
                 bad.setdefault((ia, ib), {})[cap] = tok
                 srcs[(ia, ib)] = src
+    wanted = {(a, b) for (a, b) in want if a in present and b in present}
+    if len(bad) >= 2 and set(bad) == wanted:
+        # one cause, one finding: P2P off on every pair is a setting (IOMMU/ACS, a
+        # virtualised node, the driver's registry keys), not a fault per pair
+        caps_all = sorted({f"{k}: {val}" for caps in bad.values() for k, val in caps.items()})
+        out.append(finding(
+            demote("error", inferred), "p2p.not_supported", S.NODE,
+            f"P2P is not available between any of the {len(bad)} GPU pairs the layout links "
+            f"by NVLink ({', '.join(caps_all)})",
+            expected="OK", actual=", ".join(caps_all), source=", ".join(sorted(set(srcs.values()))),
+            hint="one setting disables it everywhere: check IOMMU/ACS settings (or the VM's "
+                 "passthrough), that the NVLinks are up (nvtopo links) and the driver's P2P "
+                 "registry keys (DR = disabled by regkey)",
+            covers=[S.pair(a, b) for a, b in sorted(bad)]))
+        return out
     # in the order of the subjects' text, as the report always listed them
     for (ia, ib), caps in sorted(bad.items(), key=lambda kv: str(S.pair(*kv[0]))):
         subj: Subject = S.pair(ia, ib)

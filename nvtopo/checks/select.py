@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .. import layouts as layouts_pkg
 from ..model import Topology, path_rank
@@ -32,6 +32,8 @@ class Candidate:
     #: why the node's NIC facts clearly contradict the layout's (its port map or link
     #: layer), or None: auto then does not apply the layout's NIC expectations.
     nic_contradiction: Optional[str] = None
+    #: the GPU count of the board the node's GPUs look like a subset of, or None.
+    subset_of: Optional[int] = None
 
 
 @dataclass
@@ -47,15 +49,19 @@ class Selection:
 
 
 def best_mapping(observed: Dict[Tuple[int, int], int], nodes: Sequence[int],
-                 expected: Dict[Tuple[int, int], int], n_layout: int
+                 expected: Dict[Tuple[int, int], int], n_layout: int,
+                 tiebreak: Optional[Callable[[Dict[int, int]], int]] = None
                  ) -> Tuple[Dict[int, int], int]:
     """The injective map of observed GPUs onto layout GPUs with the fewest NV# mismatches.
 
     Branch and bound over permutations (8! at most; the identity gives the
     first bound and a mismatch count prunes every branch that cannot beat it).
-    Returns ``(mapping, mismatches)``.
+    Among mappings with as few mismatches, ``tiebreak`` (lower is better: the GPUs whose
+    NUMA node the mapping does not explain) decides, so a mesh with a degraded link is
+    renumbered the way its NUMA nodes say.  Returns ``(mapping, mismatches)``.
     """
     nodes = list(nodes)
+    tb = tiebreak if tiebreak is not None else (lambda _m: 0)
 
     def exp(a: int, b: int) -> int:
         return expected.get((min(a, b), max(a, b)), 0)
@@ -78,7 +84,8 @@ def best_mapping(observed: Dict[Tuple[int, int], int], nodes: Sequence[int],
         best = cost(best_map)
     else:
         best_map, best = {}, 10 ** 9
-    if best == 0:
+    best_tb = tb(best_map) if best_map else 10 ** 9
+    if best == 0 and best_tb == 0:
         return best_map, 0
     # lower bound from the multisets of counts: a count the layout has fewer of than the
     # node cannot all be matched, whatever the numbering
@@ -87,7 +94,8 @@ def best_mapping(observed: Dict[Tuple[int, int], int], nodes: Sequence[int],
     want = Counter(exp(i, j) for i in range(n_layout) for j in range(i + 1, n_layout))
     have = Counter(o for (a, b), o in observed.items() if a in nodes and b in nodes)
     bound = sum(max(0, k - want.get(val, 0)) for val, k in have.items())
-    if bound >= best or bound > max(2, sum(have.values()) // 4):
+    if (bound >= best and (tiebreak is None or bound > best or best_tb == 0)) \
+            or bound > max(2, sum(have.values()) // 4):
         return best_map, best
     # observed degree signature prunes quickly: assign in order of decreasing NV weight
     order = sorted(nodes, key=lambda a: -sum(obs(a, b) or 0 for b in nodes if b != a))
@@ -95,11 +103,13 @@ def best_mapping(observed: Dict[Tuple[int, int], int], nodes: Sequence[int],
     used = [False] * n_layout
 
     def dfs(k: int, c: int) -> None:
-        nonlocal best, best_map
-        if c >= best:
+        nonlocal best, best_map, best_tb
+        if c > best or (c == best and (tiebreak is None or best_tb == 0)):
             return
         if k == len(order):
-            best, best_map = c, dict(assign)
+            t = tb(assign)
+            if c < best or t < best_tb:
+                best, best_map, best_tb = c, dict(assign), t
             return
         a = order[k]
         for t in range(n_layout):
@@ -110,7 +120,7 @@ def best_mapping(observed: Dict[Tuple[int, int], int], nodes: Sequence[int],
                 o = obs(a, b)
                 if o is not None and o != exp(t, assign[b]):
                     add += 1
-            if c + add >= best:
+            if c + add > best or (c + add == best and (tiebreak is None or best_tb == 0)):
                 continue
             used[t] = True
             assign[a] = t
@@ -161,19 +171,38 @@ def remap(layout: Any, mapping: Dict[int, int]) -> Any:
     return out
 
 
+def gpu_names(topo: Topology) -> Tuple[List[str], str]:
+    """The GPUs' model names, and ``""``; without any name (sysfs alone), the names the
+    table of NVIDIA PCI device ids gives (``layouts/device_ids.json``) and the ids, where
+    every GPU's id is in it."""
+    names = sorted({g.name for g in topo.gpus if g.name})
+    if names or not topo.gpus:
+        return names, ""
+    table = layouts_pkg.device_names()
+    ids = []
+    for g in topo.gpus:
+        dev = g.sysfs.device_id if g.sysfs is not None else None
+        key = str(dev).strip().lower() if dev else ""
+        if key not in table:
+            return [], ""
+        ids.append(key)
+    return sorted({table[k] for k in ids}), ", ".join(sorted(set(ids)))
+
+
 def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
     c = Candidate(layout=layout)
     n = len(v.present) + len(v.lost)
     missing_count = len(v.absent_in)
     n_exp = layout.get("gpus.count")
-    names = sorted({g.name for g in topo.gpus if g.name})
+    names, by_id = gpu_names(topo)
     pattern = layout.get("gpus.name_pattern")
     name_ok = False
     if names and pattern:
         if all(layouts_pkg.name_matches(pattern, nm) for nm in names):
             name_ok = True
             c.score += 50
-            c.why.append(f"GPU name {names[0]!r} matches")
+            c.why.append(f"GPU name {names[0]!r} matches" if not by_id else
+                         f"GPU model {names[0]!r} (PCI device id {by_id}) matches")
         else:
             c.excluded = f"GPU name {names[0]!r} does not match {pattern!r}"
             return c
@@ -181,10 +210,15 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
         if n > n_exp:
             c.excluded = f"{n} GPUs, the layout has {n_exp}"
             return c
+        # half the board or less, and nothing says a GPU is gone (no driver-level source
+        # misses a GPU another lists, none fell off the bus): a container, a VM or
+        # CUDA_VISIBLE_DEVICES showing part of the board, not a node that lost GPUs; it
+        # gets only the layout-independent checks (--layout NAME checks the full board)
+        subset = 0 < n <= n_exp // 2 and not missing_count and not v.lost
         # a degraded node keeps its layout: by name with up to half the GPUs gone, by
         # shape alone with up to a quarter gone
         floor = (n_exp + 1) // 2 if name_ok else n_exp - n_exp // 4
-        if n < floor:
+        if n < floor and not subset:
             c.excluded = f"{n} GPUs, too few for the layout's {n_exp}"
             return c
         if n == n_exp and not missing_count:
@@ -197,8 +231,20 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
     expected = F.layout_pairs(layout, n_lay)
     observed = {k: cnt for k, (cnt, _) in v.pairs.items()}
     nv_fit = False
+    nv_exact = True  # no pair the layout has otherwise (a subset shows its board's pairs)
     if expected and observed:
-        mapping, _ = best_mapping(observed, v.present, expected, n_lay) if layout.get(
+        gn_map = layout.get("numa.gpu_numa")
+        numa_of = {i: (topo.gpu(i).numa_node if topo.gpu(i) is not None else None)
+                   for i in v.present}
+
+        def numa_misses(m: Dict[int, int]) -> int:
+            if not isinstance(gn_map, dict):
+                return 0
+            return sum(1 for i, t in m.items() if numa_of.get(i) is not None
+                       and gn_map.get(str(t)) is not None and gn_map.get(str(t)) != numa_of[i])
+
+        mapping, _ = best_mapping(observed, v.present, expected, n_lay,
+                                  numa_misses) if layout.get(
             "nvlink.pairs") else ({a: a for a in v.present}, 0)
         if len(mapping) == len(v.present):
             c.mapping = mapping
@@ -220,6 +266,11 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
             else:
                 c.score += 2 * matched + short - 3 * wrong
                 nv_fit = matched + short > wrong and wrong <= max(1, len(observed) // 8)
+                nv_exact = not short and not wrong
+                if matched + short == 0:
+                    # a layout matching none of the pairs never wins, whatever the name
+                    c.excluded = (f"none of the {len(observed)} GPU pairs as the layout "
+                                  "has them")
                 c.why.append(f"{matched}/{len(observed)} GPU pairs as expected"
                              + (f", {short} short" if short else "")
                              + (f", {wrong} different" if wrong else ""))
@@ -250,7 +301,11 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
         gpu_nic = lay_nic.get("nics.placement.gpu_nic")
         want_path = lay_nic.get("nics.placement.gpu_to_nearest_compute_nic") or "PIX"
         if isinstance(gpu_nic, dict):
-            good = bad = 0
+            good = bad = renamed = 0
+            # by PCI placement, not by name: a GPU with another NIC at the port map's path
+            # does not contradict the port map (its NICs renamed: nic.names_differ), but
+            # names as the vendor's map are what tell this layout from a generic one
+            placed = F.nic_by_placement(topo, v.present, want_path)
             for i in v.present:
                 ws = gpu_nic.get(str(i))
                 if ws is None:
@@ -260,11 +315,14 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
                     r = path_rank(tok)
                     if r is not None and r <= path_rank(want_path):
                         good += 1
+                    elif i in placed:
+                        renamed += 1
                     else:
                         bad += 1
-            c.score += good - 0.5 * bad
-            c.why.append(f"NIC placement {good}/{good + bad} as the port map")
-            if bad > good:
+            c.score += good - 0.5 * bad - 0.25 * renamed
+            c.why.append(f"NIC placement {good}/{good + bad + renamed} as the port map"
+                         + (f", {renamed} by placement under other names" if renamed else ""))
+            if bad > good + renamed:
                 c.nic_contradiction = (f"only {good} of {good + bad} GPU-NIC pairs as "
                                        "its port map")
         want_layer = layout.get("nics.compute.link_layer")
@@ -287,7 +345,15 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
                 c.score -= 1
             else:
                 c.why.append(f"{count} compute NICs")
-    c.fits = name_ok or nv_fit
+    c.fits = (name_ok or nv_fit) and c.excluded is None
+    if isinstance(n_exp, int) and subset:
+        # the visible GPUs are this board's model, and their pairs fit it: say so, never
+        # check them against the full board (by shape alone a few GPUs fit many boards)
+        if c.fits and name_ok and nv_exact:
+            c.excluded, c.subset_of = subset_text(n, [n_exp]), n_exp
+        else:
+            c.excluded = f"{n} GPUs, too few for the layout's {n_exp}"
+        c.fits = False
     return c
 
 
@@ -312,6 +378,18 @@ def select(topo: Topology, choice: Any = "auto", layout_file: Optional[str] = No
     cands = [score(topo, v, lay) for lay in (layouts_pkg.load(n) for n in layouts_pkg.names())
              if _auto_candidate(topo, lay)]
     fit = [c for c in cands if c.fits and c.excluded is None]
+    if any(c.subset_of is not None for c in cands) and not v.absent_in and not v.lost:
+        # the GPUs fit a larger board as a subset (their pairs say nothing against it): a
+        # smaller board fitting only with GPUs gone is no better evidence, so neither wins
+        n = len(v.present)
+        fit = [c for c in fit if not (isinstance(c.layout.get("gpus.count"), int)
+                                      and n < c.layout.get("gpus.count"))]
+        for c in cands:
+            cnt = c.layout.get("gpus.count")
+            if c.fits and c.subset_of is None and isinstance(cnt, int) and n < cnt \
+                    and not any(str(w).endswith(" short") or " different" in str(w)
+                                for w in c.why):
+                c.subset_of = cnt
     if not fit:
         return Selection(layout=None, reason=_none_reason(topo, v, cands), candidates=cands)
     # a layout whose NIC facts fit is preferred to one the NICs contradict
@@ -367,9 +445,23 @@ def _chosen(cand: Candidate, reason: str, cands: List[Candidate]) -> Selection:
     return Selection(layout=lay, reason=reason, mapping=mapping, candidates=cands)
 
 
+def subset_text(n: int, boards: Sequence[int]) -> str:
+    """``4 GPUs, a subset of an 8-GPU board?`` (``a 4- or 8-GPU board`` for several)."""
+    sizes = sorted(set(boards))
+    art = "an" if str(sizes[0]).startswith("8") or sizes[0] in (11, 18) else "a"
+    what = " or ".join([f"{x}-" for x in sizes[:-1]] + [f"{sizes[-1]}-GPU"])
+    return f"{n} GPU{'s' if n != 1 else ''}, a subset of {art} {what} board?"
+
+
 def _none_reason(topo: Topology, v: F.View, cands: List[Candidate]) -> str:
     n = len(v.present)
-    names = sorted({g.name for g in topo.gpus if g.name})
+    by_name, _ = gpu_names(topo)
+    subset = [c.subset_of for c in cands if c.subset_of is not None]
+    if subset:
+        return (f"no layout fits: {subset_text(n, subset)} (a container, a VM or CUDA_VISIBLE_DEVICES "
+                "showing part of a board; no source says a GPU is gone); only "
+                "layout-independent checks ran (give --layout NAME to check the full board)")
+    names = by_name
     what = f"{n} GPU{'s' if n != 1 else ''}" + (f" ({names[0]})" if names else "")
     nv = sorted({c for c, _ in v.pairs.values()})
     if nv and nv != [0]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional
 
 from ..model import GPU_FACTS, NIC_FACTS, Disagreement, Topology
 from . import Finding, Subject, facts as F, finding
@@ -14,17 +14,29 @@ PAIR_FACTS = ("path", "p2p", "nvlink_count")
 
 
 def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
+    """One finding per typed subject: a pair's path and p2p disagreements, or a NIC named
+    by its matrix label (``GPU0-NIC0``) and by its device name (``GPU0-mlx5_0``), are one
+    disagreement about one thing."""
     out: List[Finding] = []
-    seen = set()
+    groups: Dict[Subject, List[Disagreement]] = {}
     for d in topo.disagreements:
-        key = (d.subject, d.fact)
-        if key in seen:
-            continue
-        seen.add(key)
+        subj = subject_of(topo, d)
+        ds = groups.setdefault(subj, [])
+        if not any(x.fact == d.fact and dict(x.values) == dict(d.values) for x in ds):
+            ds.append(d)
+    for subj, ds in groups.items():
+        if len(ds) == 1:
+            d = ds[0]
+            message = f"{d.subject} {d.fact}: {d.message or d.values}"
+            actual: Any = dict(d.values)
+        else:
+            message = f"{subj}: " + "; ".join(f"{d.fact}: {d.message or d.values}"
+                                              for d in ds)
+            actual = {d.fact: dict(d.values) for d in ds}
         out.append(finding(
-            "warning", "source.disagreement", subject_of(topo, d),
-            f"{d.subject} {d.fact}: {d.message or d.values}",
-            expected=None, actual=dict(d.values), source=", ".join(sorted(d.values)),
+            "warning", "source.disagreement", subj, message,
+            expected=None, actual=actual,
+            source=", ".join(sorted({k for d in ds for k in d.values})),
             hint="the sources were read at different times or one is wrong: re-take the "
                  "snapshot; a persistent difference points at the fact to look at"))
     return out
@@ -51,8 +63,8 @@ def subject_of(topo: Topology, d: Disagreement) -> Subject:
             return S.gpu(idx) if is_gpu else S.nic(text)  # type: ignore[arg-type]
     elif gpu_fact and idx is not None:
         return S.gpu(idx)
-    elif nic_fact and any(n.name == text for n in topo.nics):
-        return S.nic(text)
+    elif nic_fact and topo.nic(text) is not None:
+        return S.nic(topo.nic(text).name)  # a matrix label (NIC0) resolved to its device
     return S.other(text)
 
 
@@ -64,7 +76,7 @@ def _pair_subject(topo: Topology, text: str, gpus_only: bool) -> Subject:
     b = F.gpu_index(right)
     nic_named = not gpus_only and topo.nic(right) is not None
     if b is not None and not nic_named:
-        return S.pair(a, b)
+        return S.pair(min(a, b), max(a, b))
     if b is None and nic_named:
-        return S.gpu_nic(a, right)
+        return S.gpu_nic(a, topo.nic(right).name)  # type: ignore[union-attr]
     return S.other(text)

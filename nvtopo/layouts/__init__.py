@@ -130,11 +130,24 @@ def names() -> List[str]:
     return list(_names())
 
 
+#: The NVIDIA PCI device id table (not a layout): :func:`device_names`.
+DEVICE_IDS = "device_ids.json"
+
+
+@lru_cache(maxsize=1)
+def device_names() -> Dict[str, str]:
+    """PCI device id (``0x2330``) -> the GPU model name NVML reports, for the bundled
+    layouts' GPUs (``device_ids.json``): how a sysfs-only input is matched by name."""
+    data = json.loads((_bundle() / DEVICE_IDS).read_text(encoding="utf-8"))
+    return {str(k).lower(): str(v) for k, v in data["ids"].items()}
+
+
 @lru_cache(maxsize=1)
 def _names() -> Tuple[str, ...]:
     # bundled files do not change while the process runs; auto selection asks for every
     # layout per node, which a fleet audit does thousands of times
-    return tuple(sorted(p.name[:-5] for p in _bundle().iterdir() if p.name.endswith(".json")))
+    return tuple(sorted(p.name[:-5] for p in _bundle().iterdir() if p.name.endswith(".json")
+                        and p.name != DEVICE_IDS))
 
 
 def load(name: str) -> Layout:

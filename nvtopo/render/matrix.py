@@ -458,7 +458,10 @@ def notes(topo: Topology) -> Optional[Text]:
 def render(topo: Topology, width: int) -> RenderableType:
     """Everything ``nvtopo show`` prints, as one Rich renderable."""
     parts: List[RenderableType] = []
-    origin = topo.origin.get("file") or topo.origin.get("kind")
+    # a tree given with --sysfs-root is another machine's (or a copy): never "live"
+    root = topo.origin.get("sysfs_root")
+    origin = topo.origin.get("file") or (f"sysfs tree {root}" if root else None) \
+        or topo.origin.get("kind")
     host = topo.host.get("hostname")
     head = Text("nvtopo", style="bold")
     if origin:
@@ -472,7 +475,8 @@ def render(topo: Topology, width: int) -> RenderableType:
             if isinstance(t, Text):
                 parts.append(Text(""))
             parts.append(t)
-    if topo.gpus and topo.matrix is not None:
+    if topo.gpus and (topo.matrix is not None or any(g.sysfs is not None for g in topo.gpus)):
+        # GPUs only sysfs knows (no RDMA device, so no path matrix) are listed all the same
         parts += [Text(""), Fitted(gpu_table(topo))]
     if topo.nics:
         parts += [Text(""), Fitted(nic_table(topo))]

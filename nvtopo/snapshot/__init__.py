@@ -322,8 +322,9 @@ def _some_gpu_here(topo: Topology, doc: Dict[str, Any], options: Any) -> None:
     instead; an explicit ``--sysfs-root`` tree with NICs is shown all the same."""
     from ..probes import topo as topo_text
 
-    if options.sysfs_root and topo.nics:
-        return
+    if options.sysfs_root and (topo.nics or any(n.code == "sysfs.no_rdma_driver"
+                                                for n in topo.notes)):
+        return  # NICs, even with no RDMA driver bound, are shown
     if topo.gpus or topo.matrix is not None or topo.p2p is not None:
         return
     evidence = doc["probes"][topo_text.SOURCE]

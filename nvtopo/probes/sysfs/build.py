@@ -112,7 +112,7 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
             pci_address=bdf,
             numa_node=numa_node(dev) if dev else None,
             parent=parent,
-            soft=bdf is None,
+            soft=bdf is None and is_software(h),
             node_type=node_type,
             node_guid=(a.get("node_guid") or "").strip() or None,
             sys_image_guid=(a.get("sys_image_guid") or "").strip() or None,
@@ -140,6 +140,15 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
                           "under bus/pci/devices: no placement (NUMA node, PCIe link and "
                           "nearest GPU unknown)", source=SOURCE, level="warning",
                           subject=h["name"])
+        elif not hca.soft:
+            # a real HCA whose link names no PCI address (a copied tree, an odd driver): its
+            # placement is unknown, but its state, rate and counters are checked as any
+            hca.pci = None
+            hca.pci_note = "PCI function unknown: its device link names no PCI address"
+            topo.note("sysfs.pci_missing", f"{h['name']}: its device link names no PCI "
+                      "address: no placement (NUMA node, PCIe link and nearest GPU "
+                      "unknown); its ports are checked all the same", source=SOURCE,
+                      level="warning", subject=h["name"])
         else:
             hca.pci = None
             hca.pci_note = "software RDMA device: no PCI parent"
@@ -278,12 +287,42 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
             topo.note("sysfs.too_many", f"{where}: {skipped[kind]} {what} beyond the first "
                       f"{walk.MAX_DEVICES} not read (no real node has that many)", source=SOURCE,
                       level="warning")
+    # NIC functions with no RDMA device: the RDMA driver (mlx5_ib, ib_core...) is not loaded
+    # or not bound; they are NICs all the same (a ConnectX in an ordinary PCI slot)
+    served = {h.pci_address for h in hcas if h.pci_address}
+    # RoCE LAG: one RDMA device (mlx5_bond_0, on a bond) serves both ports of the card, so
+    # the other function has none by design
+    lag = {h.pci_address.rsplit(".", 1)[0] for h in hcas if h.pci_address and (
+        "bond" in h.name or any(str(getattr(p, "netdev", "") or "").startswith("bond")
+                                for p in h.ports))}
+    bare = [d for d in sorted((d for d in pci.values() if d["kind"] == "nic"),
+                              key=lambda d: sysfs_bdf(d["bdf"]) or (0, 0, 0, 0))
+            if d["bdf"] not in served and _rdma_capable(d)
+            and d["bdf"].rsplit(".", 1)[0] not in lag]
+    ib_err = raw.get("ib_error")
+    if ib_err is not None and not str(ib_err).startswith("ENOENT"):
+        bare = []  # class/infiniband unread (a deadline, EACCES): which NIC lacks one is unknown
+    for d in bare:
+        dev_id = d["attrs"].get("device")
+        topo.note("sysfs.no_rdma_driver", f"PCI function {d['bdf']} (vendor "
+                  f"0x{d['vendor'] or 0:04x}, device {(dev_id or '?').strip()}) is an RDMA-capable "
+                  "NIC with no RDMA device under class/infiniband: its RDMA driver (mlx5_ib / "
+                  "ib_core) is not loaded or not bound, so it cannot carry RDMA or GPUDirect "
+                  "RDMA traffic", source=SOURCE, level="warning", subject=d["bdf"])
     if raw.get("ib_error") is not None:
         info.rdma = f"class/infiniband absent or unreadable: {reason(raw['ib_error'])}"
+        if bare:
+            info.rdma += (f"; {len(bare)} RDMA-capable NIC function"
+                          f"{'s' if len(bare) > 1 else ''} without an RDMA driver: "
+                          + ", ".join(d["bdf"] for d in bare[:8])
+                          + (f" and {len(bare) - 8} more" if len(bare) > 8 else ""))
     elif not hcas:
         info.rdma = "no RDMA devices" + (
             f" ({len(absent)} listed but absent or unreadable: {', '.join(absent)})"
-            if absent else "")
+            if absent else "") + (
+            f"; {len(bare)} RDMA-capable NIC function{'s' if len(bare) > 1 else ''} without "
+            "an RDMA driver: " + ", ".join(d["bdf"] for d in bare[:8])
+            + (f" and {len(bare) - 8} more" if len(bare) > 8 else "") if bare else "")
 
     # -- NVMe drives (GPUDirect Storage placement)
     nvme = []
@@ -349,3 +388,39 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
     )
     topo.sysfs = info
     return topo
+
+
+#: Devices under devices/virtual/infiniband are software RDMA (rxe, siw): no PCI function by
+#: design.  The driver's own device names are the fallback where the path is not recorded.
+SOFT_PREFIXES = ("rxe", "siw")
+
+
+def is_software(h: Dict[str, Any]) -> bool:
+    """A software RDMA device (rxe, siw and their kind), known by where the kernel puts it
+    (``devices/virtual/``), never merely by a missing PCI address."""
+    path = str(h.get("path") or "")
+    if "/devices/virtual/" in "/" + path.lstrip("/"):
+        return True
+    if path and "/devices/" in "/" + path.lstrip("/"):
+        return False
+    return str(h.get("name") or "").startswith(SOFT_PREFIXES)
+
+
+#: ConnectX virtual-function PCI device ids (ConnectX-4 .. the mlx5 generic VF), from the
+#: PCI ID repository (pci-ids.ucw.cz, vendor 15b3).
+MLX_VF_IDS = frozenset({0x1014, 0x1016, 0x1018, 0x101A, 0x101C, 0x101E})
+
+
+def _rdma_capable(dev: Dict[str, Any]) -> bool:
+    """A PCI NIC function that would carry an RDMA device: class 0x0207 (InfiniBand), or a
+    Mellanox/NVIDIA Ethernet function (ConnectX: RoCE).  SR-IOV virtual functions are not:
+    on a host they are routinely given to VMs (vfio-pci), with no RDMA device by design."""
+    cls = dev.get("class")
+    if cls is None:
+        return False
+    dev_id = to_int((dev.get("attrs") or {}).get("device"), 16)
+    if dev.get("vendor") == walk.VENDOR_MELLANOX and dev_id in MLX_VF_IDS:
+        return False
+    if (cls >> 8) == 0x0207:
+        return True
+    return dev.get("vendor") == walk.VENDOR_MELLANOX and (cls >> 8) == 0x0200

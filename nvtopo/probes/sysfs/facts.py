@@ -166,6 +166,19 @@ def counter_facts(raw: Optional[Dict[str, Tuple[Optional[str], Optional[str]]]])
     return out
 
 
+def _with_ext(base: Optional[Dict[str, Any]], ext: Optional[Dict[str, Any]]
+              ) -> Optional[Dict[str, Any]]:
+    """``counters/`` with the 64-bit ``counters_ext/NAME_64`` values in place of the 32-bit
+    ones where both are read (a 32-bit data counter stuck at 2^32-1 is then not saturated)."""
+    if not ext:
+        return base
+    out = dict(base or {})
+    for name, (val, err) in ext.items():
+        if name.endswith("_64") and val is not None and to_int(val) is not None:
+            out[name[:-3]] = (val, err)
+    return out
+
+
 def port_facts(p: Dict[str, Any], node_type: Optional[str]) -> Port:
     a, e = p["attrs"], p["errors"]
     state_code, state = parse_enum(a.get("state"))
@@ -189,7 +202,7 @@ def port_facts(p: Dict[str, Any], node_type: Optional[str]) -> Port:
         transport = "iWARP" if node_type == "RNIC" else "RoCE"
     else:
         transport = None
-    counters = counter_facts(p.get("counters"))
+    counters = counter_facts(_with_ext(p.get("counters"), p.get("counters_ext")))
     hw = counter_facts(p.get("hw_counters")) if p.get("hw_counters") is not None else None
     errors_nonzero = {k: v for k, v in counters["values"].items()
                       if k in ERROR_COUNTERS and v}

@@ -204,6 +204,10 @@ def collect(v: Any) -> Dict[str, Any]:
                     else:
                         port["attrs"][attr] = val
             port["counters"], port["counters_error"] = _read_counter_dir(v, pbase + "/counters")
+            # the pre-4.5 (mlx4) layout keeps 64-bit data counters apart: counters_ext/*_64
+            ext, _ = _read_counter_dir(v, pbase + "/counters_ext")
+            if ext:
+                port["counters_ext"] = ext
             port["hw_counters"], port["hw_counters_error"] = _read_counter_dir(
                 v, pbase + "/hw_counters")
             hca["ports"].append(port)

@@ -1,0 +1,159 @@
+"""NIC placement by structure, not by name (issue 12, item 3).
+
+GPUDirect RDMA and NCCL care whether each GPU has its own compute NIC at PIX/PXB, not
+what the NIC is called: names change with the OS, udev rules, driver and BIOS.  Every
+case has its healthy counterpart, on simulated DGX H100 snapshots (the NICs keep their
+PCI places; only the names change) and on a real OEM topo text.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from nvtopo import checks, layouts, snapshot
+from nvtopo.simulate import build, snapshot as sim_snapshot
+
+LAY = layouts.load("dgx-h100")
+COMPUTE = ("mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_9", "mlx5_10", "mlx5_11")
+CORPUS = Path(__file__).resolve().parent.parent / "fixtures" / "topo-corpus"
+
+
+def node(rename=None, drop=()):
+    """A simulated DGX H100; ``rename(i, name)`` gives NIC ``i`` its new name."""
+    m = build(LAY, seed=3)
+    m.nics = [n for n in m.nics if n.name not in drop]
+    if rename is not None:
+        for i, n in enumerate(m.nics):
+            n.name = rename(i, n.name)
+    return snapshot.derive(json.loads(json.dumps(sim_snapshot(m))), where="sim.json")
+
+
+def findings(topo, layout=LAY, level=("error", "warning")):
+    return [f for f in checks.run(topo, layout).findings if f.severity in level]
+
+
+def rotate(i, name):
+    """Compute NIC names in another order than the vendor's port map (mlx5_0 -> mlx5_3...)."""
+    if name not in COMPUTE:
+        return name
+    return COMPUTE[(COMPUTE.index(name) + 1) % len(COMPUTE)]
+
+
+def test_healthy_dgx_h100_has_no_nic_finding():
+    assert findings(node()) == []
+
+
+def test_nics_named_in_another_order_are_one_warning_giving_the_mapping():
+    got = findings(node(rotate))
+    assert [(f.severity, f.code, str(f.subject)) for f in got] == [
+        ("warning", "nic.names_differ", "node")]
+    msg = got[0].message
+    # the mapping, per GPU, to the NIC that really sits at PIX
+    assert "GPU0 mlx5_0 -> mlx5_3 (PIX)" in msg and "GPU7 mlx5_11 -> mlx5_0 (PIX)" in msg
+    assert got[0].actual == 8
+    assert checks.run(node(rotate), LAY).verdict == "pass"
+
+
+def test_ib_style_names_are_not_eight_missing_nics():
+    got = findings(node(lambda i, name: f"mlx5_ib{i}"))
+    assert [(f.code, str(f.subject)) for f in got] == [("nic.names_differ", "node")]
+    assert "GPU3 mlx5_5 -> mlx5_ib3 (PIX)" in got[0].message
+
+
+def test_a_really_missing_nic_is_still_an_error_named_and_renamed():
+    plain = findings(node(drop=("mlx5_5",)))
+    assert [(f.severity, f.code, str(f.subject)) for f in plain] == [
+        ("error", "nic.missing", "mlx5_5")]
+    # the card's PCI function is still on the bus with no RDMA device: one finding says both
+    assert "without an RDMA driver" in plain[0].message and "explains 1 finding of " \
+        "ib.no_rdma_driver" in plain[0].message
+    # under other names: the GPU without a NIC at PIX is the one whose port-map NIC is gone
+    renamed = findings(node(lambda i, name: f"ibp{i}s0", drop=("mlx5_5",)))
+    errors = [(f.code, str(f.subject)) for f in renamed if f.severity == "error"]
+    assert errors == [("nic.missing", "mlx5_5")]
+    assert "GPU3" in next(f.message for f in renamed if f.severity == "error")
+    assert [f.code for f in renamed if f.severity == "warning"] == ["nic.names_differ"]
+
+
+def test_auto_selection_is_not_thrown_off_by_renamed_nics():
+    # renamed NICs do not contradict the DGX port map (its NIC checks still apply when
+    # named), and auto still finds an H100 8-GPU layout with every NIC at PIX
+    r = checks.select_and_run(node(rotate))
+    assert r.verdict == "pass" and r.layout_name in ("hgx-h100-8", "dgx-h100")
+    assert [f for f in r.findings if f.severity == "error"] == []
+    r = checks.select_and_run(node())
+    assert r.layout_name == "dgx-h100"
+    assert [f for f in r.findings if f.severity != "info"] == []
+
+
+def test_oem_hgx_board_against_the_dgx_port_map_is_a_renaming_not_errors():
+    path = CORPUS / "02_hgx-h100-8gpu-nv18-8nic-gpunumaid-spaces-sglang.txt"
+    topo = snapshot.load(str(path))
+    got = findings(topo)
+    assert [f.code for f in got if f.severity == "error"] == []
+    assert [f.code for f in got if f.code.startswith("nic.")] == ["nic.names_differ"]
+    # ... and on its own layout, nothing
+    assert [f for f in checks.select_and_run(topo).findings if f.severity == "error"] == []
+
+
+@pytest.mark.parametrize("far", ["NODE", "SYS"])
+def test_a_gpu_with_no_nic_near_is_still_a_placement_error(far):
+    """The counterpart: a GPU whose only NICs are across the CPU is a real fault."""
+    from nvtopo.simulate import build as b
+    m = b(LAY, seed=3)
+    doc = json.loads(json.dumps(sim_snapshot(m)))
+    topo = snapshot.derive(doc, where="sim.json")
+    # GPU0's NIC moved off its PCIe switch: every NIC now reaches GPU0 at NODE/SYS
+    for n in topo.nics:
+        if n.sysfs is not None and n.sysfs.gpu_paths.get("GPU0") in ("PIX", "PXB"):
+            n.sysfs.gpu_paths["GPU0"] = far
+    if topo.matrix is not None:
+        m_ = topo.matrix
+        r = m_.devices.index("GPU0")
+        for c, d in enumerate(m_.devices):
+            if m_.cells[r][c] in ("PIX", "PXB"):
+                m_.cells[r][c] = far
+                m_.cells[c][r] = far
+    got = findings(topo)
+    assert [(f.severity, f.code, str(f.subject)) for f in got] == [
+        ("error", "nic.placement", "GPU0-mlx5_0")]
+    assert f"through {far}" in got[0].message
+
+
+def test_with_a_gpu_missing_every_gpu_is_still_checked_for_a_nic_at_pix():
+    """Renumbered after a missing GPU, the port map by index cannot be used, but placement
+    can: each GPU present still needs a NIC at PIX (was: every NIC check dropped)."""
+    from nvtopo.simulate import simulate
+    doc = json.loads(json.dumps(simulate(LAY, ["gpu-missing:GPU7"], seed=3)))
+    topo = snapshot.derive(doc, where="sim.json")
+    got = findings(topo)
+    assert [f.code for f in got if f.code.startswith("nic.")] == []
+    assert any(f.code == "nic.not_checked" and "by placement" in f.message
+               for f in checks.run(topo, LAY).findings)
+    # the counterpart: GPU0's NICs moved across the CPU, with a GPU missing besides
+    for n in topo.nics:
+        if n.sysfs is not None and n.sysfs.gpu_paths.get("GPU0") in ("PIX", "PXB"):
+            n.sysfs.gpu_paths["GPU0"] = "NODE"
+    m_ = topo.matrix
+    r = m_.devices.index("GPU0")
+    for c, _ in enumerate(m_.devices):
+        if m_.cells[r][c] in ("PIX", "PXB"):
+            m_.cells[r][c] = m_.cells[c][r] = "NODE"
+    got = [f for f in findings(topo) if f.code.startswith("nic.")]
+    assert [(f.severity, f.code, str(f.subject)) for f in got] == [
+        ("error", "nic.placement", "GPU0")]
+
+
+def test_a_layout_without_nic_facts_lists_nic_placement_as_not_checked():
+    from nvtopo.simulate import simulate
+    topo = snapshot.derive(json.loads(json.dumps(simulate(layouts.load("hgx-h100-8"), (),
+                                                          seed=3))), where="s")
+    r = checks.run(topo, layouts.load("hgx-h100-8"))
+    infos = [f for f in r.findings if f.code == "nic.not_checked"]
+    assert len(infos) == 1 and "hgx-h100-8 states no NIC facts" in infos[0].message
+    assert r.verdict == "pass"
+    # the counterpart: a layout with NIC facts checks them, no such note
+    assert not [f for f in checks.run(node(), LAY).findings if f.code == "nic.not_checked"]

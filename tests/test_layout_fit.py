@@ -124,6 +124,9 @@ def test_sysfs_alone_names_the_gpu_model_by_pci_device_id():
         r = checks.select_and_run(topo)
         assert r.layout_name == want and r.verdict == "pass", r.reason
         assert f"(PCI device id {dev}) matches" in r.reason
+        # a layout chosen from the device id says nothing about the links: sysfs does not
+        # see NVLink, so the NVLink check is reported as not checked (no silent pass)
+        assert "nvlink.not_checked" in {f.code for f in r.not_checked}, r.findings
     # the counterpart: an id the table does not hold (H100 PCIe in a VM) picks no layout
     root, faults = sysfs_trees.tree("vm")
     topo = sysfs.derive(sysfs.capture(ProbeOptions(sysfs_root=root), faults=faults))

@@ -124,11 +124,11 @@ def test_every_nic_name_and_address_appears_whole(cmd, name, inputs):
 def test_check_on_a_faulty_dgx_is_short_at_80_columns(inputs):
     full = run(["check"] + inputs["dgx-h100-faults"], 80).splitlines()
     brief = run(["check", "--brief"] + inputs["dgx-h100-faults"], 80).splitlines()
-    # 8 findings and 3 notes: the row, its explanation and hint (shared hints once)
+    # 8 findings and 6 notes: the row, its explanation and hint (shared hints once)
     assert len(full) <= 60 and len(brief) <= 20, (len(full), len(brief))
     # one row per finding (a long expected → actual continues on an indented line)
     assert sum(1 for ln in brief if re.match(r"  [a-z0-9]+\.[a-z_]+  ", ln)) == 8
-    assert "Not checked (3): gpu, nvlink, ib" in "\n".join(full)
+    assert "Not checked (6): gpu, fabric, nvlink, p2p, ib" in "\n".join(full)
     # the port-down hint, shared by mlx5_3 and mlx5_4, is printed once for both
     assert sum("check the cable/transceiver and the switch port (ibstat" in ln
                for ln in full) == 1

@@ -135,13 +135,16 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                 source=gl.source,
                 hint="watch whether they grow (nvidia-smi nvlink -e); a growing CRC/replay "
                      "count points at the link: reset, then reseat/service"))
+    # no NVLink evidence at all (sysfs alone, say): not checked, whatever layout was chosen
+    # (a layout chosen from the PCI device ids says nothing about the links)
+    if not v.pairs and not v.links and (
+            (layout is not None and expected) or len(topo.gpus) >= 2):
+        out.append(finding("info", "nvlink.not_checked", S.NODE,
+                           "not checked: no NVLink data in the input (no GPU↔GPU paths "
+                           "from nvidia-smi and no NVML links; sysfs does not see "
+                           "NVLink)", source=", ".join(topo.sources)))
+        return out
     if layout is None or not expected or down_fabric is not None:
-        if not v.pairs and not v.links and (
-                (layout is not None and expected) or len(topo.gpus) >= 2):
-            out.append(finding("info", "nvlink.not_checked", S.NODE,
-                               "not checked: no NVLink data in the input (no GPU↔GPU paths "
-                               "from nvidia-smi and no NVML links; sysfs does not see "
-                               "NVLink)", source=", ".join(topo.sources)))
         return out
     # -- pair counts against the layout
     if nvswitch and not all(i in v.links and v.links[i].complete for i in present):

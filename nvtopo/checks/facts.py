@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from ..plain import field, plain
 from functools import lru_cache
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
@@ -33,7 +33,7 @@ def lists_every_gpu(topo: Topology) -> bool:
     return any(s not in PARTIAL_SOURCES and s != "host" for s in topo.sources)
 
 
-@dataclass
+@plain
 class GpuLinks:
     """NVML's per-GPU NVLink record, reduced."""
 
@@ -47,7 +47,7 @@ class GpuLinks:
     complete: bool = True
 
 
-@dataclass
+@plain
 class View:
     topo: Topology
     #: GPU indices the driver sees (or every GPU when no driver-level source exists).

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from ..plain import field, plain
 from typing import Any, Dict, FrozenSet, Sequence
 
 from .subject import Subject
@@ -10,7 +10,7 @@ from .subject import Subject
 SEVERITIES = ("error", "warning", "info")
 
 
-@dataclass
+@plain
 class Finding:
     """One answer of a check.
 

@@ -8,7 +8,7 @@ document.  Renderers (``render/check.py``, ``render/svg``, ``render/prometheus.p
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from ..plain import field, plain
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from ..errors import ExitStatus
@@ -23,7 +23,7 @@ def verdict(findings: Iterable[Finding]) -> str:
     return "fail" if any(f.severity == "error" for f in findings) else "pass"
 
 
-@dataclass(frozen=True, eq=False)
+@plain(frozen=True, eq=False)
 class Report:
     """The findings of one check, in report order, and what they add up to.
 

@@ -12,7 +12,7 @@ so and picks the most common (the layout's ``selection.priority``).
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from ..plain import field, plain
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .. import layouts as layouts_pkg
@@ -20,7 +20,7 @@ from ..model import Topology, path_rank
 from . import facts as F
 
 
-@dataclass
+@plain
 class Candidate:
     layout: Any
     score: float = 0.0
@@ -36,7 +36,7 @@ class Candidate:
     subset_of: Optional[int] = None
 
 
-@dataclass
+@plain
 class Selection:
     layout: Optional[Any]
     reason: str

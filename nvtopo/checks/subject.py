@@ -17,14 +17,14 @@ type (a source's own subject such as ``GPU at 0000:3b:00.0``): it equals only th
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from ..plain import field, plain
 from typing import Optional, Tuple
 
 #: Every kind of subject.
 KINDS = ("gpu", "link", "pair", "gpu_nic", "port", "nic", "switch", "node", "other")
 
 
-@dataclass(frozen=True)
+@plain(frozen=True)
 class Subject:
     """One subject.  Which fields are set depends on ``kind``:
 

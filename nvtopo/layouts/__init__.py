@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from ..plain import field, plain
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
@@ -51,7 +51,7 @@ def name_matches(pattern: str, name: str) -> bool:
     return _name_rx(pattern).search(name[:NAME_SEARCH_LIMIT]) is not None
 
 
-@dataclass
+@plain
 class Layout:
     """A parsed layout file."""
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from dataclasses import dataclass
+from ..plain import plain
 from types import ModuleType
 from typing import Dict, Optional
 
@@ -39,7 +39,7 @@ PROBES: Dict[str, str] = {
 }
 
 
-@dataclass
+@plain
 class ProbeOptions:
     """Options every probe may read; each uses what applies to it."""
 

@@ -1,0 +1,101 @@
+"""nvtopo.plain behaves as @dataclass does for what the check path's classes use: defaults
+and factories, positional and keyword construction, __post_init__, fields not taken by
+__init__, equality over compared fields, frozen instances and their hash, repr."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Dict, List, Optional
+
+import pytest
+
+from nvtopo.plain import FrozenInstanceError, field, fields, plain
+
+
+def _pair(frozen: bool):
+    """The same class made by dataclasses and by plain."""
+    made = []
+    for deco, fld in ((dataclasses.dataclass(frozen=frozen), dataclasses.field),
+                      (plain(frozen=frozen), field)):
+        class C:
+            kind: str
+            n: int = 0
+            tags: List[str] = fld(default_factory=list)
+            label: Optional[str] = fld(default=None, compare=False)
+
+            def size(self) -> int:
+                return len(self.tags)
+        made.append(deco(C))
+    return made
+
+
+@pytest.mark.parametrize("frozen", [False, True])
+def test_construction_equality_and_hash_match_dataclasses(frozen):
+    D, P = _pair(frozen)
+    for args, kw in ((("a",), {}), (("a", 3), {}), (("a",), {"n": 2, "tags": ["x"]}),
+                     ((), {"kind": "b", "label": "L"})):
+        d, p = D(*args, **kw), P(*args, **kw)
+        assert [getattr(p, f.name) for f in fields(P)] == \
+            [getattr(d, f.name) for f in dataclasses.fields(D)]
+        assert p.size() == d.size()
+    assert P("a", label="x") == P("a", label="y")  # label is not compared
+    assert P("a", 1) != P("a", 2) and P("a") != "a"
+    assert P("a").tags is not P("a").tags  # a fresh list each time
+    if frozen:
+        assert hash(P("a", tags=(), label="x")) == hash(P("a", tags=(), label="y"))
+        assert hash(P("a", tags=())) == hash(D("a", tags=()))  # the same fields hashed
+        with pytest.raises(FrozenInstanceError):
+            P("a").n = 3
+        with pytest.raises(AttributeError):
+            del P("a").kind
+    else:
+        assert P.__hash__ is None
+        p = P("a")
+        p.n = 5
+        assert p.n == 5
+    assert repr(P("a", 1)) == "C(kind='a', n=1, tags=[], label=None)"
+
+
+def test_arguments_are_checked():
+    _, P = _pair(False)
+    with pytest.raises(TypeError):
+        P()
+    with pytest.raises(TypeError):
+        P("a", 1, [], None, "extra")
+    with pytest.raises(TypeError):
+        P("a", kind="b")
+    with pytest.raises(TypeError):
+        P("a", nope=1)
+
+
+def test_post_init_and_fields_not_in_init():
+    @plain(frozen=True, eq=False)
+    class R:
+        items: tuple
+        count: int = field(init=False)
+        seen: Dict[str, int] = field(init=False, default_factory=dict)
+
+        def __post_init__(self) -> None:
+            object.__setattr__(self, "count", len(self.items))
+
+    r = R((1, 2, 3))
+    assert r.count == 3 and r.seen == {}
+    assert r != R((1, 2, 3)) and r == r  # eq=False: identity, as dataclasses does
+    assert hash(r) == object.__hash__(r)
+    with pytest.raises(TypeError):
+        R((1,), count=2)
+
+
+def test_subclass_fields_follow_the_base():
+    @plain
+    class Base:
+        a: int
+        b: int = 2
+
+    @plain
+    class Sub(Base):
+        c: int = 3
+
+    assert [f.name for f in fields(Sub)] == ["a", "b", "c"]
+    s = Sub(1, c=4)
+    assert (s.a, s.b, s.c) == (1, 2, 4)

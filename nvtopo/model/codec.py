@@ -384,7 +384,7 @@ def _groups(plan: List[Tuple[Any, ...]]) -> Tuple[Any, ...]:
 
 def _fields_decoder(plan: List[Tuple[Any, ...]]) -> Callable[[Any, Dict[str, Any]], int]:
     """Decode the plan's keys of an object into ``out``; returns how many keys were there
-    (the nested ``extra`` object; records inline the same loops, :func:`_record_decoder`)."""
+    (a record's own keys, and those of its nested ``extra`` object)."""
     strs, strs_n, ints_n, inline, rest = _groups(plan)
     L = LIMIT
 
@@ -454,60 +454,26 @@ def _record_decoder(cls: type) -> Callable[[Any], Any]:
             out["extra"] = {k: v for k, v in x.items() if k not in names} \
                 if n != len(x) else {}
         extra = read_extra
-    strs, strs_n, ints_n, inline, rest = _groups(plan)
-    if extra is not None:
-        inline += 1
+    body = _fields_decoder(plan)
     known = frozenset(f.key for f in top)
     post = getattr(cls, "__post_init__", None)
     new = object.__new__
-    L = LIMIT
 
     def fn(d: Any) -> Any:
         if type(d) is not dict:
             raise _Bad(what, d)
         o = new(cls)
         out = o.__dict__
-        get = d.get
-        key = None
-        try:
-            for key, attr in strs:
-                v = get(key, _MISS)
-                if type(v) is not str:
-                    raise _Bad("text", v)
-                out[attr] = v
-            for key, attr in strs_n:
-                v = get(key, _MISS)
-                if v is not None and type(v) is not str:
-                    raise _Bad("text or null", v)
-                out[attr] = v
-            for key, attr in ints_n:
-                v = get(key, _MISS)
-                if v is not None and (type(v) is not int or not -L <= v <= L):
-                    raise _Bad("int or null", v)
-                out[attr] = v
-            n = inline
-            for key, attr, ok, sub, miss, spec in rest:
-                v = get(key, _MISS)
-                if v is _MISS:
-                    if miss is None:
-                        raise _Bad("a value", _MISS)
-                    out[attr] = miss()
-                    continue
-                n += 1
-                if ok is not None:
-                    if not ok(v):
-                        raise _Bad(_describe(spec), v)
-                    out[attr] = v
-                else:
-                    out[attr] = sub(v)
-            if extra is not None:
-                key = "extra"
-                extra(get("extra", _MISS), out)
-        except _Bad as e:
-            if e.value is _MISS:
-                e.what = "a value"
-            e.path.append(key)
-            raise
+        n = body(d, out)
+        if extra is not None:
+            try:
+                extra(d.get("extra", _MISS), out)
+            except _Bad as e:
+                if e.value is _MISS:
+                    e.what = "a value"
+                e.path.append("extra")
+                raise
+            n += 1
         if n != len(d):
             raise _unknown(d, known)
         if post is not None:

@@ -19,6 +19,7 @@ where both live:
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Optional
 
@@ -152,3 +153,15 @@ def xml(value: Any, *, attribute: bool = False) -> str:
     text = printable(value)
     pattern = _XML_ATTR_RE if attribute else _XML_TEXT_RE
     return pattern.sub(lambda m: _XML_ESCAPES[m.group(0)], text)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def json_loads(text: str) -> Any:
+    """``json.loads`` that refuses ``NaN``, ``Infinity`` and ``-Infinity``: Python reads them,
+    JSON has no such values, and a value read from an input would reach nvtopo's own JSON
+    output, which must stay JSON.  Raises ``ValueError`` (not a ``JSONDecodeError``) for
+    them."""
+    return json.loads(text, parse_constant=_no_constant)

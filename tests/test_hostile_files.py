@@ -579,3 +579,33 @@ def test_a_real_snapshot_is_far_inside_every_bound(tmp_path):
     path = tmp_path / "dgx2.json"
     path.write_bytes(text)
     assert snapshot.open_input(snapshot.Input(path=str(path))).cached is True
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+@pytest.mark.parametrize("where", ["host", "probe", "layout"])
+def test_nan_and_infinity_are_refused_not_passed_on(tmp_path, constant, where):
+    """Python's json reads NaN and Infinity; JSON has no such values. Kept in the model
+    (an unknown host key, an open map), they came out of `show --format json` as
+    `Infinity`, which no strict JSON reader accepts. An input holding one is refused: one
+    line naming the file, exit 2."""
+    doc = json.loads(snapshot.dumps(simulate(layouts.load("dgx-h100"), [], seed=1)))
+    doc.pop("derived", None)
+    if where == "host":
+        doc["host"]["load"] = "@C@"
+    elif where == "probe":
+        doc["probes"]["topo-text"]["duration_s"] = "@C@"
+    f = tmp_path / "in.json"
+    if where == "layout":
+        lay = json.loads((Path(layouts.__file__).parent / "dgx-h100.json").read_text())
+        lay["name"] = "mine"
+        lay["title"] = "@C@"
+        f.write_text(json.dumps(lay).replace('"@C@"', constant))
+        r = _cli(["check", "--example", "dgx-h100", "--layout-file", str(f)])
+        assert r.returncode == 2, r.stdout
+        _one_line_error(r.stderr, str(f), constant.lstrip("-"))
+        return
+    f.write_text(json.dumps(doc).replace('"@C@"', constant))
+    for cmd in (["show", "--format", "json"], ["check", "--format", "json"]):
+        r = _cli([*cmd, "--from", str(f)])
+        assert r.returncode == 2 and r.stdout == b"", (cmd, r.stdout[:200])
+        _one_line_error(r.stderr, str(f), constant.lstrip("-"))

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 from ..errors import NvtopoError
+from ..safe import json_loads
 
 #: Version of the layout file format.
 LAYOUT_SCHEMA = 1
@@ -195,7 +196,7 @@ def parse(text: str, where: str, origin: str = "bundled") -> Layout:
     if not text.strip():
         raise NvtopoError("layout file is empty", where=where)
     try:
-        doc = json.loads(text)
+        doc = json_loads(text)
     except json.JSONDecodeError as exc:
         raise NvtopoError(f"layout is not valid JSON (line {exc.lineno} column {exc.colno}: "
                           f"{exc.msg})", where=where) from None

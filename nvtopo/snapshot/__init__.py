@@ -25,6 +25,7 @@ from typing import Any, Dict, Optional, Tuple
 
 from ..errors import NvtopoError
 from ..model import Topology
+from ..safe import json_loads
 from . import cache, document, read
 from .cache import code_digest, dumps
 from .document import (SNAPSHOT_KIND, SNAPSHOT_SCHEMA, derive, from_text_evidence,
@@ -205,7 +206,7 @@ def _fast_snapshot(data: bytes, where: str
     try:
         # strict UTF-8 (json.loads(bytes) would let lone surrogates through, and guess
         # UTF-16/32 without a BOM, which the general path refuses)
-        doc = json.loads(data.decode("utf-8"))
+        doc = json_loads(data.decode("utf-8"))
     except (ValueError, RecursionError):  # JSON and UTF-8 errors alike
         return None
     if not document.is_snapshot(doc):

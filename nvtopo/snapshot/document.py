@@ -14,6 +14,7 @@ from .. import __version__
 from .. import probes as probes_pkg
 from ..errors import NvtopoError
 from ..model import Topology
+from ..safe import json_loads
 from .read import MAX_TEXT_BYTES, MAX_TEXT_LINES
 
 SNAPSHOT_KIND = "nvtopo-snapshot"
@@ -33,7 +34,7 @@ def parse_snapshot(text: str, where: str) -> Dict[str, Any]:
     if text.startswith("\ufeff"):  # a byte order mark some Windows editors write
         text = text[1:]
     try:
-        doc = json.loads(text)
+        doc = json_loads(text)
     except json.JSONDecodeError as exc:
         raise NvtopoError(f"truncated or corrupt snapshot (JSON error at line {exc.lineno} "
                           f"column {exc.colno}: {exc.msg})", where=where) from None

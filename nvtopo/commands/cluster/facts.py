@@ -16,6 +16,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
+from ...safe import json_loads
+
 #: The largest ``collect.json`` read (a manifest of 100,000 nodes is a few tens of MB).
 MAX_MANIFEST_BYTES = 64 << 20
 
@@ -115,7 +117,7 @@ def read_manifest(directory: str) -> Dict[str, str]:
             raw = f.read(MAX_MANIFEST_BYTES + 1)
         if len(raw) > MAX_MANIFEST_BYTES:
             return {}
-        doc = json.loads(raw.decode("utf-8"))
+        doc = json_loads(raw.decode("utf-8"))
     except (OSError, ValueError, UnicodeDecodeError):
         return {}
     out: Dict[str, str] = {}

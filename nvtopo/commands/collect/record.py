@@ -34,6 +34,8 @@ import re
 import tempfile
 from typing import Any, Callable, Dict, Iterator, Optional, Set
 
+from ...safe import json_loads
+
 MAGIC = b"NVTOPO-RECORD/1"
 #: Payload bytes per DATA line: 768 base64 characters, so a line stays under 1 KiB.
 CHUNK = 576
@@ -231,7 +233,7 @@ class Reader:
                 raw = base64.b64decode(meta_field, validate=True)
                 if len(raw) > MAX_META_BYTES:
                     raise ValueError("too large")
-                meta = json.loads(raw.decode("utf-8"))
+                meta = json_loads(raw.decode("utf-8"))
                 if not isinstance(meta, dict):
                     raise ValueError("not an object")
             except (ValueError, binascii.Error, UnicodeDecodeError, RecursionError):

@@ -75,10 +75,10 @@ def test_bad_dump_fails_before_reading_snapshots(fleet_dir, tmp_path):
     p = tmp_path / "dump.bin"
     p.write_bytes(b"\xff\xfe\x00binary")
     res = runner.invoke(app, ["cluster", str(fleet_dir), "--fabric", str(p), "-j", "1"])
-    assert res.exit_code == 2 and "Traceback" not in res.output
-    assert "not UTF-8" in res.output
+    assert res.exit_code == 2 and "Traceback" not in res.stderr
+    assert "not UTF-8" in res.stderr
     res = runner.invoke(app, ["cluster", str(fleet_dir), "--fabric", str(tmp_path / "none")])
-    assert res.exit_code == 2 and "cannot read" in res.output
+    assert res.exit_code == 2 and "cannot read" in res.stderr
 
 
 def test_hostile_descriptions_and_switch_names_stay_out_of_topology_conf(fleet_dir, tmp_path):

@@ -83,17 +83,17 @@ def test_bad_plans_are_refused_before_writing(kwargs, message):
 
 def test_cli_needs_a_directory_and_refuses_bad_faults(tmp_path):
     res = runner.invoke(app, ["simulate", "dgx-h100", "--nodes", "2"])
-    assert res.exit_code == 2 and "-o DIR" in res.output
+    assert res.exit_code == 2 and "-o DIR" in res.stderr
     res = runner.invoke(app, ["simulate", "dgx-h100", "--fleet-fault", "driver:0:1"])
-    assert res.exit_code == 2 and "needs --nodes" in res.output
+    assert res.exit_code == 2 and "needs --nodes" in res.stderr
     res = runner.invoke(app, ["simulate", "dgx-h100", "--nodes", "2", "-o", str(tmp_path / "x"),
                               "--fleet-fault", "duplicate-lid:0:5"])
-    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert res.exit_code == 2 and "Traceback" not in res.stderr
     assert not (tmp_path / "x").exists()
     f = tmp_path / "file"
     f.write_text("")
     res = runner.invoke(app, ["simulate", "dgx-h100", "--nodes", "2", "-o", str(f)])
-    assert res.exit_code == 2 and "not a directory" in res.output
+    assert res.exit_code == 2 and "not a directory" in res.stderr
 
 
 def test_duplicate_hostname_keeps_files_apart(tmp_path):

@@ -1,6 +1,5 @@
 """``nvtopo collect``: every node's snapshot, through Slurm or Ray, into one directory."""
 
-import shlex
 from typing import Any, Dict, List, Optional
 
 import typer
@@ -43,7 +42,21 @@ def _seconds(option: str, low: float = 0.1, high: float = 86400.0) -> Any:
     return parse
 
 
+def _timeout_option() -> Any:
+    """``--timeout`` of ``collect slurm`` and ``collect ray``."""
+    return typer.Option(30.0, "--timeout", metavar="SECONDS",
+                        parser=_seconds("--timeout", high=3600.0), help=_TIMEOUT_HELP)
+
+
+def _node_limit_option() -> Any:
+    """``--node-limit`` of ``collect slurm`` and ``collect ray``."""
+    return typer.Option(None, "--node-limit", metavar="SECONDS",
+                        parser=_seconds("--node-limit"), help=_LIMIT_HELP)
+
+
 def _command(value: Optional[str]) -> Optional[List[str]]:
+    import shlex  # only where --node-command is given: not at every nvtopo start
+
     from ..errors import NvtopoError
 
     if value is None:
@@ -98,11 +111,8 @@ def slurm_cmd(
         None, "--gpus-per-node", min=0, max=1024, metavar="N",
         help="Ask Slurm for N GPUs per node: where cgroups constrain devices "
              "(ConstrainDevices=yes) a step without GPUs does not see them."),
-    timeout: float = typer.Option(30.0, "--timeout", metavar="SECONDS",
-                                  parser=_seconds("--timeout", high=3600.0), help=_TIMEOUT_HELP),
-    node_limit: Optional[float] = typer.Option(None, "--node-limit", metavar="SECONDS",
-                                               parser=_seconds("--node-limit"),
-                                               help=_LIMIT_HELP),
+    timeout: float = _timeout_option(),
+    node_limit: Optional[float] = _node_limit_option(),
     launch_wait: float = typer.Option(
         60.0, "--launch-wait", metavar="SECONDS", parser=_seconds("--launch-wait"),
         help="Seconds Slurm may take to start each step (for a new job, to grant the nodes: "
@@ -151,11 +161,8 @@ def ray_cmd(
     address: str = typer.Option("auto", "--address", metavar="ADDRESS",
                                 help="The Ray cluster (ray.init's address): auto, or "
                                      "HOST:PORT of its head."),
-    timeout: float = typer.Option(30.0, "--timeout", metavar="SECONDS",
-                                  parser=_seconds("--timeout", high=3600.0), help=_TIMEOUT_HELP),
-    node_limit: Optional[float] = typer.Option(None, "--node-limit", metavar="SECONDS",
-                                               parser=_seconds("--node-limit"),
-                                               help=_LIMIT_HELP),
+    timeout: float = _timeout_option(),
+    node_limit: Optional[float] = _node_limit_option(),
     launch_wait: float = typer.Option(
         60.0, "--launch-wait", metavar="SECONDS", parser=_seconds("--launch-wait"),
         help="Seconds Ray may take to start the tasks (workers starting)."),

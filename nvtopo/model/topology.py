@@ -96,6 +96,23 @@ class Topology(Record):
                 seen.append(g.numa_affinity)
         return seen
 
+    def numa_node_ids(self) -> List[int]:
+        """The NUMA nodes the GPUs' affinities name (``0``, ``0-3``, ``0,2``), sorted, each
+        once; ``[]`` where any affinity is not such a list (then only the strings
+        :meth:`numa_nodes` gives are known)."""
+        from ..safe import ascii_int
+
+        nodes = set()
+        for aff in self.numa_nodes():
+            for part in aff.split(","):
+                lo, sep, hi = part.strip().partition("-")
+                a = ascii_int(lo, hi=65535)
+                b = ascii_int(hi, hi=65535) if sep else a
+                if a is None or b is None or b < a or b - a > 4096:
+                    return []
+                nodes.update(range(a, b + 1))
+        return sorted(nodes)
+
     def note(self, code: str, message: str, *, source: str = "topo-text",
              level: str = "info", subject: Optional[str] = None) -> None:
         self.notes.append(Note(code=code, message=message, source=source, level=level,

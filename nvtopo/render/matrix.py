@@ -349,7 +349,7 @@ def summary(topo: Topology) -> Text:
         if pairs:
             parts.append(f"P2P{mode} OK for {ok}/{pairs} GPU pairs")
     numa = topo.numa_nodes()
-    ids = numa_node_ids(numa)
+    ids = topo.numa_node_ids()
     if ids:
         parts.append(f"{len(ids)} NUMA node{'s' if len(ids) != 1 else ''} ({_runs(ids)})")
     elif numa:
@@ -361,50 +361,23 @@ def summary(topo: Topology) -> Text:
     return text(" · ".join(parts), style="bold")
 
 
-def _runs(ids: Sequence[int]) -> str:
-    """Sorted integers as runs: ``0-3, 5, 7-8``."""
+def _runs(ids: Sequence[int], prefix: str = "", pairs: bool = False) -> str:
+    """Integers as runs: ``0-3, 5, 7, 8``; ``prefix`` before each run (``GPU0-3, GPU6``);
+    ``pairs``: two in a row as a run too (``GPU0-1``)."""
+    ids = sorted(ids)
     out: List[str] = []
     i = 0
     while i < len(ids):
         j = i
         while j + 1 < len(ids) and ids[j + 1] == ids[j] + 1:
             j += 1
-        out.append(str(ids[i]) if j == i else f"{ids[i]}-{ids[j]}" if j > i + 1
-                   else f"{ids[i]}, {ids[j]}")
+        if j == i:
+            out.append(f"{prefix}{ids[i]}")
+        elif j > i + 1 or pairs:
+            out.append(f"{prefix}{ids[i]}-{ids[j]}")
+        else:
+            out.append(f"{prefix}{ids[i]}, {prefix}{ids[j]}")
         i = j + 1
-    return ", ".join(out)
-
-
-def numa_node_ids(affinities: Sequence[str]) -> List[int]:
-    """The NUMA nodes named by the GPUs' affinities (``0``, ``0-3``, ``0,2``), sorted, each
-    once; ``[]`` where any affinity is not such a list (then the strings are shown)."""
-    from ..safe import ascii_int
-
-    nodes = set()
-    for aff in affinities:
-        for part in aff.split(","):
-            lo, sep, hi = part.strip().partition("-")
-            a = ascii_int(lo, hi=65535)
-            b = ascii_int(hi, hi=65535) if sep else a
-            if a is None or b is None or b < a or b - a > 4096:
-                return []
-            nodes.update(range(a, b + 1))
-    return sorted(nodes)
-
-
-def _gpu_ranges(idx: Sequence[int]) -> str:
-    """``GPU0-3, GPU6``: GPU indices as runs."""
-    out: List[str] = []
-    run: List[int] = []
-    for i in sorted(idx):
-        if run and i == run[-1] + 1:
-            run.append(i)
-            continue
-        if run:
-            out.append(f"GPU{run[0]}" + (f"-{run[-1]}" if len(run) > 1 else ""))
-        run = [i]
-    if run:
-        out.append(f"GPU{run[0]}" + (f"-{run[-1]}" if len(run) > 1 else ""))
     return ", ".join(out)
 
 
@@ -434,7 +407,7 @@ def fabric_lines(topo: Topology) -> Optional[Text]:
         if not cluster:
             what.append("no cluster UUID")
         out.append("\n")
-        out.append(printable(f"  {_gpu_ranges(idx)}: " + " · ".join(what)),
+        out.append(printable(f"  {_runs(idx, 'GPU', pairs=True)}: " + " · ".join(what)),
                    style="bold red" if bad else "green")
         if cluster:  # on its own line: an identifier is never wrapped at 80 columns
             out.append("\n")

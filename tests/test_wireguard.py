@@ -270,3 +270,41 @@ def test_hostile_wg_output_is_escaped_and_bounded():
     assert len(dev.peers) == 1
     found = mesh_check.check(topo, None)
     assert all(f.severity != "error" for f in found)
+
+
+# -- simulate --mesh: healthy and faulty single nodes -------------------------------------
+
+def _sim(faults=(), mesh=True, layout="dgx-h100"):
+    from nvtopo.checks import select_and_run
+    from nvtopo.layouts import load
+    from nvtopo.simulate import simulate
+
+    doc = simulate(load(layout), list(faults), mesh=mesh)
+    topo = derive(json.loads(json.dumps(doc)))
+    return doc, topo, [f for f in select_and_run(topo).findings if f.code.startswith("mesh")]
+
+
+def test_simulated_mesh_healthy_is_clean():
+    doc, topo, found = _sim()
+    assert found == []
+    dev = topo.wireguard.interfaces["wg0"]
+    assert len(dev.peers) == 3 and dev.underlay == "eth0" and dev.underlay_family == "ipv4"
+    assert topo.sysfs.net["wg0"].mtu == 1420 and topo.sysfs.net["eth0"].mtu == 1500
+    assert doc["simulated"]["faults"] == []
+
+
+def test_simulated_mesh_faults_are_each_reported():
+    doc, topo, found = _sim(["wg-stale-peer:2", "wg-mtu:1500", "wg-errors:4"])
+    got = sorted((f.severity, f.code) for f in found)
+    assert got == [("error", "mesh.mtu"), ("error", "mesh.peer_stale"),
+                   ("warning", "mesh.errors")]
+    stale = next(f for f in found if f.code == "mesh.peer_stale")
+    assert stale.actual == "600 s ago"
+
+
+@pytest.mark.parametrize("spec", ["wg-mtu:12", "wg-mtu:x", "wg-stale-peer:9", "wg-errors:"])
+def test_bad_mesh_faults_are_one_line(spec):
+    from nvtopo.errors import NvtopoError
+
+    with pytest.raises(NvtopoError):
+        _sim([spec])

@@ -308,3 +308,42 @@ def test_bad_mesh_faults_are_one_line(spec):
 
     with pytest.raises(NvtopoError):
         _sim([spec])
+
+
+# -- show: the mesh table ------------------------------------------------------------------
+
+def _shown(topo, width=80):
+    import io
+
+    from rich.console import Console
+
+    from nvtopo.render.matrix import render
+
+    buf = io.StringIO()
+    Console(file=buf, width=width, color_system=None).print(render(topo, width))
+    return buf.getvalue()
+
+
+def test_show_prints_the_mesh_at_80_columns():
+    doc, topo, _ = _sim(["wg-stale-peer:2", "wg-errors:4"])
+    out = _shown(topo)
+    assert all(len(line) <= 80 for line in out.splitlines())
+    block = out[out.index("Mesh (WireGuard)"):].splitlines()
+    row = next(line for line in block if line.startswith("wg0"))
+    assert "1420" in row and "eth0, MTU 1500, NUMA 0" in row
+    assert "3 (2 live, 1 stale)" in row and "4 / 0" in row
+
+
+def test_show_without_mesh_has_no_mesh_table():
+    doc, topo, _ = _sim(mesh=False)
+    assert "Mesh (WireGuard)" not in _shown(topo)
+
+
+def test_show_escapes_hostile_interface_names():
+    ev = {"status": "ok", "captured_at": 1000, "interfaces": {
+        "wg\x1b]0;owned\x07[red]x": {"status": "not permitted", "error": "no", "fields": {}}}}
+    topo = wireguard.derive(ev)
+    out = _shown(topo)
+    assert "\x1b" not in out and "\x07" not in out
+    assert "[red]x" in out  # shown as text, never read as markup
+    assert "not read" in " ".join(out.split()) and "permitted)" in out

@@ -35,16 +35,6 @@ def _rdma_up(topo: Topology) -> Optional[bool]:
                any(p.state == "ACTIVE" for p in n.sysfs.ports) for n in topo.nics)
 
 
-def peer_age(dev: WgDevice, peer: Any, captured_at: Optional[int]) -> Optional[int]:
-    """Seconds since the peer's latest handshake at capture time; ``-1``: never; ``None``:
-    unknown."""
-    if peer.latest_handshake is None or captured_at is None:
-        return None
-    if peer.latest_handshake == 0:
-        return -1
-    return max(0, captured_at - peer.latest_handshake)
-
-
 def _short(key: str) -> str:
     return key[:8] + "…"
 
@@ -72,11 +62,8 @@ def _peers(name: str, dev: Optional[WgDevice], captured: Optional[int]) -> List[
         return [finding("info", "mesh.peers_not_checked", S.nic(name),
                         f"{name}: handshakes not checked: the capture time is not recorded",
                         source="wireguard")]
-    stale = []
-    for p in dev.peers:
-        age = peer_age(dev, p, captured)
-        if age is not None and (age < 0 or age > HANDSHAKE_STALE_S + CLOCK_SLACK_S):
-            stale.append((p, age))
+    stale = [(p, p.age_at(captured)) for p in dev.peers
+             if p.stale_at(captured, CLOCK_SLACK_S)]
     if not stale:
         return out
     def sev(peers: List[Any]) -> str:

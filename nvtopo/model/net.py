@@ -66,6 +66,21 @@ class WgPeer(Record):
     tx_bytes: Optional[int] = fld("transfer: sent")
     keepalive_s: Optional[int] = fld("persistent-keepalive, seconds (null: off)")
 
+    def age_at(self, captured_at: Optional[int]) -> Optional[int]:
+        """Seconds from the latest handshake to ``captured_at`` (the capture time: never the
+        clock of the reader); ``-1``: never; ``None``: unknown."""
+        if self.latest_handshake is None or captured_at is None:
+            return None
+        if self.latest_handshake == 0:
+            return -1
+        return max(0, captured_at - self.latest_handshake)
+
+    def stale_at(self, captured_at: Optional[int], slack: int = 5) -> Optional[bool]:
+        """No live session at capture: never, or more than :data:`HANDSHAKE_STALE_S` (plus
+        ``slack`` for clock skew) ago; ``None``: unknown."""
+        age = self.age_at(captured_at)
+        return None if age is None else (age < 0 or age > HANDSHAKE_STALE_S + slack)
+
     def endpoint_family(self) -> Optional[str]:
         """``ipv6`` for ``[addr]:port``, ``ipv4`` for ``a.b.c.d:port``, else ``None``."""
         ep = self.endpoint or ""

@@ -36,6 +36,8 @@ def main(argv):
     if argv[0] == "showconf":
         print(f"[Interface]\nPrivateKey = {PRIVATE}")
         return 0
+    if mode == "hang":  # a wg stuck in the kernel's netlink call
+        time.sleep(120)
     if mode == "eperm":
         print(f"Unable to access interface: Operation not permitted", file=sys.stderr)
         return 1

@@ -347,3 +347,25 @@ def test_show_escapes_hostile_interface_names():
     assert "\x1b" not in out and "\x07" not in out
     assert "[red]x" in out  # shown as text, never read as markup
     assert "not read" in " ".join(out.split()) and "permitted)" in out
+
+
+def test_a_hanging_wg_is_ended_within_the_timeout(wg_env, tmp_path, monkeypatch):
+    root = tmp_path / "hang"
+    fakesys.load_file(str(FIXTURES / "wireguard-healthy.sysfs"), str(root))
+    monkeypatch.setenv("FAKE_WG_MODE", "hang")
+    start = time.monotonic()
+    ev = wireguard.capture(ProbeOptions(timeout=1.0), sys_root=str(root),
+                           route_path=str(tmp_path / "route"))
+    assert time.monotonic() - start < 10  # it used to be able to wait for wg for minutes
+    assert ev["interfaces"]["wg0"]["status"] == "timeout"
+    dev = wireguard.derive(ev).wireguard.interfaces["wg0"]
+    assert dev.status == "timeout" and dev.peers is None
+
+
+def test_route_table_is_read_bounded(wg_env, tmp_path):
+    doc, topo = wg_env(route_text=ROUTE + ("x" * 127 + "\n") * 9000)  # ~1.1 MiB
+    route = doc["probes"]["wireguard"]["route"]
+    assert route["text"] is None and "larger than" in route["error"]
+    dev = topo.wireguard.interfaces["wg0"]
+    assert dev.underlay is None and dev.underlay_by == "no route recorded"
+    assert "mesh.mtu_not_checked" in _codes(topo, "info")

@@ -40,6 +40,8 @@ MAX_ROUTE_BYTES = 1024 * 1024
 #: Most WireGuard interfaces and peers per interface taken.
 MAX_IFACES = 64
 MAX_PEERS = 4096
+#: Most ``class/net`` entries looked at (a container host has hundreds of veths).
+MAX_NET_ENTRIES = 4096
 RTF_UP = 0x1
 
 
@@ -56,9 +58,11 @@ def _read(path: str, limit: int) -> Tuple[Optional[str], Optional[str]]:
 
 def find_interfaces(sys_root: str = "/sys") -> List[str]:
     """The WireGuard interfaces of ``sys_root``'s ``class/net``."""
+    from .sysfs.read import list_dir
+
     base = os.path.join(sys_root, "class", "net")
     try:
-        names = sorted(os.listdir(base))[:4096]
+        names = sorted(list_dir(base, MAX_NET_ENTRIES)[0])
     except OSError:
         return []
     found = []

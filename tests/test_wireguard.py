@@ -369,3 +369,27 @@ def test_route_table_is_read_bounded(wg_env, tmp_path):
     dev = topo.wireguard.interfaces["wg0"]
     assert dev.underlay is None and dev.underlay_by == "no route recorded"
     assert "mesh.mtu_not_checked" in _codes(topo, "info")
+
+
+def test_hostile_interface_name_in_sysfs_is_escaped_in_check(tmp_path):
+    import io
+
+    from rich.console import Console
+
+    from nvtopo.checks import select_and_run
+    from nvtopo.render.check import print_check
+
+    root = tmp_path / "t"
+    fakesys.load_file(str(FIXTURES / "wireguard-faulty.sysfs"), str(root))
+    os.rename(root / "class/net/wg0", root / "class/net/wg\x1b]0;x\x07")  # ESC, BEL
+    topo = derive({"probes": {"sysfs": sysfs.capture(ProbeOptions(sysfs_root=str(root)))}})
+    (name,) = [n for n, link in topo.sysfs.net.items() if link.wireguard]
+    assert "\x1b" in name  # the model keeps the name as read ...
+    report = select_and_run(topo)
+    found = [f for f in report.findings if f.code.startswith("mesh")]
+    assert {f.code for f in found} >= {"mesh.errors", "mesh.drops"}
+    buf = io.StringIO()
+    print_check(report, Console(file=buf, width=100, color_system=None), verbose=True)
+    out = _shown(topo) + buf.getvalue()
+    assert "mesh.errors" in out
+    assert "\x1b" not in out and "\x07" not in out  # ... every output escapes it

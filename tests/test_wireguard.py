@@ -393,3 +393,23 @@ def test_hostile_interface_name_in_sysfs_is_escaped_in_check(tmp_path):
     out = _shown(topo) + buf.getvalue()
     assert "mesh.errors" in out
     assert "\x1b" not in out and "\x07" not in out  # ... every output escapes it
+
+
+def test_svg_picture_names_the_mesh_escaped():
+    import xml.etree.ElementTree as ET
+
+    from nvtopo.render.svg import render as svg
+
+    doc, topo, _ = _sim(["wg-stale-peer:1"])
+    root = ET.fromstring(svg(topo))
+    lines = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")
+             if t.get("class") == "mesh"]
+    assert lines == ["WireGuard wg0 · MTU 1420 · underlay eth0, MTU 1500, NUMA 0 (route) · "
+                     "peers 3 (2 live, 1 stale) · errors/drops 0 / 0"]
+    ev = {"status": "ok", "captured_at": 1, "interfaces": {
+        "wg<&>\x1b": {"status": "missing", "error": "no wg", "fields": {}}}}
+    text = svg(wireguard.derive(ev))
+    ET.fromstring(text)  # still well-formed XML
+    assert "\x1b" not in text and "wg&lt;&amp;&gt;" in text
+    _, plain, _ = _sim(mesh=False)
+    assert 'class="mesh"' not in svg(plain)

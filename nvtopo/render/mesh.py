@@ -5,7 +5,7 @@ input is escaped (:mod:`.cells`).  Decides nothing: ``check`` says what is wrong
 
 from __future__ import annotations
 
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Tuple
 
 from rich.table import Table
 from rich.text import Text
@@ -52,15 +52,29 @@ def _counters(link: Any) -> Text:
     return Text(f"{errs} / {drops}", style="red" if errs or drops else "")
 
 
-def mesh_table(topo: Any) -> Optional[Table]:
-    """The table, or ``None`` where the node has no WireGuard interface."""
+def _rows(topo: Any) -> List[Tuple[Text, Text, Text, Text, Text]]:
+    """One row per WireGuard interface: name, MTU, underlay, peers, errors / drops."""
     links = (topo.sysfs.net if topo.sysfs is not None else None) or {}
     wgn = topo.wireguard
     names: List[str] = sorted({n for n, link in links.items() if link.wireguard}
                               | set(wgn.interfaces if wgn is not None else ()))
-    if not names:
-        return None
     captured = wgn.captured_at if wgn is not None else None
+    rows = []
+    for name in names:
+        link = links.get(name)
+        dev = wgn.interfaces.get(name) if wgn is not None else None
+        mtu = text(link.mtu) if link is not None and link.mtu is not None else \
+            Text("unknown", style="dim")
+        rows.append((text(name), mtu, _underlay(dev, links), _peers(dev, captured),
+                     _counters(link)))
+    return rows
+
+
+def mesh_table(topo: Any) -> Optional[Table]:
+    """The table, or ``None`` where the node has no WireGuard interface."""
+    rows = _rows(topo)
+    if not rows:
+        return None
     table = Table(title="Mesh (WireGuard)", title_justify="left", title_style="bold",
                   box=None, pad_edge=False, padding=(0, 2, 0, 0), show_edge=False)
     table.add_column("interface", style="bold", no_wrap=True)
@@ -68,14 +82,16 @@ def mesh_table(topo: Any) -> Optional[Table]:
     table.add_column("underlay")
     table.add_column("peers")
     table.add_column("errors / drops", no_wrap=True)
-    for name in names:
-        link = links.get(name)
-        dev = wgn.interfaces.get(name) if wgn is not None else None
-        mtu = text(link.mtu) if link is not None and link.mtu is not None else \
-            Text("unknown", style="dim")
-        table.add_row(text(name), mtu, _underlay(dev, links), _peers(dev, captured),
-                      _counters(link))
+    for row in rows:
+        table.add_row(*row)
     return table
 
 
-__all__ = ["mesh_table"]
+def mesh_lines(topo: Any) -> List[str]:
+    """One plain line per WireGuard interface (the SVG picture's mesh note): printable text
+    the caller escapes for its output (XML)."""
+    return [f"WireGuard {n.plain} · MTU {m.plain} · underlay {u.plain} · peers {p.plain} · "
+            f"errors/drops {c.plain}" for n, m, u, p, c in _rows(topo)]
+
+
+__all__ = ["mesh_table", "mesh_lines"]

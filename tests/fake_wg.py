@@ -5,7 +5,7 @@ like a private key for every call that would print a secret in the real tool (``
 prove nvtopo never asks for one and that no key-shaped secret reaches a snapshot.
 
 Environment: ``FAKE_WG_LOG`` (file the argv lines are appended to, as JSON),
-``FAKE_WG_MODE`` (``healthy``, ``stale``, ``eperm``), ``FAKE_WG_PEERS`` (JSON list of
+``FAKE_WG_MODE`` (``healthy``, ``eperm``, ``hang``), ``FAKE_WG_PEERS`` (JSON list of
 ``[public_key, endpoint, allowed_ips, age_s or null (never), keepalive or null]``).
 """
 

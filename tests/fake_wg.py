@@ -39,7 +39,7 @@ def main(argv):
     if mode == "hang":  # a wg stuck in the kernel's netlink call
         time.sleep(120)
     if mode == "eperm":
-        print(f"Unable to access interface: Operation not permitted", file=sys.stderr)
+        print("Unable to access interface: Operation not permitted", file=sys.stderr)
         return 1
     field = argv[2]
     now = int(time.time())

@@ -413,3 +413,13 @@ def test_svg_picture_names_the_mesh_escaped():
     assert "\x1b" not in text and "wg&lt;&amp;&gt;" in text
     _, plain, _ = _sim(mesh=False)
     assert 'class="mesh"' not in svg(plain)
+
+
+def test_endpoint_family_reads_ascii_digits_only():
+    from nvtopo.model.net import WgPeer
+
+    assert WgPeer(endpoint="10.0.0.1:51820").endpoint_family() == "ipv4"
+    assert WgPeer(endpoint="[fd00::1]:51820").endpoint_family() == "ipv6"
+    assert WgPeer(endpoint="١٠.٠.٠.١:51820").endpoint_family() is None  # Arabic-Indic digits
+    assert WgPeer(endpoint="²2.0.0.1:1").endpoint_family() is None
+    assert WgPeer(endpoint=None).endpoint_family() is None

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional
 
+from ..safe import is_ascii_digits
 from .codec import Record, fld, record
 
 #: ``statistics/`` counters read for a WireGuard interface (the kernel's net sysfs ABI).
@@ -88,7 +89,7 @@ class WgPeer(Record):
             return "ipv6"
         host = ep.rpartition(":")[0]
         parts = host.split(".")
-        return "ipv4" if len(parts) == 4 and all(p.isdigit() for p in parts) else None
+        return "ipv4" if len(parts) == 4 and all(is_ascii_digits(p) for p in parts) else None
 
 
 @record

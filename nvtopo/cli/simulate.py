@@ -33,6 +33,11 @@ def simulate_cmd(
              "clique:NODE:ID, driver:NODE:VERSION, rail-subnet:NODE:RANK, "
              "duplicate-guid:NODE:OTHER, duplicate-lid:NODE:OTHER, "
              "duplicate-hostname:NODE:OTHER."),
+    mesh: bool = typer.Option(
+        False, "--mesh", help="Join the node(s) by a WireGuard mesh (wg0 over eth0; with "
+        "--nodes every node a peer of every other). Mesh faults: --fault wg-stale-peer:PEER, "
+        "wg-mtu:MTU, wg-errors:N; --fleet-fault wg-missing-peer:NODE:OTHER, "
+        "wg-unknown-peer:NODE (docs/mesh.md)."),
     layout_file: Optional[str] = layout_file_option(
         help="Simulate a node of this layout file. '-' reads standard input."),
     output: Optional[str] = output_option(
@@ -62,20 +67,20 @@ def simulate_cmd(
         raise NvtopoError("--hostname is empty", where="simulate")
     if nodes is not None:
         _fleet(layout(layout_name, layout_file, "simulate", named=True), nodes, output,
-               list(fault or []), list(fleet_fault or []), seed, hostname)
+               list(fault or []), list(fleet_fault or []), seed, hostname, mesh)
         return
     if fleet_fault:
         raise NvtopoError("--fleet-fault needs --nodes", where="simulate")
     check_output(output)
     lay = layout(layout_name, layout_file, "simulate", named=True)
-    doc = sim.simulate(lay, list(fault or []), seed=seed, hostname=hostname)
+    doc = sim.simulate(lay, list(fault or []), seed=seed, hostname=hostname, mesh=mesh)
     faults = doc["simulated"]["faults"]
     emit(snapshot.dumps(doc), output, f" (simulated {lay.name}"
          + (f", faults: {', '.join(faults)}" if faults else ", healthy") + ")")
 
 
 def _fleet(lay, nodes: int, output: Optional[str], faults: List[str], fleet_faults: List[str],
-           seed: int, prefix: Optional[str]) -> None:
+           seed: int, prefix: Optional[str], mesh: bool = False) -> None:
     import sys
 
     from ..errors import NvtopoError
@@ -84,6 +89,6 @@ def _fleet(lay, nodes: int, output: Optional[str], faults: List[str], fleet_faul
     if not output or output == "-":
         raise NvtopoError("--nodes writes a directory: give it with -o DIR", where="simulate")
     p = fleet.plan(lay, nodes, seed=seed, prefix=prefix or "node", fleet_faults=fleet_faults,
-                   node_faults=faults)
+                   node_faults=faults, mesh=mesh)
     count = sum(1 for _ in fleet.write(p, output))
     sys.stderr.write(f"wrote {count} simulated {lay.name} snapshots to {output}\n")

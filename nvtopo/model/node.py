@@ -10,6 +10,7 @@ from typing import Dict, List, Optional
 
 from .codec import Record, fld, record
 from .host import NumaInfo
+from .net import NetLink
 from .rdma import GpuDirect
 from .storage import NvmeDrive
 
@@ -37,6 +38,8 @@ class SysfsNode(Record):
                                       "address sysfs found it at", factory=dict)
     numa: Optional[NumaInfo] = fld("devices/system/node (null without it)")
     gpudirect: GpuDirect = fld("GPUDirect RDMA modules", factory=GpuDirect)
+    net: Optional[Dict[str, NetLink]] = fld("class/net: interface -> facts, where a WireGuard "
+                                            "interface is present", omit="none")
 
     def relabel(self, rename: Dict[str, str]) -> None:
         """Name GPUs as the merged model does (``rename``: old label -> new)."""

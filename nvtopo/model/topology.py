@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from .codec import Record, decode, encoder, fld, record
 from .core import GPU, NIC, Disagreement, Matrix, Note, NVLinkPair
 from .host import HostNet, host_problems
+from .net import WgNode
 from .vocab import path_kind, path_rank
 from .node import SysfsNode, TopoText
 from .nvml import NvmlNode, TextNode
@@ -32,7 +33,7 @@ class Topology(Record):
 
     __json_order__ = ("origin", "host", "sources", "gpus", "nics", "matrix", "p2p", "nvlinks",
                       "notes", "disagreements", "extra", "topo_text", "nvml",
-                      "nvml_text", "sysfs", "host_net")
+                      "nvml_text", "sysfs", "host_net", "wireguard")
 
     gpus: List[GPU] = fld(factory=list)
     nics: List[NIC] = fld(factory=list)
@@ -57,6 +58,8 @@ class Topology(Record):
     sysfs: Optional[SysfsNode] = fld("sysfs", nest="extra", omit="none")
     host_net: Optional[HostNet] = fld("the host probe (psutil)", key="host", nest="extra",
                                       omit="none")
+    wireguard: Optional[WgNode] = fld("the wireguard probe (wg show, /proc/net/route)",
+                                      nest="extra", omit="none")
 
     # -- lookups -------------------------------------------------------------
 

@@ -36,6 +36,7 @@ PROBES: Dict[str, str] = {
     "nvml": "nvtopo.probes.nvml",
     "sysfs": "nvtopo.probes.sysfs",
     "host": "nvtopo.probes.host",
+    "wireguard": "nvtopo.probes.wireguard",
 }
 
 

@@ -453,6 +453,11 @@ def render(topo: Topology, width: int) -> RenderableType:
         parts += [Text(""), Fitted(gpu_table(topo))]
     if topo.nics:
         parts += [Text(""), Fitted(nic_table(topo))]
+    from .mesh import mesh_table  # the WireGuard mesh (docs/mesh.md); None without one
+
+    mesh = mesh_table(topo)
+    if mesh is not None:
+        parts += [Text(""), Fitted(mesh)]
     fabric = fabric_lines(topo)
     if fabric is not None:
         parts += [Text(""), fabric]

@@ -33,11 +33,20 @@ SIM_TIME = "2026-01-01T00:00:00+00:00"
 
 
 def build(layout: Layout, fault_specs: Sequence[str] = (), seed: int = 0,
-          hostname: Optional[str] = None) -> machine_mod.Machine:
-    """The machine of ``layout`` with the faults applied (specs checked first, all of them)."""
-    parsed = [faults_mod.parse(s) for s in fault_specs]
+          hostname: Optional[str] = None, mesh: bool = False) -> machine_mod.Machine:
+    """The machine of ``layout`` with the faults applied (specs checked first, all of them);
+    ``mesh`` (or a ``wg-`` fault): a WireGuard mesh on it (:mod:`.mesh`)."""
+    from . import mesh as mesh_mod
+
+    wg = [s for s in fault_specs if mesh_mod.is_mesh_fault(s)]
+    parsed = [faults_mod.parse(s) for s in fault_specs if s not in wg]
+    for s in wg:
+        mesh_mod.parse(s)
     m = machine_mod.build(layout, seed=seed, hostname=hostname)
     faults_mod.apply(m, parsed)
+    if mesh or wg:
+        m.mesh = mesh_mod.lone(seed, wg)  # type: ignore[attr-defined]
+        m.faults.extend(wg)
     return m
 
 
@@ -52,7 +61,13 @@ def snapshot(m: machine_mod.Machine) -> Dict[str, Any]:
     nvml_ev["duration_s"] = 0.0
     nvml_ev["library"] = {"module": "pynvml", "file": None,
                           "simulated": "nvtopo.simulate.fake_nvml"}
-    sysfs_ev = sysfs_tree.capture(sources.sysfs_tree(m))
+    tree = sources.sysfs_tree(m)
+    mesh = getattr(m, "mesh", None)
+    if mesh is not None:
+        from . import mesh as mesh_mod
+
+        mesh_mod.add_to_tree(tree, mesh)
+    sysfs_ev = sysfs_tree.capture(tree)
     arch = "aarch64" if m.family.grace else "x86_64"
     return {
         "kind": "nvtopo-snapshot",
@@ -71,14 +86,16 @@ def snapshot(m: machine_mod.Machine) -> Dict[str, Any]:
             "nvml": nvml_ev,
             "sysfs": sysfs_ev,
             "host": {"status": "skipped", "error": "simulated node: no host facts"},
+            **({"wireguard": mesh_mod.evidence(mesh)} if mesh is not None else {}),
         },
     }
 
 
 def simulate(layout: Layout, fault_specs: Sequence[str] = (), seed: int = 0,
-             hostname: Optional[str] = None) -> Dict[str, Any]:
-    """A complete synthetic snapshot of a node of ``layout`` with ``fault_specs`` applied."""
-    return snapshot(build(layout, fault_specs, seed=seed, hostname=hostname))
+             hostname: Optional[str] = None, mesh: bool = False) -> Dict[str, Any]:
+    """A complete synthetic snapshot of a node of ``layout`` with ``fault_specs`` applied
+    (``mesh``: with a WireGuard mesh)."""
+    return snapshot(build(layout, fault_specs, seed=seed, hostname=hostname, mesh=mesh))
 
 
 FAULT_KINDS: List[str] = list(faults_mod.KINDS)

@@ -69,6 +69,8 @@ class Plan:
     prefix: str = "node"
     fleet_faults: List[FleetFault] = field(default_factory=list)
     node_faults: Dict[int, List[str]] = field(default_factory=dict)
+    #: a WireGuard mesh joining every node (:mod:`.mesh`)
+    mesh: bool = False
 
 
 def _index(text: str, what: str, bound: int, spec: str) -> int:
@@ -82,7 +84,13 @@ def _index(text: str, what: str, bound: int, spec: str) -> int:
 
 
 def parse_fleet_fault(spec: str, nodes: int, domains: int) -> FleetFault:
+    from .mesh import FLEET_MESH_FAULTS, parse_fleet_fault as parse_mesh
+
     kind, _, rest = spec.partition(":")
+    if kind in FLEET_MESH_FAULTS:
+        args = tuple(rest.split(":")) if rest else ()
+        parse_mesh(kind, args, nodes, spec)
+        return FleetFault(kind, args, spec)
     if kind not in FLEET_FAULTS:
         raise NvtopoError(f"unknown fleet fault {kind!r}; known: {', '.join(FLEET_FAULTS)}",
                           where="--fleet-fault")
@@ -109,9 +117,12 @@ def parse_fleet_fault(spec: str, nodes: int, domains: int) -> FleetFault:
 
 
 def plan(layout: Any, nodes: int, *, seed: int = 0, prefix: str = "node",
-         fleet_faults: Sequence[str] = (), node_faults: Sequence[str] = ()) -> Plan:
-    """Check every option (node count, prefix, faults) and return the plan."""
+         fleet_faults: Sequence[str] = (), node_faults: Sequence[str] = (),
+         mesh: bool = False) -> Plan:
+    """Check every option (node count, prefix, faults) and return the plan (``mesh``, or a
+    ``wg-`` fault: every node joined by a WireGuard mesh)."""
     from . import faults as faults_mod
+    from . import mesh as mesh_mod
 
     if not 1 <= nodes <= MAX_NODES:
         raise NvtopoError(f"--nodes must be 1..{MAX_NODES}, not {nodes}", where="simulate")
@@ -122,13 +133,18 @@ def plan(layout: Any, nodes: int, *, seed: int = 0, prefix: str = "node",
     domains = _domain_count(layout, nodes)
     p = Plan(layout=layout, nodes=nodes, seed=seed, prefix=prefix)
     p.fleet_faults = [parse_fleet_fault(s, nodes, domains) for s in fleet_faults]
+    p.mesh = mesh or any(f.kind in mesh_mod.FLEET_MESH_FAULTS for f in p.fleet_faults)
     for spec in node_faults:
         head, sep, rest = spec.partition(":")
         if not sep or not is_ascii_digits(head):
             raise NvtopoError("with --nodes a fault names its node: NODE:SPEC "
                               "(5:pcie-width:GPU2:8)", where=f"fault {spec}")
         i = _index(head, "node", nodes, spec)
-        faults_mod.parse(rest)  # checked now, before any file is written
+        if mesh_mod.is_mesh_fault(rest):
+            mesh_mod.parse(rest)
+            p.mesh = True
+        else:
+            faults_mod.parse(rest)  # checked now, before any file is written
         p.node_faults.setdefault(i, []).append(rest)
     return p
 
@@ -159,7 +175,15 @@ def node_document(p: Plan, i: int) -> Dict[str, Any]:
     for f in ff:
         if f.kind == "duplicate-hostname" and int(f.args[0]) == i:
             name = hostname(p, int(f.args[1]))
-    m = build(p.layout, p.node_faults.get(i, ()), seed=p.seed * 1_000_003 + i, hostname=name)
+    from . import mesh as mesh_mod
+
+    specs = p.node_faults.get(i, ())
+    wg = [s for s in specs if mesh_mod.is_mesh_fault(s)]
+    m = build(p.layout, [s for s in specs if s not in wg], seed=p.seed * 1_000_003 + i,
+              hostname=name)
+    if p.mesh:
+        m.mesh = mesh_mod.in_fleet(i, p.nodes, p.seed, p.fleet_faults, wg)  # type: ignore
+        m.faults.extend(wg)
     size = domain_size(p.layout)
     fleet: Dict[str, Any] = {}
     if size is not None:

@@ -74,7 +74,8 @@ _SEAL_RE = re.compile(rb'"file_sha256"\s*:\s*"([0-9a-f]{64})"')
 #: The modules whose code decides what a snapshot derives to (a test keeps this complete).
 DERIVATION_MODULES = ("__init__.py", "errors.py", "model/__init__.py", "model/codec.py",
                       "model/core.py", "model/host.py", "model/merge.py", "model/node.py",
-                      "model/nvlink.py", "model/nvml.py", "model/pcie.py", "model/rdma.py",
+                      "model/net.py", "model/nvlink.py", "model/nvml.py", "model/pcie.py",
+                      "model/rdma.py",
                       "model/spec.py", "model/storage.py", "model/topology.py", "model/vocab.py",
                       "snapshot/__init__.py", "snapshot/cache.py", "snapshot/document.py",
                       "snapshot/read.py",
@@ -88,7 +89,8 @@ DERIVATION_MODULES = ("__init__.py", "errors.py", "model/__init__.py", "model/co
                       "probes/nvml/vocab.py", "probes/nvml/walk.py", "probes/sysfs/__init__.py",
                       "probes/sysfs/build.py", "probes/sysfs/facts.py", "probes/sysfs/live.py",
                       "probes/sysfs/parse.py", "probes/sysfs/read.py", "probes/sysfs/root.py",
-                      "probes/sysfs/walk.py", "probes/host.py", "plain.py", "safe.py")
+                      "probes/sysfs/walk.py", "probes/sysfs/net.py", "probes/host.py",
+                      "probes/wireguard.py", "plain.py", "safe.py")
 _code_digest: Optional[str] = None
 
 

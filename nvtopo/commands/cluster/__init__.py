@@ -19,13 +19,14 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-from . import domains, identity, rails, shape, skew
+from . import domains, identity, mesh, rails, shape, skew
 from .facts import NodeFacts, node_facts, read_manifest
 from .finding import ClusterFinding, make
 
 #: (name, module) of every cross-node family, in report order.
 FAMILIES: Tuple[Tuple[str, Any], ...] = (("identity", identity), ("domains", domains),
-                                         ("rails", rails), ("skew", skew), ("shape", shape))
+                                         ("rails", rails), ("skew", skew), ("shape", shape),
+                                         ("mesh", mesh))
 _ORDER = {"error": 0, "warning": 1, "info": 2}
 
 

@@ -84,6 +84,8 @@ class NodeFacts:
     firmware: List[Tuple[str, str]] = field(default_factory=list)
     #: compute NIC -> node_desc
     node_desc: Dict[str, str] = field(default_factory=dict)
+    #: WireGuard interfaces: (interface, own public key, MTU, peer keys or None, status)
+    mesh: List[Any] = field(default_factory=list)
 
     def compact(self) -> "NodeFacts":
         """Share the values many nodes have (kept per node: only what is its own, such as its
@@ -230,6 +232,9 @@ def facts_of(topo: Any, path: str, engine_name: Optional[str] = None) -> NodeFac
             nf.firmware.append((h.board_id, h.fw_ver))
         if h.node_desc and nic.name in compute:  # only compute NICs join a switch tree
             nf.node_desc[nic.name] = h.node_desc
+    from .mesh import mesh_facts
+
+    nf.mesh = mesh_facts(topo)
     return nf
 
 

@@ -16,6 +16,7 @@ from ...model.pcie import PciFunction, PciPlacement
 from ...model.rdma import GpuDirect, Hca, Netdev
 from ...model.storage import NvmeDrive
 from . import walk
+from .net import build_net
 from .facts import (absent_reason, counter_facts, dir_reason, dir_status, link_facts,
                     narrowest, numa_node, path_level, pcie_hops, port_facts, port_netdev,
                     reason)
@@ -386,6 +387,7 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
         dmabuf="unknown (not visible in sysfs)",
         nvidia_fs=mods["nvidia_fs"]["loaded"],
     )
+    info.net = build_net(raw.get("net"))
     topo.sysfs = info
     return topo
 

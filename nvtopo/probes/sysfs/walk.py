@@ -22,6 +22,7 @@ import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from ...safe import ascii_int, is_ascii_digits
+from .net import collect_net
 from .parse import pci_of, sysfs_bdf, to_int
 from .read import NOT_RECORDED
 
@@ -246,6 +247,7 @@ def collect(v: Any) -> Dict[str, Any]:
         out["modules"][mod] = {"loaded": listing is not None, "version": version}
     for path in PEER_MEM_FILES:
         out["modules"][path] = {"loaded": v.read(path)[0] is not None}
+    out["net"] = collect_net(v)  # class/net: WireGuard interfaces and their underlays
     return out
 
 

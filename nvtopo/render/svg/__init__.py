@@ -312,6 +312,13 @@ def render(topo: Topology, report: Optional["Report"] = None) -> str:
             svg.text(cxm, top - h + 4, f"NV{c}", size=9, anchor="middle", fill=color,
                      cls="nvlink-count")
 
+    # -- the WireGuard mesh, one line per interface (docs/mesh.md)
+    from ..mesh import mesh_lines
+
+    for line in mesh_lines(topo):
+        svg.text(MARGIN, y + 4, _clip(line, 120), size=11, fill="#37474f", cls="mesh")
+        y += 16
+
     # -- findings list
     width_all = max([left + w for w in row_w] + [700.0]) + MARGIN
     if switches:

@@ -1,0 +1,156 @@
+"""Mesh: the WireGuard mesh across nodes is complete and symmetric (``docs/mesh.md`` §3).
+
+Each node's own public key (``wg show IF public-key``: public) names it; every node with a
+WireGuard interface should have every other such node as a peer.  One finding per cause:
+
+* ``cluster.mesh_node_missing``: a node missing from the peer lists of two or more nodes (a
+  node added to the mesh but not to their configurations) — one finding naming that node,
+  not one per node that lacks it; an error where the node lists them (the tunnels are
+  one-sided), else a warning;
+* ``cluster.mesh_peer_missing``: the rest, by the node whose peer list lacks them — an error
+  for those that list it (one-sided), a warning for those that do not (neither side has the
+  other: perhaps a hub-and-spoke design, not a complete mesh);
+* ``cluster.mesh_unknown_peer`` (warning): a peer key that matches no node in the view (a
+  node gone, a key rotated; or a node whose snapshot is not in the view), one per key;
+* ``cluster.mesh_duplicate_key`` (error): one public key on two nodes (a cloned image);
+* ``cluster.mesh_mtu`` (warning): a node whose tunnel MTU differs from the majority's;
+* ``cluster.mesh_not_checked`` (info): nodes whose peers or key are unknown (``wg`` not
+  permitted, no ``wg``, an older snapshot): never counted as complete.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Set, Tuple
+
+from .facts import NodeFacts
+from .finding import ClusterFinding, make, named
+from .majority import split
+
+#: At most this many per-key findings (the rest summed up in one).
+MAX_KEY_FINDINGS = 20
+
+#: One WireGuard interface of a node: (interface, own public key, MTU, peer keys or None
+#: where unknown, status).
+MeshIf = Tuple[str, Optional[str], Optional[int], Optional[Tuple[str, ...]], str]
+
+
+def mesh_facts(topo: Any) -> List[MeshIf]:
+    """The node's WireGuard interfaces, for :class:`NodeFacts` (empty: none)."""
+    links = (topo.sysfs.net if topo.sysfs is not None else None) or {}
+    wgn = topo.wireguard
+    names = {n for n, link in links.items() if link.wireguard}
+    if wgn is not None:
+        names.update(wgn.interfaces)
+    out: List[MeshIf] = []
+    for name in sorted(names):
+        link = links.get(name)
+        dev = wgn.interfaces.get(name) if wgn is not None else None
+        peers = (tuple(sorted(p.public_key for p in dev.peers))
+                 if dev is not None and dev.peers is not None and dev.status == "ok" else None)
+        out.append((name, dev.public_key if dev is not None else None,
+                    link.mtu if link is not None else None, peers,
+                    dev.status if dev is not None else "not run"))
+    return out
+
+
+def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
+    meshed = [n for n in nodes if n.mesh]
+    if len(meshed) < 2:
+        return []
+    out: List[ClusterFinding] = []
+    owner: Dict[str, str] = {}
+    dup: Dict[str, Set[str]] = {}
+    keys: Dict[str, Set[str]] = {}
+    peers: Dict[str, Set[str]] = {}
+    unknown: List[str] = []
+    for n in meshed:
+        for _if, key, _mtu, plist, _st in n.mesh:
+            if key is not None:
+                if key in owner and owner[key] != n.name:
+                    dup.setdefault(key, {owner[key]}).add(n.name)
+                owner.setdefault(key, n.name)
+                keys.setdefault(n.name, set()).add(key)
+            if plist is not None:
+                peers.setdefault(n.name, set()).update(plist)
+        if n.name not in keys or n.name not in peers:
+            unknown.append(n.name)
+    if unknown:
+        out.append(make("info", "cluster.mesh_not_checked", "WireGuard mesh",
+                        f"{len(unknown)} meshed node(s) whose peers or own key are unknown "
+                        f"(wg needs CAP_NET_ADMIN; an older snapshot): {named(unknown)}; "
+                        "their place in the mesh is not checked", unknown,
+                        hint="take their snapshots as root or with CAP_NET_ADMIN"))
+    for key, names in sorted(dup.items()):
+        out.append(make("error", "cluster.mesh_duplicate_key", key,
+                        f"public key {key} on {len(names)} nodes: {named(sorted(names))} (a "
+                        "cloned image keeps its private key)", sorted(names),
+                        expected=1, actual=len(names),
+                        hint="generate a key per node (wg genkey) and update the peers"))
+    # who lacks whom, among nodes whose keys and peers are both known
+    known = [n.name for n in meshed if n.name in keys and n.name in peers]
+    lacks: Dict[str, List[str]] = {a: [] for a in known}
+    lacked_by: Dict[str, List[str]] = {b: [] for b in known}
+    for a in known:
+        for b in known:
+            if a != b and not keys[b] & peers[a]:
+                lacks[a].append(b)
+                lacked_by[b].append(a)
+
+    def lists(b: str, a: str) -> bool:
+        return bool(keys[a] & peers[b])  # b has a as a peer
+
+    # a node lacked by two or more is one cause (it was not added to their configurations):
+    # one finding naming it; a pair no other pair shares is put under the node that lacks
+    grouped = [b for b in known if len(lacked_by[b]) >= 2]
+    for b in grouped:
+        by = lacked_by[b]
+        one_sided = [a for a in by if lists(b, a)]
+        everyone = len(by) == len(known) - 1
+        out.append(make(
+            "error" if one_sided else "warning", "cluster.mesh_node_missing", b,
+            (f"{b} is in no other node's peer list ({len(by)} nodes lack it)" if everyone
+             else f"{b} is missing from the peer lists of {len(by)} nodes: {named(by)}")
+            + (f"; it lists {len(one_sided)} of them: those tunnels are one-sided"
+               if one_sided else ""), [b] + by,
+            expected=f"a peer of {len(known) - 1} nodes", actual=len(known) - 1 - len(by),
+            hint=f"add {b}'s public key to those nodes' WireGuard peers"))
+    for a in known:
+        rest = [b for b in lacks[a] if b not in grouped]
+        if not rest:
+            continue
+        one_sided = [b for b in rest if lists(b, a)]
+        neither = [b for b in rest if b not in one_sided]
+        for sev, group, why in (("error", one_sided, "which list it: one-sided tunnels"),
+                                ("warning", neither, "which do not list it either")):
+            if group:
+                out.append(make(sev, "cluster.mesh_peer_missing", a,
+                                f"{a}'s peers lack {len(group)} node(s), {why}: "
+                                f"{named(group)}", [a] + group,
+                                expected=f"{len(known) - 1} peers",
+                                actual=f"{len(known) - 1 - len(lacks[a])} of the nodes",
+                                hint=f"add the missing nodes' public keys to {a}'s peers"))
+    strays: Dict[str, List[str]] = {}
+    for a in known:
+        for k in sorted(peers[a] - set(owner)):
+            strays.setdefault(k, []).append(a)
+    for k, names in sorted(strays.items())[:MAX_KEY_FINDINGS]:
+        out.append(make("warning", "cluster.mesh_unknown_peer", k,
+                        f"peer key {k} matches no node in this view; listed by "
+                        f"{len(names)} node(s): {named(names)}", names,
+                        hint="a node gone or re-keyed: remove the stale peer; or a node "
+                             "whose snapshot is not in this view"))
+    if len(strays) > MAX_KEY_FINDINGS:
+        more = sorted(strays)[MAX_KEY_FINDINGS:]
+        out.append(make("warning", "cluster.mesh_unknown_peer", "peer keys",
+                        f"{len(more)} more peer keys match no node", []))
+    major, minor, _u = split((n.name, n.mesh[0][2]) for n in meshed)
+    if major is not None:
+        for mtu, names in sorted(minor.items(), key=lambda kv: str(kv[0])):
+            out.append(make("warning", "cluster.mesh_mtu", f"MTU {mtu}",
+                            f"{len(names)} node(s) with tunnel MTU {mtu}, the others "
+                            f"{major}: {named(names)}", names, expected=major, actual=mtu,
+                            hint="one MTU across the mesh (wg-quick: MTU =)"))
+    return out
+
+
+__all__ = ["check", "mesh_facts", "MeshIf"]

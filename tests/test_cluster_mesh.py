@@ -1,0 +1,121 @@
+"""The WireGuard mesh across nodes (``nvtopo cluster``'s ``mesh`` family) on simulated fleets
+(``simulate --nodes N --mesh``, fleet faults ``wg-missing-peer``/``wg-unknown-peer``)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from nvtopo.commands import cluster
+from nvtopo.commands.cluster import mesh as cmesh
+from nvtopo.commands.cluster.facts import NodeFacts
+from nvtopo.errors import NvtopoError
+from nvtopo.layouts import load
+from nvtopo.simulate import fleet
+from nvtopo.simulate import mesh as smesh
+
+
+def _run(tmp_path, nodes=4, fleet_faults=(), node_faults=(), mesh=True):
+    p = fleet.plan(load("hgx-h100-8"), nodes, fleet_faults=list(fleet_faults),
+                   node_faults=list(node_faults), mesh=mesh)
+    paths = list(fleet.write(p, str(tmp_path / "fleet")))
+    return cluster.run(paths, jobs=1)
+
+
+def _mesh(result):
+    return [f for f in result.findings if "mesh" in f.code]
+
+
+def test_healthy_mesh_is_clean_and_complete(tmp_path):
+    r = _run(tmp_path)
+    assert _mesh(r) == []
+    for i, n in enumerate(r.nodes):
+        (iface, key, mtu, peers, status), = n.mesh
+        assert (iface, mtu, status) == ("wg0", 1420, "ok")
+        assert key == smesh.public_key(0, i)
+        assert peers == tuple(sorted(smesh.public_key(0, j) for j in range(4) if j != i))
+
+
+def test_no_mesh_says_nothing(tmp_path):
+    r = _run(tmp_path, nodes=3, mesh=False)
+    assert all(n.mesh == [] for n in r.nodes) and _mesh(r) == []
+
+
+def test_one_sided_missing_peer_is_one_error(tmp_path):
+    r = _run(tmp_path, fleet_faults=["wg-missing-peer:1:3"])
+    (f,) = _mesh(r)
+    assert (f.severity, f.code, f.subject) == ("error", "cluster.mesh_peer_missing",
+                                               "node-00001")
+    assert f.nodes == ["node-00001", "node-00003"] and "one-sided" in f.message
+
+
+def test_node_missing_from_everyone_is_one_finding(tmp_path):
+    faults = [f"wg-missing-peer:{i}:3" for i in range(3)]
+    r = _run(tmp_path, fleet_faults=faults)
+    (f,) = _mesh(r)
+    assert (f.severity, f.code, f.subject) == ("error", "cluster.mesh_node_missing",
+                                               "node-00003")
+    assert "no other node's peer list" in f.message and f.actual == 0
+
+
+def test_node_missing_from_several_is_one_finding(tmp_path):
+    r = _run(tmp_path, nodes=5, fleet_faults=[f"wg-missing-peer:{i}:4" for i in range(3)])
+    (f,) = _mesh(r)
+    assert (f.code, f.subject) == ("cluster.mesh_node_missing", "node-00004")
+    assert f.node_count == 4 and f.actual == 1
+
+
+def test_unknown_peer_and_mtu_minority(tmp_path):
+    r = _run(tmp_path, fleet_faults=["wg-unknown-peer:2"], node_faults=["0:wg-mtu:1380"])
+    got = sorted((f.severity, f.code, tuple(f.nodes)) for f in _mesh(r))
+    assert got == [("warning", "cluster.mesh_mtu", ("node-00000",)),
+                   ("warning", "cluster.mesh_unknown_peer", ("node-00002",))]
+    mtu = next(f for f in _mesh(r) if f.code == "cluster.mesh_mtu")
+    assert (mtu.expected, mtu.actual) == (1420, 1380)
+
+
+def _nf(name, key, peers, mtu=1420, status="ok"):
+    return NodeFacts(file=name, name=name, mesh=[("wg0", key, mtu, peers, status)])
+
+
+K = [smesh.public_key(9, i) for i in range(4)]
+
+
+def test_unknown_peers_are_not_checked_never_complete():
+    nodes = [_nf("a", K[0], (K[1],)), _nf("b", K[1], (K[0],)),
+             _nf("c", None, None, status="not permitted")]
+    found = cmesh.check(nodes)
+    assert [(f.severity, f.code, f.nodes) for f in found] == [
+        ("info", "cluster.mesh_not_checked", ["c"])]
+
+
+def test_duplicate_key_is_an_error():
+    nodes = [_nf("a", K[0], (K[1],)), _nf("b", K[1], (K[0],)), _nf("c", K[0], (K[1],))]
+    codes = [(f.severity, f.code) for f in cmesh.check(nodes)]
+    assert ("error", "cluster.mesh_duplicate_key") in codes
+
+
+def test_symmetric_gap_is_a_warning():
+    # a and b do not list each other (hub-and-spoke via c): not one-sided
+    nodes = [_nf("a", K[0], (K[2],)), _nf("b", K[1], (K[2],)), _nf("c", K[2], (K[0], K[1]))]
+    found = cmesh.check(nodes)
+    assert sorted((f.severity, f.code, f.subject) for f in found) == [
+        ("warning", "cluster.mesh_peer_missing", "a"),
+        ("warning", "cluster.mesh_peer_missing", "b")]
+
+
+def test_cluster_json_holds_mesh_findings(tmp_path):
+    from nvtopo.commands.cluster import document
+
+    r = _run(tmp_path, fleet_faults=["wg-missing-peer:1:3"])
+    doc = json.loads(json.dumps(document(r)))
+    assert [f["code"] for f in doc["findings"]] == ["cluster.mesh_peer_missing"]
+    assert doc["verdict"] == "fail"
+
+
+@pytest.mark.parametrize("spec", ["wg-missing-peer:1", "wg-missing-peer:1:9",
+                                  "wg-unknown-peer:x"])
+def test_bad_fleet_mesh_faults(spec):
+    with pytest.raises(NvtopoError):
+        fleet.plan(load("hgx-h100-8"), 4, fleet_faults=[spec])

@@ -119,3 +119,26 @@ def test_cluster_json_holds_mesh_findings(tmp_path):
 def test_bad_fleet_mesh_faults(spec):
     with pytest.raises(NvtopoError):
         fleet.plan(load("hgx-h100-8"), 4, fleet_faults=[spec])
+
+
+@pytest.mark.parametrize("width", [80, 120, 200])
+def test_cluster_table_cuts_no_code_or_key_at_any_width(tmp_path, width):
+    """The findings table is fitted like every other: a code or a peer's public key is never
+    cut short with an ellipsis (at 80 columns it read "cluster.mesh_pee…")."""
+    from cli_runner import make_runner
+
+    from nvtopo.cli import app
+
+    p = fleet.plan(load("hgx-h100-8"), 4, fleet_faults=["wg-missing-peer:1:2",
+                                                        "wg-unknown-peer:3"], mesh=True)
+    paths = list(fleet.write(p, str(tmp_path / "fleet")))
+    r = make_runner().invoke(app, ["cluster", *paths],
+                             env={"COLUMNS": str(width), "NO_COLOR": "1", "TERM": "dumb"})
+    assert r.exit_code == 1, (r.stdout, r.stderr)
+    out = r.stdout
+    assert "…" not in out, out
+    assert all(len(line) <= width for line in out.splitlines()), out
+    assert "cluster.mesh_peer_missing" in out and "cluster.mesh_unknown_peer" in out
+    unknown = [f for f in cluster.run(paths, jobs=1).findings
+               if f.code == "cluster.mesh_unknown_peer"]
+    assert len(unknown) == 1 and unknown[0].subject in out

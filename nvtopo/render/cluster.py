@@ -153,32 +153,39 @@ def table(doc: Dict[str, Any], console: Any) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from .layout import Fitted, id_column, text_column
+
     c = doc["counts"]
     console.print(Text(f"{c['nodes']} node(s) read, {c['unreadable']} unreadable; "
                        f"{c['domains']} NVLink domain(s); {c['errors']} error(s), "
                        f"{c['warnings']} warning(s): {doc['verdict'].upper()}"))
     if doc["domains"]:
         t = Table(title="NVLink domains")
-        for col in ("domain (ClusterUUID)", "cliques", "nodes", "first nodes"):
-            t.add_column(col)
+        id_column(t, "domain (ClusterUUID)")
+        text_column(t, "cliques")
+        id_column(t, "nodes", justify="right")
+        text_column(t, "first nodes")
         for d in doc["domains"][:50]:
             t.add_row(Text(printable(d["cluster_uuid"])),
                       Text(",".join(str(x) for x in d["cliques"])), Text(str(len(d["nodes"]))),
                       Text(printable(", ".join(d["nodes"][:4]))))
         if len(doc["domains"]) > 50:
             t.caption = f"{len(doc['domains']) - 50} more domains in --format json"
-        console.print(t)
+        console.print(Fitted(t))
     if doc["findings"]:
         t = Table(title="Findings")
-        for col in ("severity", "code", "subject", "nodes", "message"):
-            t.add_column(col)
+        id_column(t, "severity")
+        id_column(t, "code")
+        id_column(t, "subject")
+        id_column(t, "nodes", justify="right")
+        text_column(t, "message")
         for f in doc["findings"]:
             style = "red" if f["severity"] == "error" else "yellow" if \
                 f["severity"] == "warning" else ""
             t.add_row(Text(f["severity"], style=style), Text(f["code"]),
                       Text(printable(f["subject"])), Text(str(f["node_count"])),
                       Text(printable(f["message"])))
-        console.print(t)
+        console.print(Fitted(t))
 
 
 def text(doc: Dict[str, Any], fmt: str) -> str:

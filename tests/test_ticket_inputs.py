@@ -200,3 +200,124 @@ def test_snapshot_of_ibstat_is_one_line_error():
             "-o", os.devnull)
     assert r.exit_code == 2
     assert "ibstat" in r.stderr and "Traceback" not in r.stderr
+
+
+# --- nvidia-smi -q -x XML -----------------------------------------------------------------
+
+XML = os.path.join(HERE, "..", "fixtures", "nvml-xml")
+HEALTHY_XML = os.path.join(XML, "nvidia_smi_q_x_h100_2gpu_healthy.xml")
+FAULTY_XML = os.path.join(XML, "nvidia_smi_q_x_h100_2gpu_gen3_x8_fabric_failed.xml")
+
+
+def xml_text(path):
+    with open(path, encoding="utf-8") as fh:
+        return fh.read()
+
+
+def test_q_x_reads_the_same_facts_as_q_text():
+    from nvtopo.probes.nvml import text as nvml_text
+    from nvtopo.probes.nvml import xml as nvml_xml
+
+    assert read.recognise(xml_text(FAULTY_XML)) == read.NVML_XML
+    topo = nvml_xml.derive_xml(xml_text(FAULTY_XML), "f.xml")
+    g1 = topo.gpus[1]
+    assert g1.pci_bus_id == "00000000:2A:00.0"
+    assert g1.uuid == "GPU-0c7e9a13-4f52-4e6b-8d1a-2b3c4d5e6f70"
+    assert g1.name == "NVIDIA H100 80GB HBM3"
+    # the -q text of the same GPU, as nvidia-smi -q prints it (written by hand)
+    q = ("GPU 00000000:2A:00.0\n"
+         "    Product Name                          : NVIDIA H100 80GB HBM3\n"
+         "    GPU UUID                              : GPU-0c7e9a13-4f52-4e6b-8d1a-2b3c4d5e6f70\n"
+         "    PCI\n"
+         "        Bus Id                            : 00000000:2A:00.0\n"
+         "        GPU Link Info\n"
+         "            PCIe Generation\n"
+         "                Max                       : 5\n"
+         "                Current                   : 3\n"
+         "                Device Current            : 3\n"
+         "                Device Max                : 5\n"
+         "                Host Max                  : 5\n"
+         "            Link Width\n"
+         "                Max                       : 16x\n"
+         "                Current                   : 8x\n"
+         "        Replays Since Reset               : 0\n"
+         "    Fabric\n"
+         "        State                             : Completed\n"
+         "        Status                            : Insufficient Resources\n"
+         "        CliqueId                          : 0\n"
+         "        ClusterUUID                       : 00000000-0000-0000-0000-000000000000\n"
+         "        Health\n"
+         "            Bandwidth                     : Full\n"
+         "            Route Recovery in progress    : False\n"
+         "            Route Unhealthy               : False\n"
+         "            Access Timeout Recovery       : False\n")
+    by_text = nvml_text.derive_text(q).to_dict()["gpus"][0]["extra"]["nvml-text"]
+    by_xml = topo.to_dict()["gpus"][1]["extra"]["nvml-text"]
+    assert {k: v for k, v in by_xml.items() if k != "index"} == \
+        {k: v for k, v in by_text.items() if k != "index"}
+    pcie = by_xml["pcie"]
+    assert (pcie["current_gen"], pcie["max_gen"], pcie["current_width"], pcie["max_width"]) \
+        == (3, 5, 8, 16)
+    assert by_xml["fabric"]["status"] == "insufficient_resources"
+
+
+def test_check_q_x_faulty_and_healthy():
+    r = run("check", "--from", FAULTY_XML, "--format", "json")
+    doc = json.loads(r.output)
+    got = {(f["code"], f["subject"]) for f in doc["findings"]}
+    assert {("fabric.failed", "node"), ("pcie.width_low", "GPU1"), ("pcie.gen_low", "GPU1")} \
+        <= got
+    r = run("check", "--from", HEALTHY_XML, "--format", "json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert not [f for f in doc["findings"] if f["severity"] in ("error", "warning")]
+
+
+def test_snapshot_of_q_x_keeps_the_q_facts(tmp_path):
+    out = tmp_path / "s.json"
+    r = run("snapshot", "--from", FAULTY_XML, "-o", str(out))
+    assert r.exit_code == 0, r.stderr
+    r = run("check", "--from", str(out), "--format", "json")
+    assert "pcie.width_low" in {f["code"] for f in json.loads(r.output)["findings"]}
+
+
+BILLION_LAUGHS = ('<?xml version="1.0"?>\n<!DOCTYPE nvidia_smi_log [\n<!ENTITY a "aaaaaaaaaa">\n'
+                  + "".join(f'<!ENTITY {c} "' + f"&{p};" * 10 + '">\n'
+                            for p, c in zip("abcdefghi", "bcdefghij"))
+                  + ']>\n<nvidia_smi_log><gpu id="00000000:18:00.0"><product_name>&j;'
+                  '</product_name></gpu></nvidia_smi_log>\n')
+EXTERNAL = ('<?xml version="1.0"?>\n<!DOCTYPE nvidia_smi_log [\n'
+            '<!ENTITY x SYSTEM "file:///etc/passwd">\n]>\n'
+            '<nvidia_smi_log><gpu id="00000000:18:00.0"><product_name>&x;</product_name>'
+            '</gpu></nvidia_smi_log>\n')
+
+
+@pytest.mark.parametrize("text,says", [
+    (BILLION_LAUGHS, "entities"),
+    (EXTERNAL, "entities"),
+    ("<nvidia_smi_log>" + "<a>" * 5000 + "</a>" * 5000 + "</nvidia_smi_log>", "deeper"),
+    ("<nvidia_smi_log><gpu id='x'><uuid>", "cut short"),
+    ("<nvidia_smi_log><a></b></nvidia_smi_log>", "not well-formed"),
+    ("<nvidia_smi_log>\n<timestamp>x</timestamp></nvidia_smi_log>\n", "lists no GPU"),
+])
+def test_hostile_q_x_is_one_line_error(tmp_path, text, says):
+    path = tmp_path / "bad.xml"
+    path.write_text(text)
+    t0 = time.monotonic()
+    r = run("check", "--from", str(path))
+    assert time.monotonic() - t0 < 10
+    assert r.exit_code == 2
+    assert says in r.stderr and "bad.xml" in r.stderr and "Traceback" not in r.stderr
+    assert r.stderr.count("\n") == 1
+    assert "root:" not in r.output + r.stderr  # /etc/passwd never read
+
+
+def test_q_x_cut_short_keeps_what_was_read():
+    text = xml_text(FAULTY_XML)
+    cut = text[:text.index("<fan_speed>", text.index('id="00000000:2A:00.0"'))]
+    from nvtopo.probes.nvml import xml as nvml_xml
+
+    topo = nvml_xml.derive_xml(cut, "cut.xml")
+    assert [g.pci_bus_id for g in topo.gpus] == ["00000000:18:00.0", "00000000:2A:00.0"]
+    assert "nvml_text.xml_cut" in [n.code for n in topo.notes]
+    assert topo.to_dict()["gpus"][1]["extra"]["nvml-text"]["pcie"]["current_width"] == 8

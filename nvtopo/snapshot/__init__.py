@@ -245,6 +245,12 @@ def _text_model(text: str, where: str) -> Topology:
     from ..probes import ib_text
 
     kind = read.recognise(text)
+    if kind == read.NVML_XML:  # nvidia-smi -q -x: the -q facts
+        from ..probes.nvml import xml as nvml_xml
+
+        topo = nvml_xml.derive_xml(text, where)
+        topo.origin = {"kind": "nvml-text", "file": where}
+        return topo
     ib = ib_text.derive_text(text) if ib_text.looks_like(text) else None
     if ib is not None:  # ibstat / ibv_devinfo text: its devices, merged over the rest
         if kind == read.IB_TEXT:
@@ -275,6 +281,10 @@ def _document_of(text: str, where: str) -> Dict[str, Any]:
     if read.is_json(text):
         return parse_snapshot(text, where)
     kind = read.recognise(text)
+    if kind == read.NVML_XML:  # kept as the -q text it stands for
+        from ..probes.nvml import xml as nvml_xml
+
+        text, kind = nvml_xml.to_q_text(text, where)[0], read.NVML_TEXT
     if kind == read.NVML_TEXT:
         doc = from_text_evidence(text, where)
         doc["probes"] = {"nvml": document.nvml_text_evidence(text)}

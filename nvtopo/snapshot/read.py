@@ -255,6 +255,8 @@ TOPO_AND_NVML_TEXT = "topo-text+nvml-text"
 #: Pasted ``ibstat``/``ibv_devinfo``/``ibstatus`` text alone (beside a topo or nvlink text,
 #: the kinds above are given; :func:`nvtopo.probes.ib_text.without_blocks` parts them).
 IB_TEXT = "ib-text"
+#: ``nvidia-smi -q -x`` XML (read as the ``-q`` text it stands for: :mod:`nvtopo.probes.nvml.xml`).
+NVML_XML = "nvml-xml"
 #: Neither text recognised: parsed as a topo text, whose parser says precisely what is wrong.
 UNRECOGNISED = "unrecognised"
 
@@ -269,7 +271,10 @@ def recognise(text: str) -> str:
     from ..probes.nvml import text as nvml_text
 
     from ..probes import ib_text
+    from ..probes.nvml import xml as nvml_xml
 
+    if nvml_xml.looks_like(text):
+        return NVML_XML
     ib = ib_text.blocks(text)
     if ib:  # the device blocks are no part of a matrix or nvlink text: judge the rest alone
         text = ib_text.without_blocks(text)

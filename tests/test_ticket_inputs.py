@@ -321,3 +321,14 @@ def test_q_x_cut_short_keeps_what_was_read():
     assert [g.pci_bus_id for g in topo.gpus] == ["00000000:18:00.0", "00000000:2A:00.0"]
     assert "nvml_text.xml_cut" in [n.code for n in topo.notes]
     assert topo.to_dict()["gpus"][1]["extra"]["nvml-text"]["pcie"]["current_width"] == 8
+
+
+def test_show_from_ibstat_lists_its_nics():
+    r = run("show", "--from", os.path.join(HERE, "..", "fixtures", "cli", "ibstat_ndr.txt"),
+            "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    model = json.loads(r.output)
+    assert [n["name"] for n in model["nics"]] == ["mlx5_0", "mlx5_1"]
+    assert model["gpus"] == [] and model["sources"] == ["ibstat-text"]
+    assert [p["rate_gbps"] for n in model["nics"] for p in n["extra"]["sysfs"]["ports"]] == \
+        [400, 400]

@@ -112,7 +112,7 @@ class Opened(namedtuple("Opened", ("model", "document", "where", "cached", "warn
                                   "--sysfs-root DIR)", where=topo.origin.get("file") or self.where)
             return
         if not topo.gpus and topo.matrix is None and topo.p2p is None \
-                and not (need == "check" and any(n.sysfs is not None for n in topo.nics)):
+                and not any(n.sysfs is not None for n in topo.nics):  # ibstat text
             why = "; ".join(n.message for n in topo.notes) or "no GPU facts"
             raise NvtopoError(f"nothing to {need}: {why}",
                               where=topo.origin.get("file") or "input")

@@ -393,6 +393,20 @@ class FakeNvmlLib:
             obj.healthSummary = int(v.get("healthSummary", 0))
         return 0
 
+    def nvmlDeviceGetC2cModeInfoV(self, h: Any, out: Any) -> int:
+        """nvmlC2cModeInfo_v1_t: one unsigned int, isC2cEnabled."""
+        _convertible(1, h)
+        _convertible(2, out)
+        g = _handle(1, h)
+        if not isinstance(out, _CArgObject):
+            raise AssertionError("argument 2: C2C mode info must be passed with byref()")
+        rec = self._answer(call_key("nvmlDeviceGetC2cModeInfoV", [f"gpu{g}"]), (g,))
+        rc = self._rc(rec)
+        if rc is not None:
+            return rc
+        out._obj.isC2cEnabled = int(rec["value"].get("isC2cEnabled", 0))
+        return 0
+
     def nvmlDeviceGetGpuFabricInfo(self, h: Any, out: Any) -> int:
         """The deprecated v1 call.  Writes nvml.h's layout (16-byte UUID, status, cliqueId,
         an unsigned char state: 28 bytes) whatever struct the wheel declared for it."""

@@ -105,7 +105,8 @@ class Case:
     needs: Tuple[str, ...] = ()
 
 
-#: One fault spec of each kind (nvtopo.simulate.faults.KINDS), for the dgx-h100 layout.
+#: One fault spec of each kind (nvtopo.simulate.faults.KINDS) that applies to the dgx-h100
+#: layout (all but the C2C kinds: FAULTS_GH200).
 FAULTS_H100: Dict[str, str] = {
     "nvlink-down": "nvlink-down:GPU3:7",
     "nvlink-degraded": "nvlink-degraded:GPU2-GPU6",
@@ -135,7 +136,14 @@ FAULTS_A100: Dict[str, str] = {
     "peermem-missing": "peermem-missing",
 }
 
-FAULTS: Dict[str, Dict[str, str]] = {"dgx-h100": FAULTS_H100, "dgx-a100": FAULTS_A100}
+#: The kinds only Grace superchips have (NVLink-C2C), for the gh200-4 layout.
+FAULTS_GH200: Dict[str, str] = {
+    "c2c-down": "c2c-down:GPU1",
+    "c2c-links": "c2c-links:GPU2:6",
+}
+
+FAULTS: Dict[str, Dict[str, str]] = {"dgx-h100": FAULTS_H100, "dgx-a100": FAULTS_A100,
+                                     "gh200-4": FAULTS_GH200}
 
 #: Layouts whose healthy simulation also records `show --format json` (the full model).
 SHOW_JSON_LAYOUTS = ("dgx-h100", "dgx-a100", "azure-nd96isr-h100-v5", "hgx-a100-4",

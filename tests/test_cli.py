@@ -153,7 +153,7 @@ def test_random_non_utf8_bytes(tmp_path):
 
 
 def test_text_that_is_not_topo_output(tmp_path):
-    f = FIXTURES / "cli" / "ibstat_ndr.txt"
+    f = FIXTURES / "cli" / "ibdev2netdev_h100_column_t_annotated.txt"
     line = assert_one_line_error(invoke(["show", "--from", str(f)]), where=str(f))
     assert re.search(r"not an? .*(snapshot|topo)", line, re.I), line
     assert re.search(r"no .*matrix", line, re.I), line
@@ -229,7 +229,7 @@ def test_stdin_empty():
 
 
 def test_snapshot_from_text_that_is_not_topo_output():
-    f = FIXTURES / "cli" / "ibstat_ndr.txt"
+    f = FIXTURES / "cli" / "ibdev2netdev_h100_column_t_annotated.txt"
     assert_one_line_error(invoke(["snapshot", "--from", str(f)]), r"topo", where=str(f))
 
 
@@ -774,7 +774,7 @@ def _bad_inputs(tmp: Path) -> Dict[str, Tuple[Path, str]]:
         "truncated": (good[: len(good) // 2].encode(), "truncated|corrupt"),
         "future": (good.replace('"schema_version": 1', '"schema_version": 999', 1).encode(),
                    "newer"),
-        "not-topo": ((FIXTURES / "cli" / "ibstat_ndr.txt").read_bytes(), "topo"),
+        "not-topo": ((FIXTURES / "cli" / "ibdev2netdev_h100_column_t_annotated.txt").read_bytes(), "topo"),
     }
     out = {}
     for name, (data, needle) in files.items():

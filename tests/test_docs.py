@@ -229,7 +229,8 @@ _OUTSIDE = re.compile(r"/work/|\.\./shared|shared/docs|shared/corpus"
 #: Tests that read the development machines' shared corpus as test data (and skip, or use
 #: their fixtures copy, without it): only this form of the path is allowed there.
 DATA_READERS = {"tests/test_cli.py", "tests/test_snapshot.py", "tests/test_hostile_parsers.py",
-                "tests/test_corpus.py", "tests/test_partial_evidence.py"}
+                "tests/test_corpus.py", "tests/test_partial_evidence.py",
+                "tests/test_ticket_inputs.py"}
 _DATA_PATH = re.compile(r'Path\("/work/shared/corpus(?:/[a-z]+)?"\)')
 
 

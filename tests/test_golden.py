@@ -73,12 +73,13 @@ def test_every_fault_kind_is_recorded():
     from nvtopo.errors import NvtopoError
     from nvtopo.simulate import faults, machine, simulate
 
-    assert set(G.FAULTS_H100) == set(faults.KINDS)
+    assert set(G.FAULTS_H100) | set(G.FAULTS_GH200) == set(faults.KINDS)
     for spec_by_kind in G.FAULTS.values():
         for kind, spec in spec_by_kind.items():
             assert faults.parse(spec).kind == kind
     # the one kind left out for dgx-a100 is left out because it does not apply there
-    assert set(faults.KINDS) - set(G.FAULTS_A100) == {"nic-affinity-swap"}
+    assert set(faults.KINDS) - set(G.FAULTS_A100) == {"nic-affinity-swap", "c2c-down",
+                                                      "c2c-links"}
     with pytest.raises(NvtopoError, match="does not name each GPU's NIC"):
         simulate(machine.load_layout("dgx-a100", None), [G.FAULTS_H100["nic-affinity-swap"]])
 

@@ -28,7 +28,7 @@ from nvtopo.simulate.faults import KINDS
 LAYOUTS = layouts.names()
 #: Fault kinds that change what NVML answers; the others change only sysfs (checked below).
 NVML_KINDS = ("nvlink-down", "nvlink-degraded", "gpu-missing", "pcie-width", "pcie-gen",
-              "fabric-not-started")
+              "fabric-not-started", "c2c-down", "c2c-links")
 #: This wheel reads GPU fabric info as the newest struct, as the simulator answers it.
 V3 = hasattr(pynvml, "c_nvmlGpuFabricInfo_v3_t")
 
@@ -85,6 +85,9 @@ def nvml_faults(name: str) -> List[str]:
     out.append(f"pcie-gen:GPU{g.ident}:{g.pcie_max_gen - 1}")
     if m.nvswitch:
         out.append("fabric-not-started")
+    if g.c2c_links:  # Grace superchips: NVLink-C2C
+        out.append(f"c2c-down:GPU{g.ident}")
+        out.append(f"c2c-links:GPU{gpus[-1].ident}:{g.c2c_links // 2}")
     return out
 
 

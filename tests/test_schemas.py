@@ -351,6 +351,9 @@ def fault_specs(name: str) -> Dict[str, str]:
         out["fabric-not-started"] = "fabric-not-started"
     if lay.get("nics.gpudirect_rdma") is True:
         out["peermem-missing"] = "peermem-missing"
+    if gpus[0].c2c_links:  # Grace superchips
+        out["c2c-down"] = f"c2c-down:GPU{gpus[0].ident}"
+        out["c2c-links"] = f"c2c-links:GPU{gpus[-1].ident}:{gpus[-1].c2c_links // 2}"
     return out
 
 
@@ -396,7 +399,8 @@ def test_simulated_faults_of_a_mesh_node(tmp_path):
 
 
 def test_every_fault_kind_is_simulated():
-    assert set(fault_specs("dgx-h100")) == set(FAULT_KINDS)
+    assert set(fault_specs("dgx-h100")) | {"c2c-down", "c2c-links"} == set(FAULT_KINDS)
+    assert {"c2c-down", "c2c-links"} <= set(fault_specs("gh200-4"))
     assert {"nvlink-down", "gpu-missing", "ib-port-down"} <= set(fault_specs("dgx-1-v100"))
 
 

@@ -20,7 +20,7 @@ from ..safe import json_loads
 #: Version of the layout file format.
 LAYOUT_SCHEMA = 1
 
-_SECTIONS = ("gpus", "nvlink", "nics", "numa")
+_SECTIONS = ("gpus", "nvlink", "nics", "numa", "c2c")
 #: The bundled layout files live beside this module.
 
 
@@ -226,7 +226,8 @@ def validate(doc: Any, where: str) -> None:
             raise bad(f'"{sec}" must be an object')
     ints = ("gpus.count", "gpus.pcie.gen", "gpus.pcie.width", "nvlink.links_per_gpu",
             "nvlink.nvswitch_count", "nvlink.pair_count", "nics.compute.count",
-            "nics.placement.gpus_per_compute_nic", "numa.nodes_with_gpus")
+            "nics.placement.gpus_per_compute_nic", "numa.nodes_with_gpus",
+            "c2c.links_per_gpu")
     probe = Layout(name=str(doc["name"]), data=doc)
     for path in ints:
         v = probe.get(path)

@@ -33,6 +33,35 @@ class NvmlPci(Record):
 
 
 @record
+class C2cLink(Record):
+    """One NVLink-C2C link (fields 171, 172 scoped by link)."""
+
+    link: int = fld("the link index", default=0)
+    status: Optional[str] = fld("active, inactive (field 171), or null where unknown")
+    status_raw: Optional[int] = fld("field 171 as NVML answered it")
+    max_bw_mbps: Optional[int] = fld("field 172: the link's maximum bandwidth, MB/s")
+    unavailable: Dict[str, str] = fld("fact -> why NVML did not give it", factory=dict)
+
+
+@record
+class C2c(Record):
+    """NVLink-C2C, the Grace CPU-GPU link (``docs/nvml.md §9``): asked of Grace superchips."""
+
+    enabled: Optional[bool] = fld("nvmlDeviceGetC2cModeInfoV isC2cEnabled")
+    link_count: Optional[int] = fld("field 170 NVML_FI_DEV_C2C_LINK_COUNT")
+    links_active: Optional[int] = fld("links whose status is active (null where any is "
+                                      "unknown)")
+    bandwidth_gbps: Optional[float] = fld("sum of the active links' maximum bandwidth, GB/s")
+    links: List[C2cLink] = fld("each link", factory=list)
+    unavailable: Dict[str, str] = fld("fact -> why NVML did not give it", factory=dict)
+
+    @property
+    def down(self) -> List[int]:
+        """The links NVML says are inactive."""
+        return [lk.link for lk in self.links if lk.status == "inactive"]
+
+
+@record
 class GpuPcie(Record):
     """The GPU's own PCIe link (NVML; nvidia-smi -q PCI / GPU Link Info)."""
 
@@ -83,6 +112,8 @@ class NvmlGpu(Record):
                                              "nvtopo's probe)", omit="none")
     unavailable: Dict[str, str] = fld("fact -> why NVML did not give it", factory=dict)
     nvlink: NvmlGpuLinks = fld("the GPU's NVLinks", factory=NvmlGpuLinks)
+    c2c: Optional[C2c] = fld("NVLink-C2C to the Grace CPU (Grace superchips only)",
+                             omit="none")
 
 
 @record

@@ -105,6 +105,8 @@ class Hca(Record):
     """One RDMA device (``nics[].extra.sysfs``)."""
 
     name: str = fld("the class/infiniband entry", default="")
+    source: Optional[str] = fld("the pasted text that stated it (ibstat-text, ibv-devinfo-text, "
+                                "ibstatus-text); left out for sysfs", omit="none")
     pci_address: Optional[str] = fld("the PCI function (null for software devices)")
     numa_node: Optional[int] = fld("the function's numa_node")
     parent: str = fld("pci, auxiliary (a sub-function) or none", default="none")

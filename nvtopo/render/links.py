@@ -56,6 +56,9 @@ def links_doc(topo: Topology, gpu: Optional[int] = None, where: str = "input") -
         fab = rec.fabric
         extra = {"fabric": fab.to_dict()} if fab is not None and fab.state != "not_supported" \
             else {}
+        c2c = getattr(rec, "c2c", None)  # NVLink-C2C to the Grace CPU (NVML, Grace only)
+        if c2c is not None:
+            extra["c2c"] = c2c.to_dict()
         gpus.append({
             "index": g.index, "name": g.name,
             "active": sum(1 for x in links if x["state"] == "active"),
@@ -214,6 +217,29 @@ def _fabric_text(f: Dict[str, Any]) -> Text:
     return text("fabric: " + " · ".join(what), style="bold red" if bad else "green")
 
 
+def _c2c_bad(c: Any) -> bool:
+    """Whether a GPU's NVLink-C2C facts say something is wrong (mode off, a link inactive)."""
+    if not c:
+        return False
+    return c.get("enabled") is False or any(lk.get("status") == "inactive"
+                                            for lk in c.get("links") or [])
+
+
+def _c2c_text(c: Dict[str, Any]) -> Text:
+    """A GPU's NVLink-C2C facts, one line: mode, links active of present, bandwidth."""
+    what = ["mode " + {True: "enabled", False: "disabled"}.get(c.get("enabled"), "unknown")]
+    count, active = c.get("link_count"), c.get("links_active")
+    if count is not None:
+        what.append(f"{active if active is not None else '?'}/{count} links active")
+    down = [lk["link"] for lk in c.get("links") or [] if lk.get("status") == "inactive"]
+    if down and c.get("enabled") is not False:
+        what.append("down: " + ", ".join(str(x) for x in down))
+    if c.get("bandwidth_gbps") is not None:
+        what.append(f"{c['bandwidth_gbps']:g} GB/s")
+    return text("C2C to CPU: " + " · ".join(what),
+                style="bold red" if _c2c_bad(c) else "green")
+
+
 def problem_link(lk: Dict[str, Any]) -> bool:
     """A link that is not as expected: down, unknown, or with a nonzero error counter
     (``inactive`` by design and ``active`` without errors are as expected)."""
@@ -225,7 +251,7 @@ def problems_first(doc: Dict[str, Any], only: bool = False) -> Dict[str, Any]:
     ``only``, just those GPUs and, of each, just its problem links."""
     def bad(g: Dict[str, Any]) -> bool:
         return bool(g.get("fault")) or _fabric_bad(g.get("fabric")) or \
-            any(problem_link(lk) for lk in g["links"])
+            _c2c_bad(g.get("c2c")) or any(problem_link(lk) for lk in g["links"])
     gpus = sorted(doc["gpus"], key=lambda g: not bad(g))  # stable: index order kept
     if only:
         gpus = [dict(g, links=[lk for lk in g["links"] if problem_link(lk)])
@@ -247,12 +273,22 @@ def print_links(doc: Dict[str, Any], console: Console, *, problems: bool = False
         line = _fabric_text(fabrics[0])
         line.append(f" (all {len(fabrics)} GPUs)")
         print_wrapped(console, line, 0, 2)
+    c2cs = [g.get("c2c") for g in doc["gpus"]]
+    same_c2c = len(c2cs) > 1 and c2cs[0] and all(c == c2cs[0] for c in c2cs)
+    if same_c2c:
+        line = _c2c_text(c2cs[0])
+        line.append(f" (all {len(c2cs)} GPUs)")
+        print_wrapped(console, line, 0, 2)
     for g in doc["gpus"]:
         if g.get("fault"):
             print_wrapped(console, text(f"GPU{g['index']}: {g['fault'].get('message')}",
                                         style="bold red"), 0, 2)
         if g.get("fabric") and not shared:
             line = _fabric_text(g["fabric"])
+            line.append(f" (GPU{g['index']})")
+            print_wrapped(console, line, 0, 2)
+        if g.get("c2c") and not same_c2c:
+            line = _c2c_text(g["c2c"])
             line.append(f" (GPU{g['index']})")
             print_wrapped(console, line, 0, 2)
         if not g["links"]:

@@ -415,6 +415,34 @@ def fabric_lines(topo: Topology) -> Optional[Text]:
     return out
 
 
+def c2c_lines(topo: Topology) -> Optional[Text]:
+    """The NVLink-C2C block (GPU to its Grace CPU; NVML): one line per distinct mode, links
+    active of present and bandwidth; ``None`` where no GPU reports C2C."""
+    rows: Dict[Tuple, List[int]] = {}
+    for g in topo.gpus:
+        c = g.nvml.c2c if g.nvml is not None else None
+        if c is None:
+            continue
+        key = (c.enabled, c.links_active, c.link_count, c.bandwidth_gbps, tuple(c.down))
+        rows.setdefault(key, []).append(g.index)
+    if not rows:
+        return None
+    out = Text("NVLink-C2C (GPU to Grace CPU)", style="bold")
+    for (enabled, active, count, bw, down), idx in rows.items():
+        bad = enabled is False or bool(down)
+        what = ["mode " + {True: "enabled", False: "disabled"}.get(enabled, "unknown")]
+        if count is not None:
+            what.append(f"{active if active is not None else '?'}/{count} links active")
+        if down and enabled is not False:
+            what.append("down: " + _runs(list(down)))
+        if bw is not None:
+            what.append(f"{bw:g} GB/s")
+        out.append("\n")
+        out.append(printable(f"  {_runs(idx, 'GPU', pairs=True)}: " + " · ".join(what)),
+                   style="bold red" if bad else "green")
+    return out
+
+
 def notes(topo: Topology) -> Optional[Text]:
     if not topo.notes:
         return None
@@ -461,6 +489,9 @@ def render(topo: Topology, width: int) -> RenderableType:
     fabric = fabric_lines(topo)
     if fabric is not None:
         parts += [Text(""), fabric]
+    c2c = c2c_lines(topo)
+    if c2c is not None:
+        parts += [Text(""), c2c]
     if m is not None:
         parts += [Text(""), legend(topo)]
     note_text = notes(topo)

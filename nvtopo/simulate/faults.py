@@ -31,6 +31,10 @@ KINDS: Dict[str, Tuple[str, str]] = {
     "fabric-not-started": ("fabric-not-started", "NVSwitch fabric not started: no NVLink"),
     "counters": ("counters:<rdma device>:<counter>=<value>", "an error counter of the port"),
     "peermem-missing": ("peermem-missing", "nvidia_peermem not loaded (no GPUDirect RDMA)"),
+    "c2c-down": ("c2c-down:GPU<i>", "the GPU's NVLink-C2C to its Grace CPU is off (mode "
+                 "disabled, every link inactive)"),
+    "c2c-links": ("c2c-links:GPU<i>:<active>", "only that many of the GPU's NVLink-C2C "
+                  "links are active"),
 }
 
 _GPU = r"GPU([0-9]{1,4})"
@@ -46,6 +50,8 @@ _PATTERNS = {
     "nic-affinity-swap": re.compile(rf"^{_NIC}:{_NIC}$"),
     "counters": re.compile(rf"^{_NIC}:(\w+)=([0-9]{{1,12}})$"),
 }
+_PATTERNS["c2c-down"] = _PATTERNS["gpu-missing"]  # GPU<i>
+_PATTERNS["c2c-links"] = _PATTERNS["pcie-width"]  # GPU<i>:<count>
 
 
 @dataclass(frozen=True)
@@ -60,7 +66,8 @@ class Fault:
             return ("node",)
         if self.kind == "nvlink-degraded":
             return (f"GPU{self.args[0]}", f"GPU{self.args[1]}")
-        if self.kind in ("nvlink-down", "gpu-missing", "pcie-width", "pcie-gen"):
+        if self.kind in ("nvlink-down", "gpu-missing", "pcie-width", "pcie-gen", "c2c-down",
+                         "c2c-links"):
             return (f"GPU{self.args[0]}",)
         if self.kind == "nic-affinity-swap":
             return (self.args[0], self.args[1])
@@ -278,9 +285,28 @@ def _peermem(m: Machine, f: Fault, where: str) -> None:
     m.peermem = False
 
 
+def _c2c(m: Machine, f: Fault, where: str) -> None:
+    g = _gpu(m, f.args[0], where)
+    if not g.c2c_links:
+        raise NvtopoError(f"the {m.layout.name} layout has no NVLink-C2C (not a Grace "
+                          "superchip)", where=where)
+    if not g.c2c_enabled:
+        raise NvtopoError(f"GPU{f.args[0]}'s NVLink-C2C is already down", where=where)
+    if f.kind == "c2c-down":
+        g.c2c_enabled, g.c2c_up = False, 0
+        return
+    up = int(f.args[1])
+    have = g.c2c_links if g.c2c_up is None else g.c2c_up
+    if not 0 < up < have:
+        raise NvtopoError(f"active links must be 1-{have - 1}, below GPU{f.args[0]}'s {have} "
+                          "(c2c-down takes them all down)", where=where)
+    g.c2c_up = up
+
+
 _APPLY = {"nvlink-down": _nvlink_down, "nvlink-degraded": _nvlink_degraded,
           "gpu-missing": _gpu_missing, "ib-port-down": _ib_port_down, "ib-rate": _ib_rate,
           "pcie-width": _pcie_width, "pcie-gen": _pcie_gen, "nic-affinity-swap": _nic_swap,
-          "fabric-not-started": _fabric, "counters": _counters, "peermem-missing": _peermem}
+          "fabric-not-started": _fabric, "counters": _counters, "peermem-missing": _peermem,
+          "c2c-down": _c2c, "c2c-links": _c2c}
 
 __all__ = ["KINDS", "Fault", "parse", "apply", "moved_gpus", "Port", "Optional"]

@@ -41,6 +41,10 @@ class Gpu:
     pcie_width: Optional[int] = None
     bdf: str = ""
     fabric_state: Optional[int] = None  # 3 completed, 1 not started, None: not supported
+    #: NVLink-C2C (Grace superchips): link count (0: none), links active, mode enabled.
+    c2c_links: int = 0
+    c2c_up: Optional[int] = None  # active links when fewer than c2c_links
+    c2c_enabled: bool = True
 
 
 @dataclass

@@ -126,6 +126,10 @@ def build(layout: Layout, seed: int = 0, hostname: Optional[str] = None) -> Mach
                 serial=f"{rng.randrange(10**12, 10**13)}", numa=gpu_numa[i],
                 cpus=numa_cpus[gpu_numa[i]], gpu_numa_id=gpu_numa_ids[i],
                 pcie_max_gen=pcie_gen, pcie_max_width=pcie_width) for i in range(n)]
+    if fam.grace:  # NVLink-C2C to the Grace CPU: the layout's link count, else 10 (GH200)
+        c2c = layout.get("c2c.links_per_gpu")
+        for g in gpus:
+            g.c2c_links = c2c if isinstance(c2c, int) and c2c > 0 else 10
 
     # -- NVLink
     nvswitch = bool(layout.get("nvlink.nvswitch"))

@@ -106,6 +106,7 @@ _VALUES = {
     "nvmlDeviceGetNvLinkErrorCounter": lambda v, a: int(v) & U64,
     "nvmlDeviceGetPcieReplayCounter": lambda v, a: _uint(v),
     "nvmlDeviceGetGpuFabricInfoV": lambda v, a: _fabric(v),
+    "nvmlDeviceGetC2cModeInfoV": lambda v, a: {"isC2cEnabled": _uint(v["isC2cEnabled"])},
 }
 
 #: nvmlFieldValue_t value types: the member's C type, as a conversion.

@@ -2,7 +2,7 @@
 
 A *machine description* is declarative: its GPUs (name, bus id, CPUs, NUMA node, PCIe,
 NVLink count, version and speed, the NVSwitch each link goes to, links down, error
-counts, MIG, fabric), the direct links between GPUs, the PCIe path levels between GPU
+counts, MIG, fabric, NVLink-C2C), the direct links between GPUs, the PCIe path levels between GPU
 pairs, and raw ``calls`` that override the rest.  It is the format of
 ``fixtures/nvml/*.json``, and what :func:`nvtopo.simulate.sources.nvml_description` makes
 of a simulated machine.
@@ -130,6 +130,16 @@ def compile_machine(desc: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
         scalar("nvmlDeviceGetMigMode", g.get("mig_mode", "NotSupported"))
         scalar("nvmlDeviceGetPersistenceMode", g.get("persistence_mode", 1))
         scalar("nvmlDeviceGetGpuFabricInfoV", g.get("fabric", "NotSupported"))
+        c2c = g.get("c2c")  # Grace superchips: {"enabled", "count", "down", "max_bw_mbps"}
+        if isinstance(c2c, dict):
+            scalar("nvmlDeviceGetC2cModeInfoV", {"isC2cEnabled": int(bool(c2c["enabled"]))})
+            put(field_key(i, 170, 0), {"value": c2c["count"]})
+            for lk in range(c2c["count"]):
+                put(field_key(i, 171, lk), {"value": 0 if lk in c2c.get("down", ()) else 1})
+                put(field_key(i, 172, lk), {"value": c2c.get("max_bw_mbps", 44712)})
+        elif isinstance(c2c, str):  # an error name: NotSupported ...
+            scalar("nvmlDeviceGetC2cModeInfoV", c2c)
+            put(field_key(i, 170, 0), _err(c2c))
         nvl = g.get("nvlink", "NotSupported")
         if nvl == "NotSupported":
             put(field_key(i, 91, 0), _err("NotSupported"))

@@ -68,6 +68,10 @@ def nvml_description(m: Machine) -> Dict[str, Any]:
                              "healthSummary": 1 if done else 0}
         elif fam.architecture >= 9:
             rec["fabric"] = "NotSupported"
+        if g.c2c_links:
+            up = g.c2c_links if g.c2c_up is None else g.c2c_up
+            rec["c2c"] = {"enabled": g.c2c_enabled, "count": g.c2c_links,
+                          "down": list(range(up, g.c2c_links)), "max_bw_mbps": 44712}
         if g.link_count:
             rec["nvlink"] = {"count": g.link_count, "version": m.nvlink_version,
                              "speed_mbps": fam.link_mbps, "link_fields": not old}

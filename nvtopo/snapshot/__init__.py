@@ -105,12 +105,14 @@ class Opened(namedtuple("Opened", ("model", "document", "where", "cached", "warn
         if topo is None:
             return
         if need == "sysfs":
-            if self.where != _LIVE and "sysfs" not in topo.sources and topo.sysfs is None:
+            if self.where != _LIVE and "sysfs" not in topo.sources and topo.sysfs is None \
+                    and not any(n.sysfs is not None for n in topo.nics):  # ibstat text
                 raise NvtopoError("holds no sysfs evidence (take a snapshot with `nvtopo "
                                   "snapshot` on the node, or read a copied tree with "
                                   "--sysfs-root DIR)", where=topo.origin.get("file") or self.where)
             return
-        if not topo.gpus and topo.matrix is None and topo.p2p is None:
+        if not topo.gpus and topo.matrix is None and topo.p2p is None \
+                and not any(n.sysfs is not None for n in topo.nics):  # ibstat text
             why = "; ".join(n.message for n in topo.notes) or "no GPU facts"
             raise NvtopoError(f"nothing to {need}: {why}",
                               where=topo.origin.get("file") or "input")
@@ -240,7 +242,24 @@ def _text_model(text: str, where: str) -> Topology:
     from ..probes import topo as topo_text
     from ..probes.nvml import text as nvml_text
 
+    from ..probes import ib_text
+
     kind = read.recognise(text)
+    if kind == read.NVML_XML:  # nvidia-smi -q -x: the -q facts
+        from ..probes.nvml import xml as nvml_xml
+
+        topo = nvml_xml.derive_xml(text, where)
+        topo.origin = {"kind": "nvml-text", "file": where}
+        return topo
+    ib = ib_text.derive_text(text) if ib_text.looks_like(text) else None
+    if ib is not None:  # ibstat / ibv_devinfo text: its devices, merged over the rest
+        if kind == read.IB_TEXT:
+            ib.origin = {"kind": ib.sources[0], "file": where}
+            return ib
+        text = ib_text.without_blocks(text)
+        topo = _text_model(text, where)
+        topo.merge(ib)
+        return topo
     if kind == read.NVML_TEXT:
         topo = nvml_text.derive_text(text)  # pasted nvidia-smi nvlink / -q text
         topo.origin = {"kind": "nvml-text", "file": where}
@@ -262,16 +281,30 @@ def _document_of(text: str, where: str) -> Dict[str, Any]:
     if read.is_json(text):
         return parse_snapshot(text, where)
     kind = read.recognise(text)
+    if kind == read.NVML_XML:  # kept as the -q text it stands for
+        from ..probes.nvml import xml as nvml_xml
+
+        text, kind = nvml_xml.to_q_text(text, where)[0], read.NVML_TEXT
     if kind == read.NVML_TEXT:
         doc = from_text_evidence(text, where)
         doc["probes"] = {"nvml": document.nvml_text_evidence(text)}
         return doc
+    if kind == read.IB_TEXT or (kind != read.UNRECOGNISED and ib_text_in(text)):
+        raise NvtopoError("ibstat/ibv_devinfo text is read by `nvtopo ib --from` and `nvtopo "
+                          "check --from`, not kept as a snapshot (take one with `nvtopo "
+                          "snapshot` on the node)", where=where)
     if kind == read.UNRECOGNISED:
         load_text(text, where)  # raises the precise one-line error
     doc = from_text_evidence(text, where)
     if kind == read.TOPO_AND_NVML_TEXT:
         doc["probes"]["nvml"] = document.nvml_text_evidence(text)
     return doc
+
+
+def ib_text_in(text: str) -> bool:
+    from ..probes import ib_text
+
+    return ib_text.looks_like(text)
 
 
 def _open_example(name: str) -> Opened:

@@ -8,7 +8,8 @@ real snapshot or nvidia-smi text is refused before it is decoded (:func:`_check_
 
 Content, not the file name, says what an input is (:func:`recognise`): a snapshot (JSON),
 a pasted ``nvidia-smi topo -m`` matrix, pasted ``nvidia-smi nvlink``/``-q`` text, or both
-texts in one paste.  Gzip-compressed input (``node.json.gz``; recognised by its magic bytes,
+texts in one paste, and pasted ``ibstat``/``ibv_devinfo``/``ibstatus`` text alone or beside
+them (``docs/ticket-inputs.md``).  Gzip-compressed input (``node.json.gz``; recognised by its magic bytes,
 whatever its name) is decompressed first, never past the bound plain input has
 (:func:`gunzip`), so a gzip bomb costs what a 64 MiB file does.
 """
@@ -251,6 +252,11 @@ SNAPSHOT = "snapshot"
 TOPO_TEXT = "topo-text"
 NVML_TEXT = "nvml-text"
 TOPO_AND_NVML_TEXT = "topo-text+nvml-text"
+#: Pasted ``ibstat``/``ibv_devinfo``/``ibstatus`` text alone (beside a topo or nvlink text,
+#: the kinds above are given; :func:`nvtopo.probes.ib_text.without_blocks` parts them).
+IB_TEXT = "ib-text"
+#: ``nvidia-smi -q -x`` XML (read as the ``-q`` text it stands for: :mod:`nvtopo.probes.nvml.xml`).
+NVML_XML = "nvml-xml"
 #: Neither text recognised: parsed as a topo text, whose parser says precisely what is wrong.
 UNRECOGNISED = "unrecognised"
 
@@ -264,8 +270,16 @@ def recognise(text: str) -> str:
     from ..probes import topo as topo_text
     from ..probes.nvml import text as nvml_text
 
+    from ..probes import ib_text
+    from ..probes.nvml import xml as nvml_xml
+
+    if nvml_xml.looks_like(text):
+        return NVML_XML
+    ib = ib_text.blocks(text)
+    if ib:  # the device blocks are no part of a matrix or nvlink text: judge the rest alone
+        text = ib_text.without_blocks(text)
     topo = topo_text.looks_like_topo(text)
     nvml = nvml_text.looks_like(text)
     if topo:
         return TOPO_AND_NVML_TEXT if nvml else TOPO_TEXT
-    return NVML_TEXT if nvml else UNRECOGNISED
+    return NVML_TEXT if nvml else IB_TEXT if ib else UNRECOGNISED

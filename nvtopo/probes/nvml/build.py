@@ -9,12 +9,12 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ...model import GPU, Matrix, NVLinkPair, Topology, pci_bdf
 from ...model.nvlink import NvmlGpuLinks, NvmlLink, Remote
-from ...model.nvml import (BadValue, Fault, GpuPcie, Incomplete, Mig, NvmlGpu, NvmlNode,
+from ...model.nvml import (BadValue, C2c, C2cLink, Fault, GpuPcie, Incomplete, Mig, NvmlGpu, NvmlNode,
                            NvmlPair, NvmlPci, NvmlSystem, P2PMatrix)
 from .decode import bus_id_of, cpulist, fabric_facts
 from .links import bandwidth_gbps, classify_links, pair_counts
 from .source import is_int
-from .vocab import (ARCHITECTURES, MAX_BAD_NOTES, NVLINK_VERSIONS, P2P_INDEXES, P2P_TOKENS,
+from .vocab import (ARCHITECTURES, C2C_LINK_STATUS, MAX_BAD_NOTES, NVLINK_VERSIONS, P2P_INDEXES, P2P_TOKENS,
                     TOPOLOGY_LEVELS, U32, U64)
 
 
@@ -180,8 +180,32 @@ def _gpu(g: Dict[str, Any], source: str) -> GPU:
         fabric=fabric_facts(f.get("fabric")),
         unavailable=dict(g.get("unavailable") or {}),
         nvlink=_nvlink_record(g.get("nvlink")),
+        c2c=_c2c_record(g.get("c2c")),
     )
     return gpu
+
+
+def _c2c_record(c2c: Optional[Dict[str, Any]]) -> Optional[C2c]:
+    """NVLink-C2C as the model keeps it; ``None`` where it was not asked (not Grace)."""
+    if not isinstance(c2c, dict):
+        return None
+    links = []
+    for lr in c2c.get("links") or []:
+        raw = lr.get("status")
+        bw = lr.get("max_bw_mbps")
+        links.append(C2cLink(link=lr["link"], status=C2C_LINK_STATUS.get(raw), status_raw=raw,
+                             max_bw_mbps=bw if is_int(bw) else None,
+                             unavailable=dict(lr.get("unavailable") or {})))
+    known = all(lk.status is not None for lk in links)
+    active = [lk for lk in links if lk.status == "active"]
+    bws = [lk.max_bw_mbps for lk in active]
+    enabled = c2c.get("enabled")
+    return C2c(enabled=bool(enabled) if is_int(enabled) else None,
+               link_count=c2c.get("count") if is_int(c2c.get("count")) else None,
+               links_active=len(active) if known and links else None,
+               bandwidth_gbps=round(sum(bws) / 1000, 1)  # type: ignore[arg-type]
+               if active and all(b is not None for b in bws) else None,
+               links=links, unavailable=dict(c2c.get("unavailable") or {}))
 
 
 def _nvlink_record(nv: Optional[Dict[str, Any]]) -> NvmlGpuLinks:

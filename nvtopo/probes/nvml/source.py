@@ -21,7 +21,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from .vocab import (BAD, ERROR_CODES, FI_NVLINK_ERROR_DL_CRC, FI_NVLINK_ERROR_DL_RECOVERY,
+from .vocab import (BAD, ERROR_CODES, FI_C2C_LINK_COUNT, FI_C2C_LINK_GET_MAX_BW,
+                    FI_C2C_LINK_GET_STATUS, MAX_C2C_LINKS, FI_NVLINK_ERROR_DL_CRC, FI_NVLINK_ERROR_DL_RECOVERY,
                     FI_NVLINK_SPEED_MBPS_COMMON, FI_NVLINK_SPEED_MBPS_LINK,
                     FI_NVLINK_ERROR_DL_REPLAY, FI_NVLINK_GET_SPEED, FI_NVLINK_GET_STATE,
                     FI_NVLINK_GET_VERSION, FI_NVLINK_LINK_COUNT, FI_NVLINK_REMOTE_NVLINK_ID,
@@ -240,6 +241,7 @@ VALUE_CHECKS: Dict[str, Check] = {
     "nvmlDeviceGetMaxPcieLinkWidth": _SMALL, "nvmlDeviceGetPcieReplayCounter": _COUNTER,
     "nvmlDeviceGetMigMode": _pair_of(0, 1), "nvmlDeviceGetPersistenceMode": _int_in(0, 1),
     "nvmlDeviceGetGpuFabricInfoV": _FABRIC,
+    "nvmlDeviceGetC2cModeInfoV": _struct({"isC2cEnabled": _int_in(0, 1)}),
     "nvmlDeviceGetNvLinkState": _int_in(0, 1), "nvmlDeviceGetNvLinkVersion": _SMALL,
     "nvmlDeviceGetNvLinkRemoteDeviceType": _SMALL, "nvmlDeviceGetNvLinkRemotePciInfo": _PCI,
     "nvmlDeviceGetNvLinkErrorCounter": _COUNTER,
@@ -254,6 +256,8 @@ FIELD_CHECKS: Dict[int, Check] = {
     FI_NVLINK_REMOTE_NVLINK_ID: _int_in(0, U32), FI_NVLINK_ERROR_DL_REPLAY: _COUNTER,
     FI_NVLINK_ERROR_DL_RECOVERY: _COUNTER, FI_NVLINK_ERROR_DL_CRC: _COUNTER,
     FI_NVLINK_SPEED_MBPS_COMMON: _speed,
+    FI_C2C_LINK_COUNT: _int_in(0, MAX_C2C_LINKS), FI_C2C_LINK_GET_STATUS: _int_in(0, U32),
+    FI_C2C_LINK_GET_MAX_BW: _int_in(0, U32),
 }
 FIELD_CHECKS.update({fid: _speed for fid in FI_NVLINK_SPEED_MBPS_LINK})
 

@@ -96,6 +96,19 @@ LEGACY_COUNTER_FIELDS: Dict[str, Tuple[int, ...]] = {
     "crc_data": tuple(range(39, 45)) + tuple(range(102, 108)),
     "ecc": tuple(range(148, 160)),
 }
+#: NVLink-C2C, the CPU-GPU link of Grace superchips (NVML_FI_DEV_C2C_LINK_COUNT,
+#: _GET_STATUS, _GET_MAX_BW; the last two scoped by link).  docs/nvml.md §9.
+FI_C2C_LINK_COUNT = 170
+FI_C2C_LINK_GET_STATUS = 171
+FI_C2C_LINK_GET_MAX_BW = 172
+#: Field 171 values (nvml.h: 0 inactive, 1 active).
+C2C_LINK_STATUS = {0: "inactive", 1: "active"}
+#: The most C2C links a GPU may have (more is a damaged recording).
+MAX_C2C_LINKS = 64
+#: GPUs whose NVML is asked about C2C: Grace superchips, by the name NVML gives them
+#: (``NVIDIA GH200 480GB``, ``NVIDIA GB200``).  Asked only there, so recordings of other
+#: GPUs do not change; a Grace GPU of another name is "C2C unknown", never "C2C down".
+C2C_GPU_NAMES = ("GH200", "GB200", "GB300")
 #: Field 165 (NVML_FI_DEV_NVLINK_GET_STATE) values.
 LINK_STATE_FIELD = {0: "inactive", 1: "active", 2: "sleep", 3: "traffic_disabled"}
 #: Link loop bound when field 91 is not answered (stop earlier on InvalidArgument), and the

@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .source import Answer, Checked, FieldId, Gpu, Source, Stop, call_key, field_key
-from .vocab import (CPU_WORDS, ERROR_COUNTERS, FALLBACK_MAX_LINKS, FI_NVLINK_GET_SPEED,
+from .vocab import (C2C_GPU_NAMES, FI_C2C_LINK_COUNT, FI_C2C_LINK_GET_MAX_BW,
+                    FI_C2C_LINK_GET_STATUS, CPU_WORDS, ERROR_COUNTERS, FALLBACK_MAX_LINKS, FI_NVLINK_GET_SPEED,
                     FI_NVLINK_SPEED_MBPS_COMMON, FI_NVLINK_SPEED_MBPS_LINK,
                     FI_NVLINK_GET_STATE, FI_NVLINK_GET_VERSION, FI_NVLINK_LINK_COUNT,
                     FI_NVLINK_REMOTE_NVLINK_ID, FI_NVSWITCH_CONNECTED_LINK_COUNT,
@@ -176,6 +177,9 @@ def _walk_gpu(g: _GpuWalk) -> None:
             g.rec["unavailable"][name] = _why(ans)
         if g.lost:
             return
+    _walk_c2c(g)
+    if g.lost:
+        return
     # Batch 1: link count, switch-connected link count, PCIe replay counter.
     b1 = g.fields([(FI_NVLINK_LINK_COUNT, 0), (FI_NVSWITCH_CONNECTED_LINK_COUNT, 0),
                    (FI_PCIE_REPLAY_COUNTER, 0)])
@@ -284,6 +288,42 @@ def _walk_gpu(g: _GpuWalk) -> None:
                 lr["errors"][cname] = None
                 lr["unavailable"][f"errors.{cname}"] = _why(ans)
     _older_speeds(g, nv["links"])
+
+
+def _walk_c2c(g: _GpuWalk) -> None:
+    """NVLink-C2C (the Grace CPU-GPU link): mode, link count, each link's status and
+    maximum bandwidth.  Asked only of Grace superchips (by name: vocab.C2C_GPU_NAMES), so
+    recordings of other GPUs do not change; ``rec["c2c"]`` is absent elsewhere."""
+    name = g.rec["facts"].get("name")
+    if not isinstance(name, str) or not any(t in name for t in C2C_GPU_NAMES):
+        return
+    c2c: Dict[str, Any] = {"enabled": None, "count": None, "links": [], "unavailable": {}}
+    g.rec["c2c"] = c2c
+    mode = g.call("nvmlDeviceGetC2cModeInfoV")
+    if mode.ok and isinstance(mode.value, dict) and "isC2cEnabled" in mode.value:
+        c2c["enabled"] = mode.value["isC2cEnabled"]
+    elif not mode.ok:
+        c2c["unavailable"]["mode"] = _why(mode)
+    if g.lost:
+        return
+    count = g.fields([(FI_C2C_LINK_COUNT, 0)])[(FI_C2C_LINK_COUNT, 0)]
+    if not count.ok:
+        c2c["unavailable"]["count"] = _why(count)
+        return
+    c2c["count"] = count.value
+    if not count.value or g.lost:
+        return
+    batch = g.fields([(fid, link) for link in range(count.value)
+                      for fid in (FI_C2C_LINK_GET_STATUS, FI_C2C_LINK_GET_MAX_BW)])
+    for link in range(count.value):
+        st = batch[(FI_C2C_LINK_GET_STATUS, link)]
+        bw = batch[(FI_C2C_LINK_GET_MAX_BW, link)]
+        lr = {"link": link, "status": _val(st), "max_bw_mbps": _val(bw), "unavailable": {}}
+        if not st.ok:
+            lr["unavailable"]["status"] = _why(st)
+        if not bw.ok:
+            lr["unavailable"]["max_bw"] = _why(bw)
+        c2c["links"].append(lr)
 
 
 def _older_speeds(g: Checked, links: List[Dict[str, Any]]) -> None:

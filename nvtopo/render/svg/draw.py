@@ -139,6 +139,11 @@ def _gpu_lines(g: Any, gl: Optional[GpuLink]) -> List[str]:
     lines = [_clip(name, 22)] if name else []
     if gl is not None and gl.should is not None:
         lines.append(f"NVLink {gl.active}/{gl.should}")
+    c2c = g.nvml.c2c if g.nvml is not None else None
+    if c2c is not None:  # Grace superchips: the CPU link before PCIe (three lines fit)
+        lines.append("C2C off" if c2c.enabled is False else
+                     f"C2C {c2c.links_active if c2c.links_active is not None else '?'}"
+                     f"/{c2c.link_count if c2c.link_count is not None else '?'}")
     link = g.sysfs.link if g.sysfs is not None else None
     pcie = g.nvml.pcie if g.nvml is not None else None
     gen = width = None

@@ -1,0 +1,206 @@
+"""Pasted ``nvidia-smi -q -x`` XML: the same facts as ``-q`` text, read the same way.
+
+The XML (``nvsmi_device_vN.dtd``) holds what ``nvidia-smi -q`` prints, element by element:
+``<gpu id="00000000:18:00.0">`` is the text's ``GPU 00000000:18:00.0`` block, ``<pci>``
+its ``PCI`` block, ``<fabric>`` its ``Fabric`` block.  :func:`to_q_text` writes the elements
+nvtopo reads (product name, UUID, the PCI link block, the Fabric block) as the ``-q`` text
+they stand for, and :func:`derive_xml` gives that text to the one ``-q`` reader
+(:func:`~.text.derive_text`): one parser of the facts, one set of records (source
+``nvml-text``).
+
+The XML is untrusted.  It is parsed by expat with handlers only (no tree of the whole
+document is built), and refused with a one-line error when it declares an entity (a
+"billion laughs" document, an external entity: nothing nvidia-smi writes), nests deeper
+than :data:`MAX_DEPTH` or holds more than :data:`MAX_ELEMENTS` elements.  Nothing is ever
+fetched: external entities and DTDs are not loaded.  An XML document cut short (a truncated
+attachment) keeps the GPUs read before the cut, with a warning note; one that holds no GPU
+before its first error is refused.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Tuple
+from xml.parsers import expat
+
+from ...errors import NvtopoError
+from ...model import Topology
+
+#: nvidia-smi nests 6 deep; 64 is far past any real output.
+MAX_DEPTH = 64
+#: An 8-GPU ``-q -x`` holds about 3,000 elements a GPU; 2,000,000 is far past 72 GPUs.
+MAX_ELEMENTS = 2_000_000
+#: Longest text kept of one element (a UUID is 40 characters).
+MAX_VALUE = 256
+
+#: Element -> the ``-q`` text's label, for the elements read; ``None``: a block read whole
+#: (its children keep their own labels where unmapped).
+LABELS: Dict[str, str] = {
+    "product_name": "Product Name",
+    "uuid": "GPU UUID",
+    "pci": "PCI",
+    "pci_bus_id": "Bus Id",
+    "pci_device_id": "Device Id",
+    "pci_gpu_link_info": "GPU Link Info",
+    "pcie_gen": "PCIe Generation",
+    "max_link_gen": "Max",
+    "current_link_gen": "Current",
+    "device_current_link_gen": "Device Current",
+    "max_device_link_gen": "Device Max",
+    "max_host_link_gen": "Host Max",
+    "link_widths": "Link Width",
+    "max_link_width": "Max",
+    "current_link_width": "Current",
+    "replay_counter": "Replays Since Reset",
+    "replay_rollover_counter": "Replay Number Rollovers",
+    "fabric": "Fabric",
+    "state": "State",
+    "status": "Status",
+    "cliqueId": "CliqueId",
+    "clusterUuid": "ClusterUUID",
+    "health": "Health",
+    "bandwidth": "Bandwidth",
+    "route_recovery_in_progress": "Route Recovery in progress",
+    "route_unhealthy": "Route Unhealthy",
+    "access_timeout_recovery": "Access Timeout Recovery",
+    "incorrect_configuration": "Incorrect Configuration",
+    "summary": "Summary",
+}
+#: Blocks of a ``<gpu>`` read (everything else under a GPU is skipped), and the leaves
+#: directly under ``<gpu>`` read.
+BLOCKS = ("pci", "fabric")
+GPU_LEAVES = ("product_name", "uuid")
+_PCI_READ = ("pci_bus_id", "pci_device_id", "pci_gpu_link_info", "pcie_gen", "link_widths",
+             "max_link_gen", "current_link_gen", "device_current_link_gen",
+             "max_device_link_gen", "max_host_link_gen", "max_link_width",
+             "current_link_width", "replay_counter", "replay_rollover_counter")
+
+
+def looks_like(text: str) -> bool:
+    """True when ``text`` is ``nvidia-smi -q -x`` output (an ``nvidia_smi_log`` document)."""
+    head = text.lstrip("\ufeff \t\r\n")
+    return head.startswith("<") and "<nvidia_smi_log" in text[:4096]
+
+
+class _Refused(Exception):
+    pass
+
+
+def _read(text: str) -> Tuple[List[Tuple[str, List[Tuple[int, str, Optional[str]]]]],
+                              Optional[str]]:
+    """``([(gpu id, [(depth, label, value)])], cut)``: each GPU's read lines in order;
+    ``cut`` says where a document cut short stopped (``None`` when it is whole)."""
+    gpus: List[Tuple[str, List[Tuple[int, str, Optional[str]]]]] = []
+    stack: List[str] = []
+    #: depth (in the stack) of the ``<gpu>`` element, and of the block being read
+    state = {"gpu": -1, "block": -1, "count": 0}
+    text_buf: List[str] = []
+    pending: List[Optional[int]] = []  # index of each open element's line, or None
+
+    def start(name: str, attrs: Dict[str, str]) -> None:
+        state["count"] += 1
+        if state["count"] > MAX_ELEMENTS:
+            raise _Refused(f"more than {MAX_ELEMENTS:,} XML elements; not nvidia-smi output")
+        if len(stack) >= MAX_DEPTH:
+            raise _Refused(f"XML nested deeper than {MAX_DEPTH}; not nvidia-smi output")
+        stack.append(name)
+        del text_buf[:]
+        depth = len(stack) - 1
+        line: Optional[int] = None
+        if name == "gpu" and state["gpu"] < 0:
+            state["gpu"] = depth
+            gpus.append((str(attrs.get("id", ""))[:64], []))
+        elif state["gpu"] >= 0:
+            rel = depth - state["gpu"]
+            lines = gpus[-1][1]
+            if rel == 1 and name in BLOCKS:
+                state["block"] = depth
+                lines.append((1, LABELS[name], None))
+                line = len(lines) - 1
+            elif rel == 1 and name in GPU_LEAVES:
+                lines.append((1, LABELS[name], ""))
+                line = len(lines) - 1
+            elif state["block"] >= 0 and (stack[state["block"]] == "fabric"
+                                          or name in _PCI_READ):
+                label = LABELS.get(name, name)
+                lines.append((rel, label, None))
+                line = len(lines) - 1
+        pending.append(line)
+
+    def end(name: str) -> None:
+        depth = len(stack) - 1
+        line = pending.pop()
+        if line is not None:
+            lines = gpus[-1][1]
+            rel, label, _ = lines[line]
+            value = "".join(text_buf).strip()[:MAX_VALUE]
+            if line == len(lines) - 1:  # a leaf: no child line after it
+                lines[line] = (rel, label, value)
+        del text_buf[:]
+        if depth == state["block"]:
+            state["block"] = -1
+        if depth == state["gpu"]:
+            state["gpu"] = -1
+        stack.pop()
+
+    def chars(data: str) -> None:
+        if len(text_buf) < 64:
+            text_buf.append(data)
+
+    def entity(*_args: object) -> None:
+        raise _Refused("XML declaring entities is refused (nvidia-smi declares none: a "
+                       "\"billion laughs\" or external-entity document?)")
+
+    parser = expat.ParserCreate()
+    parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
+    parser.StartElementHandler = start
+    parser.EndElementHandler = end
+    parser.CharacterDataHandler = chars
+    parser.EntityDeclHandler = entity
+    parser.UnparsedEntityDeclHandler = entity
+    parser.ExternalEntityRefHandler = lambda *a: 0  # never fetched: an error
+    try:
+        parser.Parse(text, True)
+    except expat.ExpatError as exc:
+        where = f"line {exc.lineno}"
+        if gpus:
+            return gpus, f"{expat.ErrorString(exc.code)} at {where}"
+        raise _Refused(f"not well-formed XML ({expat.ErrorString(exc.code)} at {where})"
+                       ) from None
+    return gpus, None
+
+
+def to_q_text(text: str, where: str) -> Tuple[str, Optional[str]]:
+    """The ``-q`` text the XML stands for, and where a cut-short document stopped."""
+    try:
+        gpus, cut = _read(text)
+    except _Refused as exc:
+        raise NvtopoError(str(exc), where=where) from None
+    except RecursionError:
+        raise NvtopoError("XML nested too deep; not nvidia-smi output", where=where) from None
+    out: List[str] = []
+    for gpu_id, lines in gpus:
+        out.append(f"GPU {gpu_id}")
+        for depth, label, value in lines:
+            pad = "    " * depth
+            if value is None:
+                out.append(f"{pad}{label}")
+            else:
+                out.append(f"{(pad + label):<42}: {value}")
+    return "\n".join(out) + "\n", cut
+
+
+def derive_xml(text: str, where: str) -> Topology:
+    """The model fragment (source ``nvml-text``) of ``nvidia-smi -q -x`` output."""
+    from .text import derive_text
+
+    q, cut = to_q_text(text, where)
+    if not q.strip():
+        raise NvtopoError("nvidia-smi -q -x output that lists no GPU", where=where)
+    topo = derive_text(q)
+    if cut is not None:
+        topo.note("nvml_text.xml_cut", f"the XML is cut short ({cut}): GPUs and facts after "
+                  "the cut are unknown", source="nvml-text", level="warning")
+    return topo
+
+
+__all__ = ["looks_like", "to_q_text", "derive_xml", "MAX_DEPTH", "MAX_ELEMENTS", "LABELS"]

@@ -1,0 +1,182 @@
+"""NVLink-C2C, the Grace CPU-GPU link (GH200, GB200): recorded through the NVML probe's
+chokepoint, modelled on the GPU's NVML record, shown by show/links/the picture, and judged by
+the c2c check family (faults c2c-down, c2c-links in simulate)."""
+
+import json
+
+import pytest
+from cli_runner import make_runner
+
+from nvtopo import layouts
+from nvtopo.cli import app
+
+runner = make_runner()
+GRACE = ("gh200-4", "gb200-nvl72-tray")
+
+
+def run(*args, **kw):
+    return runner.invoke(app, [str(a) for a in args], env={"COLUMNS": "100"}, **kw)
+
+
+def simulate(tmp_path, layout, *faults, name="s.json"):
+    path = tmp_path / name
+    args = ["simulate", layout, "-o", path]
+    for f in faults:
+        args += ["--fault", f]
+    r = run(*args)
+    assert r.exit_code == 0, r.stderr
+    return path
+
+
+def check(path, *extra):
+    r = run("check", "--from", path, "--format", "json", *extra)
+    assert r.exit_code in (0, 1), r.stderr
+    return json.loads(r.output)
+
+
+def c2c_findings(doc):
+    return [(f["severity"], f["code"], f["subject"], f["expected"], f["actual"])
+            for f in doc["findings"] if f["code"].startswith("c2c.")]
+
+
+@pytest.mark.parametrize("layout", GRACE)
+def test_healthy_grace_node_records_c2c_and_checks_clean(tmp_path, layout):
+    path = simulate(tmp_path, layout)
+    snap = json.loads(path.read_text())
+    calls = snap["probes"]["nvml"]["calls"]
+    assert calls["nvmlDeviceGetC2cModeInfoV(gpu0)"] == {"value": {"isC2cEnabled": 1}}
+    assert calls["nvmlDeviceGetFieldValues(gpu3,170:0)"] == {"value": 10}
+    assert calls["nvmlDeviceGetFieldValues(gpu3,171:9)"] == {"value": 1}
+    model = json.loads(run("show", "--from", path, "--format", "json").output)
+    for g in model["gpus"]:
+        c = g["extra"]["nvml"]["c2c"]
+        assert (c["enabled"], c["link_count"], c["links_active"], c["bandwidth_gbps"]) == \
+            (True, 10, 10, 447.1)
+        assert g["gpu_numa_id"] is not None  # the GPU memory's own NUMA node
+    doc = check(path)
+    assert doc["verdict"] == "pass" and c2c_findings(doc) == []
+
+
+def test_other_gpus_are_not_asked(tmp_path):
+    snap = json.loads(simulate(tmp_path, "dgx-h100").read_text())
+    calls = snap["probes"]["nvml"]["calls"]
+    assert not [k for k in calls if "C2c" in k or ",170:" in k or ",171:" in k]
+    model = json.loads(run("show", "--from", tmp_path / "s.json", "--format", "json").output)
+    assert all("c2c" not in g["extra"]["nvml"] for g in model["gpus"])
+
+
+@pytest.mark.parametrize("layout", GRACE)
+def test_c2c_faults_are_errors_naming_the_gpu(tmp_path, layout):
+    path = simulate(tmp_path, layout, "c2c-down:GPU1", "c2c-links:GPU2:6")
+    doc = check(path)
+    assert doc["verdict"] == "fail"
+    assert sorted(c2c_findings(doc)) == [
+        ("error", "c2c.disabled", "GPU1", "enabled", "disabled"),
+        ("error", "c2c.link_down", "GPU2", 10, 6)]
+    out = run("show", "--from", path).output
+    assert "GPU1: mode disabled · 0/10 links active" in out
+    assert "GPU2: mode enabled · 6/10 links active · down: 6-9 · 268.3 GB/s" in out
+    links = json.loads(run("links", "--from", path, "--format", "json").output)
+    by = {g["index"]: g["c2c"] for g in links["gpus"]}
+    assert [lk["status"] for lk in by[2]["links"]].count("inactive") == 4
+    svg = run("check", "--from", path, "--format", "svg").output
+    assert "C2C off" in svg and "C2C 6/10" in svg
+
+
+def test_inferred_layout_and_no_layout_give_warnings(tmp_path):
+    path = simulate(tmp_path, "gh200-4", "c2c-links:GPU0:9")
+    with open(_layout_path("gh200-4")) as fh:
+        lay = json.load(fh)
+    for name, edit in (("gh200-no-c2c", lambda d: d.pop("c2c")),
+                       ("gh200-inferred", lambda d: d["c2c"].update(evidence="[I]"))):
+        d = json.loads(json.dumps(lay))
+        edit(d)
+        d["name"] = name
+        lf = tmp_path / f"{name}.json"
+        lf.write_text(json.dumps(d))
+        doc = check(path, "--layout-file", lf)
+        assert c2c_findings(doc) == [("warning", "c2c.link_down", "GPU0", 10, 9)], name
+
+
+def _layout_path(name):
+    import os
+    return os.path.join(os.path.dirname(layouts.__file__), f"{name}.json")
+
+
+def _edit_recording(path, edit):
+    snap = json.loads(path.read_text())
+    snap.pop("derived", None)
+    calls = snap["probes"]["nvml"]["calls"]
+    edit(calls)
+    path.write_text(json.dumps(snap))
+    return path
+
+
+def test_snapshot_from_before_c2c_derives_as_before_and_says_not_checked(tmp_path):
+    path = simulate(tmp_path, "gh200-4")
+    before = {k: v for k, v in json.loads(run("show", "--from", path, "--format",
+                                              "json").output).items() if k != "origin"}
+
+    def drop(calls):
+        for k in [k for k in calls if "C2c" in k or any(f",{f}:" in k for f in (170, 171, 172))]:
+            del calls[k]
+    _edit_recording(path, drop)
+    after = json.loads(run("show", "--from", path, "--format", "json").output)
+    for a, b in zip(before["gpus"], after["gpus"]):
+        c = b["extra"]["nvml"].pop("c2c")
+        assert c["enabled"] is None and c["link_count"] is None and c["links"] == []
+        a["extra"]["nvml"].pop("c2c")
+        assert a == b  # everything else as before
+    doc = check(path)
+    assert doc["verdict"] == "pass"
+    codes = [(f["severity"], f["code"]) for f in doc["findings"] if f["code"].startswith("c2c")]
+    assert codes == [("info", "c2c.not_checked")]
+
+
+def test_bad_recorded_value_is_unknown_not_a_fault(tmp_path):
+    path = simulate(tmp_path, "gh200-4")
+
+    def damage(calls):
+        calls["nvmlDeviceGetC2cModeInfoV(gpu0)"] = {"value": {"isC2cEnabled": 7}}
+        calls["nvmlDeviceGetFieldValues(gpu1,171:3)"] = {"value": 5}
+    _edit_recording(path, damage)
+    model = json.loads(run("show", "--from", path, "--format", "json").output)
+    c0 = model["gpus"][0]["extra"]["nvml"]["c2c"]
+    c1 = model["gpus"][1]["extra"]["nvml"]["c2c"]
+    assert c0["enabled"] is None and c0["unavailable"]["mode"] == "bad_value"
+    assert c1["links"][3]["status"] is None and c1["links_active"] is None
+    doc = check(path)
+    assert [f for f in doc["findings"] if f["severity"] != "info"] == []
+    assert "c2c.not_checked" in {f["code"] for f in doc["findings"]}
+
+
+def test_gpu_memory_numa_node_missing_is_a_warning(tmp_path):
+    path = simulate(tmp_path, "gb200-nvl72-tray")
+    _edit_recording(path, lambda calls: calls.update(
+        {"nvmlDeviceGetNumaNodeId(gpu2)": {"error": "NotSupported"}}))
+    snap = json.loads(path.read_text())
+    del snap["probes"]["topo-text"]  # its GPU NUMA ID column would state the node
+    path.write_text(json.dumps(snap))
+    doc = check(path)
+    got = [(f["severity"], f["code"], f["subject"]) for f in doc["findings"]
+           if f["code"] == "c2c.gpu_numa_missing"]
+    assert got == [("warning", "c2c.gpu_numa_missing", "GPU2")]
+
+
+@pytest.mark.parametrize("spec,says", [
+    ("c2c-down:GPU1", "no NVLink-C2C"),
+    ("c2c-links:GPU0:3", "no NVLink-C2C"),
+])
+def test_c2c_fault_on_a_node_without_c2c_is_one_line(spec, says):
+    r = run("simulate", "dgx-h100", "--fault", spec, "-o", "/dev/null")
+    assert r.exit_code == 2 and says in r.stderr and r.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("spec,says", [
+    ("c2c-links:GPU0:10", "1-9"),
+    ("c2c-links:GPU0:0", "1-9"),
+    ("c2c-links:GPU9:3", "no GPU9"),
+])
+def test_c2c_fault_bounds(spec, says):
+    r = run("simulate", "gh200-4", "--fault", spec, "-o", "/dev/null")
+    assert r.exit_code == 2 and says in r.stderr, r.stderr

@@ -1,0 +1,334 @@
+"""Texts people attach to tickets beside `nvidia-smi topo -m`: ibstat, ibv_devinfo, ibstatus
+(nvtopo/probes/ib_text.py), recognised by content and read into the sysfs probe's RDMA records,
+alone or in one file with a topo matrix and `-q` text."""
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+from cli_runner import make_runner
+
+from nvtopo.cli import app
+from nvtopo.probes import ib_text
+from nvtopo.snapshot import read
+
+runner = make_runner()
+HERE = os.path.dirname(os.path.abspath(__file__))
+IB = os.path.join(HERE, "..", "fixtures", "ib-text")
+CORPUS = str(Path("/work/shared/corpus/ib"))
+
+
+def fx(name):
+    with open(os.path.join(IB, name), encoding="utf-8") as fh:
+        return fh.read()
+
+
+def run(*args):
+    return runner.invoke(app, list(args), env={"COLUMNS": "200"})
+
+
+def ports(text):
+    topo = ib_text.derive_text(text)
+    return {(n.name, p.port): p for n in topo.nics for p in n.sysfs.ports}, topo
+
+
+# --- parsing: real values ------------------------------------------------------------------
+
+
+def test_ibstat_ib_active_and_down():
+    got, topo = ports(fx("ibstat_ib_hdr_cx6_mt4123_active_and_down.txt"))
+    up, down = got[("mlx5_0", 1)], got[("mlx5_1", 1)]
+    assert (up.state, up.state_code, up.phys_state, up.phys_state_code) == \
+        ("ACTIVE", 4, "LinkUp", 5)
+    assert up.rate_gbps == 200 and up.link_layer == "InfiniBand" and up.transport == "IB"
+    assert (up.lid, up.sm_lid, up.port_guid) == (569, 393, "1070fd03008eb580")
+    # a Down port's rate is not used (ibstat prints 10 for it), but kept as printed
+    assert (down.state, down.phys_state, down.rate_gbps, down.rate.gbps) == \
+        ("DOWN", "Disabled", None, 10)
+    assert down.lid == 65535 and down.rate_note
+    hca = topo.nics[0].sysfs
+    assert (hca.source, hca.hca_type, hca.fw_ver, hca.node_guid) == \
+        ("ibstat-text", "MT4123", "20.33.1048", "1070:fd03:008e:b580")
+    assert topo.sources == ["ibstat-text"]
+    # counters are not in the text: unknown, never zero
+    assert up.counters is None and up.counters_status == "not read"
+
+
+def test_ibstat_roce_and_bond_names():
+    got, _ = ports(fx("ibstat_roce_lag_bond_bf3_mt41692.txt"))
+    assert set(got) == {("mlx5_bond_0", 1), ("mlx5_bond_1", 1)}
+    p = got[("mlx5_bond_0", 1)]
+    assert (p.link_layer, p.transport, p.rate_gbps, p.lid) == ("Ethernet", "RoCE", 200, 0)
+
+
+def test_ibstat_truncated_gives_unknown_link_layer_and_keeps_rate():
+    got, _ = ports(fx("ibstat_roce_cx6dx_rate_2_5_truncated.txt"))
+    p = got[("mlx5_2", 1)]
+    assert p.rate_gbps == 2.5 and p.state == "ACTIVE"
+    assert p.link_layer is None and "link_layer" in p.unknown
+
+
+def test_ibstat_ibpanic_redacted():
+    got, topo = ports(fx("ibstat_partial_output_ibpanic_redacted.txt"))
+    assert list(got) == [("mlx5_7", 1)]
+    hca = topo.nics[0].sysfs
+    assert hca.hca_type is None and hca.fw_ver is None and hca.node_guid is None  # "..."
+    assert got[("mlx5_7", 1)].rate_gbps == 200
+    assert [n.code for n in topo.notes] == ["ib_text.aborted"]
+
+
+def test_ibv_devinfo():
+    got, topo = ports(fx("ibv_devinfo_ib_cx7_mt4129_port_down_lid65535.txt"))
+    p = got[("mlx5_0", 1)]
+    assert (p.state, p.state_code, p.lid, p.sm_lid, p.link_layer) == \
+        ("DOWN", 1, 65535, 0, "InfiniBand")
+    assert p.phys_state is None and p.rate_gbps is None and "rate" in p.unknown
+    hca = topo.nics[0].sysfs
+    assert (hca.source, hca.board_id, hca.hca_type, hca.node_guid, hca.fw_ver) == \
+        ("ibv-devinfo-text", "MT_0000000838", "MT4129", "58a2:e103:002a:09b8", "28.39.2048")
+
+
+def test_ibv_devinfo_verbose_rate_and_phys_state():
+    text = ("hca_id:\tmlx5_3\n\ttransport:\t\t\tInfiniBand (0)\n\tfw_ver:\t\t\t\t28.39.1002\n"
+            "\t\tport:\t1\n\t\t\tstate:\t\t\tPORT_ACTIVE (4)\n"
+            "\t\t\tphys_state:\t\tLINK_UP (5)\n\t\t\tactive_width:\t\t4X (2)\n"
+            "\t\t\tactive_speed:\t\t100.0 Gbps (128)\n\t\t\tlink_layer:\t\tInfiniBand\n")
+    got, _ = ports(text)
+    p = got[("mlx5_3", 1)]
+    assert (p.phys_state, p.rate_gbps, p.rate.width, p.rate.speed) == ("LinkUp", 400, "4X", "NDR")
+
+
+def test_ibstatus():
+    got, topo = ports(fx("ibstatus_roce_ethernet_4x_edr.txt"))
+    p = got[("mlx5_1", 1)]
+    assert (p.state, p.phys_state, p.rate_gbps, p.rate.width, p.rate.speed) == \
+        ("ACTIVE", "LinkUp", 100, "4X", "EDR")
+    assert p.gid0 == "fe80:0000:0000:0000:8ae9:a4ff:fe9c:7f1b"
+    assert p.port_guid == "8ae9a4fffe9c7f1b"
+    assert topo.sources == ["ibstatus-text"]
+
+
+def test_recognised_by_content():
+    for name in os.listdir(IB):
+        if name.startswith(("ibstat", "ibv_devinfo")):
+            assert read.recognise(fx(name)) == read.IB_TEXT, name
+    assert read.recognise(fx("ticket_topo_ibstat_q.txt")) == read.TOPO_AND_NVML_TEXT
+    # a line that merely looks like a header, with nothing of the kind under it, is none
+    assert not ib_text.looks_like("CA 'mlx5_0'\n  something: else\n")
+    assert not ib_text.looks_like("hca_id: x\n")
+
+
+@pytest.mark.skipif(not os.path.isdir(CORPUS), reason="shared corpus absent")
+def test_corpus_samples_match_fixtures():
+    for name in os.listdir(IB):
+        src = os.path.join(CORPUS, name)
+        if os.path.exists(src):
+            with open(src, encoding="utf-8") as fh:
+                assert fh.read() == fx(name), name
+
+
+def test_hostile_header_flood_is_linear():
+    text = ("CA '" + "a" * 60 + "'\n" + "\tCA type: x\n") * 20000 + "CA '" + "'" * 100000
+    t0 = time.monotonic()
+    topo = ib_text.derive_text(text)
+    assert time.monotonic() - t0 < 10
+    assert len(topo.nics) == 1  # one name, repeated: one device
+    escape = "CA 'mlx5_0'\n\tCA type: \x1b]8;;http://x\x07MT\n\tPort 1:\n\t\tState: Active\n"
+    topo = ib_text.derive_text(escape)
+    assert topo.nics[0].sysfs.hca_type.startswith("\x1b")  # kept raw; escaped when printed
+    r = runner.invoke(app, ["ib", "--from", "-"], input=escape, env={"COLUMNS": "200"})
+    assert r.exit_code == 0 and "\x1b" not in r.output
+
+
+# --- through the CLI ------------------------------------------------------------------------
+
+
+def test_ib_from_ibstat_json():
+    r = run("ib", "--from", os.path.join(IB, "ibstat_ib_hdr_cx6_mt4123_active_and_down.txt"),
+            "--format", "json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert doc["origin"]["kind"] == "ibstat-text"
+    by = {h["name"]: h for h in doc["hcas"]}
+    assert by["mlx5_1"]["ports"][0]["state"] == "DOWN"
+    assert by["mlx5_0"]["source"] == "ibstat-text"
+
+
+def test_check_from_ibstat_reports_the_down_port():
+    r = run("check", "--from", os.path.join(IB, "ibstat_ib_hdr_cx6_mt4123_active_and_down.txt"),
+            "--format", "json")
+    doc = json.loads(r.output)
+    codes = {(f["code"], f["subject"]) for f in doc["findings"]}
+    assert ("ib.port_down", "mlx5_1 port 1") in codes
+    # the healthy counterpart: no port finding
+    r = run("check", "--from", os.path.join(IB, "ibstat_ib_ndr_cx7_mt4129_active.txt"),
+            "--format", "json")
+    doc = json.loads(r.output)
+    assert r.exit_code == 0, r.output
+    assert not [f for f in doc["findings"] if f["code"] in ("ib.port_down", "ib.rate_low")]
+
+
+def test_check_rate_below_peers():
+    text = fx("ibstat_ib_ndr_cx7_mt4129_active.txt")
+    slow = text.replace("Rate: 400", "Rate: 200", 2).replace("Rate: 200", "Rate: 400", 1)
+    r = runner.invoke(app, ["check", "--from", "-", "--format", "json"], input=slow,
+                      env={"COLUMNS": "200"})
+    doc = json.loads(r.output)
+    low = [f for f in doc["findings"] if f["code"] == "ib.rate_low"]
+    assert [(f["subject"], f["actual"], f["expected"]) for f in low] == \
+        [("mlx5_1 port 1", 200, 400)]
+
+
+def test_ticket_with_topo_ibstat_and_q_reads_all_three():
+    r = run("check", "--from", os.path.join(IB, "ticket_topo_ibstat_q.txt"), "--format", "json")
+    doc = json.loads(r.output)
+    codes = {f["code"] for f in doc["findings"]}
+    assert {"ib.port_down", "fabric.failed"} <= codes
+    r = run("show", "--from", os.path.join(IB, "ticket_topo_ibstat_q.txt"), "--format", "json")
+    model = json.loads(r.output)
+    assert len(model["gpus"]) == 8
+    assert {"topo-text", "ibstat-text"} <= set(model["sources"])
+    nics = {n["name"]: n for n in model["nics"]}
+    assert nics["mlx5_1"]["extra"]["sysfs"]["ports"][0]["state"] == "DOWN"
+    assert "sysfs" not in nics["mlx5_2"]["extra"]  # ibstat named mlx5_0 and mlx5_1 only
+
+
+def test_snapshot_of_ibstat_is_one_line_error():
+    r = run("snapshot", "--from", os.path.join(IB, "ibstat_roce_cx7_mt4129_200g.txt"),
+            "-o", os.devnull)
+    assert r.exit_code == 2
+    assert "ibstat" in r.stderr and "Traceback" not in r.stderr
+
+
+# --- nvidia-smi -q -x XML -----------------------------------------------------------------
+
+XML = os.path.join(HERE, "..", "fixtures", "nvml-xml")
+HEALTHY_XML = os.path.join(XML, "nvidia_smi_q_x_h100_2gpu_healthy.xml")
+FAULTY_XML = os.path.join(XML, "nvidia_smi_q_x_h100_2gpu_gen3_x8_fabric_failed.xml")
+
+
+def xml_text(path):
+    with open(path, encoding="utf-8") as fh:
+        return fh.read()
+
+
+def test_q_x_reads_the_same_facts_as_q_text():
+    from nvtopo.probes.nvml import text as nvml_text
+    from nvtopo.probes.nvml import xml as nvml_xml
+
+    assert read.recognise(xml_text(FAULTY_XML)) == read.NVML_XML
+    topo = nvml_xml.derive_xml(xml_text(FAULTY_XML), "f.xml")
+    g1 = topo.gpus[1]
+    assert g1.pci_bus_id == "00000000:2A:00.0"
+    assert g1.uuid == "GPU-0c7e9a13-4f52-4e6b-8d1a-2b3c4d5e6f70"
+    assert g1.name == "NVIDIA H100 80GB HBM3"
+    # the -q text of the same GPU, as nvidia-smi -q prints it (written by hand)
+    q = ("GPU 00000000:2A:00.0\n"
+         "    Product Name                          : NVIDIA H100 80GB HBM3\n"
+         "    GPU UUID                              : GPU-0c7e9a13-4f52-4e6b-8d1a-2b3c4d5e6f70\n"
+         "    PCI\n"
+         "        Bus Id                            : 00000000:2A:00.0\n"
+         "        GPU Link Info\n"
+         "            PCIe Generation\n"
+         "                Max                       : 5\n"
+         "                Current                   : 3\n"
+         "                Device Current            : 3\n"
+         "                Device Max                : 5\n"
+         "                Host Max                  : 5\n"
+         "            Link Width\n"
+         "                Max                       : 16x\n"
+         "                Current                   : 8x\n"
+         "        Replays Since Reset               : 0\n"
+         "    Fabric\n"
+         "        State                             : Completed\n"
+         "        Status                            : Insufficient Resources\n"
+         "        CliqueId                          : 0\n"
+         "        ClusterUUID                       : 00000000-0000-0000-0000-000000000000\n"
+         "        Health\n"
+         "            Bandwidth                     : Full\n"
+         "            Route Recovery in progress    : False\n"
+         "            Route Unhealthy               : False\n"
+         "            Access Timeout Recovery       : False\n")
+    by_text = nvml_text.derive_text(q).to_dict()["gpus"][0]["extra"]["nvml-text"]
+    by_xml = topo.to_dict()["gpus"][1]["extra"]["nvml-text"]
+    assert {k: v for k, v in by_xml.items() if k != "index"} == \
+        {k: v for k, v in by_text.items() if k != "index"}
+    pcie = by_xml["pcie"]
+    assert (pcie["current_gen"], pcie["max_gen"], pcie["current_width"], pcie["max_width"]) \
+        == (3, 5, 8, 16)
+    assert by_xml["fabric"]["status"] == "insufficient_resources"
+
+
+def test_check_q_x_faulty_and_healthy():
+    r = run("check", "--from", FAULTY_XML, "--format", "json")
+    doc = json.loads(r.output)
+    got = {(f["code"], f["subject"]) for f in doc["findings"]}
+    assert {("fabric.failed", "node"), ("pcie.width_low", "GPU1"), ("pcie.gen_low", "GPU1")} \
+        <= got
+    r = run("check", "--from", HEALTHY_XML, "--format", "json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert not [f for f in doc["findings"] if f["severity"] in ("error", "warning")]
+
+
+def test_snapshot_of_q_x_keeps_the_q_facts(tmp_path):
+    out = tmp_path / "s.json"
+    r = run("snapshot", "--from", FAULTY_XML, "-o", str(out))
+    assert r.exit_code == 0, r.stderr
+    r = run("check", "--from", str(out), "--format", "json")
+    assert "pcie.width_low" in {f["code"] for f in json.loads(r.output)["findings"]}
+
+
+BILLION_LAUGHS = ('<?xml version="1.0"?>\n<!DOCTYPE nvidia_smi_log [\n<!ENTITY a "aaaaaaaaaa">\n'
+                  + "".join(f'<!ENTITY {c} "' + f"&{p};" * 10 + '">\n'
+                            for p, c in zip("abcdefghi", "bcdefghij"))
+                  + ']>\n<nvidia_smi_log><gpu id="00000000:18:00.0"><product_name>&j;'
+                  '</product_name></gpu></nvidia_smi_log>\n')
+EXTERNAL = ('<?xml version="1.0"?>\n<!DOCTYPE nvidia_smi_log [\n'
+            '<!ENTITY x SYSTEM "file:///etc/passwd">\n]>\n'
+            '<nvidia_smi_log><gpu id="00000000:18:00.0"><product_name>&x;</product_name>'
+            '</gpu></nvidia_smi_log>\n')
+
+
+@pytest.mark.parametrize("text,says", [
+    (BILLION_LAUGHS, "entities"),
+    (EXTERNAL, "entities"),
+    ("<nvidia_smi_log>" + "<a>" * 5000 + "</a>" * 5000 + "</nvidia_smi_log>", "deeper"),
+    ("<nvidia_smi_log><gpu id='x'><uuid>", "cut short"),
+    ("<nvidia_smi_log><a></b></nvidia_smi_log>", "not well-formed"),
+    ("<nvidia_smi_log>\n<timestamp>x</timestamp></nvidia_smi_log>\n", "lists no GPU"),
+])
+def test_hostile_q_x_is_one_line_error(tmp_path, text, says):
+    path = tmp_path / "bad.xml"
+    path.write_text(text)
+    t0 = time.monotonic()
+    r = run("check", "--from", str(path))
+    assert time.monotonic() - t0 < 10
+    assert r.exit_code == 2
+    assert says in r.stderr and "bad.xml" in r.stderr and "Traceback" not in r.stderr
+    assert r.stderr.count("\n") == 1
+    assert "root:" not in r.output + r.stderr  # /etc/passwd never read
+
+
+def test_q_x_cut_short_keeps_what_was_read():
+    text = xml_text(FAULTY_XML)
+    cut = text[:text.index("<fan_speed>", text.index('id="00000000:2A:00.0"'))]
+    from nvtopo.probes.nvml import xml as nvml_xml
+
+    topo = nvml_xml.derive_xml(cut, "cut.xml")
+    assert [g.pci_bus_id for g in topo.gpus] == ["00000000:18:00.0", "00000000:2A:00.0"]
+    assert "nvml_text.xml_cut" in [n.code for n in topo.notes]
+    assert topo.to_dict()["gpus"][1]["extra"]["nvml-text"]["pcie"]["current_width"] == 8
+
+
+def test_show_from_ibstat_lists_its_nics():
+    r = run("show", "--from", os.path.join(HERE, "..", "fixtures", "cli", "ibstat_ndr.txt"),
+            "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    model = json.loads(r.output)
+    assert [n["name"] for n in model["nics"]] == ["mlx5_0", "mlx5_1"]
+    assert model["gpus"] == [] and model["sources"] == ["ibstat-text"]
+    assert [p["rate_gbps"] for n in model["nics"] for p in n["extra"]["sysfs"]["ports"]] == \
+        [400, 400]

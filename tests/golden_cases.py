@@ -118,6 +118,9 @@ FAULTS_H100: Dict[str, str] = {
     "fabric-not-started": "fabric-not-started",
     "counters": "counters:mlx5_6:symbol_error=1000",
     "peermem-missing": "peermem-missing",
+    "nvme-far": "nvme-far:3",
+    "iommu-on": "iommu-on",
+    "no-nvidia-fs": "no-nvidia-fs",
 }
 
 #: The same for dgx-a100, every kind that applies to that layout.

@@ -77,10 +77,14 @@ def test_every_fault_kind_is_recorded():
     for spec_by_kind in G.FAULTS.values():
         for kind, spec in spec_by_kind.items():
             assert faults.parse(spec).kind == kind
-    # the one kind left out for dgx-a100 is left out because it does not apply there
-    assert set(faults.KINDS) - set(G.FAULTS_A100) == {"nic-affinity-swap"}
+    # the kinds left out for dgx-a100 are left out because they do not apply there
+    storage = {"nvme-far", "iommu-on", "no-nvidia-fs"}  # its layout expects no GDS
+    assert set(faults.KINDS) - set(G.FAULTS_A100) == {"nic-affinity-swap"} | storage
     with pytest.raises(NvtopoError, match="does not name each GPU's NIC"):
         simulate(machine.load_layout("dgx-a100", None), [G.FAULTS_H100["nic-affinity-swap"]])
+    for kind in sorted(storage):
+        with pytest.raises(NvtopoError, match="does not expect GPUDirect Storage"):
+            simulate(machine.load_layout("dgx-a100", None), [G.FAULTS_H100[kind]])
 
 
 def test_every_fixture_and_layout_is_a_case():

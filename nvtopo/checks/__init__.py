@@ -35,7 +35,7 @@ __all__ = ["FAMILIES", "SEVERITIES", "Finding", "Report", "Subject", "demote", "
            "fold", "run", "select_and_run", "verdict"]
 
 #: Check families, in report order.
-FAMILIES = ("gpu", "fabric", "nvlink", "p2p", "pcie", "nic", "ib", "numa", "source")
+FAMILIES = ("gpu", "fabric", "nvlink", "p2p", "pcie", "nic", "ib", "numa", "gds", "source")
 
 
 def fold(findings: List[Finding]) -> List[Finding]:

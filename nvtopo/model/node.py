@@ -11,7 +11,7 @@ from typing import Dict, List, Optional
 from .codec import Record, fld, record
 from .host import NumaInfo
 from .rdma import GpuDirect
-from .storage import NvmeDrive
+from .storage import NvmeDrive, Storage
 
 
 @record
@@ -37,6 +37,8 @@ class SysfsNode(Record):
                                       "address sysfs found it at", factory=dict)
     numa: Optional[NumaInfo] = fld("devices/system/node (null without it)")
     gpudirect: GpuDirect = fld("GPUDirect RDMA modules", factory=GpuDirect)
+    storage: Storage = fld("class/nvme and the IOMMU state (docs/storage.md)",
+                           factory=Storage)
 
     def relabel(self, rename: Dict[str, str]) -> None:
         """Name GPUs as the merged model does (``rename``: old label -> new)."""

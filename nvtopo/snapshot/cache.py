@@ -87,6 +87,7 @@ DERIVATION_MODULES = ("__init__.py", "errors.py", "model/__init__.py", "model/co
                       "probes/nvml/record.py", "probes/nvml/source.py", "probes/nvml/text.py",
                       "probes/nvml/vocab.py", "probes/nvml/walk.py", "probes/sysfs/__init__.py",
                       "probes/sysfs/build.py", "probes/sysfs/facts.py", "probes/sysfs/live.py",
+                      "probes/sysfs/nvme.py",
                       "probes/sysfs/parse.py", "probes/sysfs/read.py", "probes/sysfs/root.py",
                       "probes/sysfs/walk.py", "probes/host.py", "plain.py", "safe.py")
 _code_digest: Optional[str] = None

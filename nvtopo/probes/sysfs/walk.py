@@ -246,6 +246,10 @@ def collect(v: Any) -> Dict[str, Any]:
         out["modules"][mod] = {"loaded": listing is not None, "version": version}
     for path in PEER_MEM_FILES:
         out["modules"][path] = {"loaded": v.read(path)[0] is not None}
+
+    # -- NVMe controllers and the IOMMU (GPUDirect Storage): an allow-list, see .nvme
+    from . import nvme
+    out["nvme"] = nvme.collect(v, out["pci"])
     return out
 
 

@@ -264,3 +264,29 @@ def test_storage_faults_need_a_gds_layout():
             simulate(layouts.load("dgx-a100"), [spec])
     with pytest.raises(NvtopoError, match="no data drive 8"):
         simulate(layouts.load("dgx-h100"), ["nvme-far:8"])
+
+
+# --- show ----------------------------------------------------------------------------------------
+
+
+def _show(topo, width):
+    from rich.console import Console
+
+    from nvtopo.render.matrix import render
+
+    con = Console(width=width, record=True, color_system=None, file=open(os.devnull, "w"))
+    con.print(render(topo, width))
+    return con.export_text()
+
+
+def test_show_storage_table_reads_at_80_columns():
+    out = _show(model("dgx-h100-gds-faults"), 80)
+    block = out[out.index("NVMe drives"):out.index("GPUDirect Storage:")]
+    assert all(len(ln.rstrip()) <= 80 for ln in block.splitlines())
+    rows = {ln.split()[0]: ln.split() for ln in block.splitlines()[2:] if ln.strip()}
+    assert rows["nvme2"] == ["nvme2", "0000:1d:00.0", "SAMSUNG", "MZWLR3T8HBLS-00007", "3.84",
+                             "TB", "PHB", "GPU0", "live"]
+    assert rows["nvme0"][-3:] == ["NODE", "GPU0-3", "live"]
+    assert "GPUDirect Storage: IOMMU translated · nvidia_fs not loaded" in out
+    odd = _show(model("nvme-odd"), 80)
+    assert "unknown  PHB GPU0     resetting" in odd and "over tcp" in odd

@@ -453,6 +453,8 @@ def render(topo: Topology, width: int) -> RenderableType:
         parts += [Text(""), Fitted(gpu_table(topo))]
     if topo.nics:
         parts += [Text(""), Fitted(nic_table(topo))]
+    from .storage import storage_parts  # NVMe drives (docs/storage.md)
+    parts += storage_parts(topo)
     fabric = fabric_lines(topo)
     if fabric is not None:
         parts += [Text(""), fabric]

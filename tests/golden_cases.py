@@ -201,6 +201,11 @@ def cases() -> List[Case]:
         for cmd in ("links", "show", "check"):
             out += _table_json(f"{stem}/{cmd}", [cmd, "--from", key], [key])
 
+    # pasted gdscheck -p: check (GPUDirect Storage facts only)
+    for f in _fixture_names("gds-text", "*.txt"):
+        key = f"gds-text/{f}"
+        out += _table_json(f"gds-text/{Path(f).stem}/check", ["check", "--from", key], [key])
+
     # sysfs fixture trees: ib, show, check with --sysfs-root
     for f in _fixture_names("sysfs", "*.sysfs"):
         key = f"sysfs/{Path(f).stem}"
@@ -342,8 +347,8 @@ class Inputs:
         kind, _, rest = key.partition("/")
         if kind == "topo":
             shutil.copyfile(FIXTURES / "topo-corpus" / rest, dest)
-        elif kind == "nvml-text":
-            shutil.copyfile(FIXTURES / "nvml-text" / rest, dest)
+        elif kind in ("nvml-text", "gds-text"):
+            shutil.copyfile(FIXTURES / kind / rest, dest)
         elif kind == "nvml":
             import nvml_fake
 

@@ -290,3 +290,67 @@ def test_show_storage_table_reads_at_80_columns():
     assert "GPUDirect Storage: IOMMU translated · nvidia_fs not loaded" in out
     odd = _show(model("nvme-odd"), 80)
     assert "unknown  PHB GPU0     resetting" in odd and "over tcp" in odd
+
+
+# --- pasted gdscheck -p --------------------------------------------------------------------------
+
+GDS_TEXT = sysfs_trees.FIXTURES.parent / "gds-text"
+
+
+def _gds(name):
+    from nvtopo.snapshot import load_text
+
+    path = GDS_TEXT / name
+    return load_text(path.read_text(encoding="utf-8"), str(path))
+
+
+def test_gdscheck_parsed_values():
+    from nvtopo.snapshot import read
+
+    text = (GDS_TEXT / "gdscheck-p.txt").read_text(encoding="utf-8")
+    assert read.recognise(text) == read.GDS_TEXT
+    g = _gds("gdscheck-p.txt").gds_text
+    assert (g.gds_version, g.nvidia_fs_version, g.libcufile_version, g.platform) == (
+        "1.7.2.10", "2.17", "2.12", "x86_64")
+    assert g.supported("NVMe") is True and g.supported("NVMeOF") is False
+    assert g.drivers["IBM Spectrum Scale"] == "Unsupported" and len(g.drivers) == 11
+    assert "--Mellanox PeerDirect" not in g.drivers  # a sub-item, not a driver
+    assert (g.iommu, g.verification) == ("disabled", "succeeded")
+    bad = _gds("gdscheck-p-iommu-on.txt").gds_text
+    assert (bad.supported("NVMe"), bad.iommu, bad.verification) == (False, "enabled", "failed")
+    cut = _gds("gdscheck-p-cut.txt").gds_text
+    assert (cut.iommu, cut.verification) == (None, None)  # unknown, not disabled
+
+
+def test_gdscheck_findings():
+    assert findings(_gds("gdscheck-p.txt"), None) == []
+    assert sorted(findings(_gds("gdscheck-p-iommu-on.txt"), None)) == [
+        ("gds.iommu", "node", "warning"), ("gds.nvme_unsupported", "node", "warning"),
+        ("gds.platform", "node", "warning")]
+    # where a layout states the expectation, NVMe Unsupported is an error
+    got = dict((c, s) for c, _, s in findings(_gds("gdscheck-p-iommu-on.txt"), stated()))
+    assert got["gds.nvme_unsupported"] == "error"
+    assert findings(_gds("gdscheck-p-cut.txt"), None, level=("info",)) == [
+        ("gds.not_checked", "node", "info")]
+
+
+def test_gdscheck_damaged_is_one_line_and_hostile_text_is_escaped():
+    from nvtopo.probes import gds_text
+
+    with pytest.raises(NvtopoError, match="DRIVER CONFIGURATION"):
+        _gds("gdscheck-p-damaged.txt")
+    text = (GDS_TEXT / "gdscheck-p.txt").read_text(encoding="utf-8").replace(
+        " NFS                : Unsupported", " NFS                : Un\x1b[2Jsupported")
+    g = gds_text.parse(text)
+    assert "\x1b" not in json.dumps(g.to_dict()) and g.supported("NFS") is None
+    long_line = "GDS release version: 1\nDRIVER CONFIGURATION:\n" + " x" * 200_000 + " : y\n"
+    assert gds_text.looks_like(long_line)
+    with pytest.raises(NvtopoError):
+        gds_text.parse(long_line)  # the line is cut at MAX_LINE: no driver, and no hang
+
+
+def test_gdscheck_is_not_kept_in_a_snapshot():
+    from nvtopo import snapshot as snap
+
+    with pytest.raises(NvtopoError, match="not kept in a snapshot"):
+        snap._document_of((GDS_TEXT / "gdscheck-p.txt").read_text(encoding="utf-8"), "x.txt")

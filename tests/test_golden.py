@@ -93,7 +93,8 @@ def test_every_fixture_and_layout_is_a_case():
     args = [a for c in CASES for a in c.args]
     for sub, pattern, key in (("topo-corpus", "*.txt", "topo/{}"),
                               ("nvml", "*.json", "nvml/{}"),
-                              ("nvml-text", "*.txt", "nvml-text/{}")):
+                              ("nvml-text", "*.txt", "nvml-text/{}"),
+                              ("gds-text", "*.txt", "gds-text/{}")):
         files = sorted((G.FIXTURES / sub).glob(pattern))
         assert files, sub
         for f in files:

@@ -75,6 +75,9 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     sysfs = topo.sysfs
     gds = layout.get("storage.gds") if layout is not None else None
     expect = isinstance(gds, dict) and gds.get("expected") is True
+    if topo.gds_text is not None:
+        out += _gdscheck(topo.gds_text, expect,
+                         expect and layout is not None and layout.inferred_only("storage.gds"))
     if sysfs is None:
         if expect:
             out.append(finding("info", "gds.not_checked", S.NODE,
@@ -199,6 +202,38 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                 expected=per, actual=len(ds), source=SOURCE,
                 hint="spread the data drives over the GPU switches (the vendor's bay map)"))
     return _iommu(out, storage, far_data, expect)
+
+
+def _gdscheck(g: Any, expect: bool, inferred: bool) -> List[Finding]:
+    """What a pasted ``gdscheck -p`` says: GDS's own verdict on NVMe, the IOMMU, the platform.
+    Pasting it says GDS is wanted: without a layout's expectation its facts are warnings."""
+    out: List[Finding] = []
+    src = "gds-text"
+    if g.supported("NVMe") is False:
+        out.append(finding(
+            demote("error", inferred) if expect else "warning", "gds.nvme_unsupported", S.NODE,
+            "gdscheck -p lists NVMe as Unsupported: cuFile I/O to local NVMe drives goes "
+            "through compatibility mode (a CPU bounce buffer), not GPUDirect",
+            expected="Supported", actual=g.drivers.get("NVMe"), source=src,
+            hint="check that nvidia_fs is loaded, the IOMMU is off or in passthrough and the "
+                 "drives use the inbox nvme driver (GDS installation guide)"))
+    if g.iommu == "enabled":
+        out.append(finding("warning", "gds.iommu", S.NODE,
+                           "gdscheck -p says the IOMMU is enabled: GDS peer-to-peer DMA is not "
+                           "supported with it (GDS falls back to compatibility mode)",
+                           expected="disabled", actual="enabled", source=src,
+                           hint="boot with iommu=pt (or the IOMMU off) as NVIDIA's GDS "
+                                "installation guide says"))
+    elif g.iommu is None:
+        out.append(finding("info", "gds.not_checked", S.NODE,
+                           "gdscheck -p text has no PLATFORM INFO IOMMU line (cut short?): the "
+                           "IOMMU state it sees is unknown", source=src))
+    if g.verification == "failed":
+        out.append(finding("warning", "gds.platform", S.NODE,
+                           "gdscheck -p says platform verification failed (its lines above the "
+                           "verdict say why)", expected="succeeded", actual="failed",
+                           source=src, hint="read the PLATFORM INFO section of gdscheck -p"))
+    return out
 
 
 def _iommu(out: List[Finding], storage: Any, far: List[Any], expect: bool) -> List[Finding]:

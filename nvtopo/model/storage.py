@@ -76,4 +76,27 @@ class Storage(Record):
                                            omit="none")
 
 
-__all__ = ["NvmeDrive", "NvmeNamespace", "Storage"]
+@record
+class GdsCheck(Record):
+    """``extra.gds-text``: a pasted ``gdscheck -p`` (NVIDIA GPUDirect Storage's own check)."""
+
+    gds_version: Optional[str] = fld("GDS release version")
+    nvidia_fs_version: Optional[str] = fld("nvidia_fs version")
+    libcufile_version: Optional[str] = fld("libcufile version")
+    platform: Optional[str] = fld("Platform: (x86_64, aarch64)")
+    drivers: Dict[str, str] = fld("DRIVER CONFIGURATION: name -> Supported, Unsupported...",
+                                  factory=dict)
+    iommu: Optional[str] = fld("PLATFORM INFO IOMMU: enabled or disabled")
+    verification: Optional[str] = fld("Platform verification: succeeded or failed")
+
+    def supported(self, name: str) -> Optional[bool]:
+        """Whether the list says ``name`` (``NVMe``) is supported; None where it is not listed
+        or says something else."""
+        value = self.drivers.get(name)
+        if value is None:
+            return None
+        v = value.strip().lower()
+        return True if v == "supported" else False if v == "unsupported" else None
+
+
+__all__ = ["GdsCheck", "NvmeDrive", "NvmeNamespace", "Storage"]

@@ -21,6 +21,7 @@ from .host import HostNet, host_problems
 from .vocab import path_kind, path_rank
 from .node import SysfsNode, TopoText
 from .nvml import NvmlNode, TextNode
+from .storage import GdsCheck
 
 #: Version of the JSON document written by :meth:`Topology.to_dict`.
 SCHEMA_VERSION = 1
@@ -32,7 +33,7 @@ class Topology(Record):
 
     __json_order__ = ("origin", "host", "sources", "gpus", "nics", "matrix", "p2p", "nvlinks",
                       "notes", "disagreements", "extra", "topo_text", "nvml",
-                      "nvml_text", "sysfs", "host_net")
+                      "nvml_text", "sysfs", "host_net", "gds_text")
 
     gpus: List[GPU] = fld(factory=list)
     nics: List[NIC] = fld(factory=list)
@@ -57,6 +58,8 @@ class Topology(Record):
     sysfs: Optional[SysfsNode] = fld("sysfs", nest="extra", omit="none")
     host_net: Optional[HostNet] = fld("the host probe (psutil)", key="host", nest="extra",
                                       omit="none")
+    gds_text: Optional[GdsCheck] = fld("pasted gdscheck -p (docs/storage.md)", key="gds-text",
+                                       nest="extra", omit="none")
 
     # -- lookups -------------------------------------------------------------
 

@@ -354,3 +354,19 @@ def test_gdscheck_is_not_kept_in_a_snapshot():
 
     with pytest.raises(NvtopoError, match="not kept in a snapshot"):
         snap._document_of((GDS_TEXT / "gdscheck-p.txt").read_text(encoding="utf-8"), "x.txt")
+
+
+def test_svg_draws_the_drives_with_their_findings(tmp_path):
+    import xml.dom.minidom
+
+    from nvtopo.render import svg
+
+    topo = model("dgx-h100-gds-faults")
+    report = checks.run(topo, stated())
+    doc = svg.render(topo, report)
+    xml.dom.minidom.parseString(doc.encode("utf-8"))
+    assert doc.count('class="nvme') == 10
+    assert '<g id="nvme-nvme2" class="nvme fault-error">' in doc
+    assert '<g id="nvme-nvme3" class="nvme">' in doc and ">PIX GPU1</text>" in doc
+    assert ">PHB GPU0</text>" in doc
+    assert "NVMe drives (10)" in doc

@@ -119,6 +119,9 @@ FAULTS_H100: Dict[str, str] = {
     "fabric-not-started": "fabric-not-started",
     "counters": "counters:mlx5_6:symbol_error=1000",
     "peermem-missing": "peermem-missing",
+    "nvme-far": "nvme-far:3",
+    "iommu-on": "iommu-on",
+    "no-nvidia-fs": "no-nvidia-fs",
 }
 
 #: The same for dgx-a100, every kind that applies to that layout.
@@ -205,6 +208,11 @@ def cases() -> List[Case]:
         stem = f"nvml-text/{Path(f).stem}"
         for cmd in ("links", "show", "check"):
             out += _table_json(f"{stem}/{cmd}", [cmd, "--from", key], [key])
+
+    # pasted gdscheck -p: check (GPUDirect Storage facts only)
+    for f in _fixture_names("gds-text", "*.txt"):
+        key = f"gds-text/{f}"
+        out += _table_json(f"gds-text/{Path(f).stem}/check", ["check", "--from", key], [key])
 
     # sysfs fixture trees: ib, show, check with --sysfs-root
     for f in _fixture_names("sysfs", "*.sysfs"):
@@ -347,8 +355,8 @@ class Inputs:
         kind, _, rest = key.partition("/")
         if kind == "topo":
             shutil.copyfile(FIXTURES / "topo-corpus" / rest, dest)
-        elif kind == "nvml-text":
-            shutil.copyfile(FIXTURES / "nvml-text" / rest, dest)
+        elif kind in ("nvml-text", "gds-text"):
+            shutil.copyfile(FIXTURES / kind / rest, dest)
         elif kind == "nvml":
             import nvml_fake
 

@@ -77,11 +77,15 @@ def test_every_fault_kind_is_recorded():
     for spec_by_kind in G.FAULTS.values():
         for kind, spec in spec_by_kind.items():
             assert faults.parse(spec).kind == kind
-    # the one kind left out for dgx-a100 is left out because it does not apply there
-    assert set(faults.KINDS) - set(G.FAULTS_A100) == {"nic-affinity-swap", "c2c-down",
-                                                      "c2c-links"}
+    # the kinds left out for dgx-a100 are left out because they do not apply there
+    storage = {"nvme-far", "iommu-on", "no-nvidia-fs"}  # its layout expects no GDS
+    c2c = {"c2c-down", "c2c-links"}  # not a Grace superchip
+    assert set(faults.KINDS) - set(G.FAULTS_A100) == {"nic-affinity-swap"} | storage | c2c
     with pytest.raises(NvtopoError, match="does not name each GPU's NIC"):
         simulate(machine.load_layout("dgx-a100", None), [G.FAULTS_H100["nic-affinity-swap"]])
+    for kind in sorted(storage):
+        with pytest.raises(NvtopoError, match="does not expect GPUDirect Storage"):
+            simulate(machine.load_layout("dgx-a100", None), [G.FAULTS_H100[kind]])
 
 
 def test_every_fixture_and_layout_is_a_case():
@@ -90,7 +94,8 @@ def test_every_fixture_and_layout_is_a_case():
     args = [a for c in CASES for a in c.args]
     for sub, pattern, key in (("topo-corpus", "*.txt", "topo/{}"),
                               ("nvml", "*.json", "nvml/{}"),
-                              ("nvml-text", "*.txt", "nvml-text/{}")):
+                              ("nvml-text", "*.txt", "nvml-text/{}"),
+                              ("gds-text", "*.txt", "gds-text/{}")):
         files = sorted((G.FIXTURES / sub).glob(pattern))
         assert files, sub
         for f in files:

@@ -35,8 +35,8 @@ __all__ = ["FAMILIES", "SEVERITIES", "Finding", "Report", "Subject", "demote", "
            "fold", "run", "select_and_run", "verdict"]
 
 #: Check families, in report order.
-FAMILIES = ("gpu", "fabric", "nvlink", "p2p", "pcie", "nic", "ib", "numa", "c2c", "mesh",
-            "source")
+FAMILIES = ("gpu", "fabric", "nvlink", "p2p", "pcie", "nic", "ib", "numa", "c2c", "gds",
+            "mesh", "source")
 
 
 def fold(findings: List[Finding]) -> List[Finding]:

@@ -20,7 +20,7 @@ from ..safe import json_loads
 #: Version of the layout file format.
 LAYOUT_SCHEMA = 1
 
-_SECTIONS = ("gpus", "nvlink", "nics", "numa", "c2c")
+_SECTIONS = ("gpus", "nvlink", "nics", "numa", "c2c", "storage")
 #: The bundled layout files live beside this module.
 
 

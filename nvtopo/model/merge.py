@@ -23,7 +23,8 @@ if TYPE_CHECKING:  # pragma: no cover
 #: Per-source records of a GPU, a NIC and the node: a fragment's replaces the model's.
 GPU_RECORDS = ("nvml", "nvml_text", "sysfs")
 NIC_RECORDS = ("affinity", "sysfs")
-NODE_RECORDS = ("topo_text", "nvml", "nvml_text", "sysfs", "host_net", "wireguard")
+NODE_RECORDS = ("topo_text", "nvml", "nvml_text", "sysfs", "host_net", "wireguard",
+                "gds_text")
 #: Sources whose text may be an excerpt (some GPUs only): a GPU they do not name is not
 #: absent, so their silence is never a ``presence`` disagreement.
 PARTIAL_SOURCES = ("nvml-text",)

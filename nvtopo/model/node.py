@@ -12,7 +12,7 @@ from .codec import Record, fld, record
 from .host import NumaInfo
 from .net import NetLink
 from .rdma import GpuDirect
-from .storage import NvmeDrive
+from .storage import NvmeDrive, Storage
 
 
 @record
@@ -40,6 +40,8 @@ class SysfsNode(Record):
     gpudirect: GpuDirect = fld("GPUDirect RDMA modules", factory=GpuDirect)
     net: Optional[Dict[str, NetLink]] = fld("class/net: interface -> facts, where a WireGuard "
                                             "interface is present", omit="none")
+    storage: Storage = fld("class/nvme and the IOMMU state (docs/storage.md)",
+                           factory=Storage)
 
     def relabel(self, rename: Dict[str, str]) -> None:
         """Name GPUs as the merged model does (``rename``: old label -> new)."""

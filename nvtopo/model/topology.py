@@ -22,6 +22,7 @@ from .net import WgNode
 from .vocab import path_kind, path_rank
 from .node import SysfsNode, TopoText
 from .nvml import NvmlNode, TextNode
+from .storage import GdsCheck
 
 #: Version of the JSON document written by :meth:`Topology.to_dict`.
 SCHEMA_VERSION = 1
@@ -33,7 +34,7 @@ class Topology(Record):
 
     __json_order__ = ("origin", "host", "sources", "gpus", "nics", "matrix", "p2p", "nvlinks",
                       "notes", "disagreements", "extra", "topo_text", "nvml",
-                      "nvml_text", "sysfs", "host_net", "wireguard")
+                      "nvml_text", "sysfs", "host_net", "wireguard", "gds_text")
 
     gpus: List[GPU] = fld(factory=list)
     nics: List[NIC] = fld(factory=list)
@@ -60,6 +61,8 @@ class Topology(Record):
                                       omit="none")
     wireguard: Optional[WgNode] = fld("the wireguard probe (wg show, /proc/net/route)",
                                       nest="extra", omit="none")
+    gds_text: Optional[GdsCheck] = fld("pasted gdscheck -p (docs/storage.md)", key="gds-text",
+                                       nest="extra", omit="none")
 
     # -- lookups -------------------------------------------------------------
 

@@ -486,6 +486,8 @@ def render(topo: Topology, width: int) -> RenderableType:
     mesh = mesh_table(topo)
     if mesh is not None:
         parts += [Text(""), Fitted(mesh)]
+    from .storage import storage_parts  # NVMe drives (docs/storage.md)
+    parts += storage_parts(topo)
     fabric = fabric_lines(topo)
     if fabric is not None:
         parts += [Text(""), fabric]

@@ -35,6 +35,9 @@ KINDS: Dict[str, Tuple[str, str]] = {
                  "disabled, every link inactive)"),
     "c2c-links": ("c2c-links:GPU<i>:<active>", "only that many of the GPU's NVLink-C2C "
                   "links are active"),
+    "nvme-far": ("nvme-far:<k>", "data drive k on a CPU root port, off its GPU's switch"),
+    "iommu-on": ("iommu-on", "the IOMMU translates DMA (groups of type DMA-FQ)"),
+    "no-nvidia-fs": ("no-nvidia-fs", "nvidia_fs not loaded (no GPUDirect Storage)"),
 }
 
 _GPU = r"GPU([0-9]{1,4})"
@@ -49,6 +52,7 @@ _PATTERNS = {
     "pcie-gen": re.compile(rf"^{_GPU}:([0-9])$"),
     "nic-affinity-swap": re.compile(rf"^{_NIC}:{_NIC}$"),
     "counters": re.compile(rf"^{_NIC}:(\w+)=([0-9]{{1,12}})$"),
+    "nvme-far": re.compile(r"^([0-9]{1,3})$"),
 }
 _PATTERNS["c2c-down"] = _PATTERNS["gpu-missing"]  # GPU<i>
 _PATTERNS["c2c-links"] = _PATTERNS["pcie-width"]  # GPU<i>:<count>
@@ -62,8 +66,10 @@ class Fault:
 
     def subjects(self) -> Tuple[str, ...]:
         """What the fault is about (``GPU3``, ``mlx5_1``, ``node``): distinct-subject pairing."""
-        if self.kind in ("fabric-not-started", "peermem-missing"):
+        if self.kind in ("fabric-not-started", "peermem-missing", "iommu-on", "no-nvidia-fs"):
             return ("node",)
+        if self.kind == "nvme-far":
+            return (f"nvme-data{self.args[0]}",)
         if self.kind == "nvlink-degraded":
             return (f"GPU{self.args[0]}", f"GPU{self.args[1]}")
         if self.kind in ("nvlink-down", "gpu-missing", "pcie-width", "pcie-gen", "c2c-down",
@@ -80,7 +86,7 @@ def parse(spec: str) -> Fault:
     kind, _, rest = spec.strip().partition(":")
     if kind not in KINDS:
         raise NvtopoError(f"unknown fault kind {kind!r}; known: {', '.join(KINDS)}", where=where)
-    if kind in ("fabric-not-started", "peermem-missing"):
+    if kind in ("fabric-not-started", "peermem-missing", "iommu-on", "no-nvidia-fs"):
         if rest:
             raise NvtopoError(f"{kind} takes no argument", where=where)
         return Fault(spec, kind, ())
@@ -301,12 +307,29 @@ def _c2c(m: Machine, f: Fault, where: str) -> None:
         raise NvtopoError(f"active links must be 1-{have - 1}, below GPU{f.args[0]}'s {have} "
                           "(c2c-down takes them all down)", where=where)
     g.c2c_up = up
+def _storage(m: Machine, f: Fault, where: str) -> None:
+    from .storage import counts
+
+    if m.layout.get("storage.gds.expected") is not True:
+        raise NvtopoError(f"the {m.layout.name} layout does not expect GPUDirect Storage "
+                          "(storage.gds.expected)", where=where)
+    if f.kind == "nvme-far":
+        k, n = int(f.args[0]), counts(m)[1]
+        if k >= n:
+            raise NvtopoError(f"no data drive {k}: the {m.layout.name} layout has {n} "
+                              f"(0-{n - 1})", where=where)
+        m.storage.setdefault("far", set()).add(k)
+    elif f.kind == "iommu-on":
+        m.storage["iommu"] = "DMA-FQ"
+    else:
+        m.storage["no_nvidia_fs"] = True
 
 
 _APPLY = {"nvlink-down": _nvlink_down, "nvlink-degraded": _nvlink_degraded,
           "gpu-missing": _gpu_missing, "ib-port-down": _ib_port_down, "ib-rate": _ib_rate,
           "pcie-width": _pcie_width, "pcie-gen": _pcie_gen, "nic-affinity-swap": _nic_swap,
           "fabric-not-started": _fabric, "counters": _counters, "peermem-missing": _peermem,
-          "c2c-down": _c2c, "c2c-links": _c2c}
+          "c2c-down": _c2c, "c2c-links": _c2c,
+          "nvme-far": _storage, "iommu-on": _storage, "no-nvidia-fs": _storage}
 
 __all__ = ["KINDS", "Fault", "parse", "apply", "moved_gpus", "Port", "Optional"]

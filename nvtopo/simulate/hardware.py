@@ -119,6 +119,9 @@ class Machine:
     #: CUDA version), ``cluster_uuid``, ``clique_id``, ``ports``: NIC -> (lid, sm_lid, gid
     #: prefix).  Empty for a single node.
     fleet: Dict[str, Any] = field(default_factory=dict)
+    #: NVMe faults (:mod:`.storage`): ``far`` (data drive numbers on CPU root ports),
+    #: ``iommu`` (an IOMMU group type), ``no_nvidia_fs``.
+    storage: Dict[str, Any] = field(default_factory=dict)
 
     # -- lookups ---------------------------------------------------------------------------
 

@@ -139,6 +139,8 @@ def sysfs_tree(m: Machine) -> Tree:
     t.module("nvidia")
     if m.peermem:
         t.module("nvidia_peermem")
+    from .storage import add as add_drives
+    add_drives(t, m)
     return t
 
 

@@ -145,6 +145,27 @@ class Tree:
             else:
                 self.f(f"{pb}/{k}", v)
 
+    # -- NVMe controllers (class/nvme) and IOMMU groups
+    def nvme(self, pci_path: str, name: str, *, model: str, fw: str,
+             sectors: Sequence[int], transport: str = "pcie") -> str:
+        """Controller ``name`` (nvme0) of the PCI function at ``pci_path``, with one namespace
+        per entry of ``sectors`` (512-byte sectors).  Returns the controller directory."""
+        base = f"{pci_path}/nvme/{name}"
+        self.link(f"class/nvme/{name}", "../../" + base)
+        self.link(f"{base}/device", "../" * 2 + "../" + pci_path.rsplit("/", 1)[1])
+        for attr, value in (("model", model), ("firmware_rev", fw), ("transport", transport),
+                            ("state", "live")):
+            self.f(f"{base}/{attr}", value)
+        for k, n in enumerate(sectors):
+            self.f(f"{base}/{name}n{k + 1}/size", n)
+        return base
+
+    def iommu_group(self, pci_path: str, group: int, kind: str = "identity") -> None:
+        """Put the PCI function at ``pci_path`` in IOMMU group ``group`` of type ``kind``."""
+        up = "../" * (pci_path.count("/") + 1)
+        self.link(f"{pci_path}/iommu_group", f"{up}kernel/iommu_groups/{group}")
+        self.f(f"kernel/iommu_groups/{group}/type", kind)
+
     # -- NUMA and modules
     def numa(self, nodes: Dict[int, str], distances: Dict[int, Sequence[int]]) -> None:
         ids = sorted(nodes)

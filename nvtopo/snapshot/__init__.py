@@ -111,6 +111,8 @@ class Opened(namedtuple("Opened", ("model", "document", "where", "cached", "warn
                                   "snapshot` on the node, or read a copied tree with "
                                   "--sysfs-root DIR)", where=topo.origin.get("file") or self.where)
             return
+        if need == "check" and topo.gds_text is not None:
+            return  # a pasted gdscheck -p: GPUDirect Storage facts, no GPU (docs/storage.md)
         if not topo.gpus and topo.matrix is None and topo.p2p is None \
                 and not any(n.sysfs is not None for n in topo.nics):  # ibstat text
             why = "; ".join(n.message for n in topo.notes) or "no GPU facts"
@@ -245,6 +247,12 @@ def _text_model(text: str, where: str) -> Topology:
     from ..probes import ib_text
 
     kind = read.recognise(text)
+    if kind == read.GDS_TEXT:  # pasted gdscheck -p (docs/storage.md)
+        from ..probes import gds_text
+
+        topo = gds_text.derive_text(text, where)
+        topo.origin = {"kind": "gds-text", "file": where}
+        return topo
     if kind == read.NVML_XML:  # nvidia-smi -q -x: the -q facts
         from ..probes.nvml import xml as nvml_xml
 
@@ -285,6 +293,9 @@ def _document_of(text: str, where: str) -> Dict[str, Any]:
         from ..probes.nvml import xml as nvml_xml
 
         text, kind = nvml_xml.to_q_text(text, where)[0], read.NVML_TEXT
+    if kind == read.GDS_TEXT:
+        raise NvtopoError("a pasted gdscheck -p text is read by show and check (--from), but "
+                          "not kept in a snapshot", where=where)
     if kind == read.NVML_TEXT:
         doc = from_text_evidence(text, where)
         doc["probes"] = {"nvml": document.nvml_text_evidence(text)}

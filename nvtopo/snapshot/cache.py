@@ -78,7 +78,7 @@ DERIVATION_MODULES = ("__init__.py", "errors.py", "model/__init__.py", "model/co
                       "model/rdma.py",
                       "model/spec.py", "model/storage.py", "model/topology.py", "model/vocab.py",
                       "snapshot/__init__.py", "snapshot/cache.py", "snapshot/document.py",
-                      "snapshot/read.py",
+                      "snapshot/read.py", "probes/gds_text.py",
                       "probes/__init__.py", "probes/deadline.py",
                       "probes/topo/__init__.py", "probes/topo/live.py",
                       "probes/topo/locate.py", "probes/topo/matrix.py", "probes/topo/scan.py",
@@ -88,6 +88,7 @@ DERIVATION_MODULES = ("__init__.py", "errors.py", "model/__init__.py", "model/co
                       "probes/nvml/record.py", "probes/nvml/source.py", "probes/nvml/text.py",
                       "probes/nvml/vocab.py", "probes/nvml/walk.py", "probes/sysfs/__init__.py",
                       "probes/sysfs/build.py", "probes/sysfs/facts.py", "probes/sysfs/live.py",
+                      "probes/sysfs/nvme.py",
                       "probes/sysfs/parse.py", "probes/sysfs/read.py", "probes/sysfs/root.py",
                       "probes/sysfs/walk.py", "probes/sysfs/net.py", "probes/host.py",
                       "probes/wireguard.py", "plain.py", "safe.py")

@@ -257,6 +257,8 @@ TOPO_AND_NVML_TEXT = "topo-text+nvml-text"
 IB_TEXT = "ib-text"
 #: ``nvidia-smi -q -x`` XML (read as the ``-q`` text it stands for: :mod:`nvtopo.probes.nvml.xml`).
 NVML_XML = "nvml-xml"
+#: Pasted ``gdscheck -p`` (GPUDirect Storage, docs/storage.md).
+GDS_TEXT = "gds-text"
 #: Neither text recognised: parsed as a topo text, whose parser says precisely what is wrong.
 UNRECOGNISED = "unrecognised"
 
@@ -267,6 +269,10 @@ def recognise(text: str) -> str:
     paste, or none of them."""
     if is_json(text):
         return SNAPSHOT
+    from ..probes import gds_text
+
+    if gds_text.looks_like(text):
+        return GDS_TEXT
     from ..probes import topo as topo_text
     from ..probes.nvml import text as nvml_text
 

@@ -15,6 +15,7 @@ from ...model.node import SysfsNode
 from ...model.pcie import PciFunction, PciPlacement
 from ...model.rdma import GpuDirect, Hca, Netdev
 from ...model.storage import NvmeDrive
+from .nvme import build as nvme_facts
 from . import walk
 from .net import build_net
 from .facts import (absent_reason, counter_facts, dir_reason, dir_status, link_facts,
@@ -325,7 +326,8 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
             "an RDMA driver: " + ", ".join(d["bdf"] for d in bare[:8])
             + (f" and {len(bare) - 8} more" if len(bare) > 8 else "") if bare else "")
 
-    # -- NVMe drives (GPUDirect Storage placement)
+    # -- NVMe drives (GPUDirect Storage placement); controller facts from class/nvme
+    storage, ctrl_by_pci, ctrl_fabric = nvme_facts(raw.get("nvme"))
     nvme = []
     for dev in sorted((d for d in pci.values() if d["kind"] == "nvme"),
                       key=lambda d: sysfs_bdf(d["bdf"]) or (0, 0, 0, 0)):
@@ -336,8 +338,11 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
         nvme.append(NvmeDrive(pci_address=dev["bdf"], numa_node=facts.numa_node,
                               link=facts.link, narrowest_hop=facts.narrowest_hop,
                               gpu_paths=paths,
-                              nearest_gpus=[lab for r, lab in ranked if r == best]))
+                              nearest_gpus=[lab for r, lab in ranked if r == best],
+                              **ctrl_by_pci.get(dev["bdf"], {})))
+    nvme.extend(NvmeDrive(**c) for c in ctrl_fabric)  # NVMe-oF: no PCI function
     info.nvme = nvme
+    info.storage = storage
     #: The labels above (nearest_gpus, gpu_paths) are sysfs's own PCI-order numbering; this
     #: map lets a merged model name the same GPUs by bus id (render.ib does).
     info.gpu_bus_ids = {label: bdf for bdf, label in gpu_labels.items()}

@@ -248,6 +248,10 @@ def collect(v: Any) -> Dict[str, Any]:
     for path in PEER_MEM_FILES:
         out["modules"][path] = {"loaded": v.read(path)[0] is not None}
     out["net"] = collect_net(v)  # class/net: WireGuard interfaces and their underlays
+
+    # -- NVMe controllers and the IOMMU (GPUDirect Storage): an allow-list, see .nvme
+    from . import nvme
+    out["nvme"] = nvme.collect(v, out["pci"])
     return out
 
 

@@ -324,6 +324,8 @@ def render(topo: Topology, report: Optional["Report"] = None) -> str:
     if switches:
         per_line = max(8, int((max(row_w + [0]) or MAX_ROW_W) // SW_PITCH))
         width_all = max(width_all, left + min(len(switches), per_line) * SW_PITCH + MARGIN)
+    from .drives import draw_drives  # NVMe drives (docs/storage.md)
+    y = draw_drives(svg, topo, report, y, width_all)
     if report is not None:
         shown = [f for f in report.findings if f.severity in SEV_RANK]
         if shown:

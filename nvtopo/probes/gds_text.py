@@ -1,0 +1,123 @@
+"""Pasted ``gdscheck -p`` text (NVIDIA GPUDirect Storage's platform check): the versions, the
+"DRIVER CONFIGURATION" list of file systems and devices GDS supports here, and the IOMMU and
+platform lines (``docs/storage.md``).
+
+The format, as NVIDIA's *GPUDirect Storage Installation and Troubleshooting Guide* prints
+it::
+
+     GDS release version: 1.7.2.10
+     nvidia_fs version:  2.17 libcufile version: 2.12
+     Platform: x86_64
+     =====================
+     DRIVER CONFIGURATION:
+     =====================
+     NVMe               : Supported
+     NVMeOF             : Unsupported
+     ...
+     ==============
+     PLATFORM INFO:
+     ==============
+     IOMMU: disabled
+     Platform verification succeeded
+
+Pure; every line bounded (:data:`MAX_LINE`), every pattern linear.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Dict, Optional
+
+from ..errors import NvtopoError
+from ..model.storage import GdsCheck
+from ..model.topology import Topology
+from ..safe import printable
+
+SOURCE = "gds-text"
+#: Longest line read (the tool prints under 200 characters); longer lines are cut.
+MAX_LINE = 512
+#: Most driver entries kept.
+MAX_DRIVERS = 64
+
+_SECTION_RE = re.compile(r"^\s*([A-Z][A-Z ]{2,40}):\s*$")
+_KV_RE = re.compile(r"^\s*(-{0,2}[A-Za-z][\w .()/-]{0,40}?)\s*:\s*(\S[^\r\n]{0,200})$")
+_VERSION_RE = re.compile(r"^[0-9][0-9A-Za-z.\-]{0,30}$")
+#: The word(s) before ``version:`` -> the field it fills.
+_VERSION_NAMES = {"gds release": "gds_version", "nvidia_fs": "nvidia_fs_version",
+                  "libcufile": "libcufile_version"}
+_IOMMU_RE = re.compile(r"^\s*IOMMU\s*:\s*(enabled|disabled)\b", re.I)
+_VERIFY_RE = re.compile(r"^\s*Platform verification (succeeded|failed)\b", re.I)
+_PLATFORM_RE = re.compile(r"^\s*Platform\s*:\s*([A-Za-z0-9_]{1,20})\s*$")
+
+
+def looks_like(text: str) -> bool:
+    """Whether ``text`` is ``gdscheck -p`` output: its DRIVER CONFIGURATION header and a
+    GDS version line."""
+    head = text[:200_000]
+    return "DRIVER CONFIGURATION" in head and ("GDS release version" in head
+                                              or "nvidia_fs version" in head)
+
+
+def parse(text: str, where: str = "gdscheck text") -> GdsCheck:
+    """The facts of one ``gdscheck -p`` paste; :class:`NvtopoError` when it has no driver
+    list (cut before it, or not the tool's output)."""
+    out = GdsCheck()
+    drivers: Dict[str, str] = {}
+    section: Optional[str] = None
+    for raw in text.splitlines()[:10_000]:
+        line = raw[:MAX_LINE].rstrip()
+        if not line.strip() or set(line.strip()) == {"="}:
+            continue
+        m = _SECTION_RE.match(line)
+        if m:
+            section = m.group(1).strip()
+            continue
+        if "version:" in line:
+            _versions(line, out)
+        pm = _PLATFORM_RE.match(line)
+        if pm and section is None:
+            out.platform = pm.group(1)
+            continue
+        im = _IOMMU_RE.match(line)
+        if im:
+            out.iommu = im.group(1).lower()
+            continue
+        vm2 = _VERIFY_RE.match(line)
+        if vm2:
+            out.verification = vm2.group(1).lower()
+            continue
+        if section == "DRIVER CONFIGURATION":
+            km = _KV_RE.match(line)
+            if km and not km.group(1).startswith("-") and len(drivers) < MAX_DRIVERS:
+                value = km.group(2).strip()
+                drivers[printable(km.group(1).strip())] = printable(value)
+    if not drivers:
+        raise NvtopoError("gdscheck -p text without its DRIVER CONFIGURATION list (cut short, "
+                          "or not the tool's output)", where=where)
+    out.drivers = drivers
+    return out
+
+
+def _versions(line: str, out: GdsCheck) -> None:
+    """``GDS release version: 1.7.2.10``, ``nvidia_fs version:  2.17 libcufile version: 2.12``
+    (split on the marker: no pattern searches the line)."""
+    parts = line.split("version:")
+    for before, after in zip(parts, parts[1:]):
+        words = before.split()
+        value = after.split()[:1]
+        if not words or not value or not _VERSION_RE.match(value[0]):
+            continue
+        name = " ".join(words[-2:]).lower() if words[-1] == "release" else words[-1].lower()
+        attr = _VERSION_NAMES.get(name)
+        if attr is not None:
+            setattr(out, attr, value[0])
+
+
+def derive_text(text: str, where: str = "gdscheck text") -> Topology:
+    """A model holding only the paste's facts (no GPUs: gdscheck -p lists none by default)."""
+    topo = Topology(sources=[SOURCE])
+    topo.gds_text = parse(text, where)
+    return topo
+
+
+__all__ = ["SOURCE", "derive_text", "looks_like", "parse"]

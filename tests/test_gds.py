@@ -146,6 +146,26 @@ def test_iommu_states():
     assert st({"groups": 4, "group_types": {"a": "identity", "b": "DMA-FQ"}})[0] == "translated"
     assert st({"groups": 4, "group_types": {"a": None}})[0] == "unknown"
     assert st({"groups": 4, "group_types": {}})[0] == "unknown"
+    # no kernel/iommu_groups is "off" only where kernel/ itself was there (a real /sys always
+    # has it): a copied tree that left kernel/ out records nothing about the IOMMU
+    gone = {"groups": None, "groups_error": "ENOENT: No such file or directory"}
+    assert st(dict(gone, kernel_dir=True))[0] == "off"
+    assert st(dict(gone, kernel_dir=False))[0] == "unknown"
+
+
+def test_a_tree_without_kernel_dir_is_not_called_iommu_off(tmp_path):
+    """Before: a copied tree without kernel/ read "IOMMU off" (a pass on a fact never seen)."""
+    root = tmp_path / "t"
+    shutil.copytree(sysfs_trees.tree("dgx-h100")[0], str(root), symlinks=True)
+    assert not (root / "kernel").exists()
+
+    def storage():
+        ev = json.loads(json.dumps(sysfs.capture(ProbeOptions(sysfs_root=str(root)))))
+        return sysfs.derive(ev).sysfs.storage
+
+    assert storage().iommu == "unknown" and "kernel/" in storage().iommu_how
+    (root / "kernel").mkdir()
+    assert storage().iommu == "off"
 
 
 def test_evidence_taken_before_class_nvme_was_read_is_not_checked():

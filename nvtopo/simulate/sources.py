@@ -141,6 +141,7 @@ def sysfs_tree(m: Machine) -> Tree:
         t.module("nvidia_peermem")
     from .storage import add as add_drives
     add_drives(t, m)
+    t.dir("kernel")  # a real /sys always has it (no kernel/iommu_groups: no IOMMU driver)
     return t
 
 

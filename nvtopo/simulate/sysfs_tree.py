@@ -52,6 +52,11 @@ class Tree:
     def fault(self, path: str, spec: str) -> None:
         self.e[path] = f"{path} ! {spec}"
 
+    def dir(self, path: str) -> None:
+        """An empty directory (``PATH/``), unless something is already under it."""
+        if not any(k.startswith(path + "/") for k in self.e):
+            self.e[path] = f"{path}/"
+
     def drop(self, path: str) -> None:
         self.e.pop(path, None)
 

@@ -68,6 +68,8 @@ def collect(v: Any, pci: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
             ctrl["namespaces"].append({"name": ns, "size": size, "error": serr})
         out["ctrls"].append(ctrl)
     groups, gerr = v.listdir("kernel/iommu_groups")
+    if groups is None:  # a real /sys always has kernel/; a copied tree may have left it out
+        out["kernel_dir"] = v.listdir("kernel")[0] is not None
     out["groups"] = None if groups is None else len(groups)
     out["groups_error"] = gerr
     units, _ = v.listdir("class/iommu")
@@ -86,6 +88,9 @@ def iommu_state(raw: Dict[str, Any]) -> Tuple[str, str]:
     """``(state, how it was decided)``: off, passthrough, translated or unknown."""
     groups, gerr = raw.get("groups"), raw.get("groups_error")
     if groups is None:
+        if _absent(gerr) and raw.get("kernel_dir") is False:
+            return "unknown", ("the tree has no kernel/ directory (copied without it?): the "
+                               "IOMMU state is not recorded")
         if _absent(gerr):
             return "off", "kernel/iommu_groups is absent: no IOMMU driver"
         return "unknown", f"kernel/iommu_groups not read ({gerr or 'not recorded'})"

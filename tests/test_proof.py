@@ -294,10 +294,11 @@ def test_the_proof_covers_every_fault_kind():
     assert kinds == set(CONTRACT)
 
 
-def test_gpu_missing_in_the_middle_is_reported_as_the_last_gpu():
-    """The tools renumber after a missing GPU: the count-based finding names the last index."""
+def test_gpu_missing_in_the_middle_is_reported_in_its_slot():
+    """The tools renumber after a missing GPU; the port map's NICs tell the empty slot (its
+    NIC on the bus with no GPU near it), so the finding names the slot, not the last index."""
     got = {(f.code, str(f.subject)) for f in findings("dgx-h100", ("gpu-missing:GPU3",))}
-    assert ("gpu.missing", "GPU7") in got
+    assert got == {("gpu.missing", "GPU3")}
 
 
 @pytest.mark.parametrize("name", ["dgx-1-v100", "v100-sxm2-8"])

@@ -67,6 +67,7 @@ CONTRACT = {
     "pcie-width": ("pcie.width_low", "error", "gpus.pcie"),
     "pcie-gen": ("pcie.gen_low", "warning", "gpus.pcie"),
     "nic-affinity-swap": ("nic.names_differ", "warning", "nics.placement"),
+    "nic-rename": ("nic.names_differ", "warning", "nics.placement"),
     "fabric-not-started": ("fabric.not_started", "error", "nvlink"),
     "counters": ("ib.counter_errors", "error", None),
     "peermem-missing": ("nic.gpudirect_missing", "error", "nics"),
@@ -137,6 +138,10 @@ def candidates(name: str) -> Dict[str, List[str]]:
             for b in nics[i + 1:]:
                 if a.link_layer == b.link_layer and moved_gpus(m, a.name, b.name):
                     out["nic-affinity-swap"].append(f"nic-affinity-swap:{a.name}:{b.name}")
+        for k, val in sorted(lay.get("nics.placement.gpu_nic").items()):
+            for x in ([val] if isinstance(val, str) else val)[:1]:
+                if m.nic(x) is not None:
+                    out["nic-rename"].append(f"nic-rename:{x}:ibp{k}s0")
     if m.nvswitch:
         out["fabric-not-started"].append("fabric-not-started")
     if lay.get("nics.gpudirect_rdma") is True:
@@ -184,7 +189,9 @@ def check_against_contract(name: str, specs: Tuple[str, ...]) -> None:
         for key in expected(name, spec):
             # with a GPU missing the tools renumber the rest, so which slot each index is
             # cannot be told: the checks leave the per-index GPU-to-NIC map out (info)
-            if key[0] in ("nic.placement", "nic.names_differ") and missing_gpus:
+            # (a renamed NIC is still told: a NIC the map does not name sits at its path)
+            if key[0] in ("nic.placement", "nic.names_differ") and missing_gpus \
+                    and parse(spec).kind != "nic-rename":
                 continue
             want[key] = spec
     have = {(f.code, str(f.subject)) for f in got}

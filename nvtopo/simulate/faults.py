@@ -28,6 +28,8 @@ KINDS: Dict[str, Tuple[str, str]] = {
     "pcie-gen": ("pcie-gen:GPU<i>:<gen>", "the GPU's PCIe link trained at a lower generation"),
     "nic-affinity-swap": ("nic-affinity-swap:<rdma device>:<rdma device>",
                           "the two devices' PCI places are swapped"),
+    "nic-rename": ("nic-rename:<rdma device>:<new name>",
+                   "the device has another name (udev, driver, BIOS), same PCI place"),
     "fabric-not-started": ("fabric-not-started", "NVSwitch fabric not started: no NVLink"),
     "counters": ("counters:<rdma device>:<counter>=<value>", "an error counter of the port"),
     "peermem-missing": ("peermem-missing", "nvidia_peermem not loaded (no GPUDirect RDMA)"),
@@ -45,6 +47,7 @@ _PATTERNS = {
     "pcie-gen": re.compile(rf"^{_GPU}:([0-9])$"),
     "nic-affinity-swap": re.compile(rf"^{_NIC}:{_NIC}$"),
     "counters": re.compile(rf"^{_NIC}:(\w+)=([0-9]{{1,12}})$"),
+    "nic-rename": re.compile(rf"^{_NIC}:([A-Za-z][A-Za-z0-9_.-]{{0,30}})$"),
 }
 
 
@@ -64,6 +67,8 @@ class Fault:
             return (f"GPU{self.args[0]}",)
         if self.kind == "nic-affinity-swap":
             return (self.args[0], self.args[1])
+        if self.kind == "nic-rename":
+            return (self.args[0],)
         return (self.args[0],)
 
 
@@ -230,6 +235,13 @@ def _nic_swap(m: Machine, f: Fault, where: str) -> None:
     a.place, b.place = b.place, a.place
 
 
+def _nic_rename(m: Machine, f: Fault, where: str) -> None:
+    nic = _nic(m, f.args[0], where)
+    if m.nic(f.args[1]) is not None:
+        raise NvtopoError(f"{f.args[1]} is already a device of the node", where=where)
+    nic.name = f.args[1]  # PCI place, GUID and port as they were: only the name changes
+
+
 def moved_gpus(m: Machine, a: str, b: str) -> List[Tuple[int, str]]:
     """(GPU ident, expected NIC) for each GPU whose expected NIC a swap of ``a``/``b`` moves.
 
@@ -281,6 +293,7 @@ def _peermem(m: Machine, f: Fault, where: str) -> None:
 _APPLY = {"nvlink-down": _nvlink_down, "nvlink-degraded": _nvlink_degraded,
           "gpu-missing": _gpu_missing, "ib-port-down": _ib_port_down, "ib-rate": _ib_rate,
           "pcie-width": _pcie_width, "pcie-gen": _pcie_gen, "nic-affinity-swap": _nic_swap,
+          "nic-rename": _nic_rename,
           "fabric-not-started": _fabric, "counters": _counters, "peermem-missing": _peermem}
 
 __all__ = ["KINDS", "Fault", "parse", "apply", "moved_gpus", "Port", "Optional"]

@@ -161,7 +161,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
             g = bad[0]
             out.append(finding(
                 demote("error", inferred), "gpu.model", S.NODE if len(bad) > 1 else S.gpu(g.index, g.label),
-                f"{len(bad)} GPU(s) are {g.name!r}, not what {layout.name} has "
+                f"{len(bad)} {'GPU is' if len(bad) == 1 else 'GPUs are'} {g.name!r}, not what {layout.name} has "
                 f"({pattern})", expected=pattern, actual=g.name,
                 source=g.sources.get("name", "nvml"),
                 hint="is this the right layout? give --layout NAME or --layout-file FILE"))

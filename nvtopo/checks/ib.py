@@ -122,7 +122,9 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                     + (f" (above the threshold for {', '.join(sorted(over))})" if over else "")
                     + ("" if sev == "error" else " (small; counters are cumulative: watch "
                        "whether they grow)"),
-                    expected={k: thresholds.get(k, 100) for k in errs}, actual=errs,
+                    # the limit, not a value to reach: "symbol_error <= 100"
+                    expected=", ".join(f"{k} <= {thresholds.get(k, 100)}"
+                                       for k in sorted(errs)), actual=errs,
                     source="sysfs",
                     hint="clear the counters (perfquery -x -R) and watch them grow; symbol "
                          "errors and link_downed point at the cable/transceiver",

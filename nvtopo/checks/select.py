@@ -211,7 +211,7 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
             return c
     if isinstance(n_exp, int):
         if n > n_exp:
-            c.excluded = f"{n} GPUs, the layout has {n_exp}"
+            c.excluded = f"{n} GPU{'s' if n != 1 else ''}, the layout has {n_exp}"
             return c
         # half the board or less, and nothing says a GPU is gone (no driver-level source
         # misses a GPU another lists, none fell off the bus): a container, a VM or
@@ -222,7 +222,7 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
         # shape alone with up to a quarter gone
         floor = (n_exp + 1) // 2 if name_ok else n_exp - n_exp // 4
         if n < floor and not subset:
-            c.excluded = f"{n} GPUs, too few for the layout's {n_exp}"
+            c.excluded = f"{n} GPU{'s' if n != 1 else ''}, too few for the layout's {n_exp}"
             return c
         if n == n_exp and not missing_count:
             c.score += 10
@@ -368,7 +368,7 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
         if c.fits and name_ok and nv_exact:
             c.excluded, c.subset_of = subset_text(n, [n_exp]), n_exp
         else:
-            c.excluded = f"{n} GPUs, too few for the layout's {n_exp}"
+            c.excluded = f"{n} GPU{'s' if n != 1 else ''}, too few for the layout's {n_exp}"
         c.fits = False
     return c
 

@@ -59,3 +59,34 @@ def test_all_links_inactive_on_an_unbridged_card_is_by_design():
     assert errors(rep) == []
     assert not [f for f in rep.findings if f.code.startswith("nvlink.")
                 and f.severity != "info"]
+
+
+def test_a_q_excerpt_without_its_gpu_header_is_attached_by_the_bus_id_it_prints(tmp_path):
+    """The real H800 -q excerpt with its ``GPU 00000000:18:00.0`` header cut off: the bus
+    id under PCI names the GPU (it was dropped up to a Fabric line, then taken as GPU0)."""
+    from nvtopo.probes.nvml import paste
+
+    src = (NVML_TEXT / "nvidia_smi_q_h800_pci_and_fabric_excerpt.txt").read_text(
+        encoding="utf-8")
+    cut = "\n".join(ln for ln in src.splitlines() if ln.strip() != "GPU 00000000:18:00.0")
+    assert cut != src.rstrip("\n")
+    parsed = paste.parse(cut)
+    assert [g.get("bus_id") for g in parsed["gpus"].values()] == ["00000000:18:00.0"]
+    assert not [n for n in parsed["notes"] if n["code"] == "nvml_text.q_no_identity"]
+    p = tmp_path / "q.txt"
+    p.write_text(cut + "\n", encoding="utf-8")
+    topo = snapshot.load(str(p))
+    assert [g.pci_bus_id for g in topo.gpus] == ["00000000:18:00.0"]
+    # with its header, the same GPU and bus id
+    whole = snapshot.load(str(NVML_TEXT / "nvidia_smi_q_h800_pci_and_fabric_excerpt.txt"))
+    assert [g.pci_bus_id for g in whole.gpus] == ["00000000:18:00.0"]
+
+
+def test_a_q_excerpt_naming_no_gpu_says_so_and_keeps_its_fabric_fault():
+    from nvtopo.probes.nvml import paste
+
+    path = NVML_TEXT / "nvidia_smi_q_fabric_in_progress_driver580.txt"
+    parsed = paste.parse(path.read_text(encoding="utf-8"))
+    notes = [n for n in parsed["notes"] if n["code"] == "nvml_text.q_no_identity"]
+    assert len(notes) == 1 and "the paste does not say" in notes[0]["message"]
+    assert errors(report(path)) == [("fabric.in_progress", "node")]

@@ -34,3 +34,42 @@ def test_show_of_a_healthy_tree_lists_its_nics_and_no_driverless_row():
     assert "no RDMA driver" not in out and "without an RDMA driver" not in out
     assert [ln.split()[0] for ln in out.splitlines() if ln.startswith("mlx5_")][:2] == [
         "mlx5_0", "mlx5_1"]
+
+
+def _dgx_h100(slow_card=None, rate=25):
+    """A simulated DGX H100 whose storage NIC mlx5_8 runs at ``rate`` Gb/s; ``slow_card``
+    makes it another card model (a management port), else it is a storage card like its
+    peers."""
+    import json
+
+    from nvtopo import layouts, snapshot
+    from nvtopo.simulate import simulate
+
+    doc = json.loads(json.dumps(simulate(layouts.load("dgx-h100"), [], seed=3)))
+    topo = snapshot.derive(doc, where="sim.json")
+    nic = topo.nic("mlx5_8")
+    nic.sysfs.ports[0].rate_gbps = rate
+    if slow_card is not None:
+        nic.sysfs.pci.device_id = slow_card
+        nic.sysfs.hca_type = "MT4127"
+    return topo
+
+
+def _rate_findings(topo):
+    from nvtopo import checks, layouts
+
+    return [(f.severity, f.code, str(f.subject), f.expected, f.actual)
+            for f in checks.run(topo, layouts.load("dgx-h100")).findings
+            if f.code == "ib.rate_low"]
+
+
+def test_a_slow_port_of_another_card_model_is_not_below_its_peers():
+    """A 25 Gb/s port of a ConnectX-6 Lx (management) beside 200 Gb/s storage ConnectX-6:
+    not "below its peers" (it was a warning, expected 200)."""
+    assert _rate_findings(_dgx_h100(slow_card="0x101f")) == []
+
+
+def test_a_storage_card_slower_than_its_own_kind_is_still_below_its_peers():
+    assert _rate_findings(_dgx_h100()) == [
+        ("warning", "ib.rate_low", "mlx5_8 port 1", 200, 25)]
+    assert _rate_findings(_dgx_h100(rate=200)) == []

@@ -181,6 +181,7 @@ def _ib_port_down(m: Machine, f: Fault, where: str) -> None:
     if nic.port.state != "4: ACTIVE":
         raise NvtopoError(f"{nic.name} port 1 is already down", where=where)
     nic.port.state, nic.port.phys = "1: DOWN", "3: Disabled"
+    nic.card_rate = nic.card_rate or nic.port.rate_gbps
     nic.port.rate_gbps = 10 if nic.link_layer == "InfiniBand" else nic.port.rate_gbps
 
 
@@ -193,6 +194,7 @@ def _ib_rate(m: Machine, f: Fault, where: str) -> None:
     if not 0 < rate < nic.port.rate_gbps:
         raise NvtopoError(f"{rate_v} Gb/s is not below {nic.name}'s "
                           f"{nic.port.rate_gbps} Gb/s", where=where)
+    nic.card_rate = nic.card_rate or nic.port.rate_gbps
     nic.port.rate_gbps = rate_v
 
 

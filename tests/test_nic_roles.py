@@ -73,3 +73,50 @@ def test_a_storage_card_slower_than_its_own_kind_is_still_below_its_peers():
     assert _rate_findings(_dgx_h100()) == [
         ("warning", "ib.rate_low", "mlx5_8 port 1", 200, 25)]
     assert _rate_findings(_dgx_h100(rate=200)) == []
+
+
+def _dgx_a100(extra_layer=None, flip=None):
+    """A simulated DGX A100 (compute NICs told by placement: PXB to a GPU); ``extra_layer``
+    adds a ninth NIC behind GPU0's switch (a storage card running it); ``flip`` turns a
+    compute NIC to Ethernet."""
+    import copy
+    import json
+
+    from nvtopo import layouts, snapshot
+    from nvtopo.simulate import simulate
+
+    doc = json.loads(json.dumps(simulate(layouts.load("dgx-a100"), [], seed=3)))
+    topo = snapshot.derive(doc, where="sim.json")
+    if extra_layer is not None:
+        new = copy.deepcopy(topo.nic("mlx5_0"))
+        new.name = new.label = new.sysfs.name = "mlx5_8"
+        for p in new.sysfs.ports:
+            p.link_layer, p.rate_gbps = extra_layer, 100
+        new.sysfs.hca_type = "MT4125"
+        topo.nics.append(new)
+        assert topo.gpu_nic_path(0, "mlx5_8")[0] == "PXB"
+    if flip is not None:
+        for p in topo.nic(flip).sysfs.ports:
+            p.link_layer = "Ethernet"
+    return topo
+
+
+def _problems(topo):
+    from nvtopo import checks
+    from nvtopo.checks import select as S
+
+    sel = S.select(topo)
+    assert sel.name == "dgx-a100", sel.reason
+    return [(f.severity, f.code, str(f.subject)) for f in checks.run(topo, sel.layout).findings
+            if f.severity != "info"]
+
+
+def test_a_roce_storage_nic_behind_a_gpu_switch_is_not_a_compute_nic_running_ethernet():
+    """Eight InfiniBand compute NICs as the layout has, and a 100 Gb/s RoCE card beside
+    GPU0: storage, not compute (it was ib.link_layer and ib.rate_low: two errors)."""
+    assert _problems(_dgx_a100("Ethernet")) == []
+    assert _problems(_dgx_a100()) == []
+
+
+def test_a_compute_nic_in_ethernet_mode_is_still_one_link_layer_error():
+    assert _problems(_dgx_a100(flip="mlx5_3")) == [("error", "ib.link_layer", "mlx5_3 port 1")]

@@ -246,11 +246,32 @@ def compute_nics(topo: Topology, layout: Any, present: List[int],
         key = ("compute_nics", tuple(present), tuple(missing))
         if key in memo:
             names, how = memo[key]
-            return list(names), how
+            return _by_role(topo, layout, list(names)), how
     names, how = _compute_nics_by_placement(topo, present, missing)
     if memo is not None:
         memo[key] = (list(names), how)
-    return names, how
+    return _by_role(topo, layout, names), how
+
+
+def _by_role(topo: Topology, layout: Any, names: List[str]) -> List[str]:
+    """Placement candidates less the NICs beyond the layout's compute count that run
+    another link layer than its compute NICs: a RoCE storage NIC behind a GPU's switch is
+    storage, not a compute NIC "running Ethernet" (nor one "below its peers")."""
+    want_layer = layout.get("nics.compute.link_layer") if layout is not None else None
+    count = layout.get("nics.compute.count") if layout is not None else None
+    if not want_layer or not isinstance(count, int):
+        return names
+
+    def layers(name: str) -> Set[str]:
+        nic = topo.nic(name)
+        h = nic.sysfs if nic is not None else None
+        return {str(p.link_layer) for p in (h.ports if h is not None else []) if p.link_layer}
+
+    same = [x for x in names if want_layer in layers(x)]
+    other = [x for x in names if layers(x) and want_layer not in layers(x)]
+    if other and len(same) >= count:
+        return [x for x in names if x not in other]
+    return names
 
 
 def _compute_nics_by_placement(topo: Topology, present: List[int], missing: Sequence[int]

@@ -67,14 +67,16 @@ def test_check_cli_verdict_on_the_vm_matrix():
 
 
 @pytest.mark.parametrize("slot", [0, 3, 7])
-def test_a_missing_gpu_is_named_by_its_empty_slot(slot):
-    """The port map's NIC of the slot is on the bus with no GPU near it: the slot is told,
-    whatever index the tools give the GPUs after it (a missing GPU0 was GPU7)."""
+def test_a_missing_gpu_is_placed_in_its_empty_slot(slot):
+    """The port map's NIC of the slot is on the bus with no GPU near it: the slot is told
+    (a missing GPU0 was only "GPU7 ... may be another slot", and the NIC and NUMA checks
+    were dropped)."""
     sel, rep = run(sim("dgx-h100", f"gpu-missing:GPU{slot}"))
     assert sel.layout.name == "dgx-h100"
-    assert got(rep) == [("error", "gpu.missing", f"GPU{slot}")]
+    # the subject is the index the tools leave out (the node's GPU0-6 are the GPUs present)
+    assert got(rep) == [("error", "gpu.missing", "GPU7")]
     msg = [f for f in rep.findings if f.code == "gpu.missing"][0].message
-    assert f"GPU{slot} slot is the empty one" in msg
+    assert f"the empty slot is the layout's GPU{slot} " in msg
     nic = layouts.load("dgx-h100").get("nics.placement.gpu_nic")[str(slot)]
     assert f"its NIC {nic} is on the bus" in msg
     # the GPUs present keep their NIC and NUMA checks, in their own slots
@@ -93,7 +95,7 @@ def test_a_missing_gpu_is_named_by_its_empty_slot(slot):
 def test_nic_faults_of_present_gpus_are_still_found_next_to_a_missing_gpu0():
     _, rep = run(sim("dgx-h100", "gpu-missing:GPU0", "ib-port-down:mlx5_4"))
     errs = {(f.code, str(f.subject)) for f in rep.findings if f.severity == "error"}
-    assert errs == {("gpu.missing", "GPU0"), ("ib.port_down", "mlx5_4 port 1")}
+    assert errs == {("gpu.missing", "GPU7"), ("ib.port_down", "mlx5_4 port 1")}
 
 
 def test_healthy_simulated_dgx_h100_has_no_gpu_finding():

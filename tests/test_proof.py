@@ -301,11 +301,13 @@ def test_the_proof_covers_every_fault_kind():
     assert kinds == set(CONTRACT)
 
 
-def test_gpu_missing_in_the_middle_is_reported_in_its_slot():
-    """The tools renumber after a missing GPU; the port map's NICs tell the empty slot (its
-    NIC on the bus with no GPU near it), so the finding names the slot, not the last index."""
-    got = {(f.code, str(f.subject)) for f in findings("dgx-h100", ("gpu-missing:GPU3",))}
-    assert got == {("gpu.missing", "GPU3")}
+def test_gpu_missing_in_the_middle_is_reported_as_the_last_gpu_in_its_slot():
+    """The tools renumber after a missing GPU: the finding's subject is the last index (the
+    node's own numbers are the GPUs present); the port map's NICs tell the empty slot (its
+    NIC on the bus with no GPU near it), which the message names."""
+    got = [f for f in findings("dgx-h100", ("gpu-missing:GPU3",))]
+    assert [(f.code, str(f.subject)) for f in got] == [("gpu.missing", "GPU7")]
+    assert "the empty slot is the layout's GPU3 " in got[0].message
 
 
 @pytest.mark.parametrize("name", ["dgx-1-v100", "v100-sxm2-8"])

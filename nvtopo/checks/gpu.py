@@ -92,18 +92,20 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                 # the port map's NICs tell the slot, and that its card is on the bus with no
                 # GPU near it: the GPU is gone (the tools number the GPUs after it one lower)
                 orig = _slot_nics(layout, layout.get("nics.placement.gpu_nic"))
-                for slot in empty:
+                # the subject stays the index the tools leave out (the last ones: the node's
+                # own GPU numbers are taken by the GPUs present); the message names the slot
+                for idx, slot in zip(gone, empty):
                     nics = orig.get(slot) or []
                     out.append(finding(
-                        demote("error", inferred), "gpu.missing", S.gpu(slot),
-                        f"GPU{slot} is missing: {have} of {n_exp} GPUs are listed, and the "
-                        f"layout's GPU{slot} slot is the empty one (its NIC "
-                        f"{'/'.join(nics) or '?'} is on the bus with no GPU near it; the tools "
-                        "number the GPUs after it one lower, and they are checked in their "
-                        "own slots)", expected=n_exp, actual=have, source=src,
+                        demote("error", inferred), "gpu.missing", S.gpu(idx),
+                        f"GPU{idx} is missing: {have} of {n_exp} GPUs are listed, and the "
+                        f"empty slot is the layout's GPU{slot} (its NIC "
+                        f"{'/'.join(nics) or '?'} is on the bus with no GPU near it); the "
+                        "tools number the GPUs after it one lower, and those are checked in "
+                        "their own slots", expected=n_exp, actual=have, source=src,
                         hint="check dmesg for Xid 79 (fallen off the bus) and lspci for the "
                              "device; reseat or replace the GPU (the node should be drained)",
-                        covers=[S.gpu(slot)]))
+                        covers=[S.gpu(idx)]))
             elif len(slots) == len(gone) or _bare_metal(topo, v, present):
                 for k, idx in enumerate(gone):
                     slot = (f"; by the NVLink mesh the absent GPU is the layout's "

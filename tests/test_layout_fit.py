@@ -169,3 +169,28 @@ def test_a_renumbered_mesh_with_a_degraded_link_is_mapped_the_way_numa_says():
         # the counterpart: healthy, the mapping explains every pair and every NUMA node
         mapping, cost = S.best_mapping(healthy, range(8), exp, 8, misses)
         assert cost == 0 and misses(mapping) == 0
+
+
+#: GPU names (as NVML prints them) the HGX/DGX board layouts must and must not take: the
+#: NVL and PCIe cards share the chip's name but are PCIe cards (bridged in pairs or fours),
+#: not an NVSwitch board (issue 12: ``\bH200`` matched "NVIDIA H200 NVL").
+BOARD_NAMES = [
+    ("hgx-h200-8", "NVIDIA H200", True), ("hgx-h200-8", "NVIDIA H200 NVL", False),
+    ("dgx-h200", "NVIDIA H200 NVL", False), ("gcp-a3-ultragpu-8g", "NVIDIA H200 NVL", False),
+    ("hgx-h200-8", "NVIDIA GH200 480GB", False),
+    ("hgx-h100-8", "NVIDIA H100 80GB HBM3", True), ("hgx-h100-8", "NVIDIA H100 NVL", False),
+    ("hgx-h100-8", "NVIDIA H100 PCIe", False),
+    ("hgx-a100-4", "NVIDIA A100-SXM4-40GB", True), ("hgx-a100-4", "NVIDIA A100-PCIE-40GB", False),
+    ("hgx-a100-4", "NVIDIA A100 80GB PCIe", False),
+    ("hgx-a100-8", "NVIDIA A100-SXM4-80GB", True), ("hgx-a100-8", "NVIDIA A100 80GB PCIe", False),
+    ("hgx-a800-8", "NVIDIA A800-SXM4-80GB", True), ("hgx-a800-8", "NVIDIA A800 80GB PCIe", False),
+    ("hgx-h800-8", "NVIDIA H800", True), ("hgx-h800-8", "NVIDIA H800 PCIe", False),
+    ("hgx-h800-8", "NVIDIA H800 NVL", False),
+    ("hgx-h20-8", "NVIDIA H20", True), ("hgx-h20-8", "NVIDIA H20 NVL", False),
+    ("hgx-h20-8", "NVIDIA H200", False),
+]
+
+
+@pytest.mark.parametrize("layout,name,board", BOARD_NAMES)
+def test_board_name_patterns_leave_out_the_nvl_and_pcie_cards(layout, name, board):
+    assert layouts.name_matches(layouts.load(layout).get("gpus.name_pattern"), name) is board

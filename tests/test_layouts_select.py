@@ -28,7 +28,7 @@ CORPUS_TABLE = {
     "15": (None, None, True),
     "18": (None, None, True),
     "21": ("hgx-h100-8", "h100-8", True),
-    "23": ("hgx-h100-8", "h100-8", False),  # 6 of 8 H100 visible in a VM: gpu.missing
+    "23": ("hgx-h100-8", "h100-8", True),  # 6 of 8 H100 in a VM: a gpu.missing warning
     "24": ("hgx-h100-8", "h100-8", True),
     "25": (None, None, True),
     "27": (None, None, True),
@@ -146,9 +146,10 @@ def test_degraded_h100_node_keeps_its_layout():
     topo = _h100_nvswitch(n=7, names="NVIDIA H100 80GB HBM3")
     sel = S.select(topo)
     assert sel.layout.family == "h100-8"
-    errs = [(f.code, str(f.subject)) for f in checks.run(topo, sel.layout).findings
-            if f.severity == "error"]
-    assert errs == [("gpu.missing", "GPU7")]
+    got = [(f.severity, f.code, str(f.subject)) for f in checks.run(topo, sel.layout).findings
+           if f.code == "gpu.missing"]
+    # a pasted matrix alone cannot tell a GPU gone from a VM given 7: one warning
+    assert got == [("warning", "gpu.missing", "node")]
 
 
 def test_gpu_names_decide_between_nv18_boards():

@@ -157,3 +157,30 @@ def test_a_layout_without_nic_facts_lists_nic_placement_as_not_checked():
     assert r.verdict == "pass"
     # the counterpart: a layout with NIC facts checks them, no such note
     assert not [f for f in checks.run(node(), LAY).findings if f.code == "nic.not_checked"]
+
+
+def test_simulated_nic_rename_is_one_names_differ_warning_and_a_clash_is_refused():
+    """``simulate --fault nic-rename:OLD:NEW``: same PCI place, another name (issue 12)."""
+    from nvtopo.errors import NvtopoError
+    from nvtopo.simulate import simulate
+
+    doc = json.loads(json.dumps(simulate(LAY, ["nic-rename:mlx5_0:ibp12s0"], seed=3)))
+    got = findings(snapshot.derive(doc, where="sim.json"))
+    assert [(f.severity, f.code, str(f.subject)) for f in got] == [
+        ("warning", "nic.names_differ", "node")]
+    assert "GPU0 mlx5_0 -> ibp12s0 (PIX)" in got[0].message
+    with pytest.raises(NvtopoError, match="already a device"):
+        simulate(LAY, ["nic-rename:mlx5_0:mlx5_3"], seed=3)
+
+
+def test_counter_errors_expected_reads_as_the_limit_actual_as_the_value_seen():
+    """``symbol_error=100 -> symbol_error=100`` read as if 100 were the value to reach: the
+    expected side is the limit, the actual side the counter (issue 12)."""
+    from nvtopo.simulate import simulate
+
+    doc = json.loads(json.dumps(simulate(LAY, ["counters:mlx5_6:symbol_error=1000"], seed=3)))
+    got = [f for f in findings(snapshot.derive(doc, where="sim.json"))
+           if f.code == "ib.counter_errors"]
+    assert [(f.severity, str(f.subject)) for f in got] == [("error", "mlx5_6 port 1")]
+    assert got[0].expected == "symbol_error <= 100"
+    assert got[0].actual == {"symbol_error": 1000}

@@ -155,11 +155,6 @@ REAL_FAULTS = {
         {("fabric.in_progress", "node")},
         "Fabric State In Progress: NVLink P2P is not usable until training completes "
         "(gpu-operator issue 2511: it stayed so); NVML's in_progress is the same error"),
-    "23_h100-6gpu-vm-nv18-2nic-node.txt": (
-        {("gpu.missing", "GPU6"), ("gpu.missing", "GPU7")},
-        "6 of an HGX H100's 8 GPUs visible (a VM partition): the layout chosen is the 8-GPU "
-        "board, so the two not passed through are missing; whether a partition should be "
-        "checked against a partition layout is layout selection's call (issue 12 part B)"),
 }
 
 

@@ -340,6 +340,7 @@ def fault_specs(name: str) -> Dict[str, str]:
         out["ib-port-down"] = f"ib-port-down:{n.name}"
         out["ib-rate"] = f"ib-rate:{n.name}:{low:g}"
         out["counters"] = f"counters:{n.name}:symbol_error=1000"
+        out["nic-rename"] = f"nic-rename:{n.name}:ibp12s0"
     if isinstance(lay.get("nics.placement.gpu_nic"), dict):
         nics = m.nics_in_order()
         swap = next((f"nic-affinity-swap:{a.name}:{b.name}" for i, a in enumerate(nics)
@@ -393,7 +394,7 @@ def test_simulated_faults_of_a_mesh_node(tmp_path):
         simulated(path, "dgx-1-v100", spec)
         found = document("check", "check", "--from", path, "--format", "json")
         # a NIC swap leaves every GPU a NIC at PIX: a renaming warning, not a failure
-        assert found["verdict"] == ("pass" if kind in ("pcie-gen", "nic-affinity-swap")
+        assert found["verdict"] == ("pass" if kind in ("pcie-gen", "nic-affinity-swap", "nic-rename")
                                     else "fail"), spec
         mappings[kind] = found.get("layout_mapping")
         document("links", "links", "--from", path, "--format", "json")
@@ -424,7 +425,8 @@ def test_every_command_on_a_faulty_dgx_h100(kind, h100_fleet):
     d, faulty = h100_fleet
     out = every_command(faulty[kind], resnapshot=kind == "gpu-missing")
     # the bundled layout's GDS expectation is inferred: its faults are warnings
-    warn_only = ("pcie-gen", "nic-affinity-swap", "nvme-far", "iommu-on", "no-nvidia-fs")
+    warn_only = ("pcie-gen", "nic-affinity-swap", "nic-rename", "nvme-far", "iommu-on",
+                 "no-nvidia-fs")
     assert out["check"]["verdict"] == ("pass" if kind in warn_only else "fail")
     changes = document("diff", "diff", d / "healthy.json", faulty[kind], "--format", "json")
     assert changes["changed"] and changes["verdict"]["before"] == "pass"

@@ -13,6 +13,11 @@ HINT_FM = ("check the fabric manager: systemctl status nvidia-fabricmanager (its
            "the NVLink switch trays and NMX; then reset the GPUs or reboot")
 
 
+
+def _gpus(n: int) -> str:
+    """``GPU`` or ``GPUs`` for a count (plural agreement in messages built from counts)."""
+    return "GPU" if n == 1 else "GPUs"
+
 def _all_pairs(v: F.View) -> List[Subject]:
     p = sorted(v.present)
     return [S.pair(a, b) for i, a in enumerate(p) for b in p[i + 1:]] + \
@@ -46,7 +51,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     if no_nv:
         consequences.append(f"{no_nv} GPU pairs without NVLink")
     if links_down:
-        consequences.append(f"{links_down} links down")
+        consequences.append(f"{links_down} link{'s' if links_down != 1 else ''} down")
     tail = ("; " + ", ".join(consequences) + " as a result") if consequences else ""
     by_state = {}
     for i, f in states.items():
@@ -57,7 +62,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
             # NVML's own fabric state: an error whatever the layout's evidence (demotion is
             # for findings that rest on an inferred layout fact alone)
             "error" if want_fabric else "warning", "fabric.not_started",
-            S.NODE, f"NVLink fabric not started on {len(gpus)} of {len(present)} GPUs "
+            S.NODE, f"NVLink fabric not started on {len(gpus)} of {len(present)} {_gpus(len(present))} "
             f"(GPU {', '.join(map(str, gpus))}): Fabric Manager is not running or has not "
             f"trained the NVSwitch fabric{tail}",
             expected="completed/success", actual="not_started", source=fsrc, hint=HINT_FM,
@@ -67,7 +72,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
         gpus = by_state["in_progress"]
         out.append(finding(
             "error", "fabric.in_progress", S.NODE,
-            f"NVLink fabric training still in progress on {len(gpus)} GPUs{tail}",
+            f"NVLink fabric training still in progress on {len(gpus)} {_gpus(len(gpus))}{tail}",
             expected="completed/success", actual="in_progress", source=fsrc,
             hint="wait a minute and re-check; if it stays in progress: " + HINT_FM,
             covers=_all_pairs(v)))
@@ -78,7 +83,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
         st = sorted(set(map(str, failed.values())))
         out.append(finding(
             "error", "fabric.failed", S.NODE,
-            f"NVLink fabric registration failed on {len(failed)} GPUs (status "
+            f"NVLink fabric registration failed on {len(failed)} {_gpus(len(failed))} (status "
             f"{', '.join(st)}){tail}", expected="completed/success",
             actual=f"completed/{st[0]}", source=fsrc, hint=HINT_FM, covers=_all_pairs(v)))
         return out
@@ -86,7 +91,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
         src = sorted({s for _, s in v.pairs.values()})
         out.append(finding(
             demote("error", inferred), "fabric.not_started", S.NODE,
-            f"no NVLink between any of the {len(present)} GPUs of an NVSwitch system "
+            f"no NVLink between any of the {len(present)} {_gpus(len(present))} of an NVSwitch system "
             f"({layout.name if layout is not None else 'NVSwitch'}): the NVLink fabric is "
             "down (Fabric Manager not running or failed)"
             + ("" if states else "; fabric state unknown (no NVML fabric data)"),
@@ -100,7 +105,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
         out.append(finding(
             demote("error", inferred) if worst == "unhealthy" else "warning",
             "fabric.unhealthy", S.NODE,
-            f"NVLink fabric reports {worst} on {len(unhealthy)} GPUs "
+            f"NVLink fabric reports {worst} on {len(unhealthy)} {_gpus(len(unhealthy))} "
             f"(GPU {', '.join(map(str, sorted(unhealthy)))})",
             expected="healthy", actual=worst, source=fsrc, hint=HINT_FM))
     no_uuid = [i for i, f in states.items() if f.state == "completed"
@@ -109,7 +114,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
         # multi-node NVLink (NVL72): a zero cluster UUID means the GPU joined no partition
         out.append(finding(
             demote("error", inferred), "fabric.no_clique", S.NODE,
-            f"{len(no_uuid)} GPUs have no NVLink cluster UUID: not part of an NVLink "
+            f"{len(no_uuid)} {_gpus(len(no_uuid))} {'has' if len(no_uuid) == 1 else 'have'} no NVLink cluster UUID: not part of an NVLink "
             "partition", expected="cluster UUID", actual=None, source=fsrc, hint=HINT_FM))
     if want_fabric and not states:
         out.append(finding("info", "fabric.not_checked", S.NODE,

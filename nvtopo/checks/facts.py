@@ -246,11 +246,32 @@ def compute_nics(topo: Topology, layout: Any, present: List[int],
         key = ("compute_nics", tuple(present), tuple(missing))
         if key in memo:
             names, how = memo[key]
-            return list(names), how
+            return _by_role(topo, layout, list(names)), how
     names, how = _compute_nics_by_placement(topo, present, missing)
     if memo is not None:
         memo[key] = (list(names), how)
-    return names, how
+    return _by_role(topo, layout, names), how
+
+
+def _by_role(topo: Topology, layout: Any, names: List[str]) -> List[str]:
+    """Placement candidates less the NICs beyond the layout's compute count that run
+    another link layer than its compute NICs: a RoCE storage NIC behind a GPU's switch is
+    storage, not a compute NIC "running Ethernet" (nor one "below its peers")."""
+    want_layer = layout.get("nics.compute.link_layer") if layout is not None else None
+    count = layout.get("nics.compute.count") if layout is not None else None
+    if not want_layer or not isinstance(count, int):
+        return names
+
+    def layers(name: str) -> Set[str]:
+        nic = topo.nic(name)
+        h = nic.sysfs if nic is not None else None
+        return {str(p.link_layer) for p in (h.ports if h is not None else []) if p.link_layer}
+
+    same = [x for x in names if want_layer in layers(x)]
+    other = [x for x in names if layers(x) and want_layer not in layers(x)]
+    if other and len(same) >= count:
+        return [x for x in names if x not in other]
+    return names
 
 
 def _compute_nics_by_placement(topo: Topology, present: List[int], missing: Sequence[int]
@@ -342,6 +363,8 @@ def renumbered(layout: Any, v: View) -> bool:
     """GPUs are missing by count and the rest are numbered 0..n-1: which physical GPU is
     gone is unknown, so per-index expectations (NUMA slot, NIC map) may be shifted."""
     n_exp = layout.get("gpus.count") if layout is not None else None
+    if layout is not None and getattr(layout, "extra", {}).get("slots_known"):
+        return False  # the port map's NICs placed each GPU: the layout is renumbered
     have = sorted(set(v.present) | set(v.lost) | set(v.absent_in))
     return isinstance(n_exp, int) and 0 < len(have) < n_exp \
         and have == list(range(len(have)))
@@ -396,3 +419,66 @@ def nic_by_placement(topo: Topology, present: Sequence[int], want_path: str,
         used.add(pick)
         out[g] = (pick, tok)
     return out
+
+
+def slots_by_nic(topo: Topology, layout: Any, present: Sequence[int]
+                 ) -> Optional[Tuple[Dict[int, int], List[int]]]:
+    """Which layout slot each present GPU is, told by the port map's NICs, when GPUs are
+    missing by count: ``(node GPU -> layout slot, empty slots)``, or None where the NICs
+    do not tell.
+
+    Each present GPU must have exactly one port-map NIC at the map's path or closer (PCI
+    placement), no two GPUs the same slot, the slots in the GPUs' (bus) order, and every empty slot's NIC must be on the bus
+    with no GPU near it: the slot's card is there and its GPU is not (evidence that the
+    GPU is gone, where a count alone cannot tell a lost GPU from a VM given a subset).
+    """
+    gpu_nic = layout.get("nics.placement.gpu_nic") if layout is not None else None
+    n_exp = layout.get("gpus.count") if layout is not None else None
+    if not isinstance(gpu_nic, dict) or not isinstance(n_exp, int) \
+            or not 0 < len(present) < n_exp:
+        return None
+    limit = path_rank(layout.get("nics.placement.gpu_to_nearest_compute_nic") or "PIX")
+    if limit is None:
+        return None
+    slot_nics: Dict[int, List[str]] = {}
+    for k, val in gpu_nic.items():
+        s = gpu_index(f"GPU{k}")
+        if s is None or s >= n_exp:
+            return None
+        slot_nics[s] = [val] if isinstance(val, str) else [x for x in val if isinstance(x, str)]
+    if len(slot_nics) != n_exp:
+        return None
+    owner: Dict[str, int] = {}
+    for s, names in slot_nics.items():
+        for x in names:
+            if x in owner:  # a NIC shared by two slots cannot tell them apart
+                return None
+            owner[x] = s
+    mapping: Dict[int, int] = {}
+    near_slots: Set[int] = set()
+    for g in present:
+        slots = set()
+        for x, s in owner.items():
+            if topo.nic(x) is None:
+                continue
+            r = path_rank(topo.gpu_nic_path(g, x)[0])
+            if r is not None and 0 < r <= limit:
+                slots.add(s)
+        if len(slots) != 1:
+            return None
+        mapping[g] = slots.pop()
+        near_slots.add(mapping[g])
+    if len(near_slots) != len(present):
+        return None
+    # the tools number GPUs in PCI bus order, and the port map's slots follow it: a
+    # mapping that reorders GPUs is a card moved, not a slot told
+    order = [mapping[g] for g in sorted(present)]
+    if order != sorted(order):
+        return None
+    empty = sorted(set(range(n_exp)) - near_slots)
+    if len(empty) != n_exp - len(present):
+        return None
+    if not all(slot_nics[s] and all(topo.nic(x) is not None for x in slot_nics[s])
+               for s in empty):
+        return None
+    return mapping, empty

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, List, Optional
 
 from ..layouts import name_matches
+from ..safe import is_ascii_digits
 from ..model import Topology
 from . import Finding, Subject, demote, facts as F, finding
 from . import subject as S
@@ -12,6 +13,31 @@ from . import subject as S
 
 def _pair_subjects(idx: int, n: int) -> List[Subject]:
     return [S.pair(min(idx, j), max(idx, j)) for j in range(max(n, idx + 1)) if j != idx]
+
+
+def _slot_nics(layout: Any, gpu_nic: Any) -> dict:
+    """Layout slot -> its port-map NIC names, as the layout file states them (before the
+    layout was renumbered to the node's GPUs)."""
+    orig = getattr(layout, "extra", {}).get("port_map") if layout is not None else None
+    src = orig if isinstance(orig, dict) else gpu_nic if isinstance(gpu_nic, dict) else {}
+    out = {}
+    for k, val in src.items():
+        if is_ascii_digits(str(k)):
+            out[int(k)] = [val] if isinstance(val, str) else list(val)
+    return out
+
+
+def _bare_metal(topo: Topology, v: Any, present: Any) -> bool:
+    """sysfs shows every present GPU behind a PCIe switch (two links or more from its root
+    port): the board's own PCIe fabric, which a VM given passed-through GPUs does not
+    reproduce, so a GPU short of the layout's count is gone, not withheld."""
+    if not v.has_sysfs or not present:
+        return False
+    for i in present:
+        g = topo.gpu(i)
+        if g is None or g.sysfs is None or len(g.sysfs.hops) < 2:
+            return False
+    return True
 
 
 def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
@@ -52,26 +78,70 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
             gone = [i for i in range(n_exp) if i not in present]
             gone = gone[: n_exp - have]
             renumber = bool(present) and max(present) < have
+            extra = layout.extra if isinstance(getattr(layout, "extra", None), dict) else {}
             # a mesh matched up to renumbering: the NVLink wiring tells which layout slot is
             # absent (the subject stays the index the tools leave out: the last ones)
-            slots = (layout.extra.get("absent_slots") or []) if isinstance(
-                getattr(layout, "extra", None), dict) else []
-            for k, idx in enumerate(gone):
-                slot = (f"; by the NVLink mesh the absent GPU is the layout's GPU{slots[k]}"
-                        if len(slots) == len(gone) and slots[k] != idx else "")
+            slots = extra.get("absent_slots") or []
+            empty = extra.get("empty_slots") or []
+            if not empty and not slots and not v.absent_in and not v.lost \
+                    and "mapping" not in extra:
+                # a layout given directly (not through select): the same NIC evidence
+                placed = F.slots_by_nic(topo, layout, sorted(present))
+                empty = placed[1] if placed is not None else []
+            if empty:
+                # the port map's NICs tell the slot, and that its card is on the bus with no
+                # GPU near it: the GPU is gone (the tools number the GPUs after it one lower)
+                orig = _slot_nics(layout, layout.get("nics.placement.gpu_nic"))
+                # the subject stays the index the tools leave out (the last ones: the node's
+                # own GPU numbers are taken by the GPUs present); the message names the slot
+                for idx, slot in zip(gone, empty):
+                    nics = orig.get(slot) or []
+                    out.append(finding(
+                        demote("error", inferred), "gpu.missing", S.gpu(idx),
+                        f"GPU{idx} is missing: {have} of {n_exp} GPUs are listed, and the "
+                        f"empty slot is the layout's GPU{slot} (its NIC "
+                        f"{'/'.join(nics) or '?'} is on the bus with no GPU near it); the "
+                        "tools number the GPUs after it one lower, and those are checked in "
+                        "their own slots", expected=n_exp, actual=have, source=src,
+                        hint="check dmesg for Xid 79 (fallen off the bus) and lspci for the "
+                             "device; reseat or replace the GPU (the node should be drained)",
+                        covers=[S.gpu(idx)]))
+            elif len(slots) == len(gone) or _bare_metal(topo, v, present):
+                for k, idx in enumerate(gone):
+                    slot = (f"; by the NVLink mesh the absent GPU is the layout's "
+                            f"GPU{slots[k]}" if len(slots) == len(gone)
+                            and slots[k] != idx else "")
+                    out.append(finding(
+                        demote("error", inferred), "gpu.missing", S.gpu(idx),
+                        f"GPU{idx} is missing: {have} of {n_exp} GPUs are listed"
+                        + (" (GPUs are numbered after the ones present, so the missing GPU "
+                           "may be another slot; compare PCI bus ids)" if renumber
+                           and idx >= have else "") + slot
+                        + ("" if len(slots) == len(gone) else
+                           "; sysfs shows the board's PCIe switches (bare metal, not a VM's "
+                           "flat bus)")
+                        + "; its NVLink pairs, NIC placement and NUMA slot are not checked",
+                        expected=n_exp, actual=have, source=src,
+                        hint="check dmesg for Xid 79 (fallen off the bus) and lspci for the "
+                             "device; reseat or replace the GPU (the node should be "
+                             "drained); in a VM or container, check which GPUs are passed "
+                             "through (CUDA_VISIBLE_DEVICES)",
+                        covers=[S.gpu(idx)] + _pair_subjects(idx, n_all)))
+            else:
+                # a count alone cannot tell GPUs that fell off the bus from a VM or a
+                # container given part of the board: one warning, never an error
                 out.append(finding(
-                    demote("error", inferred), "gpu.missing", S.gpu(idx),
-                    f"GPU{idx} is missing: {have} of {n_exp} GPUs are listed"
-                    + (" (GPUs are numbered after the ones present, so the missing GPU may "
-                       "be another slot; compare PCI bus ids)" if renumber and idx >= have
-                       else "") + slot
-                    + "; its NVLink pairs, NIC placement and NUMA slot are not checked",
+                    "warning", "gpu.missing", S.NODE,
+                    f"{have} of {n_exp} GPU{'s' if n_exp != 1 else ''} seen: GPUs missing, "
+                    "or a VM/container given a subset? (no source shows a GPU absent: none "
+                    "lists it on the PCI bus, none lost it, no port-map NIC sits in an empty "
+                    "slot); the absent slots' NVLink pairs, NICs and NUMA are not checked",
                     expected=n_exp, actual=have, source=src,
-                    hint="check dmesg for Xid 79 (fallen off the bus) and lspci for the "
-                         "device; reseat or replace the GPU (the node should be drained); "
-                         "in a VM or container, check which GPUs are passed through "
-                         "(CUDA_VISIBLE_DEVICES)",
-                    covers=[S.gpu(idx)] + _pair_subjects(idx, n_all)))
+                    hint="in a VM or container, check which GPUs are passed through "
+                         "(CUDA_VISIBLE_DEVICES); on bare metal, check dmesg for Xid 79 "
+                         "(fallen off the bus) and lspci for the device, and take a snapshot "
+                         "(nvtopo snapshot) so sysfs can tell",
+                    covers=[S.gpu(i) for i in gone]))
         elif have > n_exp:
             out.append(finding(
                 "warning", "gpu.extra", S.NODE,
@@ -93,7 +163,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
             g = bad[0]
             out.append(finding(
                 demote("error", inferred), "gpu.model", S.NODE if len(bad) > 1 else S.gpu(g.index, g.label),
-                f"{len(bad)} GPU(s) are {g.name!r}, not what {layout.name} has "
+                f"{len(bad)} {'GPU is' if len(bad) == 1 else 'GPUs are'} {g.name!r}, not what {layout.name} has "
                 f"({pattern})", expected=pattern, actual=g.name,
                 source=g.sources.get("name", "nvml"),
                 hint="is this the right layout? give --layout NAME or --layout-file FILE"))

@@ -45,12 +45,18 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     thresholds = dict(ERROR_THRESHOLDS)
     if layout is not None and isinstance(layout.get("nics.error_thresholds"), dict):
         thresholds.update(layout.get("nics.error_thresholds"))
-    # peers: the best rate among active ports of the same role (compute or not) and link layer
+    # peers: the best rate among active ports of the same role (compute or not), link layer
+    # and card model (a 25 Gb/s management port is not a 200 Gb/s storage card "below its
+    # peers"; a card of the same model that trained slower is)
+    def card(h: Any) -> Optional[str]:
+        dev = h.pci.device_id if h.pci is not None else None
+        return str(h.hca_type or dev or "") or None  # hca_type: read even without PCI
+
     peer_best: Dict[tuple, float] = {}
     for n, h in hcas:
         for p in h.ports:
             if p.state == "ACTIVE" and isinstance(p.rate_gbps, (int, float)) and not h.soft:
-                key = (p.link_layer, n.name in comp)
+                key = (p.link_layer, n.name in comp, card(h))
                 peer_best[key] = max(peer_best.get(key, 0), p.rate_gbps)
     unknown: List[str] = []
     for n, h in hcas:
@@ -90,7 +96,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
             if is_comp and isinstance(want_rate, (int, float)):
                 expected_rate = want_rate
             elif not h.soft:  # software RDMA (rxe, siw) has no real link rate
-                best = peer_best.get((layer, is_comp))
+                best = peer_best.get((layer, is_comp, card(h)))
                 if best:
                     expected_rate = best
             if isinstance(rate, (int, float)) and expected_rate and rate < expected_rate:
@@ -122,7 +128,9 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                     + (f" (above the threshold for {', '.join(sorted(over))})" if over else "")
                     + ("" if sev == "error" else " (small; counters are cumulative: watch "
                        "whether they grow)"),
-                    expected={k: thresholds.get(k, 100) for k in errs}, actual=errs,
+                    # the limit, not a value to reach: "symbol_error <= 100"
+                    expected=", ".join(f"{k} <= {thresholds.get(k, 100)}"
+                                       for k in sorted(errs)), actual=errs,
                     source="sysfs",
                     hint="clear the counters (perfquery -x -R) and watch them grow; symbol "
                          "errors and link_downed point at the cable/transceiver",

@@ -73,6 +73,14 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
             F.gpu_index(f"GPU{k}") is not None and int(k) in placed for k in users_of[x])]
         if isinstance(want, int) and len(placed) + len(F.missing_gpus(layout, v)) >= want:
             renamed_only = list(missing_names)
+        unnamed_near: List[str] = []
+        if want_path is not None and F.renumbered(layout, v):
+            # which slot each GPU is cannot be told: NICs the port map does not name that
+            # sit at its path from some GPU stand for as many absent names (a renaming)
+            unnamed_near = sorted({nm for nm, _ in F.nic_by_placement(
+                topo, v.present, want_path).values() if nm not in named})
+            if missing_names and len(unnamed_near) >= len(missing_names):
+                renamed_only = list(missing_names)
         for x in missing_names:
             if x in renamed_only:
                 continue
@@ -96,6 +104,10 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
             hint="check lspci and dmesg (mlx5_core) for the missing card; reseat or replace"))
     # -- placement
     renamed: List[str] = []
+    absent_named = [x for x in named if topo.nic(x) is None]
+    if absent_named and unnamed_near and len(unnamed_near) >= len(absent_named):
+        renamed.append(f"{', '.join(absent_named)} absent; {', '.join(unnamed_near)} at "
+                       f"{want_path} or closer to a GPU")
     if want_path is not None and isinstance(gpu_nic, dict) and F.renumbered(layout, v):
         out.append(finding("info", "nic.not_checked", S.NODE,
                            "GPU-to-NIC map not checked by name: GPUs are missing and the rest "

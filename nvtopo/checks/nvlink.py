@@ -110,6 +110,27 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                     f"GPU{i} NVLinks are version {sorted(vers)[0]}, the layout has {want}",
                     expected=want, actual=sorted(vers)[0], source="nvml",
                     hint="is this the right layout?"))
+    # -- pasted nvlink -s: a GPU that prints "all links are inActive" states no link; on a
+    # GPU the layout expects NVLink on that is its links down (by design only on a card
+    # with no bridge, where the layout expects none)
+    if down_fabric is None and layout is not None:
+        for i in present:
+            g = topo.gpu(i)
+            tx = g.nvml_text if g is not None else None
+            if tx is None or i in v.links or tx.nvlink.status != "inactive":
+                continue
+            want = sum(c for (a, b), c in expected.items() if i in (a, b) and c)
+            if not want and not (nvswitch and isinstance(links_per_gpu, int)
+                                 and links_per_gpu > 0):
+                continue
+            deficit[i] = 10 ** 6
+            out.append(finding(
+                demote("error", inferred), "nvlink.link_down", S.gpu(i),
+                f"GPU{i} prints every NVLink inactive (nvidia-smi nvlink: \"all links are "
+                f"inActive\"), and {layout.name} has NVLink on it: its NVLinks are down"
+                + (f" ({links_per_gpu} expected)" if isinstance(links_per_gpu, int) else ""),
+                expected="active", actual="all inactive", source="nvml-text",
+                hint=HINT_LINK, covers=gpu_and_pairs(i)))
     # -- error counters (independent of layouts)
     thresholds = dict(ERROR_THRESHOLDS)
     if layout is not None and isinstance(layout.get("nvlink.error_thresholds"), dict):

@@ -34,6 +34,9 @@ class Candidate:
     nic_contradiction: Optional[str] = None
     #: the GPU count of the board the node's GPUs look like a subset of, or None.
     subset_of: Optional[int] = None
+    #: layout slots the port map's NICs show empty (their NIC on the bus, no GPU near it)
+    #: when GPUs are missing by count; ``mapping`` then numbers the node's GPUs by slot.
+    empty_slots: Optional[List[int]] = None
 
 
 @plain
@@ -208,7 +211,7 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
             return c
     if isinstance(n_exp, int):
         if n > n_exp:
-            c.excluded = f"{n} GPUs, the layout has {n_exp}"
+            c.excluded = f"{n} GPU{'s' if n != 1 else ''}, the layout has {n_exp}"
             return c
         # half the board or less, and nothing says a GPU is gone (no driver-level source
         # misses a GPU another lists, none fell off the bus): a container, a VM or
@@ -219,7 +222,7 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
         # shape alone with up to a quarter gone
         floor = (n_exp + 1) // 2 if name_ok else n_exp - n_exp // 4
         if n < floor and not subset:
-            c.excluded = f"{n} GPUs, too few for the layout's {n_exp}"
+            c.excluded = f"{n} GPU{'s' if n != 1 else ''}, too few for the layout's {n_exp}"
             return c
         if n == n_exp and not missing_count:
             c.score += 10
@@ -232,6 +235,17 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
     observed = {k: cnt for k, (cnt, _) in v.pairs.items()}
     nv_fit = False
     nv_exact = True  # no pair the layout has otherwise (a subset shows its board's pairs)
+    by_nic = F.slots_by_nic(topo, layout, v.present) if isinstance(n_exp, int) \
+        and n < n_exp and not missing_count and not v.lost else None
+    if by_nic is not None and expected and observed:
+        def _cost(m: Dict[int, int]) -> int:
+            return sum(1 for (a, b), o in observed.items() if a in m and b in m
+                       and o != expected.get((min(m[a], m[b]), max(m[a], m[b])), 0))
+        _, best_cost = best_mapping(observed, v.present, expected, n_exp)
+        if _cost(by_nic[0]) > best_cost:
+            by_nic = None  # the NVLink wiring says otherwise: the NICs do not place them
+    if by_nic is not None:
+        c.empty_slots = by_nic[1]
     if expected and observed:
         gn_map = layout.get("numa.gpu_numa")
         numa_of = {i: (topo.gpu(i).numa_node if topo.gpu(i) is not None else None)
@@ -243,8 +257,8 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
             return sum(1 for i, t in m.items() if numa_of.get(i) is not None
                        and gn_map.get(str(t)) is not None and gn_map.get(str(t)) != numa_of[i])
 
-        mapping, _ = best_mapping(observed, v.present, expected, n_lay,
-                                  numa_misses) if layout.get(
+        mapping, _ = (dict(by_nic[0]), 0) if by_nic is not None else best_mapping(
+            observed, v.present, expected, n_lay, numa_misses) if layout.get(
             "nvlink.pairs") else ({a: a for a in v.present}, 0)
         if len(mapping) == len(v.present):
             c.mapping = mapping
@@ -277,6 +291,8 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
                 if any(k != val for k, val in c.mapping.items()):
                     c.why.append("GPUs renumbered: " + ", ".join(
                         f"GPU{k}->{val}" for k, val in sorted(c.mapping.items()) if k != val))
+    if by_nic is not None and c.mapping is None:
+        c.mapping = dict(by_nic[0])
     # NUMA
     gn = layout.get("numa.gpu_numa")
     if isinstance(gn, dict):
@@ -352,7 +368,7 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
         if c.fits and name_ok and nv_exact:
             c.excluded, c.subset_of = subset_text(n, [n_exp]), n_exp
         else:
-            c.excluded = f"{n} GPUs, too few for the layout's {n_exp}"
+            c.excluded = f"{n} GPU{'s' if n != 1 else ''}, too few for the layout's {n_exp}"
         c.fits = False
     return c
 
@@ -433,6 +449,14 @@ def _chosen(cand: Candidate, reason: str, cands: List[Candidate]) -> Selection:
         lay = remap(lay, mapping)
     else:
         mapping = None
+    if cand.empty_slots:
+        # the port map's NICs tell which slots are empty: the checks see the layout
+        # numbered as the node numbers its GPUs, and gpu.missing names the empty slots
+        placed = layouts_pkg.Layout(name=lay.name, data=lay.data, origin=lay.origin,
+                                    title=lay.title)
+        placed.extra = dict(lay.extra, empty_slots=list(cand.empty_slots), slots_known=True,
+                            port_map=cand.layout.get("nics.placement.gpu_nic"))
+        lay = placed
     if cand.nic_contradiction is not None and not reason.startswith("--"):
         # auto: the NIC evidence contradicts this layout's NIC facts; its other sections
         # still apply, the NICs get only the layout-independent checks

@@ -287,7 +287,16 @@ def nic_table(topo: Topology) -> Table:
                  or not (n.label.startswith("NIC") and is_ascii_digits(n.label[3:])))
         table.add_row(text(n.label), text(n.name) if named else Text("unknown", style="dim"),
                       near)
+    for bdf in _driverless(topo):
+        # a NIC function on the bus with no RDMA device (mlx5_ib not bound): a NIC all the same
+        table.add_row(text(bdf), Text("no RDMA driver", style="yellow"),
+                      Text("unknown (no RDMA device)", style="dim"))
     return table
+
+
+def _driverless(topo: Topology) -> List[str]:
+    """PCI addresses of RDMA-capable NIC functions with no RDMA device (sysfs notes)."""
+    return [n.subject for n in topo.notes if n.code == "sysfs.no_rdma_driver" and n.subject]
 
 
 def legend(topo: Topology) -> Table:
@@ -324,7 +333,9 @@ def legend(topo: Topology) -> Table:
 
 def summary(topo: Topology) -> Text:
     parts = [f"{len(topo.gpus)} GPU{'s' if len(topo.gpus) != 1 else ''}",
-             f"{len(topo.nics)} NIC{'s' if len(topo.nics) != 1 else ''}"]
+             f"{len(topo.nics)} NIC{'s' if len(topo.nics) != 1 else ''}"
+             + (f" (+{len(_driverless(topo))} without an RDMA driver)" if _driverless(topo)
+                else "")]
     n = len(topo.gpus)
     pairs = n * (n - 1) // 2
     if topo.matrix is not None and topo.matrix.source == "sysfs":
@@ -479,7 +490,7 @@ def render(topo: Topology, width: int) -> RenderableType:
     if topo.gpus and (topo.matrix is not None or any(g.sysfs is not None for g in topo.gpus)):
         # GPUs only sysfs knows (no RDMA device, so no path matrix) are listed all the same
         parts += [Text(""), Fitted(gpu_table(topo))]
-    if topo.nics:
+    if topo.nics or _driverless(topo):
         parts += [Text(""), Fitted(nic_table(topo))]
     from .mesh import mesh_table  # the WireGuard mesh (docs/mesh.md); None without one
 

@@ -28,6 +28,8 @@ KINDS: Dict[str, Tuple[str, str]] = {
     "pcie-gen": ("pcie-gen:GPU<i>:<gen>", "the GPU's PCIe link trained at a lower generation"),
     "nic-affinity-swap": ("nic-affinity-swap:<rdma device>:<rdma device>",
                           "the two devices' PCI places are swapped"),
+    "nic-rename": ("nic-rename:<rdma device>:<new name>",
+                   "the device has another name (udev, driver, BIOS), same PCI place"),
     "fabric-not-started": ("fabric-not-started", "NVSwitch fabric not started: no NVLink"),
     "counters": ("counters:<rdma device>:<counter>=<value>", "an error counter of the port"),
     "peermem-missing": ("peermem-missing", "nvidia_peermem not loaded (no GPUDirect RDMA)"),
@@ -53,6 +55,7 @@ _PATTERNS = {
     "nic-affinity-swap": re.compile(rf"^{_NIC}:{_NIC}$"),
     "counters": re.compile(rf"^{_NIC}:(\w+)=([0-9]{{1,12}})$"),
     "nvme-far": re.compile(r"^([0-9]{1,3})$"),
+    "nic-rename": re.compile(rf"^{_NIC}:([A-Za-z][A-Za-z0-9_.-]{{0,30}})$"),
 }
 _PATTERNS["c2c-down"] = _PATTERNS["gpu-missing"]  # GPU<i>
 _PATTERNS["c2c-links"] = _PATTERNS["pcie-width"]  # GPU<i>:<count>
@@ -77,6 +80,8 @@ class Fault:
             return (f"GPU{self.args[0]}",)
         if self.kind == "nic-affinity-swap":
             return (self.args[0], self.args[1])
+        if self.kind == "nic-rename":
+            return (self.args[0],)
         return (self.args[0],)
 
 
@@ -189,6 +194,7 @@ def _ib_port_down(m: Machine, f: Fault, where: str) -> None:
     if nic.port.state != "4: ACTIVE":
         raise NvtopoError(f"{nic.name} port 1 is already down", where=where)
     nic.port.state, nic.port.phys = "1: DOWN", "3: Disabled"
+    nic.card_rate = nic.card_rate or nic.port.rate_gbps
     nic.port.rate_gbps = 10 if nic.link_layer == "InfiniBand" else nic.port.rate_gbps
 
 
@@ -201,6 +207,7 @@ def _ib_rate(m: Machine, f: Fault, where: str) -> None:
     if not 0 < rate < nic.port.rate_gbps:
         raise NvtopoError(f"{rate_v} Gb/s is not below {nic.name}'s "
                           f"{nic.port.rate_gbps} Gb/s", where=where)
+    nic.card_rate = nic.card_rate or nic.port.rate_gbps
     nic.port.rate_gbps = rate_v
 
 
@@ -241,6 +248,13 @@ def _nic_swap(m: Machine, f: Fault, where: str) -> None:
     a.numa, b.numa = b.numa, a.numa
     a.netdev, b.netdev = b.netdev, a.netdev
     a.place, b.place = b.place, a.place
+
+
+def _nic_rename(m: Machine, f: Fault, where: str) -> None:
+    nic = _nic(m, f.args[0], where)
+    if m.nic(f.args[1]) is not None:
+        raise NvtopoError(f"{f.args[1]} is already a device of the node", where=where)
+    nic.name = f.args[1]  # PCI place, GUID and port as they were: only the name changes
 
 
 def moved_gpus(m: Machine, a: str, b: str) -> List[Tuple[int, str]]:
@@ -328,6 +342,7 @@ def _storage(m: Machine, f: Fault, where: str) -> None:
 _APPLY = {"nvlink-down": _nvlink_down, "nvlink-degraded": _nvlink_degraded,
           "gpu-missing": _gpu_missing, "ib-port-down": _ib_port_down, "ib-rate": _ib_rate,
           "pcie-width": _pcie_width, "pcie-gen": _pcie_gen, "nic-affinity-swap": _nic_swap,
+          "nic-rename": _nic_rename,
           "fabric-not-started": _fabric, "counters": _counters, "peermem-missing": _peermem,
           "c2c-down": _c2c, "c2c-links": _c2c,
           "nvme-far": _storage, "iommu-on": _storage, "no-nvidia-fs": _storage}

@@ -70,6 +70,9 @@ class Nic:
     bdf: str = ""
     numa: int = 0
     netdev: str = ""
+    #: the rate the card is built for, where a fault trained its port lower (the card model
+    #: follows it, not the degraded rate)
+    card_rate: Optional[float] = None
 
 
 @dataclass

@@ -149,7 +149,9 @@ def _hca(t: Tree, m: Machine, nic: Any, path: str) -> None:
     last = nic.name.rsplit("_", 1)[-1]
     i = (ascii_int(last) if is_ascii_digits(last) else None) or 0
     rate = nic.port.rate_gbps
-    cx = CONNECTX.get(int(rate) if float(rate) in (100, 200, 400, 800) else 400, CONNECTX[400])
+    built = nic.card_rate or rate  # the card's model follows its own rate, not a degraded one
+    cx = CONNECTX.get(int(built) if float(built) in (100, 200, 400, 800) else 400,
+                      CONNECTX[400])
     if nic.role == "storage":
         cx = CONNECTX[200]
     values: Dict[str, Any] = {}

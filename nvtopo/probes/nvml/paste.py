@@ -271,8 +271,8 @@ def parse(text: str) -> Dict[str, Any]:
         if cur is None:
             if _ANY_LINK.match(line):
                 cur = gpu(0)
-            elif line.strip() == "Fabric":  # a -q excerpt without its GPU header
-                cur = new_rec()
+            elif line.strip() in ("Fabric", "PCI"):  # a -q excerpt without its GPU header
+                cur = new_rec(headerless=True)
                 qblocks.append(cur)
             else:
                 continue
@@ -412,6 +412,9 @@ def _attach_q(gpus: Dict[int, Dict[str, Any]], qblocks: List[Dict[str, Any]],
     too_many = 0
     for k, blk in enumerate(qblocks):
         uuid = (na(blk["q"].get("GPU UUID", "")) or "").lower()
+        if not blk.get("bus_id") and pci_bdf(blk["q"].get("PCI / Bus Id")) is not None:
+            # an excerpt without its GPU header: the bus id it prints names the GPU
+            blk["bus_id"] = blk["q"]["PCI / Bus Id"].strip()
         bdf = pci_bdf(blk.get("bus_id"))
         target: Optional[int] = None
         if uuid:
@@ -446,6 +449,12 @@ def _attach_q(gpus: Dict[int, Dict[str, Any]], qblocks: List[Dict[str, Any]],
             while target in gpus:
                 target += 1
             top = target if top is None else max(top, target)
+            if blk.get("headerless") and not uuid and bdf is None:
+                notes.add({"code": "nvml_text.q_no_identity", "level": "info",
+                           "subject": f"GPU{target}",
+                           "message": "a -q excerpt without its GPU header, UUID or bus id: "
+                                      f"its facts are listed as GPU {target}, but which GPU "
+                                      "of the node it is, the paste does not say"})
             if from_nvlink:
                 notes.add({"code": "nvml_text.q_unmatched", "level": "warning",
                               "subject": f"GPU{target}",

@@ -100,3 +100,43 @@ def test_simulated_healthy_nodes_have_no_folded_finding():
         topo = snapshot.derive(json.loads(json.dumps(simulate(layouts.load(name), (),
                                                               seed=4))), where="s")
         assert [f for f in checks.select_and_run(topo).findings if f.severity != "info"] == []
+
+
+def _job_given_two_gpus():
+    """A node's snapshot as a Slurm job or container given GPU0 and GPU1 takes it: the topo
+    text lists 2 GPUs, sysfs (the host's /sys) still shows all 8 on the PCI bus."""
+    d = json.loads(snapshot.dumps(simulate(layouts.load("dgx-h100"), [], seed=1)))
+    lines = d["probes"]["topo-text"]["stdout"].split("\n")
+    out = []
+    for i, line in enumerate(lines):
+        cells = line.split("\t")
+        if len(cells) > 8 and (i == 0 or line.startswith(("GPU0", "GPU1", "NIC"))):
+            out.append("\t".join(cells[:3] + cells[9:]))
+        elif not (len(cells) > 8 and line.startswith("GPU")):
+            out.append(line)
+    d["probes"]["topo-text"]["stdout"] = "\n".join(out)
+    del d["probes"]["nvml"]
+    d.pop("derived", None)
+    return d
+
+
+def test_gpus_hidden_from_a_job_are_one_warning_not_one_per_gpu(tmp_path):
+    """Before: six source.disagreement warnings, each telling to re-take the snapshot."""
+    p = tmp_path / "job.json"
+    p.write_text(json.dumps(_job_given_two_gpus()))
+    topo = snapshot.load(str(p))
+    assert len(topo.gpus) == 8
+    found = [f for f in source.check(topo, None) if f.severity != "info"]
+    assert [(f.code, f.severity, str(f.subject)) for f in found] == [
+        ("source.gpus_not_listed", "warning", "node")]
+    for bdf in ("0000:14:00.0", "0000:2f:00.0"):
+        assert bdf in found[0].message
+    assert found[0].message.startswith("6 GPUs on the PCI bus")
+    report = checks.select_and_run(topo)
+    assert not [f for f in report.findings if f.severity == "error"], report.findings
+
+
+def test_a_gpu_listed_by_every_source_gives_no_not_listed_finding():
+    topo = snapshot.derive(json.loads(snapshot.dumps(simulate(layouts.load("dgx-h100"), [],
+                                                              seed=1))), where="s")
+    assert not [f for f in source.check(topo, None) if f.code == "source.gpus_not_listed"]

@@ -19,7 +19,12 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     disagreement about one thing."""
     out: List[Finding] = []
     groups: Dict[Subject, List[Disagreement]] = {}
+    unlisted = [d for d in topo.disagreements if _unlisted_on_bus(d)]
+    if unlisted:
+        out.append(_not_listed(unlisted))
     for d in topo.disagreements:
+        if any(d is u for u in unlisted):
+            continue
         subj = subject_of(topo, d)
         ds = groups.setdefault(subj, [])
         if not any(x.fact == d.fact and dict(x.values) == dict(d.values) for x in ds):
@@ -40,6 +45,37 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
             hint="the sources were read at different times or one is wrong: re-take the "
                  "snapshot; a persistent difference points at the fact to look at"))
     return out
+
+
+def _unlisted_on_bus(d: Disagreement) -> bool:
+    """sysfs lists a GPU (by PCI address: ``GPU at 0000:14:00.0``) that no driver-level
+    source lists at all: the GPUs present were matched by bus id, this one matched none."""
+    if d.fact != "presence" or not d.subject.startswith("GPU at "):
+        return False
+    vals = dict(d.values)
+    return vals.get("sysfs") == "present" and len(vals) > 1 and all(
+        v == "absent" for k, v in vals.items() if k != "sysfs")
+
+
+def _not_listed(ds: List[Disagreement]) -> Finding:
+    """One finding for every GPU on the PCI bus that the driver-level sources do not list:
+    one cause (a job or container given part of the node, or GPUs the driver could not
+    initialise), not one disagreement per GPU."""
+    addrs = [d.subject[len("GPU at "):] for d in ds]
+    others = sorted({k for d in ds for k in dict(d.values) if k != "sysfs"})
+    n = len(addrs)
+    shown = ", ".join(addrs[:8]) + (f" and {n - 8} more" if n > 8 else "")
+    return finding(
+        "warning", "source.gpus_not_listed", S.NODE,
+        f"{n} GPU{'s' if n != 1 else ''} on the PCI bus (sysfs: {shown}) "
+        f"{'are' if n != 1 else 'is'} not listed by {', '.join(others)}: hidden from this "
+        "process (a container or a Slurm/Kubernetes job given fewer GPUs) or not "
+        "initialised by the driver; the GPUs listed are checked, these are not",
+        expected=None, actual=f"{n} not listed by {', '.join(others)}",
+        source=", ".join(["sysfs"] + others),
+        hint="inside a job or container this is expected: run nvtopo on the host (or with "
+             "every GPU visible) to check the whole node; on the host, nvidia-smi and dmesg "
+             "(Xid, RmInitAdapter) tell why the driver cannot use them")
 
 
 def subject_of(topo: Topology, d: Disagreement) -> Subject:

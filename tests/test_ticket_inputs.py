@@ -332,3 +332,16 @@ def test_show_from_ibstat_lists_its_nics():
     assert model["gpus"] == [] and model["sources"] == ["ibstat-text"]
     assert [p["rate_gbps"] for n in model["nics"] for p in n["extra"]["sysfs"]["ports"]] == \
         [400, 400]
+
+
+@pytest.mark.parametrize("name,source,actual", [
+    ("ibv_devinfo_ib_cx7_mt4129_port_down_lid65535.txt", "ibv-devinfo-text", "DOWN"),
+    ("ibstat_ib_hdr_cx6_mt4123_active_and_down.txt", "ibstat-text", "DOWN/Disabled")])
+def test_port_down_from_pasted_text_names_its_source_and_no_none(name, source, actual):
+    """Findings on pasted ports name the text they came from (they said "sysfs"), and a
+    physical state the text does not give is not printed as "None" ("DOWN/None")."""
+    r = runner.invoke(app, ["check", "--from", os.path.join(IB, name), "--format", "json"])
+    assert r.exit_code == 0, r.stderr
+    down = [f for f in json.loads(r.stdout)["findings"] if f["code"] == "ib.port_down"]
+    assert [(f["source"], f["actual"]) for f in down] == [(source, actual)]
+    assert "None" not in down[0]["message"]

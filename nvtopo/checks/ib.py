@@ -70,13 +70,13 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
             if state != "ACTIVE" or (phys is not None and phys != "LinkUp"):
                 out.append(finding(
                     "error" if is_comp else "warning", "ib.port_down", subj,
-                    f"{subj} is {state}/{phys}"
+                    f"{subj} is {state}/{phys or 'phys state unknown'}"
                     + (" (a compute port: the GPU(s) behind it lose their RDMA path)"
                        if is_comp else " (not a compute port: down may be by design)")
                     + ("; phys state Disabled: administratively off" if phys == "Disabled"
                        else "; phys state Polling: no link partner (cable, transceiver or "
                        "switch port)" if phys == "Polling" else ""),
-                    expected="ACTIVE/LinkUp", actual=f"{state}/{phys}", source="sysfs",
+                    expected="ACTIVE/LinkUp", actual=f"{state}/{phys}" if phys else state, source=h.source or "sysfs",
                     hint="check the cable/transceiver and the switch port (ibstat, "
                          "mlxlink -d DEV); Disabled: ibportstate / the subnet manager; "
                          "then reseat", covers=[subj, S.nic(n.name)]))
@@ -87,7 +87,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                 out.append(finding(
                     demote("error", inferred), "ib.link_layer", subj,
                     f"{subj} runs {layer}, the layout's compute ports run {want_layer}",
-                    expected=want_layer, actual=layer, source="sysfs",
+                    expected=want_layer, actual=layer, source=h.source or "sysfs",
                     hint="set the port type with mlxconfig (LINK_TYPE_P1) and reboot, or "
                          "use the layout for this network"))
             elif is_comp and want_layer and layer is None:
@@ -107,7 +107,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                     f"{subj} runs at {rate:g} Gb/s, expected {expected_rate:g} Gb/s"
                     + (" (the layout's rate)" if expected_rate == want_rate and is_comp else
                        " (its peers' rate)"),
-                    expected=expected_rate, actual=rate, source="sysfs",
+                    expected=expected_rate, actual=rate, source=h.source or "sysfs",
                     hint="a link trained slower: check the cable/transceiver and the switch "
                          "port speed (mlxlink -d DEV), then reseat", covers=[subj]))
             elif rate is None:
@@ -131,7 +131,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                     # the limit, not a value to reach: "symbol_error <= 100"
                     expected=", ".join(f"{k} <= {thresholds.get(k, 100)}"
                                        for k in sorted(errs)), actual=errs,
-                    source="sysfs",
+                    source=h.source or "sysfs",
                     hint="clear the counters (perfquery -x -R) and watch them grow; symbol "
                          "errors and link_downed point at the cable/transceiver",
                     covers=[subj]))
@@ -141,5 +141,5 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
         out.append(finding("info", "ib.not_checked", S.NODE,
                            "not checked (unreadable in the input): " + ", ".join(unknown[:8])
                            + (f" and {len(unknown) - 8} more" if len(unknown) > 8 else ""),
-                           source="sysfs"))
+                           source=", ".join(sorted({h.source or "sysfs" for _, h in hcas}))))
     return out

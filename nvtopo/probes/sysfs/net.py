@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Optional
 
 from ...model.net import ARPHRD_NONE, NET_COUNTERS, NetLink
 from .parse import to_int
-from .read import NOT_RECORDED
+from .read import NOT_RECORDED, read_attrs
 
 #: Most interfaces read (a container host has hundreds of veths; real uplinks are few).
 MAX_NET = 1024
@@ -59,13 +59,7 @@ def collect_net(v: Any) -> Optional[Dict[str, Any]]:
     wg = [n for n, e in links.items() if _devtype(e.get("uevent")) == "wireguard"]
     if wg:
         for name, entry in links.items():
-            base = f"class/net/{name}"
-            for attr in NET_ATTRS:
-                val, aerr = v.read(f"{base}/{attr}")
-                if val is None:
-                    entry["errors"][attr] = aerr
-                else:
-                    entry["attrs"][attr] = val
+            read_attrs(v, f"class/net/{name}", NET_ATTRS, entry)
         for name in wg:
             counters: Dict[str, Any] = {}
             for c in NET_COUNTERS:

@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from ...model.storage import NvmeNamespace, Storage
 from ...safe import ascii_int, is_ascii_digits, printable
 from .parse import pci_of
-from .read import NOT_RECORDED
+from .read import NOT_RECORDED, read_attrs
 
 #: The only controller attributes ever opened (never ``dhchap_*``, ``serial``, ``address``).
 CTRL_ATTRS = ("model", "firmware_rev", "transport", "state")
@@ -55,12 +55,7 @@ def collect(v: Any, pci: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
     for name in ctrls[:MAX_CTRLS]:
         base = f"class/nvme/{name}"
         ctrl: Dict[str, Any] = {"name": name, "attrs": {}, "errors": {}, "namespaces": []}
-        for attr in CTRL_ATTRS:
-            val, aerr = v.read(f"{base}/{attr}")
-            if val is None:
-                ctrl["errors"][attr] = aerr
-            else:
-                ctrl["attrs"][attr] = val
+        read_attrs(v, base, CTRL_ATTRS, ctrl)
         ctrl["device_path"] = v.resolve(base + "/device")
         listing, _ = v.listdir(base)
         for ns in sorted(n for n in listing or [] if NS_RE.match(n))[:MAX_NS]:

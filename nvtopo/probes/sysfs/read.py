@@ -428,3 +428,14 @@ def _str_map(m: Any) -> Dict[str, str]:
     if not isinstance(m, dict):
         return {}
     return {str(k): v for k, v in m.items() if isinstance(v, str)}
+
+
+def read_attrs(v: Any, base: str, names: Any, into: Dict[str, Any]) -> None:
+    """Read each attribute in ``names`` of ``base`` through the view ``v``: its value into
+    ``into["attrs"]``, or why not into ``into["errors"]`` (the one shape every walk keeps)."""
+    for attr in names:
+        val, err = v.read(f"{base}/{attr}")
+        if val is None:
+            into["errors"][attr] = err
+        else:
+            into["attrs"][attr] = val

@@ -24,7 +24,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from ...safe import ascii_int, is_ascii_digits
 from .net import collect_net
 from .parse import pci_of, sysfs_bdf, to_int
-from .read import NOT_RECORDED
+from .read import NOT_RECORDED, read_attrs
 
 HOST_BRIDGE_RE = re.compile(r"^pci([0-9a-f]{4,}):([0-9a-f]{2})$")
 NODE_RE = re.compile(r"^node([0-9]{1,9})$")
@@ -91,12 +91,7 @@ def _read_pci(v: Any, base: str, bdf: str, kind: str, vendor: Optional[int],
     dev: Dict[str, Any] = {"bdf": bdf, "kind": kind, "vendor": vendor, "class": cls,
                            "path": real, "host_bridge": host, "chain": chain,
                            "attrs": {}, "errors": {}}
-    for attr in PCI_ATTRS:
-        val, aerr = v.read(f"{base}/{attr}")
-        if val is None:
-            dev["errors"][attr] = aerr
-        else:
-            dev["attrs"][attr] = val
+    read_attrs(v, base, PCI_ATTRS, dev)
     return dev
 
 
@@ -157,12 +152,7 @@ def collect(v: Any) -> Dict[str, Any]:
         hca: Dict[str, Any] = {"name": name, "path": v.resolve(base), "attrs": {}, "errors": {},
                                "ports": [], "netdevs": [], "hw_counters": None,
                                "skipped_ports": []}
-        for attr in HCA_ATTRS:
-            val, aerr = v.read(f"{base}/{attr}")
-            if val is None:
-                hca["errors"][attr] = aerr
-            else:
-                hca["attrs"][attr] = val
+        read_attrs(v, base, HCA_ATTRS, hca)
         for attr in HCA_NEWER_ATTRS:
             val, aerr = v.read(f"{base}/{attr}")
             if val is not None:

@@ -157,7 +157,9 @@ def test_nvlink_r_with_s_maps_active_only_numbering(tmp_path):
 
 def test_nvlink_r_alone_keeps_numbers_and_notes_it():
     topo = snapshot.load(str(TEXT / "nvlink_R_h100_pcie_bridge.txt"))
-    assert "nvml_text.r_numbering" in [n.code for n in topo.notes]
+    # said once for the paste, naming both GPUs (show printed it once per GPU, the same line)
+    notes = [n for n in topo.notes if n.code == "nvml_text.r_numbering"]
+    assert len(notes) == 1 and notes[0].message.endswith("(GPUs 0, 1)")
     topo = snapshot.load(str(TEXT / "nvlink_R_h100_hgx_nvswitch_excerpt.txt"))
     links0 = topo.gpu(0).nvml_text.to_dict()["nvlink"]["links"]
     assert len(links0) == 18 and links0[8]["remote"]["pci_bus_id"] == "00000000:05:00.0"

@@ -21,6 +21,8 @@ from .paste import MAX_NOTES, looks_like, na, parse, slug
 from .vocab import ERROR_CODES, FABRIC_HEALTH_BITS, INCORRECT_CONFIGURATION, U32
 
 SOURCE = "nvml-text"
+#: Notes about the paste as a whole that each GPU's block raises: said once, naming the GPUs.
+ONCE_PER_PASTE = ("nvml_text.r_numbering",)
 
 _INT_START = re.compile(r"^\s*([0-9]+)")
 _NON_WORD = re.compile(r"[^A-Za-z0-9]+")
@@ -95,6 +97,7 @@ def derive_text(text: str) -> Topology:
     counts: Dict[tuple, int] = {}
     all_links = {i: _links(parsed["gpus"][i], by_bus, topo, counts) for i in sorted(parsed["gpus"])}
     judge_inactive(parsed["gpus"], all_links)
+    once: Dict[tuple, List[int]] = {}
     for i in sorted(parsed["gpus"]):
         g = parsed["gpus"][i]
         model = GPU(index=i)
@@ -132,8 +135,15 @@ def derive_text(text: str) -> Topology:
             pci=TextPci(bus_id=g.get("bus_id")), notes=[n["message"] for n in g["notes"]])
         topo.gpus.append(model)
         for n in g["notes"]:
+            if n["code"] in ONCE_PER_PASTE:
+                once.setdefault((n["code"], n["message"], n["level"]), []).append(i)
+                continue
             topo.note(n["code"], n["message"], source=SOURCE, subject=f"GPU{i}",
                       level=n["level"])
+    for (code, message, level), idxs in once.items():
+        # about how the paste numbers links, not about one GPU: said once, naming the GPUs
+        who = f"GPU{idxs[0]}" if len(idxs) == 1 else "GPUs " + ", ".join(map(str, idxs))
+        topo.note(code, f"{message} ({who})", source=SOURCE, level=level)
     for n in parsed["notes"]:
         topo.note(n["code"], n["message"], source=SOURCE, subject=n.get("subject"),
                   level=n["level"])

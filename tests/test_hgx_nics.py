@@ -167,6 +167,26 @@ def test_simulated_hgx_nodes_have_one_nic_per_gpu_and_are_clean(name):
     assert _nic_findings(rep) == []
 
 
+@pytest.mark.parametrize("name", ["hgx-h100-8", "hgx-b300-8", "hgx-a100-8"])
+def test_simulated_nic_moved_behind_the_cpu_is_one_warning(name):
+    from nvtopo.simulate import simulate
+
+    healthy = snapshot.derive(json.loads(json.dumps(simulate(layouts.load(name), [], seed=3))),
+                              where="sim.json")
+    victim = sorted(n.name for n in healthy.nics)[3]
+    doc = json.loads(json.dumps(simulate(layouts.load(name), [f"nic-far:{victim}"], seed=3)))
+    topo = snapshot.derive(doc, where="sim.json")
+    gpu = next(i for i in range(8) if healthy.gpu_nic_path(i, victim)[0] in ("PIX", "PXB"))
+    assert topo.gpu_nic_path(gpu, victim)[0] == "NODE"
+    rep = select_and_run(topo, name)
+    nic = _nic_findings(rep)
+    assert [(f.code, f.severity, str(f.subject)) for f in nic] == [
+        ("nic.placement", "warning", "node")]
+    assert nic[0].message.startswith(f"GPU{gpu} has no NIC at PXB or closer while {victim} "
+                                     "sits off the GPU switches")
+    assert rep.verdict == "pass"  # inferred evidence: a warning, never an error
+
+
 def test_node_without_rdma_nics_is_a_note_not_a_fault():
     """sysfs looked and found no RDMA device: GPUDirect RDMA is not in use."""
     topo = _simulated("hgx-h100-8")

@@ -117,6 +117,7 @@ FAULTS_H100: Dict[str, str] = {
     "pcie-gen": "pcie-gen:GPU5:3",
     "nic-affinity-swap": "nic-affinity-swap:mlx5_0:mlx5_3",
     "nic-rename": "nic-rename:mlx5_0:ibp12s0",
+    "nic-far": "nic-far:mlx5_3",
     "fabric-not-started": "fabric-not-started",
     "counters": "counters:mlx5_6:symbol_error=1000",
     "peermem-missing": "peermem-missing",
@@ -136,6 +137,7 @@ FAULTS_A100: Dict[str, str] = {
     "pcie-gen": "pcie-gen:GPU5:3",
     # no nic-affinity-swap: the dgx-a100 layout names no NIC per GPU (simulate refuses it)
     "nic-rename": "nic-rename:mlx5_0:ibp12s0",
+    "nic-far": "nic-far:mlx5_2",
     "fabric-not-started": "fabric-not-started",
     "counters": "counters:mlx5_2:symbol_error=1000",
     "peermem-missing": "peermem-missing",

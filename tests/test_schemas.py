@@ -341,6 +341,8 @@ def fault_specs(name: str) -> Dict[str, str]:
         out["ib-rate"] = f"ib-rate:{n.name}:{low:g}"
         out["counters"] = f"counters:{n.name}:symbol_error=1000"
         out["nic-rename"] = f"nic-rename:{n.name}:ibp12s0"
+        if len(m.pci[n.bdf].chain) > 1:
+            out["nic-far"] = f"nic-far:{n.name}"
     if isinstance(lay.get("nics.placement.gpu_nic"), dict):
         nics = m.nics_in_order()
         swap = next((f"nic-affinity-swap:{a.name}:{b.name}" for i, a in enumerate(nics)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from ..model import Topology, path_rank
 from . import Finding, demote, facts as F, finding
@@ -19,13 +19,20 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                            f"fit its NIC facts ({dropped}); only layout-independent NIC "
                            "checks ran (give --layout NAME to apply a layout's NIC facts)",
                            source=", ".join(topo.sources)))
-    if layout is not None and not layout.section("nics") and not dropped and topo.nics:
+    stated = layout is not None and any(
+        k != "per_gpu" and x is not None for k, x in layout.section("nics").items())
+    per_gpu = layout.get("nics.per_gpu") if layout is not None and not dropped else None
+    if per_gpu is not None and (not isinstance(per_gpu, dict) or layout.get("nics.placement")):
+        per_gpu = None  # a vendor port map (placement) says more: checked below
+    if layout is not None and not stated and not dropped and isinstance(per_gpu, dict):
+        return out + _one_per_gpu(topo, layout, v, per_gpu)
+    if layout is not None and not stated and not dropped and topo.nics:
         out.append(finding("info", "nic.not_checked", S.NODE,
                            f"NIC placement not checked: {layout.name} states no NIC facts "
                            "(an HGX board leaves the NICs to the server maker); only "
                            "layout-independent NIC checks ran",
                            source=", ".join(topo.sources)))
-    if layout is None or not layout.section("nics"):
+    if layout is None or not stated:
         return out
     if not F.has_nic_data(topo, v):
         out.append(finding("info", "nic.not_checked", S.NODE,
@@ -200,5 +207,113 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                 source="sysfs", hint="modprobe nvidia_peermem (and add it to "
                                      "/etc/modules-load.d); or confirm NCCL uses dmabuf "
                                      "(NCCL_DMABUF_ENABLE=1, kernel >= 5.12)"))
+    if isinstance(per_gpu, dict):
+        out.extend(_one_per_gpu(topo, layout, v, per_gpu))
     return out
 
+
+
+def _one_per_gpu(topo: Topology, layout: Any, v: Any, per_gpu: Dict[str, Any]
+                 ) -> List[Finding]:
+    """``nics.per_gpu``: where the platform's reference design gives each GPU a compute NIC
+    behind its own PCIe switch, every GPU needs one at ``path`` or closer (GPUDirect RDMA,
+    NCCL).  Told by PCI placement, never by name.  A node with no RDMA NICs, or with fewer
+    NICs than GPUs (shared NICs by design), is not a wiring fault: a note says so."""
+    want = per_gpu.get("path") if per_gpu.get("path") in ("PIX", "PXB") else "PXB"
+    srcs = ", ".join(topo.sources)
+    src = "sysfs" if v.has_sysfs else ", ".join(s for s in topo.sources if s != "host")
+    if not F.has_nic_data(topo, v):
+        return [finding("info", "nic.not_checked", S.NODE,
+                        "NICs not checked: no NIC data in the input (a topo text without "
+                        "NIC columns; take a snapshot with sysfs)", source=srcs)]
+    present = list(v.present)
+    if not present:
+        return []
+    if not topo.nics:
+        driverless = [n.subject for n in topo.notes if n.code == "sysfs.no_rdma_driver"
+                      and n.subject]
+        return [finding("info", "nic.not_checked", S.NODE,
+                        "no RDMA NICs: GPUDirect RDMA not in use, so one NIC per GPU "
+                        f"({layout.name}'s reference design) not checked"
+                        + (f" ({len(driverless)} NIC function"
+                           f"{'s' if len(driverless) > 1 else ''} on the bus without an "
+                           f"RDMA driver: {', '.join(driverless[:4])})" if driverless else ""),
+                        source=src)]
+    near = F.nic_by_placement(topo, present, want)
+    lacking: List[Tuple[int, str, str]] = []  # (GPU, nearest NIC, its path)
+    for i in present:
+        if i in near:
+            continue
+        names, tok = topo.nearest_nics(i)
+        if names and tok is not None:  # a GPU no path is known for says nothing
+            lacking.append((i, names[0], tok))
+    if not lacking:
+        return []
+    comp, _ = F.compute_nics(topo, None, present, F.missing_gpus(layout, v))
+    gpus = ", ".join(f"GPU{i}" for i, _, _ in lacking)
+    if not comp:
+        return [finding("info", "nic.not_checked", S.NODE,
+                        f"no NIC behind a GPU's PCIe switch ({len(topo.nics)} RDMA "
+                        f"device{'s' if len(topo.nics) > 1 else ''}, none at {want} or "
+                        "closer to any GPU): GPUDirect RDMA is not wired by design, so one "
+                        f"NIC per GPU ({layout.name}'s reference design) not checked",
+                        source=src)]
+    # the NICs that could serve the GPUs: the compute NICs by placement and every other
+    # RDMA device not known to run another link layer (a RoCE storage NIC beside
+    # InfiniBand compute NICs is not a compute NIC moved off its GPU)
+    layers = {lay for x in comp for lay in _layers(topo, x)}
+    could = [n.name for n in topo.nics if n.name in comp or not layers
+             or not _layers(topo, n.name) or _layers(topo, n.name) & layers]
+    if len(could) < len(present):
+        per = len(present) / max(1, len(comp))
+        return [finding("info", "nic.not_checked", S.NODE,
+                        f"{len(comp)} compute NIC{'s' if len(comp) > 1 else ''} for "
+                        f"{len(present)} GPUs ({per:g} GPUs per NIC): fewer NICs than GPUs "
+                        f"by design, not one per GPU as {layout.name}'s reference design; "
+                        f"{gpus} ha{'s' if len(lacking) == 1 else 've'} no NIC at {want} or "
+                        "closer (their GPUDirect RDMA traffic crosses the CPU)",
+                        source=src)]
+    far = [x for x in could if x not in comp and not _dual_function(topo, x)]
+    if not far or len(comp) >= len(present):
+        # as many compute NICs behind GPU switches as GPUs, some GPUs with two (dual-port
+        # cards, NIC groups), or no other NIC that could be one moved off its place: the
+        # integrator's design, not a card off its place
+        served = sorted({i for i in near})
+        return [finding("info", "nic.not_checked", S.NODE,
+                        f"{len(comp)} compute NICs behind the switches of "
+                        f"{len(served)} of {len(present)} GPUs: NICs "
+                        f"shared or doubled by design, not one per GPU as {layout.name}'s "
+                        f"reference design; {gpus} ha{'s' if len(lacking) == 1 else 've'} no "
+                        f"NIC at {want} or closer (their GPUDirect RDMA traffic crosses the "
+                        "CPU)", source=src)]
+    inferred = layout.inferred_only("nics.per_gpu")
+    nearest = "; ".join(f"GPU{i}: nearest {n} at {t}" for i, n, t in lacking)
+    return [finding(
+        demote("error", inferred), "nic.placement", S.NODE,
+        f"{gpus} ha{'s' if len(lacking) == 1 else 've'} no NIC at {want} or closer while "
+        f"{', '.join(far)} {'sits' if len(far) == 1 else 'sit'} off the GPU switches "
+        f"({layout.name}'s reference design gives each GPU a NIC of its own): GPUDirect RDMA "
+        f"traffic crosses the CPU ({nearest})", expected=want,
+        actual=max((t for _, _, t in lacking), key=lambda t: path_rank(t) or 0),
+        source=src, hint="check the NIC cards' slots against the server maker's port map "
+                         "(a card moved to a CPU root port, or missing); NCCL_IB_HCA and job "
+                         "configs that pin GPUs to NICs follow the placement",
+        covers=[S.gpu(i) for i, _, _ in lacking])]
+
+
+def _layers(topo: Topology, name: str) -> Set[str]:
+    nic = topo.nic(name)
+    h = nic.sysfs if nic is not None else None
+    return {str(p.link_layer) for p in (h.ports if h is not None else []) if p.link_layer}
+
+
+def _dual_function(topo: Topology, name: str) -> bool:
+    """Another RDMA device on the same card (PCI function): a dual-port card, as storage
+    and management NICs are beside single-port compute NICs."""
+    nic = topo.nic(name)
+    bdf = nic.sysfs.pci_address if nic is not None and nic.sysfs is not None else None
+    if not isinstance(bdf, str):
+        return False
+    stem = bdf.rsplit(".", 1)[0]
+    return any(m.name != name and m.sysfs is not None and isinstance(m.sysfs.pci_address, str)
+               and m.sysfs.pci_address.rsplit(".", 1)[0] == stem for m in topo.nics)

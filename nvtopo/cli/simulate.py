@@ -17,6 +17,7 @@ def simulate_cmd(
         help="Inject a fault (repeatable): nvlink-down:GPU3:7, nvlink-degraded:GPU2-GPU6, "
              "gpu-missing:GPU7, ib-port-down:mlx5_4, ib-rate:mlx5_0:200, pcie-width:GPU5:8, "
              "pcie-gen:GPU5:3, nic-affinity-swap:mlx5_0:mlx5_3, nic-rename:mlx5_0:ibp12s0, "
+             "nic-far:mlx5_3, "
              "fabric-not-started, counters:mlx5_2:symbol_error=1000, peermem-missing, "
              "c2c-down:GPU1, c2c-links:GPU1:6, nvme-far:3, iommu-on, no-nvidia-fs."),
     seed: int = typer.Option(0, "--seed", min=0, metavar="N", help="Seed for hostname, UUIDs, serials, "

@@ -265,6 +265,10 @@ def validate(doc: Any, where: str) -> None:
     path = probe.get("nics.placement.gpu_to_nearest_compute_nic")
     if path is not None and path not in ("PIX", "PXB", "PHB", "NODE", "SYS"):
         raise bad('"nics.placement.gpu_to_nearest_compute_nic" must be PIX, PXB, PHB, NODE or SYS')
+    per_gpu = probe.get("nics.per_gpu")
+    if per_gpu is not None and (not isinstance(per_gpu, dict)
+                                or per_gpu.get("path", "PXB") not in ("PIX", "PXB")):
+        raise bad('"nics.per_gpu" must be an object whose "path" is PIX or PXB')
     gpu_nic = probe.get("nics.placement.gpu_nic")
     if gpu_nic is not None and (not isinstance(gpu_nic, dict) or not all(
             re.match(r"^[0-9]{1,6}$", str(k)) and (isinstance(v, str) or (

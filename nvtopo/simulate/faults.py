@@ -30,6 +30,8 @@ KINDS: Dict[str, Tuple[str, str]] = {
                           "the two devices' PCI places are swapped"),
     "nic-rename": ("nic-rename:<rdma device>:<new name>",
                    "the device has another name (udev, driver, BIOS), same PCI place"),
+    "nic-far": ("nic-far:<rdma device>",
+                "the card moved to a CPU root port of its own, off every GPU's switch"),
     "fabric-not-started": ("fabric-not-started", "NVSwitch fabric not started: no NVLink"),
     "counters": ("counters:<rdma device>:<counter>=<value>", "an error counter of the port"),
     "peermem-missing": ("peermem-missing", "nvidia_peermem not loaded (no GPUDirect RDMA)"),
@@ -57,6 +59,7 @@ _PATTERNS = {
     "nvme-far": re.compile(r"^([0-9]{1,3})$"),
     "nic-rename": re.compile(rf"^{_NIC}:([A-Za-z][A-Za-z0-9_.-]{{0,30}})$"),
 }
+_PATTERNS["nic-far"] = _PATTERNS["ib-port-down"]  # <rdma device>
 _PATTERNS["c2c-down"] = _PATTERNS["gpu-missing"]  # GPU<i>
 _PATTERNS["c2c-links"] = _PATTERNS["pcie-width"]  # GPU<i>:<count>
 
@@ -250,6 +253,31 @@ def _nic_swap(m: Machine, f: Fault, where: str) -> None:
     a.place, b.place = b.place, a.place
 
 
+def _nic_far(m: Machine, f: Fault, where: str) -> None:
+    """The device leaves its switch for a root port of a host bridge of its own on the same
+    NUMA node: NODE to the GPUs of its socket, SYS to the others (a card in the wrong slot)."""
+    from dataclasses import replace
+
+    from .pci import CLS_BRIDGE, INTEL
+
+    nic = _nic(m, f.args[0], where)
+    old = m.pci[nic.bdf]
+    if len(old.chain) == 1:
+        raise NvtopoError(f"{nic.name} already sits on a CPU root port", where=where)
+    dom = nic.bdf.split(":")[0]
+    bus = 1 + max(int(b.split(":")[1], 16) for b in m.pci if b.split(":")[0] == dom)
+    if bus + 1 > 0xFF:
+        dom = f"{1 + max(int(b.split(':')[0], 16) for b in m.pci):04x}"
+        bus = 0
+    rp, ep = f"{dom}:{bus:02x}:01.0", f"{dom}:{bus + 1:02x}:00.0"
+    hb = f"pci{dom}:{bus:02x}"
+    m.pci[rp] = replace(old, bdf=rp, host_bridge=hb, chain=[rp], vendor=INTEL, device=0x352A,
+                        cls=CLS_BRIDGE, role="")
+    m.pci[ep] = replace(old, bdf=ep, host_bridge=hb, chain=[rp, ep])
+    del m.pci[nic.bdf]
+    nic.bdf = ep
+
+
 def _nic_rename(m: Machine, f: Fault, where: str) -> None:
     nic = _nic(m, f.args[0], where)
     if m.nic(f.args[1]) is not None:
@@ -342,7 +370,7 @@ def _storage(m: Machine, f: Fault, where: str) -> None:
 _APPLY = {"nvlink-down": _nvlink_down, "nvlink-degraded": _nvlink_degraded,
           "gpu-missing": _gpu_missing, "ib-port-down": _ib_port_down, "ib-rate": _ib_rate,
           "pcie-width": _pcie_width, "pcie-gen": _pcie_gen, "nic-affinity-swap": _nic_swap,
-          "nic-rename": _nic_rename,
+          "nic-rename": _nic_rename, "nic-far": _nic_far,
           "fabric-not-started": _fabric, "counters": _counters, "peermem-missing": _peermem,
           "c2c-down": _c2c, "c2c-links": _c2c,
           "nvme-far": _storage, "iommu-on": _storage, "no-nvidia-fs": _storage}

@@ -212,7 +212,7 @@ def build(layout: Layout, seed: int = 0, hostname: Optional[str] = None) -> Mach
     placement = layout.get("nics.placement.gpu_to_nearest_compute_nic")
     per_nic = layout.get("nics.placement.gpus_per_compute_nic")
     gpu_nic = layout.get("nics.placement.gpu_nic")
-    if layout.section("nics") == {}:
+    if not {k: x for k, x in layout.section("nics").items() if k != "per_gpu"}:
         compute_count, placement = n, "PIX"
         notes.append("layout states no NICs: one compute NIC per GPU simulated, behind the "
                      "GPU's PCIe switch (PIX)")

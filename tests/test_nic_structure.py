@@ -184,3 +184,25 @@ def test_counter_errors_expected_reads_as_the_limit_actual_as_the_value_seen():
     assert [(f.severity, str(f.subject)) for f in got] == [("error", "mlx5_6 port 1")]
     assert got[0].expected == "symbol_error <= 100"
     assert got[0].actual == {"symbol_error": 1000}
+
+
+def test_a_card_moved_to_another_slot_is_one_placement_error_not_also_missing():
+    """dgx-a100 (compute NICs told by placement): a card moved to a CPU root port was
+    nic.missing (7 of 8 compute NICs) and nic.placement for its GPU; it is only the latter.
+    A card that is gone is still nic.missing."""
+    import json as _json
+
+    from nvtopo import checks as _checks, layouts as _layouts, snapshot as _snapshot
+    from nvtopo.simulate import simulate as _simulate
+
+    lay = _layouts.load("dgx-a100")
+    moved = _snapshot.derive(_json.loads(_snapshot.dumps(
+        _simulate(lay, ["nic-far:mlx5_3"], seed=1))), where="s")
+    errs = [(f.code, str(f.subject)) for f in _checks.select_and_run(moved).findings
+            if f.severity == "error"]
+    assert len(errs) == 1 and errs[0][0] == "nic.placement", errs
+    gone = _snapshot.derive(_json.loads(_snapshot.dumps(_simulate(lay, [], seed=1))),
+                            where="s")
+    gone.nics = [n for n in gone.nics if n.name != "mlx5_3"]
+    codes = {f.code for f in _checks.select_and_run(gone).findings if f.severity == "error"}
+    assert "nic.missing" in codes

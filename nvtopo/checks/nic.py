@@ -9,6 +9,23 @@ from . import Finding, demote, facts as F, finding
 from . import subject as S
 
 
+def _moved_cards(topo: Topology, comp: List[str]) -> List[str]:
+    """RDMA NICs off every GPU's switch of the same card model and link layer as the compute
+    NICs told apart by placement: a card in another slot, reported by the placement check
+    (the GPU without its NIC), not also as a missing card."""
+    def kind(name: str) -> Optional[tuple]:
+        nic = topo.nic(name)
+        h = nic.sysfs if nic is not None else None
+        if h is None:
+            return None
+        dev = h.pci.device_id if h.pci is not None else None
+        layers = tuple(sorted({str(p.link_layer) for p in h.ports if p.link_layer}))
+        return (h.hca_type or dev, layers) if (h.hca_type or dev) and layers else None
+
+    kinds = {k for k in (kind(x) for x in comp) if k is not None}
+    return [n.name for n in topo.nics if n.name not in comp and kind(n.name) in kinds]
+
+
 def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     v = F.view(topo)
     out: List[Finding] = []
@@ -103,7 +120,8 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                 + [S.nic(b) for b in driverless]))
         missing_names = [x for x in missing_names if x not in renamed_only]
     elif isinstance(want, int) and len(comp) < want and len(comp) + len(
-            F.missing_gpus(layout, v)) < want:
+            F.missing_gpus(layout, v)) < want and len(comp) + len(
+            _moved_cards(topo, comp)) < want:
         out.append(finding(
             demote("error", inf_count), "nic.missing", S.NODE,
             f"{len(comp)} compute NICs (told apart by {how}: PIX/PXB to a GPU), the layout "

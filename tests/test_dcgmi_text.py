@@ -188,6 +188,19 @@ def test_with_the_matrix_of_an_8x_h100_node(dcgmi_first: bool) -> None:
         assert errors(rep) == want
 
 
+def test_a_cut_dcgmi_text_before_the_matrix_leaves_the_matrix_whole() -> None:
+    topo_m = TOPO_H100.read_text(encoding="utf-8")
+    cut = sample()[: sample().index("NvSwitches:")].rstrip("\n")
+    topo = load_text(cut[: cut.rindex(" U")] + "\n" + topo_m, "ticket.txt")
+    alone = load_text(topo_m, "m.txt")
+    assert topo.matrix is not None and len(topo.gpus) == 8
+    assert topo.gpu(7).nvml_text.nvlink.active == 17  # the row cut before its last letter
+    # the matrix's header line (after the cut row) is the matrix's, not a damaged dcgmi row
+    assert not [n for n in topo.notes if n.code.startswith("topo.")]
+    assert [g.numa_affinity for g in topo.gpus] == [g.numa_affinity for g in alone.gpus]
+    assert select_and_run(topo).layout_name == "hgx-h100-8"
+
+
 def test_the_matrix_alone_and_with_the_sample_give_the_same_pairs() -> None:
     topo_m = TOPO_H100.read_text(encoding="utf-8")
     alone = load_text(topo_m, "m.txt")

@@ -208,8 +208,10 @@ def parse(text: str) -> Dict[str, Any]:
             letters(current, tokens)
             continue
         if started and current is not None:
-            # a damaged row inside a GPU's block: its letters are not read
-            lines.add(n)
+            # a damaged row inside a GPU's block: its letters are not read (a line with no
+            # letter at all, such as a matrix's header after a cut paste, is left to it)
+            if any(t in _LETTERS for t in tokens):
+                lines.add(n)
             note("dcgmi_text.unreadable_line", f"GPU{current}: a line that is not link "
                  f"letters is not read: {printable(stripped[:60])!r}", subject=f"GPU{current}")
             current = None

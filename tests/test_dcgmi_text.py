@@ -105,6 +105,14 @@ def test_cli_check_and_links_read_the_sample() -> None:
     assert {x["state"] for g in doc["gpus"] for x in g["links"]} == {"active"}
 
 
+def test_show_json_is_valid_and_names_the_section() -> None:
+    res = runner.invoke(app, ["show", "--from", str(FIX), "--format", "json"])
+    assert res.exit_code == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["extra"]["nvml-text"]["sections"] == ["dcgmi nvlink -s"]
+    assert len(doc["gpus"]) == 8
+
+
 # -- D, X, _ ----------------------------------------------------------------------------------
 
 
@@ -303,10 +311,27 @@ def test_dcgmi_without_gpus_is_an_error_not_a_pass(tmp_path: Path, text: str) ->
     assert res.exit_code == 2 and str(f) in res.stderr
 
 
-def test_snapshot_from_dcgmi_text_is_refused_in_one_line() -> None:
-    res = runner.invoke(app, ["snapshot", "--from", str(FIX)])
-    assert res.exit_code == 2
-    assert "dcgmi" in res.stderr and len(res.stderr.strip().splitlines()) == 1
+@pytest.mark.parametrize("with_matrix", [False, True])
+def test_snapshot_from_dcgmi_text_keeps_it_and_checks_the_same(tmp_path: Path,
+                                                                with_matrix: bool) -> None:
+    text = with_letter(sample(), 3, 7, "D")
+    if with_matrix:
+        text = TOPO_H100.read_text(encoding="utf-8") + "\n" + text
+    f, snap = tmp_path / "ticket.txt", tmp_path / "node.json"
+    f.write_text(text, encoding="utf-8")
+    res = runner.invoke(app, ["snapshot", "--from", str(f), "-o", str(snap)])
+    assert res.exit_code == 0, res.stderr
+    doc = json.loads(snap.read_text(encoding="utf-8"))
+    assert doc["probes"]["nvml"]["source"] == "nvml-text"
+    assert ("topo-text" in doc["probes"]) == with_matrix
+    from_text = select_and_run(load_text(text, "t"), "dgx-h100")
+    from_snap = select_and_run(load_text(snap.read_text(encoding="utf-8"), "s"), "dgx-h100")
+    assert errors(from_snap) == errors(from_text)
+    assert {e for e in errors(from_snap) if e[1] == "error"} == \
+        {("nvlink.link_down", "error", "GPU3 link 7")}
+    topo = load_text(snap.read_text(encoding="utf-8"), "s")
+    assert topo.gpu(3).nvml_text.nvlink.down == [7]
+    assert (topo.matrix is not None) == with_matrix
 
 
 def test_nvidia_smi_text_that_mentions_dcgmi_stays_nvidia_smi_text() -> None:

@@ -318,9 +318,16 @@ def _document_of(text: str, where: str) -> Dict[str, Any]:
         from ..probes.nvml import xml as nvml_xml
 
         text, kind = nvml_xml.to_q_text(text, where)[0], read.NVML_TEXT
-    if kind in (read.DCGMI_TEXT, read.TOPO_AND_DCGMI_TEXT):
-        raise NvtopoError("a pasted dcgmi nvlink -s text is read by show, links and check "
-                          "(--from), but not kept in a snapshot", where=where)
+    if kind in (read.DCGMI_TEXT, read.TOPO_AND_DCGMI_TEXT):  # kept as NVML text evidence
+        from ..probes import dcgmi_text
+
+        _dcgmi_model(text, where, kind)  # raises the one-line error of a text with no GPU
+        doc = from_text_evidence(dcgmi_text.without_block(text) if kind != read.DCGMI_TEXT
+                                 else text, where)
+        if kind == read.DCGMI_TEXT:
+            doc["probes"] = {}
+        doc["probes"]["nvml"] = document.nvml_text_evidence(text)
+        return doc
     if kind == read.GDS_TEXT:
         raise NvtopoError("a pasted gdscheck -p text is read by show and check (--from), but "
                           "not kept in a snapshot", where=where)

@@ -340,6 +340,16 @@ def test_nvidia_smi_text_that_mentions_dcgmi_stays_nvidia_smi_text() -> None:
     assert read.recognise(text) == read.NVML_TEXT
 
 
+def test_nvidia_smi_text_beside_dcgmi_is_said_to_be_unread() -> None:
+    text = sample() + "\nGPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-x)\n\t Link 0: 26.562 GB/s\n"
+    topo = load_text(text, "both.txt")
+    assert [n.level for n in topo.notes if n.code == "dcgmi_text.nvidia_smi_not_read"] == \
+        ["warning"]
+    assert topo.gpu(0).nvml_text.nvlink.active == 18
+    assert not [n for n in load_text(sample(), "s").notes
+                if n.code == "dcgmi_text.nvidia_smi_not_read"]
+
+
 def test_duplicate_gpu_keeps_the_first() -> None:
     text = sample() + "\nGPUs:\n    gpuId 0:\n        D D D\n"
     topo = load_text(text, "dup.txt")

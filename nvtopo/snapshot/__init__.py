@@ -291,7 +291,13 @@ def _dcgmi_model(text: str, where: str, kind: str) -> Topology:
     from ..probes import dcgmi_text
     from ..probes import topo as topo_text
 
+    from ..probes.nvml import text as nvml_text
+
     dcgmi = dcgmi_text.derive_text(text)
+    if nvml_text.looks_like(dcgmi_text.without_block(text)):  # not merged: said, not dropped
+        dcgmi.note("dcgmi_text.nvidia_smi_not_read", "nvidia-smi nvlink/-q text in the same "
+                   "paste as dcgmi nvlink -s is not read; paste it in a file of its own",
+                   source=dcgmi_text.SOURCE, level="warning")
     if not dcgmi.gpus and kind == read.DCGMI_TEXT:
         raise NvtopoError("dcgmi nvlink -s text with no GPU row (no `gpuId N:` followed by "
                           "link letters)", where=where)

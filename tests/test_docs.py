@@ -230,7 +230,7 @@ _OUTSIDE = re.compile(r"/work/|\.\./shared|shared/docs|shared/corpus"
 #: their fixtures copy, without it): only this form of the path is allowed there.
 DATA_READERS = {"tests/test_cli.py", "tests/test_snapshot.py", "tests/test_hostile_parsers.py",
                 "tests/test_corpus.py", "tests/test_partial_evidence.py",
-                "tests/test_ticket_inputs.py"}
+                "tests/test_ticket_inputs.py", "tests/test_dcgmi_text.py"}
 _DATA_PATH = re.compile(r'Path\("/work/shared/corpus(?:/[a-z]+)?"\)')
 
 

@@ -268,6 +268,8 @@ def _text_model(text: str, where: str) -> Topology:
         topo = _text_model(text, where)
         topo.merge(ib)
         return topo
+    if kind in (read.DCGMI_TEXT, read.TOPO_AND_DCGMI_TEXT):
+        return _dcgmi_model(text, where, kind)
     if kind == read.NVML_TEXT:
         topo = nvml_text.derive_text(text)  # pasted nvidia-smi nvlink / -q text
         topo.origin = {"kind": "nvml-text", "file": where}
@@ -283,6 +285,35 @@ def _text_model(text: str, where: str) -> Topology:
     return topo
 
 
+def _dcgmi_model(text: str, where: str, kind: str) -> Topology:
+    """Pasted ``dcgmi nvlink -s``, alone or in one paste with a ``topo -m`` matrix: each
+    speaks for what it names (docs/ticket-inputs.md)."""
+    from ..probes import dcgmi_text
+    from ..probes import topo as topo_text
+
+    from ..probes.nvml import text as nvml_text
+
+    dcgmi = dcgmi_text.derive_text(text)
+    if nvml_text.looks_like(dcgmi_text.without_block(text)):  # not merged: said, not dropped
+        dcgmi.note("dcgmi_text.nvidia_smi_not_read", "nvidia-smi nvlink/-q text in the same "
+                   "paste as dcgmi nvlink -s is not read; paste it in a file of its own",
+                   source=dcgmi_text.SOURCE, level="warning")
+    if not dcgmi.gpus and kind == read.DCGMI_TEXT:
+        raise NvtopoError("dcgmi nvlink -s text with no GPU row (no `gpuId N:` followed by "
+                          "link letters)", where=where)
+    if kind == read.DCGMI_TEXT:
+        dcgmi.origin = {"kind": "nvml-text", "file": where}
+        return dcgmi
+    try:
+        topo = topo_text.parse(dcgmi_text.without_block(text))
+    except topo_text.TopoParseError as exc:
+        raise NvtopoError(f"not an nvtopo snapshot, nvidia-smi topo or nvlink output: {exc}",
+                          where=where) from None
+    topo.merge(dcgmi)
+    topo.origin = {"kind": "topo-text", "file": where}
+    return topo
+
+
 def _document_of(text: str, where: str) -> Dict[str, Any]:
     """Decoded input as a snapshot document: a snapshot as it is, a bare text wrapped as
     the evidence of the probe that prints it."""
@@ -293,6 +324,16 @@ def _document_of(text: str, where: str) -> Dict[str, Any]:
         from ..probes.nvml import xml as nvml_xml
 
         text, kind = nvml_xml.to_q_text(text, where)[0], read.NVML_TEXT
+    if kind in (read.DCGMI_TEXT, read.TOPO_AND_DCGMI_TEXT):  # kept as NVML text evidence
+        from ..probes import dcgmi_text
+
+        _dcgmi_model(text, where, kind)  # raises the one-line error of a text with no GPU
+        doc = from_text_evidence(dcgmi_text.without_block(text) if kind != read.DCGMI_TEXT
+                                 else text, where)
+        if kind == read.DCGMI_TEXT:
+            doc["probes"] = {}
+        doc["probes"]["nvml"] = document.nvml_text_evidence(text)
+        return doc
     if kind == read.GDS_TEXT:
         raise NvtopoError("a pasted gdscheck -p text is read by show and check (--from), but "
                           "not kept in a snapshot", where=where)

@@ -259,6 +259,9 @@ IB_TEXT = "ib-text"
 NVML_XML = "nvml-xml"
 #: Pasted ``gdscheck -p`` (GPUDirect Storage, docs/storage.md).
 GDS_TEXT = "gds-text"
+#: Pasted ``dcgmi nvlink -s`` (:mod:`nvtopo.probes.dcgmi_text`), alone or beside a matrix.
+DCGMI_TEXT = "dcgmi-text"
+TOPO_AND_DCGMI_TEXT = "topo-text+dcgmi-text"
 #: Neither text recognised: parsed as a topo text, whose parser says precisely what is wrong.
 UNRECOGNISED = "unrecognised"
 
@@ -284,6 +287,14 @@ def recognise(text: str) -> str:
     ib = ib_text.blocks(text)
     if ib:  # the device blocks are no part of a matrix or nvlink text: judge the rest alone
         text = ib_text.without_blocks(text)
+    from ..probes import dcgmi_text
+
+    if dcgmi_text.looks_like(text):  # its own vocabulary: the rest judged without it
+        rest = dcgmi_text.without_block(text)
+        rest_topo = topo_text.looks_like_topo(rest)
+        # a paste that only mentions dcgmi (no GPU row) is judged as if it did not
+        if dcgmi_text.has_gpus(text) or not (rest_topo or nvml_text.looks_like(rest)):
+            return TOPO_AND_DCGMI_TEXT if rest_topo else DCGMI_TEXT
     topo = topo_text.looks_like_topo(text)
     nvml = nvml_text.looks_like(text)
     if topo:

@@ -78,8 +78,11 @@ def derive(evidence: Dict[str, Any]) -> Topology:
     if not isinstance(evidence, dict):
         raise _corrupt("not an object")
     if isinstance(evidence.get("stdout"), str) and "calls" not in evidence:
+        from .. import dcgmi_text
         from .text import derive_text
 
+        if dcgmi_text.looks_like(evidence["stdout"]) and dcgmi_text.has_gpus(evidence["stdout"]):
+            return dcgmi_text.derive_text(evidence["stdout"])  # pasted dcgmi nvlink -s
         return derive_text(evidence["stdout"])
     status = evidence.get("status", "ok")
     if status not in ("ok", "timeout", "unavailable"):

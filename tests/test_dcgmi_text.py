@@ -10,18 +10,17 @@ NvSwitch blocks, cut pastes) read the same; hostile input parses in bounded time
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import sys
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, List, Set, Tuple
+from typing import List, Set, Tuple
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cli_runner import make_runner
+from test_hostile_parsers import finishes_within  # one hang detector for the suite
 from nvtopo.checks import select_and_run
 from nvtopo.cli import app
 from nvtopo.errors import NvtopoError
@@ -360,27 +359,6 @@ def test_duplicate_gpu_keeps_the_first() -> None:
 # -- hostile input ----------------------------------------------------------------------------
 
 
-class Hang(Exception):
-    pass
-
-
-@contextmanager
-def finishes_within(seconds: float) -> Iterator[None]:
-    """A hang detector (not a speed target): the bounds are many times the real time."""
-    if not hasattr(signal, "setitimer"):  # pragma: no cover - POSIX only
-        yield
-        return
-
-    def expire(signum, frame):
-        raise Hang(f"did not finish within {seconds} s")
-
-    old = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
 
 
 def test_large_input_is_read_in_bounded_time_and_size() -> None:

@@ -181,12 +181,7 @@ def collect(v: Any) -> Dict[str, Any]:
         for num, p in sorted(numbered):
             pbase = f"{base}/ports/{p}"
             port: Dict[str, Any] = {"port": num, "attrs": {}, "errors": {}}
-            for attr in PORT_ATTRS:
-                val, aerr = v.read(f"{pbase}/{attr}")
-                if val is None:
-                    port["errors"][attr] = aerr
-                else:
-                    port["attrs"][attr] = val
+            read_attrs(v, pbase, PORT_ATTRS, port)
             if (port["attrs"].get("link_layer") or "").strip() == "Ethernet":
                 for attr in ("gid_attrs/ndevs/0", "gid_attrs/types/0"):
                     val, aerr = v.read(f"{pbase}/{attr}")

@@ -97,7 +97,7 @@ def test_unreadable_files_listed_with_reasons(fleet, cli):
     assert set(bad) == {"empty.json", "truncated.json", "notes.txt"}
     assert bad["empty.json"]["reason"] == "file is empty"
     assert bad["truncated.json"]["reason"].startswith("truncated or corrupt snapshot")
-    assert "not an nvtopo snapshot, nvidia-smi topo" in bad["notes.txt"]["reason"]
+    assert "not an input nvtopo reads (an nvtopo snapshot, nvidia-smi topo" in bad["notes.txt"]["reason"]
     assert all(n["hostname"] is None and n["layout"] is None and n["findings"] == []
                for n in bad.values())
     assert not any(n["file"].endswith("README.md") for n in nodes)

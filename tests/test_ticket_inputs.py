@@ -345,3 +345,20 @@ def test_port_down_from_pasted_text_names_its_source_and_no_none(name, source, a
     down = [f for f in json.loads(r.stdout)["findings"] if f["code"] == "ib.port_down"]
     assert [(f["source"], f["actual"]) for f in down] == [(source, actual)]
     assert "None" not in down[0]["message"]
+
+
+def test_refusal_names_what_nvtopo_reads_and_never_contradicts_itself(tmp_path):
+    """A text with no matrix names every input nvtopo reads (it named only snapshots, topo and
+    nvlink); a matrix that cannot be read is called one (it began "not ... nvidia-smi topo
+    output: the matrix looks wrapped")."""
+    junk = tmp_path / "junk.txt"
+    junk.write_text("hello\nnot a GPU in sight\n")
+    r = runner.invoke(app, ["check", "--from", str(junk)])
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1
+    for name in ("ibstat", "dcgmi nvlink -s", "gdscheck -p", "-q -x XML"):
+        assert name in r.stderr
+    wrapped = tmp_path / "wrapped.txt"
+    wrapped.write_text("GPU0 GPU1\nfoo bar\n")
+    r = runner.invoke(app, ["check", "--from", str(wrapped)])
+    assert r.exit_code == 2 and "an nvidia-smi topo matrix nvtopo cannot read" in r.stderr
+    assert "not an input" not in r.stderr

@@ -239,6 +239,19 @@ def load_text(text: str, where: str) -> Topology:
     return _text_model(text, where)
 
 
+#: What a pasted text may be (docs/ticket-inputs.md), named when a text is none of them.
+READABLE = ("an nvtopo snapshot, nvidia-smi topo -m, nvidia-smi nvlink or -q text (or -q -x "
+            "XML), dcgmi nvlink -s, ibstat/ibv_devinfo/ibstatus or gdscheck -p")
+
+
+def _unread(kind: str, exc: Exception) -> str:
+    """Why a text was not read: a matrix found but unreadable says so (it is topo output);
+    a text with no matrix names what nvtopo reads."""
+    if not getattr(exc, "found", True):
+        return f"not an input nvtopo reads ({READABLE}): {exc}"
+    return f"an nvidia-smi topo matrix nvtopo cannot read: {exc}"
+
+
 def _text_model(text: str, where: str) -> Topology:
     """The model of a pasted ``nvidia-smi topo -m`` and/or ``nvlink``/``-q`` text."""
     from ..probes import topo as topo_text
@@ -277,8 +290,7 @@ def _text_model(text: str, where: str) -> Topology:
     try:
         topo = topo_text.parse(text)
     except topo_text.TopoParseError as exc:
-        raise NvtopoError(f"not an nvtopo snapshot, nvidia-smi topo or nvlink output: {exc}",
-                          where=where) from None
+        raise NvtopoError(_unread(kind, exc), where=where) from None
     if kind == read.TOPO_AND_NVML_TEXT:  # a topo matrix and nvlink text in one paste
         topo.merge(nvml_text.derive_text(text))
     topo.origin = {"kind": "topo-text", "file": where}
@@ -307,8 +319,7 @@ def _dcgmi_model(text: str, where: str, kind: str) -> Topology:
     try:
         topo = topo_text.parse(dcgmi_text.without_block(text))
     except topo_text.TopoParseError as exc:
-        raise NvtopoError(f"not an nvtopo snapshot, nvidia-smi topo or nvlink output: {exc}",
-                          where=where) from None
+        raise NvtopoError(_unread(read.TOPO_TEXT, exc), where=where) from None
     topo.merge(dcgmi)
     topo.origin = {"kind": "topo-text", "file": where}
     return topo

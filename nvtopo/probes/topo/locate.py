@@ -112,7 +112,8 @@ def locate(lines: List[str]) -> Found:
         rows.append((i, label))
     if header is None and not rows:
         raise TopoParseError("no nvidia-smi topo matrix found (expected a header line "
-                             "starting with GPU0 and rows of X, NV#, PIX, PXB, PHB, NODE, SYS)")
+                             "starting with GPU0 and rows of X, NV#, PIX, PXB, PHB, NODE, SYS)",
+                             found=False)
     if header is not None and not rows:
         raise TopoParseError("found a topo header line but no matrix rows under it")
     return Found(header, rows, list(seen), max(0, repeats - MAX_NOTES))

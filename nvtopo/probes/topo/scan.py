@@ -62,8 +62,12 @@ _MAX_GLUED_LABEL = 64
 
 
 class TopoParseError(ValueError):
-    """The text holds no ``nvidia-smi topo`` matrix at all (or a wrapped one that cannot be
-    re-joined)."""
+    """The text holds no ``nvidia-smi topo`` matrix at all (``found`` false), or one that
+    cannot be read (a wrapped one that cannot be re-joined, a header without rows...)."""
+
+    def __init__(self, message: str, found: bool = True) -> None:
+        super().__init__(message)
+        self.found = found
 
 
 def _unansi(m: "re.Match[str]") -> str:

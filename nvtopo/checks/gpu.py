@@ -68,7 +68,8 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     if isinstance(n_exp, int) and not F.lists_every_gpu(topo):
         out.append(finding(
             "info", "gpu.not_checked", S.NODE,
-            f"GPUs missing not checked: the input is pasted nvidia-smi nvlink/-q text, which "
+            f"GPUs missing not checked: the input is pasted per-GPU text (nvidia-smi nvlink/-q, "
+            f"dcgmi nvlink -s), which "
             f"states facts about the {len(present)} GPU(s) it names and nothing about the "
             f"others (the layout has {n_exp})", source=src,
             hint="paste nvidia-smi topo -m (or take a snapshot) to check the GPU count"))

@@ -21,6 +21,7 @@ from typing import Dict, List, Optional, Tuple
 from ..model import NIC, Topology
 from ..model.rdma import Hca, Port, PortRate
 from ..safe import ascii_float, ascii_int
+from .sysfs.parse import parse_rate
 
 IBSTAT = "ibstat-text"
 IBV_DEVINFO = "ibv-devinfo-text"
@@ -178,27 +179,17 @@ def _int(raw: Optional[str]) -> Optional[int]:
 
 
 def _rate(raw: Optional[str], source: str) -> PortRate:
-    """ibstat's ``Rate: 400`` (Gb/s; ``2.5``), ibstatus's ``100 Gb/sec (4X EDR)``."""
+    """ibstat's ``Rate: 400`` (Gb/s; ``2.5``); ibstatus prints the kernel's sysfs form
+    (``100 Gb/sec (4X EDR)``), read by the sysfs probe's parser."""
     if raw is None:
         return PortRate()
     s = raw.strip()
-    num, _, rest = s.partition(" ")
-    value = ascii_float(num)
+    if " " in s:
+        return PortRate(**dict(parse_rate(s), raw=raw))
+    value = ascii_float(s)
     if value is None or value < 0 or value > 100_000:
         return PortRate(raw=raw)
-    rest = rest.strip()
-    if rest and not rest.lower().startswith("gb/sec"):
-        return PortRate(raw=raw)
-    lanes = width = speed = None
-    if "(" in rest and rest.endswith(")"):
-        inner = rest[rest.index("(") + 1:-1].split()
-        if inner and inner[0].upper().endswith("X"):
-            lanes = ascii_int(inner[0][:-1], hi=64)
-            width = f"{lanes}X" if lanes is not None else None
-            speed = inner[1].upper() if len(inner) > 1 and inner[1].isalnum() \
-                and inner[1].isascii() else None
-    gbps = int(value) if float(value).is_integer() else value
-    return PortRate(raw=raw, gbps=gbps, lanes=lanes, width=width, speed=speed)
+    return PortRate(raw=raw, gbps=int(value) if float(value).is_integer() else value)
 
 
 def _devinfo_rate(width_raw: Optional[str], speed_raw: Optional[str]) -> PortRate:

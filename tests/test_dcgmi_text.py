@@ -274,6 +274,18 @@ def test_a_letter_dcgm_does_not_define_is_unknown() -> None:
     assert errors(select_and_run(topo, "dgx-h100")) == set()
 
 
+@pytest.mark.parametrize("letter", ["d", "u", "x"])
+def test_a_small_letter_is_damage_not_a_state(letter: str) -> None:
+    # DCGM prints capitals; a "d" glued before a row (found by the fuzz test in CI) was
+    # read as D, and GPU0 link 0 became a false nvlink.link_down error
+    text = sample().replace("    gpuId 0:\n", f"    gpuId 0:\n{letter}", 1)
+    topo = load_text(text, "dmg.txt")
+    link = topo.gpu(0).nvml_text.nvlink.links[0]
+    assert (link.state, link.rule) == ("unknown", None)
+    assert topo.gpu(0).nvml_text.nvlink.down == []
+    assert errors(select_and_run(topo, "dgx-h100")) == set()
+
+
 def test_a_damaged_row_is_noted_and_not_read() -> None:
     text = sample().replace("    gpuId 4:\n        U U U", "    gpuId 4:\n        U \x1b[31mU U", 1)
     topo = load_text(text, "dmg.txt")

@@ -233,7 +233,7 @@ def without_block(text: str) -> str:
 
 
 def _link(lk: int, letter: str) -> Dict[str, Any]:
-    state = _LETTERS.get(letter.upper() if letter != "_" else letter)
+    state = _LETTERS.get(letter)  # DCGM prints capitals: a "d" is damage, not D
     rec: Dict[str, Any] = {"link": lk, "speed_mbps": None, "remote": Remote(),
                            "errors": {}, "capabilities": None}
     if state == "active":
@@ -264,7 +264,7 @@ def derive_text(text: str) -> Topology:
     for i, row in sorted(parsed["gpus"].items()):
         # "_" is no link: never listed; the link number is the letter's position
         rows[i] = [_link(k, c) for k, c in enumerate(row) if c != "_"]
-        letters[i] = {k: c.upper() for k, c in enumerate(row)}
+        letters[i] = dict(enumerate(row))
     up = {i: {x["link"] for x in r if x["state"] == "active"} for i, r in rows.items()}
     # D where another GPU of the paste has the link up (and this GPU has links up): down
     for i, r in rows.items():

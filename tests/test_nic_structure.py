@@ -206,3 +206,27 @@ def test_a_card_moved_to_another_slot_is_one_placement_error_not_also_missing():
     gone.nics = [n for n in gone.nics if n.name != "mlx5_3"]
     codes = {f.code for f in _checks.select_and_run(gone).findings if f.severity == "error"}
     assert "nic.missing" in codes
+
+
+def test_a_gpu_without_a_near_nic_under_renamed_nics_is_reported_by_structure():
+    """02 (an OEM HGX board, NIC names not the DGX port map's) with GPU3's NIC moved behind
+    the CPU: it read "GPU3 reaches its NIC mlx5_5 through SYS", but mlx5_5 is GPU5's NIC
+    on this node (PCI placement), and the names_differ warning said "every GPU that lacks
+    its port-map NIC has another at PIX", false for GPU3 (issue 12, item 3)."""
+    edited = Path(__file__).resolve().parent.parent / "fixtures" / "topo-edited"
+    got = findings(snapshot.load(str(edited / "hgx-h100-gpu3-nic-behind-cpu.txt")))
+    assert [(f.severity, f.code, str(f.subject)) for f in got] == [
+        ("error", "nic.placement", "GPU3"), ("warning", "nic.names_differ", "node")]
+    err, warn = got
+    assert err.message.startswith("GPU3 has no NIC at PIX or closer (nearest: mlx5_0 at NODE)")
+    assert "reaches its NIC" not in err.message
+    assert (err.expected, err.actual) == ("PIX", "NODE")
+    assert "every GPU" not in warn.message and "GPU3 has none" in warn.message
+    assert "GPU3 mlx5_5" not in warn.message and "GPU5 mlx5_9 -> mlx5_5 (PIX)" in warn.message
+    assert warn.actual == 6
+    # the healthy original: one names_differ warning speaking for all 7 renamed GPUs
+    healthy = findings(snapshot.load(str(CORPUS / "02_hgx-h100-8gpu-nv18-8nic-gpunumaid-"
+                                                   "spaces-sglang.txt")))
+    assert [(f.severity, f.code) for f in healthy] == [("warning", "nic.names_differ")]
+    assert healthy[0].message.startswith("every GPU that lacks its port-map NIC")
+    assert healthy[0].actual == 7

@@ -129,6 +129,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
             hint="check lspci and dmesg (mlx5_core) for the missing card; reseat or replace"))
     # -- placement
     renamed: List[str] = []
+    unplaced: List[int] = []  # GPUs given a placement error: the renaming is not theirs
     absent_named = [x for x in named if topo.nic(x) is None]
     if absent_named and unnamed_near and len(unnamed_near) >= len(absent_named):
         renamed.append(f"{', '.join(absent_named)} absent; {', '.join(unnamed_near)} at "
@@ -175,6 +176,25 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                         continue
                     nearest = topo.nearest_nics(i)
                     near = (nearest[0][0], nearest[1]) if nearest[0] and nearest[1] else None
+                    # the port map's name is another GPU's NIC here (by PCI placement): the
+                    # names differ, so the GPU is reported by structure, not by that name
+                    owners = sorted(j for j, (nm, _) in placed.items() if nm == w and j != i)
+                    if owners:
+                        unplaced.append(i)
+                        out.append(finding(
+                            demote("error", inf_place), "nic.placement", S.gpu(i),
+                            f"GPU{i} has no NIC at {want_path} or closer"
+                            + (f" (nearest: {near[0]} at {near[1]})" if near else "")
+                            + ": GPUDirect RDMA traffic crosses the CPU (NIC names differ "
+                            f"from the port map: its {w} is GPU{owners[0]}'s NIC on this "
+                            "node, by PCI placement)",
+                            expected=want_path, actual=near[1] if near else tok, source=psrc,
+                            hint="check the NIC cards against the vendor's port map (a "
+                                 "missing or moved card); NCCL_IB_HCA and job configs that "
+                                 "pin GPUs to NICs follow the placement",
+                            covers=[S.gpu(i), S.gpu_nic(i, w)]))
+                        continue
+                    unplaced.append(i)
                     out.append(finding(
                         demote("error", inf_place), "nic.placement", S.gpu_nic(i, w),
                         f"GPU{i} reaches its NIC {w} through {tok}, expected {want_path}, "
@@ -202,11 +222,16 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     if renamed:
         out.append(finding(
             "warning", "nic.names_differ", S.NODE,
-            f"every GPU that lacks its port-map NIC has another NIC at {want_path} or "
-            f"closer (matched by PCI placement): NIC names differ from {layout.name}'s port "
-            "map: " + "; ".join(renamed),
+            ("every GPU that lacks its port-map NIC has" if not unplaced else
+             "each GPU listed lacks its port-map NIC but has")
+            + f" another NIC at {want_path} or closer (matched by PCI placement)"
+            + (f"; GPU{', GPU'.join(str(i) for i in unplaced)} "
+               f"{'has' if len(unplaced) == 1 else 'have'} none and "
+               f"{'is' if len(unplaced) == 1 else 'are'} reported apart" if unplaced else "")
+            + f": NIC names differ from {layout.name}'s port map: " + "; ".join(renamed),
             expected="port map names", actual=len(renamed), source=src,
-            hint="GPUDirect RDMA is unaffected; NCCL_IB_HCA lists and job configs that pin "
+            hint=("GPUDirect RDMA is unaffected" if not unplaced else
+                  "the listed GPUs' GPUDirect RDMA is unaffected") + "; NCCL_IB_HCA lists and job configs that pin "
                  "GPUs to NICs by name must use the names shown (names follow the OS, udev "
                  "rules, driver and BIOS)"))
     # -- GPUDirect RDMA

@@ -100,3 +100,33 @@ def test_healthy_sysfs_trees_alone_give_no_error(tree):
 def test_roce_bond_idle_gpus_are_warnings_only():
     _, f = found(doc(tree="roce-bond"))
     assert f and all(sev == "warning" and code == "pcie.gen_low" for code, _, sev in f)
+
+
+def test_one_degraded_pcie_link_is_one_finding_naming_the_devices_behind_it():
+    """roce-bond: the BlueField's link 0000:3c:00.0 -> 0000:3d:00.0 at Gen4 carries the RoCE
+    bond mlx5_bond_0 and the sub-function mlx5_2; it gave two pcie.gen_low findings, one per
+    RDMA device name (issue 12, item 7).  Two degraded links still give two."""
+    import copy
+
+    topo = snapshot.derive(doc(tree="roce-bond"), "node.json")
+    nic = [f for f in checks.run(topo, None).findings
+           if f.code.startswith("pcie.") and f.subject.kind == "nic"]
+    assert [(f.code, str(f.subject), f.severity) for f in nic] == [
+        ("pcie.gen_low", "mlx5_2", "warning")]
+    f = nic[0]
+    assert "mlx5_2 and mlx5_bond_0 share one PCIe link" in f.message
+    assert "0000:3c:00.0 → 0000:3d:00.0" in f.message
+    assert (f.expected, f.actual) == ("Gen5", "Gen4")
+    assert {str(c) for c in f.covers} == {"mlx5_2", "mlx5_bond_0"}
+    # the counterpart: mlx5_2 behind a link of its own, also slow, is a second finding
+    n = topo.nic("mlx5_2")
+    hop = n.sysfs.pci.narrowest_hop
+    own = copy.copy(hop)
+    own.upstream, own.downstream = "0000:5c:00.0", "0000:5d:00.0"
+    n.sysfs.pci.narrowest_hop = own
+    two = sorted((str(f.subject), f.message) for f in checks.run(topo, None).findings
+                 if f.code == "pcie.gen_low" and f.subject.kind == "nic")
+    assert [s for s, _ in two] == ["mlx5_2", "mlx5_bond_0"]
+    assert two[0][1].startswith("mlx5_2 PCIe link runs at Gen4 where Gen5 is possible "
+                                "(0000:5c:00.0 → 0000:5d:00.0)")
+    assert two[1][1].startswith("mlx5_bond_0 PCIe link runs at Gen4")

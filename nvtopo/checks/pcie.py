@@ -10,7 +10,7 @@ nvtopo's NVML probe records none, so a slow link reads as "idle or unknown".
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from ..model import Topology
 from ..model.pcie import PciPlacement, PcieHop
@@ -97,27 +97,42 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                      "stays slow, check the BIOS PCIe speed setting, reseat, check for AER "
                      "errors", covers=[S.gpu(i)]))
     comp_names, _ = F.compute_nics(topo, layout, v.present, F.missing_gpus(layout, v))
+    # one degraded PCIe link is one finding, whatever RDMA devices sit behind it (a RoCE
+    # bond on a PF, a sub-function, both ports of a dual-port card): grouped by the link
+    groups: Dict[Tuple[str, str, str], List[Any]] = {}
     for n in topo.nics:
         pci = n.sysfs.pci if n.sysfs is not None else None
         hop = pci.narrowest_hop if pci is not None else None
         if hop is None:
             continue
         checked += 1
-        if hop.width_degraded:
+        kind = "width" if hop.width_degraded else "gen" if hop.speed_below_expected else ""
+        if kind:
+            groups.setdefault((kind, hop.upstream, hop.downstream), []).append(n)
+    for (kind, _, down), nics in groups.items():
+        # the device on the link's own PCI function first, then by name
+        nics = sorted(nics, key=lambda n: (n.sysfs.pci_address != down, n.name))
+        hop = nics[0].sysfs.pci.narrowest_hop
+        names = [n.name for n in nics]
+        who = (f"{names[0]} PCIe link" if len(names) == 1 else
+               f"{', '.join(names[:-1])} and {names[-1]} share one PCIe link, which")
+        covers = [S.nic(x) for x in names]
+        if kind == "width":
             out.append(finding(
-                "error" if n.name in comp_names else "warning", "pcie.width_low", S.nic(n.name),
-                f"{n.name} PCIe link is x{hop.current_width} where x{hop.expected_width} "
+                "error" if any(x in comp_names for x in names) else "warning",
+                "pcie.width_low", S.nic(names[0]),
+                f"{who} is x{hop.current_width} where x{hop.expected_width} "
                 f"is possible ({_hop_text(hop)})", expected=f"x{hop.expected_width}",
                 actual=f"x{hop.current_width}", source="sysfs", hint=HINT_WIDTH,
-                covers=[S.nic(n.name)]))
-        elif hop.speed_below_expected:
+                covers=covers))
+        else:
             out.append(finding(
-                "warning", "pcie.gen_low", S.nic(n.name),
-                f"{n.name} PCIe link runs at Gen{hop.current_gen} where "
+                "warning", "pcie.gen_low", S.nic(names[0]),
+                f"{who} runs at Gen{hop.current_gen} where "
                 f"Gen{hop.expected_gen} is possible ({_hop_text(hop)})",
                 expected=f"Gen{hop.expected_gen}", actual=f"Gen{hop.current_gen}",
                 source="sysfs", hint="check the BIOS PCIe speed setting, reseat, check for AER "
-                                     "errors", covers=[S.nic(n.name)]))
+                                     "errors", covers=covers))
     if not checked and v.present:
         out.append(finding("info", "pcie.not_checked", S.NODE,
                            "PCIe links not checked: no sysfs or NVML PCIe data in the input",

@@ -120,3 +120,37 @@ def test_a_roce_storage_nic_behind_a_gpu_switch_is_not_a_compute_nic_running_eth
 
 def test_a_compute_nic_in_ethernet_mode_is_still_one_link_layer_error():
     assert _problems(_dgx_a100(flip="mlx5_3")) == [("error", "ib.link_layer", "mlx5_3 port 1")]
+
+
+def _dgx_h100_port(layer, rate):
+    """A simulated DGX H100 whose compute port mlx5_0 port 1 reads ``layer`` at ``rate``:
+    the two sysfs files edited in the snapshot, as the audit did (issue 12, item 7)."""
+    import json
+
+    from nvtopo import checks, layouts, snapshot
+    from nvtopo.simulate import simulate
+
+    lay = layouts.load("dgx-h100")
+    doc = json.loads(json.dumps(simulate(lay, [], seed=0)))
+    files = doc["probes"]["sysfs"]["files"]
+    port = next(k for k in files if k.endswith("/infiniband/mlx5_0/ports/1/link_layer"))
+    files[port] = layer
+    files[port[:-len("link_layer")] + "rate"] = f"{rate} Gb/sec (4X HDR)"
+    topo = snapshot.derive(doc, where="sim.json")
+    return [f for f in checks.run(topo, lay).findings if f.severity != "info"]
+
+
+def test_a_compute_port_on_ethernet_at_a_lower_rate_is_one_link_layer_error():
+    """It gave ib.link_layer and ib.rate_low (200 against the layout's 400): one cause.  An
+    Ethernet port's rate is not comparable with its InfiniBand peers'; the one finding
+    says it.  The counterpart: an InfiniBand port at 200 is still ib.rate_low."""
+    got = _dgx_h100_port("Ethernet", 200)
+    assert [(f.severity, f.code, str(f.subject)) for f in got] == [
+        ("error", "ib.link_layer", "mlx5_0 port 1")]
+    assert (got[0].expected, got[0].actual) == ("InfiniBand", "Ethernet")
+    assert "runs Ethernet at 200 Gb/s" in got[0].message
+    assert "InfiniBand at 400 Gb/s" in got[0].message
+    slow = _dgx_h100_port("InfiniBand", 200)
+    assert [(f.severity, f.code, str(f.subject), f.actual) for f in slow] == [
+        ("error", "ib.rate_low", "mlx5_0 port 1", 200)]
+    assert _dgx_h100_port("InfiniBand", 400) == []

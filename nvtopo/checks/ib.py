@@ -83,17 +83,27 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                 continue
             rate = p.rate_gbps
             layer = p.link_layer
-            if is_comp and want_layer and layer and layer != want_layer:
+            wrong_layer = bool(is_comp and want_layer and layer and layer != want_layer)
+            if wrong_layer:
+                # one cause, one finding: a port on the wrong link layer trains at that
+                # network's rates, not comparable with its InfiniBand peers' (no rate_low)
+                at = f" at {rate:g} Gb/s" if isinstance(rate, (int, float)) else ""
+                peers = f" at {want_rate:g} Gb/s" if isinstance(want_rate, (int, float)) \
+                    else ""
                 out.append(finding(
                     demote("error", inferred), "ib.link_layer", subj,
-                    f"{subj} runs {layer}, the layout's compute ports run {want_layer}",
+                    f"{subj} runs {layer}{at}, the layout's compute ports run "
+                    f"{want_layer}{peers}" + ("; its rate is not compared with theirs "
+                                              "(another network's rates)" if at else ""),
                     expected=want_layer, actual=layer, source=h.source or "sysfs",
                     hint="set the port type with mlxconfig (LINK_TYPE_P1) and reboot, or "
                          "use the layout for this network"))
             elif is_comp and want_layer and layer is None:
                 unknown.append(f"{subj} link layer")
             expected_rate = None
-            if is_comp and isinstance(want_rate, (int, float)):
+            if wrong_layer:
+                pass  # said by ib.link_layer
+            elif is_comp and isinstance(want_rate, (int, float)):
                 expected_rate = want_rate
             elif not h.soft:  # software RDMA (rxe, siw) has no real link rate
                 best = peer_best.get((layer, is_comp, card(h)))
@@ -110,7 +120,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                     expected=expected_rate, actual=rate, source=h.source or "sysfs",
                     hint="a link trained slower: check the cable/transceiver and the switch "
                          "port speed (mlxlink -d DEV), then reseat", covers=[subj]))
-            elif rate is None:
+            elif rate is None and not wrong_layer:
                 unknown.append(f"{subj} rate")
             errs = dict(p.error_counters)
             sat = list(p.counters_saturated)

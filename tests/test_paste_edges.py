@@ -90,3 +90,64 @@ def test_a_q_excerpt_naming_no_gpu_says_so_and_keeps_its_fabric_fault():
     notes = [n for n in parsed["notes"] if n["code"] == "nvml_text.q_no_identity"]
     assert len(notes) == 1 and "the paste does not say" in notes[0]["message"]
     assert errors(report(path)) == [("fabric.in_progress", "node")]
+
+
+# --- one GPU's nvlink -s with a link <inactive> (issue 12, item 2) ---------------------------
+
+H100_L7 = NVML_TEXT / "nvlink_s_h100_sxm_1gpu_link7_inactive.txt"
+
+
+def link_states(path):
+    g = snapshot.load(str(path)).gpu(0)
+    return {x.link: x.state for x in g.nvml_text.nvlink.links}
+
+
+def test_one_h100_listing_18_links_one_inactive_is_a_link_down_on_an_nvswitch_layout():
+    """Was: no finding (the family rule needs a second GPU of the model in the paste)."""
+    states = link_states(H100_L7)
+    assert len(states) == 18 and states[7] == "inactive"
+    assert sum(s == "active" for s in states.values()) == 17
+    rep = report(H100_L7, "hgx-h100-8")
+    assert errors(rep) == [("nvlink.link_down", "GPU0 link 7")]
+    f = [f for f in rep.findings if f.code == "nvlink.link_down"][0]
+    assert "hgx-h100-8 uses all 18 links" in f.message and "17 up" in f.message
+    assert (f.expected, f.actual) == ("active", "down")
+
+
+def test_the_same_gpu_with_every_link_up_is_clean(tmp_path):
+    p = tmp_path / "nvlink-s.txt"
+    p.write_text(H100_L7.read_text(encoding="utf-8").replace("<inactive>", "26.562 GB/s"),
+                 encoding="utf-8")
+    assert set(link_states(p).values()) == {"active"}
+    assert not [f for f in report(p, "hgx-h100-8").findings if f.code.startswith("nvlink.")]
+
+
+def test_an_inactive_link_with_no_layout_stays_inactive():
+    """No layout says how many links the GPU uses: by design or a fault cannot be told."""
+    rep = report(H100_L7)
+    assert rep.layout_name == "none"
+    assert not [f for f in rep.findings if f.code.startswith("nvlink.")]
+
+
+def test_an_excerpt_that_does_not_list_every_link_is_not_judged(tmp_path):
+    """Links 0-11 only (an excerpt), link 7 <inactive>: the paste does not show the GPU
+    uses every link, so nothing is said."""
+    lines = H100_L7.read_text(encoding="utf-8").splitlines()[:13]
+    p = tmp_path / "nvlink-s.txt"
+    p.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert len(link_states(p)) == 12
+    assert not [f for f in report(p, "hgx-h100-8").findings if f.code.startswith("nvlink.")]
+
+
+def test_bridged_boards_keep_their_inactive_links_by_design():
+    """H100 PCIe with bridges (links 4, 5, 10, 11, 16, 17 <inactive> by design) and RTX
+    A6000: no per-link finding, with the layout they fit or the HGX one named by mistake
+    (that mistake is gpu.model's to say, not a link down)."""
+    for path in (NVML_TEXT / "nvlink_s_h100_pcie_bridge_partial_inactive.txt",
+                 NVML_TEXT / "nvlink_s_rtx_a6000_bridge_and_all_inactive.txt"):
+        for layout in (None, "hgx-h100-8"):
+            rep = report(path, layout)
+            assert not [f for f in rep.findings if f.code == "nvlink.link_down"
+                        and " link " in str(f.subject)], (path.name, layout)
+    rep = report(NVML_TEXT / "nvlink_s_h100_pcie_bridge_partial_inactive.txt")
+    assert errors(rep) == []

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
+from .. import layouts
 from ..model import Topology
 from . import Finding, Subject, demote, facts as F, finding
 from . import subject as S
@@ -26,6 +27,28 @@ HINT_LINK = ("nvidia-smi nvlink -s -i N shows the link states; reset the GPU (nv
 
 def _major(v: Optional[str]) -> Optional[str]:
     return v.split(".")[0] if isinstance(v, str) and v else None
+
+
+def _listed_inactive(topo: Topology, i: int, gl: Any, layout: Optional[Any], nvswitch: bool,
+                     links_per_gpu: Any) -> List[int]:
+    """The ``<inactive>`` links of a pasted ``nvlink -s`` GPU block that are down: the
+    layout is an NVSwitch board that states how many links each GPU uses (it uses every
+    one), and the block lists exactly those links, some up; the GPU is the layout's model
+    (by name) and no link of it goes straight to a GPU (a bridge).  Elsewhere an
+    ``<inactive>`` link may be idle by design (bridged boards): it stays inactive."""
+    if layout is None or not nvswitch or not isinstance(links_per_gpu, int) \
+            or links_per_gpu <= 0 or gl.source != "nvml-text" or not gl.active:
+        return []
+    if sorted(x.link for x in gl.links) != list(range(links_per_gpu)):
+        return []
+    if any(x.remote is not None and x.remote.type == "gpu" for x in gl.links):
+        return []
+    g = topo.gpu(i)
+    pattern = layout.get("gpus.name_pattern")
+    if not g or not g.name or not isinstance(pattern, str) \
+            or not layouts.name_matches(pattern, g.name):
+        return []
+    return [x.link for x in gl.links if x.state == "inactive"]
 
 
 def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
@@ -72,9 +95,16 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
             # (renumbered mesh: the selection's mapping says which layout slot is absent)
             gone = 0 if nvswitch else to_absent[i] if i in to_absent else sum(
                 expected.get((min(i, k), max(i, k)), 0) for k in missing)
-            deficit[i] = max(0, len(gl.down) - gone)
-            for link in gl.down[gone:]:
+            listed = _listed_inactive(topo, i, gl, layout, nvswitch, links_per_gpu)
+            downs = list(gl.down[gone:]) + listed
+            deficit[i] = max(0, len(gl.down) - gone) + len(listed)
+            for link in downs:
                 rec = next((x for x in gl.links if x.link == link), None)
+                reason = (rec.reason if rec is not None else None) or "should be up"
+                if link in listed:
+                    reason = (f"nvidia-smi prints <inactive>; {layout.name} uses all "
+                              f"{links_per_gpu} links of every GPU (NVSwitch), and GPU{i} "
+                              f"lists all {links_per_gpu}, {len(gl.links) - len(listed)} up")
                 short = [f"GPU{a}-GPU{b}" for (a, b) in pairs_of(i)
                          if v.pairs[(a, b)][0] < expected.get((a, b), 10 ** 6)]
                 sample = ""
@@ -84,9 +114,9 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                     sample = (f"; {len(short)} GPU pairs drop to NV{v.pairs[(a, b)][0]} as a "
                               "result" if nvswitch else f"; pairs short: {', '.join(short)}")
                 out.append(finding(
-                    "error", "nvlink.link_down", S.link(i, link),
-                    f"GPU{i} NVLink {link} is down "
-                    f"({(rec.reason if rec is not None else None) or 'should be up'})"
+                    demote("error", inferred) if link in listed else "error",
+                    "nvlink.link_down", S.link(i, link),
+                    f"GPU{i} NVLink {link} is down ({reason})"
                     + (f"; GPU{i} has {gl.active} of {gl.total} links up" if gl.complete
                        else "") + sample,
                     expected="active", actual="down", source=gl.source, hint=HINT_LINK,

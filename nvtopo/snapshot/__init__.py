@@ -358,10 +358,23 @@ def _document_of(text: str, where: str) -> Dict[str, Any]:
                           "snapshot` on the node)", where=where)
     if kind == read.UNRECOGNISED:
         load_text(text, where)  # raises the precise one-line error
+    _one_node(text, where)
     doc = from_text_evidence(text, where)
     if kind == read.TOPO_AND_NVML_TEXT:
         doc["probes"]["nvml"] = document.nvml_text_evidence(text)
     return doc
+
+
+def _one_node(text: str, where: str) -> None:
+    """Refuse, as check does, a paste of several matrices that are not one node's (two
+    different ``topo -m`` matrices): a snapshot would keep it and read nothing from it."""
+    from ..probes import topo as topo_text
+
+    if len(topo_text.matrix_starts(topo_text.clean_text(text))) > 1:
+        try:
+            topo_text.parse(text)
+        except topo_text.TopoParseError as exc:
+            raise NvtopoError(_unread(read.TOPO_TEXT, exc), where=where) from None
 
 
 def ib_text_in(text: str) -> bool:

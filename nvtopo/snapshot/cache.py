@@ -82,6 +82,7 @@ DERIVATION_MODULES = ("__init__.py", "errors.py", "model/__init__.py", "model/co
                       "probes/__init__.py", "probes/deadline.py",
                       "probes/topo/__init__.py", "probes/topo/live.py",
                       "probes/topo/locate.py", "probes/topo/matrix.py", "probes/topo/scan.py",
+                      "probes/topo/several.py",
                       "probes/topo/unwrap.py",
                       "probes/nvml/__init__.py", "probes/nvml/build.py",
                       "probes/nvml/decode.py", "probes/nvml/links.py", "probes/nvml/paste.py",

@@ -13,7 +13,8 @@ Two halves, kept apart:
 
 The package, one job per module: :mod:`.live` (running nvidia-smi), :mod:`.scan`
 (cleaning, tokens, the linear scanners, bounds), :mod:`.locate` (where the matrix is),
-:mod:`.matrix` (the matrix into the model).
+:mod:`.matrix` (the matrix into the model), :mod:`.several` (a paste of a ``-m`` and a
+``-p2p`` matrix).
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from typing import Dict
 
 from ...model import Topology
 from .live import DEFAULT_ARGS, DEFAULT_TIMEOUT, capture
-from .locate import TopoParseError, looks_like_topo
-from .matrix import AFFINITY_FIELDS, SOURCE, parse
+from .locate import TopoParseError, looks_like_topo, matrix_starts
+from .matrix import AFFINITY_FIELDS, SOURCE
+from .several import parse
 from .scan import MAX_DEVICES, MAX_LINE_CHARS, MAX_NOTE_CHARS, MAX_NOTES, clean_text
 
 
@@ -51,5 +53,5 @@ def derive(evidence: Dict[str, object]) -> Topology:
 
 
 __all__ = ["SOURCE", "DEFAULT_ARGS", "DEFAULT_TIMEOUT", "capture", "derive", "parse",
-           "looks_like_topo", "TopoParseError", "clean_text", "AFFINITY_FIELDS",
+           "looks_like_topo", "matrix_starts", "TopoParseError", "clean_text", "AFFINITY_FIELDS",
            "MAX_DEVICES", "MAX_LINE_CHARS", "MAX_NOTES", "MAX_NOTE_CHARS"]

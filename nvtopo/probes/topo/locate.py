@@ -4,6 +4,7 @@ a line (linear in the text, however it is damaged).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
@@ -12,7 +13,8 @@ from .scan import (AFF_COL_RE, AFFINITY_LIKE_RE, MAX_DEVICES, MAX_LINE_CHARS, MA
                    is_label, split_tokens)
 from .unwrap import untruncate, unwrap
 
-__all__ = ["Found", "TopoParseError", "find_header", "locate", "looks_like_topo"]
+__all__ = ["Found", "TopoParseError", "find_header", "locate", "looks_like_topo",
+           "matrix_starts"]
 
 
 
@@ -32,6 +34,9 @@ def looks_like_topo(text: str) -> bool:
     """True when ``text`` holds something :func:`parse` can read as a matrix."""
     try:
         lines = clean_text(text)
+        starts = matrix_starts(lines)
+        if len(starts) > 1:  # the first matrix decides, as in parse
+            lines = lines[:starts[1]]
         lines = unwrap(lines, find_header(lines))[0]
         locate(untruncate(lines, find_header(lines))[0])
     except TopoParseError:
@@ -42,6 +47,35 @@ def looks_like_topo(text: str) -> bool:
 def find_header(lines: List[str]) -> Optional[int]:
     """The index of the first line that looks like a matrix header, or None."""
     return next((i for i, line in enumerate(lines) if _header_candidate(line)), None)
+
+
+#: A prompt's command line (``$ nvidia-smi topo -p2p r``): it belongs to the matrix after it.
+_COMMAND_RE = re.compile(r"nvidia-smi\s+topo\b")
+
+
+def matrix_starts(lines: List[str]) -> List[int]:
+    """Where each matrix of a paste begins: ``[0]`` for a paste of one (or none), else
+    ``0`` and, for each later header line that follows rows (a header line right after a
+    header is the rest of a wrapped one, as before), the line of the command that printed
+    it where the paste kept it after the rows (the header itself otherwise).  Prose, fences
+    and legends between two matrices stay with the first one; linear in the text."""
+    starts = [0]
+    head: Optional[int] = None
+    rows = False
+    for i, line in enumerate(lines):
+        if _header_candidate(line):
+            if head is None or rows:
+                if head is not None:
+                    start = i
+                    for k in range(i - 1, head, -1):
+                        if len(lines[k]) <= MAX_LINE_CHARS and _COMMAND_RE.search(lines[k]):
+                            start = k
+                            break
+                    starts.append(start)
+                head, rows = i, False
+        elif head is not None and not rows and _row_candidate(first_two(line)):
+            rows = True
+    return starts
 
 
 def _row_candidate(first_two: List[str]) -> bool:

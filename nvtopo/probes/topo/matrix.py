@@ -14,7 +14,7 @@ from ...safe import ascii_int
 from .locate import TopoParseError, find_header, locate
 from .unwrap import untruncate, unwrap
 from .scan import (AFF_COL_RE, AFFINITY_LIKE_RE, MAX_DEVICES, MAX_LINE_CHARS, Notes, Tok,
-                   clean_text, clip, scan_cells, split_labels, split_tokens)
+                   clip, scan_cells, split_labels, split_tokens)
 
 SOURCE = "topo-text"
 
@@ -39,14 +39,16 @@ _MAX_LEGEND_CHARS = 1024
 _MAX_STRAY_NICS = 64
 
 
-def parse(text: str) -> Topology:
-    """Parse ``nvidia-smi topo -m`` / ``-mp`` / ``--matrix`` / ``-p2p`` text into a model.
+def parse_lines(lines: List[str], first_line: int = 0) -> Topology:
+    """Parse the cleaned lines (:func:`clean_text`) of one ``nvidia-smi topo -m`` / ``-mp``
+    / ``--matrix`` / ``-p2p`` output into a model (:func:`nvtopo.probes.topo.parse` parts a
+    paste of several).  ``first_line``: the index of ``lines[0]`` in the paste, for the line
+    numbers notes name.
 
     Raises :class:`TopoParseError` only when no matrix is present at all, or when it is
     larger than nvtopo reads (:data:`MAX_DEVICES` devices, :data:`MAX_LINE_CHARS` a line).
     Time and memory are linear in the text; notes are bounded (:data:`MAX_NOTES` a kind).
     """
-    lines = clean_text(text)
     lines, rejoined = unwrap(lines, find_header(lines))
     lines, truncated = untruncate(lines, find_header(lines))
     found = locate(lines)
@@ -131,15 +133,16 @@ def parse(text: str) -> Topology:
     short: Dict[Tuple[int, Tuple[str, ...]], List[str]] = {}
     for line_no, label in found.rows:
         if label in seen_rows:
-            note("topo.duplicate_row", f"row {label} appears twice (line {line_no + 1}); "
-                 "the first one is used", level="warning", subject=label)
+            note("topo.duplicate_row", f"row {label} appears twice (line "
+                 f"{first_line + line_no + 1}); the first one is used", level="warning",
+                 subject=label)
             continue
         seen_rows.add(label)
         line = lines[line_no]
         if len(line) > MAX_LINE_CHARS:
-            note("topo.long_row", f"row {clip(label)} (line {line_no + 1}) is {len(line)} "
-                 f"characters long, more than the {MAX_LINE_CHARS} nvtopo reads; its cells "
-                 "are not read", level="warning", subject=label)
+            note("topo.long_row", f"row {clip(label)} (line {first_line + line_no + 1}) is "
+                 f"{len(line)} characters long, more than the {MAX_LINE_CHARS} nvtopo reads; "
+                 "its cells are not read", level="warning", subject=label)
             toks: List[Tok] = [Tok(label, None)]
             tabbed = False
         else:

@@ -430,3 +430,20 @@ def test_refusal_names_what_nvtopo_reads_and_never_contradicts_itself(tmp_path):
     r = runner.invoke(app, ["check", "--from", str(wrapped)])
     assert r.exit_code == 2 and "an nvidia-smi topo matrix nvtopo cannot read" in r.stderr
     assert "not an input" not in r.stderr
+
+
+@pytest.mark.parametrize("command,names", [
+    (["check"], ("-q -x", "XML", "ibstat", "ibv_devinfo", "ibstatus", "dcgmi", "gdscheck -p")),
+    (["show"], ("-q -x", "XML", "ibstat", "ibv_devinfo", "ibstatus", "dcgmi", "gdscheck -p")),
+    (["ib"], ("ibstat", "ibv_devinfo", "ibstatus")),
+    (["links"], ("-q -x", "dcgmi nvlink -s"))])
+def test_from_help_names_the_ticket_texts_each_command_reads(command, names):
+    """`ib --from` said only "Read a snapshot"; check/show named neither the XML, nor ibstat,
+    dcgmi or gdscheck."""
+    r = runner.invoke(app, [*command, "--help"], env={"COLUMNS": "80", "NO_COLOR": "1"})
+    assert r.exit_code == 0
+    assert all(len(ln) <= 80 for ln in r.output.splitlines())
+    at = r.output.index("│ --from")  # the option, not the examples
+    block = " ".join(ln.strip(" │") for ln in r.output[at:].splitlines()[:14])
+    for name in names:
+        assert name in block, (command, name)

@@ -369,6 +369,88 @@ def test_gdscheck_damaged_is_one_line_and_hostile_text_is_escaped():
         gds_text.parse(long_line)  # the line is cut at MAX_LINE: no driver, and no hang
 
 
+def test_gdscheck_gpu_info_lines():
+    """GPU INFO was never read: a GPU gdscheck says does not support GDS went unchecked."""
+    from nvtopo.probes.gds_text import gpu_line
+
+    g = _gds("gdscheck-p.txt").gds_text
+    assert [(x.index, x.name, x.bar_mib, x.supports_gds, x.support, x.iommu) for x in g.gpus] \
+        == [(i, "NVIDIA H100 80GB HBM3", 131072, True, "supports GDS", "disabled")
+            for i in (0, 1)]
+    assert [x.iommu for x in _gds("gdscheck-p-iommu-on.txt").gds_text.gpus] == ["enabled"] * 2
+    odd = _gds("gdscheck-p-gpu-unsupported.txt").gds_text
+    assert [(x.index, x.name, x.bar_mib, x.supports_gds) for x in odd.gpus] == [
+        (0, "NVIDIA RTX A6000", 65536, True), (1, "NVIDIA GeForce RTX 4090", 256, False)]
+    assert odd.gpus[1].support == "does not support GDS"
+    # GDS before 1.7 prints no IOMMU State; a published paste spells it "Disable"
+    old = gpu_line(" GPU index 3 Tesla V100-SXM3-32GB bar:1 bar size (MiB):32768 supports GDS")
+    assert (old.index, old.name, old.bar_mib, old.supports_gds, old.iommu) == (
+        3, "Tesla V100-SXM3-32GB", 32768, True, None)
+    assert gpu_line("GPU index 0 NVIDIA RTX A6000 bar:1 bar size (MiB):256 supports GDS, "
+                    "IOMMU State: Disable").iommu == "disabled"
+    # cut inside the line: what it shows, the rest unknown; not a GPU line: None
+    cut = gpu_line("GPU index 1 NVIDIA H100 80GB HBM3 bar:1 bar si")
+    assert (cut.index, cut.name, cut.bar_mib, cut.supports_gds) == (
+        1, "NVIDIA H100 80GB HBM3", None, None)
+    assert gpu_line("GPU INFO:") is None and gpu_line("GPU index x y") is None
+    hostile = gpu_line("GPU index 0 \x1b]8;;http://x\x07Evil bar:1 bar size (MiB):1 supports GDS")
+    assert "\x1b" not in hostile.name and "\x07" not in hostile.name
+
+
+def test_gdscheck_gpu_not_supporting_gds_is_a_finding():
+    odd = _gds("gdscheck-p-gpu-unsupported.txt")
+    assert findings(odd, None) == [("gds.gpu_unsupported", "GPU index 1", "warning")]
+    assert findings(odd, stated()) == [("gds.gpu_unsupported", "GPU index 1", "error")]
+    # the healthy counterparts: every GPU supports GDS
+    assert findings(_gds("gdscheck-p.txt"), stated()) == []
+    assert "gds.gpu_unsupported" not in {c for c, _, _ in findings(
+        _gds("gdscheck-p-iommu-on.txt"), stated())}
+
+
+def test_gdscheck_cut_before_platform_info_reads_the_iommu_of_its_gpu_lines():
+    text = (GDS_TEXT / "gdscheck-p-iommu-on.txt").read_text(encoding="utf-8")
+    cut = text[:text.index(" ==============\n PLATFORM INFO")]
+    from nvtopo.snapshot import load_text
+
+    topo = load_text(cut, "cut.txt")
+    assert topo.gds_text.iommu is None
+    assert ("gds.iommu", "node", "warning") in findings(topo, None)
+    healthy = (GDS_TEXT / "gdscheck-p.txt").read_text(encoding="utf-8")
+    topo = load_text(healthy[:healthy.index(" ==============\n PLATFORM INFO")], "cut.txt")
+    assert findings(topo, None, level=("error", "warning", "info")) == []
+
+
+def test_show_prints_a_gdscheck_paste(tmp_path):
+    """show refused it: 'nothing to show: no GPU facts' (exit 2), in every format."""
+    import xml.dom.minidom
+
+    from cli_runner import make_runner
+
+    from nvtopo.cli import app
+
+    runner = make_runner()
+    path = str(GDS_TEXT / "gdscheck-p-gpu-unsupported.txt")
+    r = runner.invoke(app, ["show", "--from", path], env={"COLUMNS": "80"})
+    assert r.exit_code == 0, r.stderr
+    assert all(len(ln) <= 80 for ln in r.stdout.splitlines())
+    assert "gdscheck -p · GDS 1.7.2.10 · nvidia_fs 2.17 · libcufile 2.12" in r.stdout
+    row = [ln.split() for ln in r.stdout.splitlines() if "GeForce" in ln][0]
+    assert row == ["1", "NVIDIA", "GeForce", "RTX", "4090", "256", "MiB", "does", "not",
+                   "support", "GDS", "disabled"]
+    assert "platform: IOMMU disabled · verification succeeded" in r.stdout
+    assert "gdscheck -p lists 2 GPUs, 1 supporting GDS" in r.stdout
+    r = runner.invoke(app, ["show", "--from", path, "--format", "svg"])
+    assert r.exit_code == 0, r.stderr
+    xml.dom.minidom.parseString(r.stdout.encode("utf-8"))
+    assert "GPU index 1 NVIDIA GeForce RTX 4090: does not support GDS" in r.stdout
+    assert "drivers: 1 of 11 Supported: NVMe" in r.stdout
+    r = runner.invoke(app, ["show", "--from", path, "--format", "json"])
+    model = json.loads(r.stdout)
+    assert [x["supports_gds"] for x in model["extra"]["gds-text"]["gpus"]] == [True, False]
+    r = runner.invoke(app, ["show", "--from", str(GDS_TEXT / "gdscheck-p-damaged.txt")])
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1
+
+
 def test_gdscheck_is_not_kept_in_a_snapshot():
     from nvtopo import snapshot as snap
 

@@ -195,6 +195,74 @@ def test_ticket_with_topo_ibstat_and_q_reads_all_three():
     assert "sysfs" not in nics["mlx5_2"]["extra"]  # ibstat named mlx5_0 and mlx5_1 only
 
 
+# --- a paste cut short: its damage is a warning, never a clean PASS ---------------------------
+
+CUT = "ibstat_ib_ndr_cx7_cut_after_guids.txt"  # the NDR sample cut after mlx5_1's GUIDs
+HEALTHY_IB = [n for n in os.listdir(IB) if n.endswith(".txt") and n != CUT
+              and "ibpanic" not in n and not n.startswith("ticket_")]
+
+
+def check_json(*args, text=None):
+    r = runner.invoke(app, ["check", *args, "--format", "json"], input=text,
+                      env={"COLUMNS": "200"})
+    assert r.exit_code == 0, r.output  # warnings, never an error
+    return json.loads(r.stdout)
+
+
+def test_cut_paste_warns_in_ib_and_check():
+    """ib printed "2 RDMA devices · 1 port" with no word of mlx5_1's unknown port, and check
+    said PASS with 0 warnings (the notes were kept only from sysfs and the host probe)."""
+    path = os.path.join(IB, CUT)
+    _, topo = ports(fx(CUT))
+    assert [(n.code, n.subject, n.level) for n in topo.notes] == \
+        [("ib_text.no_ports", "mlx5_1", "warning")]
+    r = run("ib", "--from", path)
+    assert r.exit_code == 0 and "warning: mlx5_1: the ibstat-text names no port" in r.output
+    doc = json.loads(run("ib", "--from", path, "--format", "json").output)
+    assert [n["code"] for n in doc["notes"]] == ["ib_text.no_ports"]
+    found = [(f["severity"], f["code"], f["subject"]) for f in check_json("--from", path)[
+        "findings"] if f["severity"] != "info"]
+    assert found == [("warning", "ib.ports_unknown", "mlx5_1")]
+
+
+def test_ibpanic_paste_warns_and_names_the_failing_device():
+    path = os.path.join(IB, "ibstat_partial_output_ibpanic_redacted.txt")
+    r = run("ib", "--from", path)
+    assert "warning: ibstat stopped early (ibpanic: stat of IB device 'mlx5_8' failed" \
+        in " ".join(r.output.split())
+    found = [f for f in check_json("--from", path)["findings"] if f["severity"] != "info"]
+    assert [(f["severity"], f["code"], f["subject"]) for f in found] == \
+        [("warning", "ib.ports_unknown", "node")]
+    assert "mlx5_8" in found[0]["message"]
+
+
+@pytest.mark.parametrize("text,say", [
+    # a port header and nothing under it
+    ("CA 'mlx5_0'\n\tCA type: MT4129\n\tNumber of ports: 1\n\tPort 1:\n", "port 1 shows no state"),
+    # a two-port card cut after its first port
+    ("CA 'mlx5_0'\n\tCA type: MT4123\n\tNumber of ports: 2\n\tPort 1:\n\t\tState: Active\n"
+     "\t\tPhysical state: LinkUp\n\t\tRate: 200\n\t\tLink layer: InfiniBand\n",
+     "it has 2 ports, the text shows 1 (port 2 missing)"),
+    ("hca_id:\tmlx5_0\n\tfw_ver:\t\t28.39.2048\n\tphys_port_cnt:\t\t2\n\t\tport:\t1\n"
+     "\t\t\tstate:\t\tPORT_ACTIVE (4)\n", "port 2 missing")])
+def test_ports_cut_inside_a_device_warn(text, say):
+    _, topo = ports(text)
+    assert [(n.code, n.subject) for n in topo.notes] == [("ib_text.ports_cut", "mlx5_0")]
+    assert say in topo.notes[0].message
+    found = [(f["code"], f["subject"]) for f in check_json("--from", "-", text=text)["findings"]
+             if f["severity"] == "warning"]
+    assert found == [("ib.ports_unknown", "mlx5_0")]
+
+
+@pytest.mark.parametrize("name", HEALTHY_IB)
+def test_whole_pastes_have_no_cut_warning(name):
+    _, topo = ports(fx(name))
+    assert not [n for n in topo.notes if n.code.startswith("ib_text.")], name
+    doc = check_json("--from", os.path.join(IB, name))
+    assert "ib.ports_unknown" not in {f["code"] for f in doc["findings"]}
+    assert "warning:" not in run("ib", "--from", os.path.join(IB, name)).output
+
+
 def test_snapshot_of_ibstat_is_one_line_error():
     r = run("snapshot", "--from", os.path.join(IB, "ibstat_roce_cx7_mt4129_200g.txt"),
             "-o", os.devnull)
@@ -362,3 +430,20 @@ def test_refusal_names_what_nvtopo_reads_and_never_contradicts_itself(tmp_path):
     r = runner.invoke(app, ["check", "--from", str(wrapped)])
     assert r.exit_code == 2 and "an nvidia-smi topo matrix nvtopo cannot read" in r.stderr
     assert "not an input" not in r.stderr
+
+
+@pytest.mark.parametrize("command,names", [
+    (["check"], ("-q -x", "XML", "ibstat", "ibv_devinfo", "ibstatus", "dcgmi", "gdscheck -p")),
+    (["show"], ("-q -x", "XML", "ibstat", "ibv_devinfo", "ibstatus", "dcgmi", "gdscheck -p")),
+    (["ib"], ("ibstat", "ibv_devinfo", "ibstatus")),
+    (["links"], ("-q -x", "dcgmi nvlink -s"))])
+def test_from_help_names_the_ticket_texts_each_command_reads(command, names):
+    """`ib --from` said only "Read a snapshot"; check/show named neither the XML, nor ibstat,
+    dcgmi or gdscheck."""
+    r = runner.invoke(app, [*command, "--help"], env={"COLUMNS": "80", "NO_COLOR": "1"})
+    assert r.exit_code == 0
+    assert all(len(ln) <= 80 for ln in r.output.splitlines())
+    at = r.output.index("│ --from")  # the option, not the examples
+    block = " ".join(ln.strip(" │") for ln in r.output[at:].splitlines()[:14])
+    for name in names:
+        assert name in block, (command, name)

@@ -217,14 +217,36 @@ def _gdscheck(g: Any, expect: bool, inferred: bool) -> List[Finding]:
             expected="Supported", actual=g.drivers.get("NVMe"), source=src,
             hint="check that nvidia_fs is loaded, the IOMMU is off or in passthrough and the "
                  "drives use the inbox nvme driver (GDS installation guide)"))
-    if g.iommu == "enabled":
+    unsupported = [x for x in g.gpus if x.supports_gds is False]
+    if unsupported:
+        named = ", ".join(f"GPU index {x.index} ({x.name or 'name not printed'})"
+                          for x in unsupported[:8]) + (
+            f" and {len(unsupported) - 8} more" if len(unsupported) > 8 else "")
+        out.append(finding(
+            demote("error", inferred) if expect else "warning", "gds.gpu_unsupported",
+            S.other(f"GPU index {unsupported[0].index}") if len(unsupported) == 1 else S.NODE,
+            f"gdscheck -p says {named} {'does' if len(unsupported) == 1 else 'do'} not support "
+            "GDS: cuFile I/O to "
+            + ("that GPU" if len(unsupported) == 1 else "those GPUs")
+            + " goes through compatibility mode (a CPU bounce buffer)",
+            expected="supports GDS", actual=unsupported[0].support, source=src,
+            hint="GDS needs a data-centre or professional GPU (compute capability 6 or later) "
+                 "with the NVIDIA driver's P2P support; check the GPU model and driver "
+                 "(gdscheck -p, GDS installation guide)"))
+    iommu, where = g.iommu, ""
+    if iommu is None and g.gpus and all(x.iommu is not None for x in g.gpus):
+        # cut before PLATFORM INFO: every GPU line states the IOMMU it sees
+        iommu = "enabled" if any(x.iommu == "enabled" for x in g.gpus) else "disabled"
+        where = " (its GPU INFO lines)"
+    if iommu == "enabled":
         out.append(finding("warning", "gds.iommu", S.NODE,
-                           "gdscheck -p says the IOMMU is enabled: GDS peer-to-peer DMA is not "
-                           "supported with it (GDS falls back to compatibility mode)",
+                           f"gdscheck -p{where} says the IOMMU is enabled: GDS peer-to-peer "
+                           "DMA is not supported with it (GDS falls back to compatibility "
+                           "mode)",
                            expected="disabled", actual="enabled", source=src,
                            hint="boot with iommu=pt (or the IOMMU off) as NVIDIA's GDS "
                                 "installation guide says"))
-    elif g.iommu is None:
+    elif iommu is None:
         out.append(finding("info", "gds.not_checked", S.NODE,
                            "gdscheck -p text has no PLATFORM INFO IOMMU line (cut short?): the "
                            "IOMMU state it sees is unknown", source=src))

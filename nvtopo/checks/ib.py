@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Set
 
 from ..model import Topology
 from . import Finding, demote, facts as F, finding
@@ -30,6 +30,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                 hint="load and bind the RDMA driver (modprobe mlx5_ib; MLNX_OFED or the inbox "
                      "rdma-core); check dmesg for mlx5_core errors and that the function is "
                      "not passed to a VM (vfio-pci)"))
+    cut = _pasted_damage(topo, out)
     hcas = [(n, n.sysfs) for n in topo.nics if n.sysfs is not None]
     if not hcas:
         if layout is not None and layout.section("nics") and v.present:
@@ -65,7 +66,8 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
             subj = S.port(n.name, p.port)
             state, phys = p.state, p.phys_state
             if state is None:
-                unknown.append(f"{subj} state")
+                if n.name not in cut:  # a cut paste: said once, by ib.ports_unknown
+                    unknown.append(f"{subj} state")
                 continue
             if state != "ACTIVE" or (phys is not None and phys != "LinkUp"):
                 out.append(finding(
@@ -153,3 +155,33 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                            + (f" and {len(unknown) - 8} more" if len(unknown) > 8 else ""),
                            source=", ".join(sorted({h.source or "sysfs" for _, h in hcas}))))
     return out
+
+
+#: Notes of the pasted-text reader (nvtopo/probes/ib_text.py) on a device whose ports the
+#: paste does not show.
+_CUT_NOTES = ("ib_text.no_ports", "ib_text.ports_cut")
+
+
+def _pasted_damage(topo: Topology, out: List[Finding]) -> Set[str]:
+    """A pasted ibstat/ibv_devinfo/ibstatus text that stops before it shows a device's ports,
+    or that ibstat ended with ``ibpanic:``: a warning (``ib.ports_unknown``), never an error,
+    so that the verdict is not a clean PASS about ports the paste never showed.  Returns the
+    devices so covered (their unknown port states are not listed again as not checked)."""
+    cut: Set[str] = set()
+    for note in topo.notes:
+        if note.code in _CUT_NOTES and note.subject and note.subject not in cut:
+            cut.add(note.subject)
+            out.append(finding(
+                "warning", "ib.ports_unknown", S.nic(note.subject), note.message,
+                expected="every port of the device, with its state", actual="not in the text",
+                source=note.source,
+                hint="paste the whole output (ibstat, or ibstat DEVICE), or take a snapshot "
+                     "on the node (nvtopo snapshot): sysfs holds the same facts"))
+        elif note.code == "ib_text.aborted":
+            out.append(finding(
+                "warning", "ib.ports_unknown", S.NODE, note.message,
+                expected="ibstat listing every device", actual="stopped early",
+                source=note.source,
+                hint="a device went away while ibstat listed it (or its driver failed): run "
+                     "ibstat again; ls /sys/class/infiniband and dmesg (mlx5_core) say which"))
+    return cut

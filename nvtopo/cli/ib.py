@@ -9,8 +9,9 @@ from .options import Format, format_option, from_option, sysfs_root_option, time
 @handles_errors
 def ib_cmd(
     from_: Optional[str] = from_option(
-        help="Read a snapshot (taken by `nvtopo snapshot`, with sysfs evidence) instead of "
-             "probing. '-' reads standard input."),
+        help="Read a snapshot (taken by `nvtopo snapshot`, with sysfs evidence) or pasted "
+             "`ibstat`, `ibv_devinfo` (`-v`) or `ibstatus` text (recognised by content; "
+             "docs/ticket-inputs.md) instead of probing. '-' reads standard input."),
     sysfs_root: Optional[str] = sysfs_root_option(),
     fmt: Format = format_option(Format.table, help="table (Rich) or json (the ib document)."),
     timeout: float = timeout_option(help="Seconds of sysfs reading before the rest is given up "
@@ -29,6 +30,8 @@ def ib_cmd(
       nvtopo ib --sysfs-root /host/sys --format json
 
       nvtopo ib --from node17.json
+
+      ibstat | nvtopo ib --from -
     """
     from .. import snapshot
     from ..render import ib

@@ -5,8 +5,8 @@ from typing import Optional
 import typer
 
 from .io import console, handles_errors, print_json
-from .options import (Format, format_option, from_option, layout, layout_file_option,
-                      sysfs_root_option, timeout_option)
+from .options import (TOPOLOGY_FROM_HELP, Format, format_option, from_option, layout,
+                      layout_file_option, sysfs_root_option, timeout_option)
 
 app = typer.Typer(
     help="Expected layouts: list them, show one, or capture one from a known-good node.",
@@ -66,7 +66,7 @@ def layouts_show(
 @app.command("capture")
 @handles_errors
 def layouts_capture(
-    from_: Optional[str] = from_option(),
+    from_: Optional[str] = from_option(help=TOPOLOGY_FROM_HELP),
     name: Optional[str] = typer.Option(None, "--name", metavar="NAME",
                                        help="Layout name (default: the host name, or "
                                             "'captured')."),

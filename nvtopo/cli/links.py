@@ -11,8 +11,9 @@ from .options import Format, format_option, from_option, timeout_option
 @handles_errors
 def links(
     from_: Optional[str] = from_option(
-        help="Read a snapshot (with NVML evidence) or pasted `nvidia-smi nvlink -s/-e/-c/-R` "
-             "or `nvidia-smi -q` text instead of probing. '-' reads standard input."),
+        help="Read a snapshot (with NVML evidence) or pasted `nvidia-smi nvlink -s/-e/-c/-R`, "
+             "`nvidia-smi -q` (or its `-q -x` XML) or `dcgmi nvlink -s` text instead of "
+             "probing. '-' reads standard input."),
     gpu: Optional[int] = typer.Option(None, "--gpu", min=0, metavar="N",
                                       help="Only this GPU (NVML index)."),
     fmt: Format = format_option(Format.table, help="table (Rich) or json."),

@@ -45,10 +45,17 @@ class AuditFormat(str, enum.Enum):
 
 # --- --from -----------------------------------------------------------------------------
 
-FROM_HELP = ("Read this file instead of probing: a snapshot (`nvtopo snapshot`, `.json` or "
-             "gzip-compressed `.json.gz`), a pasted `nvidia-smi topo -m`, or pasted "
-             "`nvidia-smi nvlink -s/-e/-c/-R` or `nvidia-smi -q` text (recognised by content, "
-             "not by name). '-' reads standard input.")
+FROM_HELP = ("Read this file instead of probing (recognised by content, not by name): a "
+             "snapshot (`nvtopo snapshot`, `.json` or gzip-compressed `.json.gz`), or text "
+             "pasted from a ticket: `nvidia-smi topo -m`, `nvidia-smi nvlink -s/-e/-c/-R`, "
+             "`nvidia-smi -q` or its `-q -x` XML, `dcgmi nvlink -s`, `ibstat`, `ibv_devinfo` "
+             "or `ibstatus`, `gdscheck -p`; several in one file are read together "
+             "(docs/ticket-inputs.md). '-' reads standard input.")
+#: ``layouts capture``: a layout is made from what the topology inputs say.
+TOPOLOGY_FROM_HELP = ("Read this file instead of probing: a snapshot (`nvtopo snapshot`, "
+                      "`.json` or gzip-compressed `.json.gz`), a pasted `nvidia-smi topo -m`, "
+                      "or pasted `nvidia-smi nvlink -s/-e/-c/-R` or `nvidia-smi -q` text "
+                      "(recognised by content, not by name). '-' reads standard input.")
 
 
 def from_option(help: str = FROM_HELP) -> Any:

@@ -12,9 +12,10 @@ def snapshot_cmd(
         help="Write the snapshot here (atomically: temporary file, then rename). "
              "Default: standard output."),
     from_: Optional[str] = from_option(
-        help="Turn a pasted `nvidia-smi topo -m`, `nvidia-smi nvlink -s/-e/-c/-R` or "
-             "`nvidia-smi -q` text (or a snapshot) into a snapshot file instead of probing. "
-             "'-' reads standard input."),
+        help="Turn a pasted `nvidia-smi topo -m`, `nvidia-smi nvlink -s/-e/-c/-R`, "
+             "`nvidia-smi -q` (or its `-q -x` XML) or `dcgmi nvlink -s` text (or a snapshot) "
+             "into a snapshot file instead of probing; `ibstat` and `gdscheck -p` texts are "
+             "not kept (one error line). '-' reads standard input."),
     timeout: float = timeout_option(),
     sysfs_root: Optional[str] = sysfs_root_option(),
 ) -> None:

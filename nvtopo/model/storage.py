@@ -77,6 +77,21 @@ class Storage(Record):
 
 
 @record
+class GdsGpu(Record):
+    """One ``GPU INFO`` line of ``gdscheck -p``: ``GPU index 0 NVIDIA H100 80GB HBM3 bar:1 bar
+    size (MiB):131072 supports GDS, IOMMU State: Disabled``."""
+
+    index: Optional[int] = fld("GPU index N (the CUDA device index)")
+    name: Optional[str] = fld("the product name, as printed")
+    bar_mib: Optional[int] = fld("bar size (MiB): the BAR1 size")
+    supports_gds: Optional[bool] = fld("true: 'supports GDS'; false: the line says it does not "
+                                       "('does not support GDS'); null: neither")
+    support: Optional[str] = fld("the verdict words as printed (before ', IOMMU State:')")
+    iommu: Optional[str] = fld("IOMMU State: enabled or disabled (null: not printed, as "
+                               "before GDS 1.7)")
+
+
+@record
 class GdsCheck(Record):
     """``extra.gds-text``: a pasted ``gdscheck -p`` (NVIDIA GPUDirect Storage's own check)."""
 
@@ -88,6 +103,7 @@ class GdsCheck(Record):
                                   factory=dict)
     iommu: Optional[str] = fld("PLATFORM INFO IOMMU: enabled or disabled")
     verification: Optional[str] = fld("Platform verification: succeeded or failed")
+    gpus: List[GdsGpu] = fld("GPU INFO: one per GPU line", factory=list)
 
     def supported(self, name: str) -> Optional[bool]:
         """Whether the list says ``name`` (``NVMe``) is supported; None where it is not listed
@@ -99,4 +115,4 @@ class GdsCheck(Record):
         return True if v == "supported" else False if v == "unsupported" else None
 
 
-__all__ = ["GdsCheck", "NvmeDrive", "NvmeNamespace", "Storage"]
+__all__ = ["GdsCheck", "GdsGpu", "NvmeDrive", "NvmeNamespace", "Storage"]

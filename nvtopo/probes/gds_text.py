@@ -14,6 +14,10 @@ it::
      NVMe               : Supported
      NVMeOF             : Unsupported
      ...
+     =========
+     GPU INFO:
+     =========
+     GPU index 0 NVIDIA H100 80GB HBM3 bar:1 bar size (MiB):131072 supports GDS, IOMMU State: Disabled
      ==============
      PLATFORM INFO:
      ==============
@@ -26,18 +30,20 @@ Pure; every line bounded (:data:`MAX_LINE`), every pattern linear.
 from __future__ import annotations
 
 import re
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 from ..errors import NvtopoError
-from ..model.storage import GdsCheck
+from ..model.storage import GdsCheck, GdsGpu
 from ..model.topology import Topology
-from ..safe import printable
+from ..safe import ascii_int, printable
 
 SOURCE = "gds-text"
 #: Longest line read (the tool prints under 200 characters); longer lines are cut.
 MAX_LINE = 512
 #: Most driver entries kept.
 MAX_DRIVERS = 64
+#: Most GPU INFO lines kept (a node has at most a few dozen GPUs).
+MAX_GPUS = 256
 
 _SECTION_RE = re.compile(r"^\s*([A-Z][A-Z ]{2,40}):\s*$")
 _KV_RE = re.compile(r"^\s*(-{0,2}[A-Za-z][\w .()/-]{0,40}?)\s*:\s*(\S[^\r\n]{0,200})$")
@@ -86,6 +92,11 @@ def parse(text: str, where: str = "gdscheck text") -> GdsCheck:
         if vm2:
             out.verification = vm2.group(1).lower()
             continue
+        if section == "GPU INFO" and len(out.gpus) < MAX_GPUS:
+            gpu = gpu_line(line)
+            if gpu is not None:
+                out.gpus.append(gpu)
+                continue
         if section == "DRIVER CONFIGURATION":
             km = _KV_RE.match(line)
             if km and not km.group(1).startswith("-") and len(drivers) < MAX_DRIVERS:
@@ -96,6 +107,38 @@ def parse(text: str, where: str = "gdscheck text") -> GdsCheck:
                           "or not the tool's output)", where=where)
     out.drivers = drivers
     return out
+
+
+def gpu_line(line: str) -> Optional[GdsGpu]:
+    """One ``GPU INFO`` line: ``GPU index 0 NVIDIA H100 80GB HBM3 bar:1 bar size
+    (MiB):131072 supports GDS, IOMMU State: Disabled`` (older GDS prints no ``IOMMU State``);
+    ``None`` when the line is not one.  Split on its fixed words, no pattern: the name runs to
+    `` bar:``, the verdict from the size to ``, IOMMU State:``.  ``supports GDS`` is true, a
+    verdict that says ``not`` (``does not support GDS``) false, anything else unknown."""
+    words = line.split(None, 3)
+    if len(words) < 3 or words[0] != "GPU" or words[1] != "index":
+        return None
+    index = ascii_int(words[2], hi=4095)
+    rest = words[3] if len(words) > 3 else ""
+    name, sep, after = rest.partition(" bar:")
+    gpu = GdsGpu(index=index, name=printable(name.strip())[:120] or None)
+    if not sep:
+        return gpu if index is not None else None
+    _, sep, size = after.partition("(MiB):")
+    size = size.lstrip()
+    digits = len(size) - len(size.lstrip("0123456789"))
+    gpu.bar_mib = ascii_int(size[:digits][:12]) if digits else None
+    verdict, sep, state = size[digits:].partition("IOMMU State:")
+    verdict = verdict.strip().rstrip(",").strip()
+    if verdict:
+        gpu.support = printable(verdict)[:80]
+        low = verdict.lower().split()
+        gpu.supports_gds = (False if "not" in low or "unsupported" in low
+                            else True if low[:2] == ["supports", "gds"] else None)
+    word = state.split()[0].lower() if sep and state.split() else ""
+    gpu.iommu = "disabled" if word.startswith("disable") else \
+        "enabled" if word.startswith("enable") else None
+    return gpu
 
 
 def _versions(line: str, out: GdsCheck) -> None:
@@ -114,10 +157,11 @@ def _versions(line: str, out: GdsCheck) -> None:
 
 
 def derive_text(text: str, where: str = "gdscheck text") -> Topology:
-    """A model holding only the paste's facts (no GPUs: gdscheck -p lists none by default)."""
+    """A model holding only the paste's facts: its GPU INFO lines stay in the record
+    (``gds_text.gpus``), not model GPUs (they give no PCI address to merge them by)."""
     topo = Topology(sources=[SOURCE])
     topo.gds_text = parse(text, where)
     return topo
 
 
-__all__ = ["SOURCE", "derive_text", "looks_like", "parse"]
+__all__ = ["SOURCE", "derive_text", "gpu_line", "looks_like", "parse"]

@@ -256,7 +256,10 @@ def _port(number: int, facts: Dict[str, str], source: str) -> Port:
     return port
 
 
-def _device(source: str, name: str, port_no: Optional[int], body: List[str]) -> Hca:
+def _device(source: str, name: str, port_no: Optional[int], body: List[str]
+            ) -> Tuple[Hca, Optional[int]]:
+    """The device and the number of ports its text says it has (``Number of ports:``,
+    ``phys_port_cnt:``; ``None`` when it does not say)."""
     dev: Dict[str, str] = {}
     ports: Dict[int, Dict[str, str]] = {}
     current: Optional[Dict[str, str]] = None
@@ -291,15 +294,19 @@ def _device(source: str, name: str, port_no: Optional[int], body: List[str]) -> 
         node_type="CA" if source != IBSTATUS else None,
         pci_note=f"the {source} does not say where the device sits on PCI",
         ports=[_port(n, f, source) for n, f in sorted(ports.items())])
-    return hca
+    declared = ascii_int(dev.get("number of ports", dev.get("phys_port_cnt")), hi=255)
+    return hca, declared
 
 
 def derive_text(text: str, where: str = "") -> Topology:
     """The NICs ``text``'s device blocks name, each with its ports (see module doc)."""
     topo = Topology()
     seen: Dict[str, Hca] = {}
+    declared: Dict[str, int] = {}
     for source, name, port_no, body, _ in blocks(text):
-        hca = _device(source, name, port_no, body)
+        hca, count = _device(source, name, port_no, body)
+        if count is not None:
+            declared.setdefault(name, count)
         if name in seen:  # ibstatus prints a block per port; a ticket may repeat a device
             old = seen[name]
             have = {p.port for p in old.ports}
@@ -311,14 +318,51 @@ def derive_text(text: str, where: str = "") -> Topology:
         if source not in topo.sources:
             topo.sources.append(source)
     for hca in seen.values():
-        if not hca.ports:
-            topo.note("ib_text.no_ports", f"{hca.name}: the {hca.source} names no port of it "
-                      "(cut off?): its ports are unknown", source=hca.source,
-                      level="warning", subject=hca.name)
-    if "ibpanic:" in text:
-        topo.note("ib_text.aborted", "ibstat stopped early (ibpanic): devices after the last "
-                  "one listed are unknown", source=IBSTAT, level="warning")
+        _cut_notes(topo, hca, declared.get(hca.name))
+    panic = _ibpanic(text)
+    if panic is not None:
+        topo.note("ib_text.aborted", "ibstat stopped early (" + panic + "): devices after "
+                  "the last one listed are unknown", source=IBSTAT, level="warning")
     return topo
+
+
+def _cut_notes(topo: Topology, hca: Hca, declared: Optional[int]) -> None:
+    """A warning note (subject: the device) where the text stops before it shows a port: a
+    device with no port (``ib_text.no_ports``), or fewer ports than it says it has, or a port
+    block with no state line (``ib_text.ports_cut``).  Those ports' state and rate are
+    unknown; ``check`` says so with a warning (``ib.ports_unknown``)."""
+    if not hca.ports:
+        topo.note("ib_text.no_ports", f"{hca.name}: the {hca.source} names no port of it "
+                  "(cut off?): its ports are unknown", source=hca.source,
+                  level="warning", subject=hca.name)
+        return
+    have = {p.port for p in hca.ports}
+    missing = [n for n in range(1, declared + 1) if n not in have] if declared else []
+    bare = [p.port for p in hca.ports  # the state is each tool's first port line
+            if p.state is None and str(p.unknown.get("state", "")).startswith("not in")]
+    if not missing and not bare:
+        return
+    parts = []
+    if missing:
+        parts.append(f"it has {declared} port{'s' if declared != 1 else ''}, the text shows "
+                     f"{len(have)} (port {', '.join(map(str, missing[:8]))} missing)")
+    if bare:
+        parts.append(f"port {', '.join(map(str, bare[:8]))} shows no state (cut off?)")
+    topo.note("ib_text.ports_cut", f"{hca.name}: the {hca.source} is incomplete: "
+              + "; ".join(parts) + ": those ports are unknown", source=hca.source,
+              level="warning", subject=hca.name)
+
+
+def _ibpanic(text: str) -> Optional[str]:
+    """ibstat's last words (``ibpanic: [pid] main: stat of IB device 'mlx5_8' failed: ...``),
+    cut to 160 characters, from the first ``ibpanic:`` line; ``None`` when there is none."""
+    at = text.find("ibpanic:")
+    if at < 0:
+        return None
+    end = text.find("\n", at)
+    line = text[at:end if end >= 0 else len(text)][:160].rstrip()
+    head, sep, tail = line.partition("main:")
+    return ("ibpanic: " + tail.strip()) if sep and tail.strip() else line
 
 
 __all__ = ["IBSTAT", "IBV_DEVINFO", "IBSTATUS", "SOURCES", "blocks", "looks_like",

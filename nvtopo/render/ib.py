@@ -25,6 +25,11 @@ IB_SCHEMA_VERSION = 1
 #: warnings): software RDMA devices, which have no placement by design, and GPU numbering.
 SHOWN_INFO = ("sysfs.soft_device", "sysfs.gpu_order")
 
+#: Sources whose notes the ``ib`` view shows: the sysfs and host probes, and the pasted
+#: ibstat / ibv_devinfo / ibstatus texts (``nvtopo/probes/ib_text.py``: a paste cut short or
+#: ended by ``ibpanic:`` is a warning the table alone would hide).
+NOTE_SOURCES = ("sysfs", "host", "ibstat-text", "ibv-devinfo-text", "ibstatus-text")
+
 STATE_STYLES = {"ACTIVE": "green", "DOWN": "bold red", "INIT": "yellow", "ARMED": "yellow"}
 PHYS_STYLES = {"LinkUp": "green", "Polling": "bold red", "Disabled": "bold red"}
 
@@ -68,7 +73,7 @@ def document(topo: Topology) -> Dict[str, Any]:
         "nvme": [x.to_dict() for x in info.nvme] if info is not None else [],
         "numa": info.numa.to_dict() if info is not None and info.numa is not None else None,
         "gpudirect": info.gpudirect.to_dict() if info is not None else None,
-        "notes": [n.to_dict() for n in topo.notes if n.source in ("sysfs", "host")],
+        "notes": [n.to_dict() for n in topo.notes if n.source in NOTE_SOURCES],
         "disagreements": [d.to_dict() for d in topo.disagreements],
     }
 
@@ -214,7 +219,7 @@ def render(topo: Topology) -> RenderableType:
         parts.append(Fitted(port_table(doc)))
     else:
         parts.append(_dim(f"No RDMA devices ({doc.get('rdma') or 'class/infiniband is empty'})."))
-    notes = [n for n in topo.notes if n.source in ("sysfs", "host") and n.level == "warning"]
+    notes = [n for n in topo.notes if n.source in NOTE_SOURCES and n.level == "warning"]
     notes += [n for n in topo.notes if n.code in SHOWN_INFO] if doc["hcas"] else []
     if notes or topo.disagreements:
         parts.append(Text(""))

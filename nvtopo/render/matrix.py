@@ -369,6 +369,11 @@ def summary(topo: Topology) -> Text:
         parts.append("NUMA unknown (N/A)")
     else:
         parts.append("NUMA not reported")
+    g = topo.gds_text
+    if g is not None and g.gpus:  # a pasted gdscheck -p: its GPU INFO lines, not model GPUs
+        ok = sum(1 for x in g.gpus if x.supports_gds)
+        parts.append(f"gdscheck -p lists {len(g.gpus)} GPU{'s' if len(g.gpus) != 1 else ''}, "
+                     f"{ok} supporting GDS")
     return text(" · ".join(parts), style="bold")
 
 

@@ -79,14 +79,91 @@ def storage_line(topo: Topology) -> Optional[Text]:
 
 def storage_parts(topo: Topology) -> List[RenderableType]:
     """What ``show`` prints about storage, each part preceded by a blank line."""
+    parts: List[RenderableType] = gdscheck_parts(topo)
     table = storage_table(topo)
     if table is None:
-        return []
-    parts: List[RenderableType] = [Text(""), Fitted(table)]
+        return parts
+    parts += [Text(""), Fitted(table)]
     line = storage_line(topo)
     if line is not None:
         parts.append(line)
     return parts
 
 
-__all__ = ["storage_line", "storage_parts", "storage_table"]
+def _word(value: Optional[str], good: str) -> Text:
+    """A gdscheck value, green where it is the good one, yellow otherwise, dim unknown."""
+    if value is None:
+        return Text("unknown", style="dim")
+    return text(value, style="green" if value == good else "bold yellow")
+
+
+def gdscheck_parts(topo: Topology) -> List[RenderableType]:
+    """A pasted ``gdscheck -p`` (``topo.gds_text``): its versions, the DRIVER CONFIGURATION
+    list, the GPU INFO lines and the PLATFORM INFO verdicts, as the paste states them."""
+    g = topo.gds_text
+    if g is None:
+        return []
+    head = Text("gdscheck -p", style="bold")
+    facts = [("GDS", g.gds_version), ("nvidia_fs", g.nvidia_fs_version),
+             ("libcufile", g.libcufile_version), ("platform", g.platform)]
+    for name, value in facts:
+        head.append(f" · {name} ")
+        head.append_text(text(value) if value else Text("unknown", style="dim"))
+    drivers = Table(title="GDS driver configuration", title_justify="left", title_style="bold",
+                    box=None, pad_edge=False, padding=(0, 2, 0, 0), show_edge=False)
+    text_column(drivers, "driver / file system")
+    text_column(drivers, "gdscheck says")
+    for name, value in g.drivers.items():
+        low = value.strip().lower()
+        style = "green" if low in ("supported", "enabled") else \
+            "dim" if low in ("unsupported", "disabled", "not loaded", "not configured") else ""
+        drivers.add_row(text(name), text(value, style=style))
+    parts: List[RenderableType] = [Text(""), head, Text(""), Fitted(drivers)]
+    if g.gpus:
+        gpus = Table(title="GDS GPU info", title_justify="left", title_style="bold", box=None,
+                     pad_edge=False, padding=(0, 2, 0, 0), show_edge=False)
+        id_column(gpus, "index", style="bold")
+        text_column(gpus, "GPU")
+        id_column(gpus, "BAR1")
+        text_column(gpus, "GDS")
+        id_column(gpus, "IOMMU")
+        for x in g.gpus:
+            gpus.add_row(text(x.index) if x.index is not None else Text("?", style="dim"),
+                         text(x.name) if x.name else Text("unknown", style="dim"),
+                         text(f"{x.bar_mib} MiB") if x.bar_mib is not None
+                         else Text("unknown", style="dim"),
+                         Text(printable(x.support), style="green" if x.supports_gds
+                              else "bold yellow" if x.supports_gds is False else "")
+                         if x.support else Text("unknown", style="dim"),
+                         _word(x.iommu, "disabled") if x.iommu else Text("—", style="dim"))
+        parts += [Text(""), Fitted(gpus)]
+    line = Text("platform: ", style="bold")
+    line.append("IOMMU ")
+    line.append_text(_word(g.iommu, "disabled"))
+    line.append(" · verification ")
+    line.append_text(_word(g.verification, "succeeded"))
+    parts += [Text(""), line]
+    return parts
+
+
+def gdscheck_lines(topo: Topology) -> List[str]:
+    """The same facts as :func:`gdscheck_parts`, one plain line each (the SVG picture)."""
+    g = topo.gds_text
+    if g is None:
+        return []
+    out = ["gdscheck -p: GDS " + (g.gds_version or "?") + " · nvidia_fs "
+           + (g.nvidia_fs_version or "?") + " · libcufile " + (g.libcufile_version or "?")
+           + " · platform " + (g.platform or "?")]
+    said = [k for k, v in g.drivers.items() if v.strip().lower() == "supported"]
+    out.append(f"drivers: {len(said)} of {len(g.drivers)} Supported"
+               + (": " + ", ".join(said) if said else ""))
+    for x in g.gpus:
+        out.append(f"GPU index {'?' if x.index is None else x.index} {x.name or '?'}: "
+                   f"{x.support or 'GDS support unknown'}"
+                   + (f", IOMMU {x.iommu}" if x.iommu else ""))
+    out.append(f"platform: IOMMU {g.iommu or 'unknown'} · verification "
+               f"{g.verification or 'unknown'}")
+    return [printable(line) for line in out]
+
+
+__all__ = ["gdscheck_lines", "gdscheck_parts", "storage_line", "storage_parts", "storage_table"]

@@ -111,7 +111,7 @@ class Opened(namedtuple("Opened", ("model", "document", "where", "cached", "warn
                                   "snapshot` on the node, or read a copied tree with "
                                   "--sysfs-root DIR)", where=topo.origin.get("file") or self.where)
             return
-        if need == "check" and topo.gds_text is not None:
+        if need in ("check", "show") and topo.gds_text is not None:
             return  # a pasted gdscheck -p: GPUDirect Storage facts, no GPU (docs/storage.md)
         if not topo.gpus and topo.matrix is None and topo.p2p is None \
                 and not any(n.sysfs is not None for n in topo.nics):  # ibstat text

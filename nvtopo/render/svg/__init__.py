@@ -326,6 +326,12 @@ def render(topo: Topology, report: Optional["Report"] = None) -> str:
         width_all = max(width_all, left + min(len(switches), per_line) * SW_PITCH + MARGIN)
     from .drives import draw_drives  # NVMe drives (docs/storage.md)
     y = draw_drives(svg, topo, report, y, width_all)
+    from ..storage import gdscheck_lines  # a pasted gdscheck -p (docs/storage.md)
+
+    for line in gdscheck_lines(topo):
+        svg.text(MARGIN, y + 4, _clip(line, int((width_all - 2 * MARGIN) // 6.3)), size=11,
+                 fill="#37474f", cls="gdscheck")
+        y += 16
     if report is not None:
         shown = [f for f in report.findings if f.severity in SEV_RANK]
         if shown:

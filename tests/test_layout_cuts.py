@@ -140,6 +140,10 @@ def test_four_of_eight_a100s_without_names_are_a_subset_not_a_broken_gb200_tray(
     # the same for 4 of fixture 02's H100s with their NICs
     r = checks.select_and_run(text("h100_4of8_nv18_4nic.txt"))
     assert r.layout_name == "none" and r.verdict == "pass", r.reason
+    # the counterpart: an IBM Minsky (two NV2 pairs, no NVLink between them) is a board of
+    # its own, not called part of a DGX-1's mesh
+    r = checks.select_and_run(snapshot.load(str(next(CORPUS.glob("06_*.txt")))))
+    assert r.layout_name == "none" and "subset" not in r.reason, r.reason
 
 
 def corpus_text(prefix):

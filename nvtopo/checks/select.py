@@ -387,8 +387,10 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
         # the visible GPUs are this board's model, or their NVLink pairs are exactly the
         # board's (a sub-shape of it): say so, never check them against the full board (by
         # shape alone a few GPUs fit many boards; two GPUs over a bridge, NV4 or NV2, fit a
-        # 4-GPU board's pair, so two need an NVSwitch board's counts)
-        by_shape = c.exact and (n >= 3 or bool(layout.get("nvlink.nvswitch")))
+        # 4-GPU board's pair, so two need an NVSwitch board's counts; and they must be one
+        # NVLink-connected group: two NV2 pairs (an IBM Minsky) are a board of their own)
+        by_shape = c.exact and (n >= 3 or bool(layout.get("nvlink.nvswitch"))) \
+            and _connected(v.present, observed)
         if c.fits and nv_exact and (name_ok or by_shape):
             c.excluded, c.subset_of = subset_text(n, [n_exp]), n_exp
         else:
@@ -450,7 +452,8 @@ def select(topo: Topology, choice: Any = "auto", layout_file: Optional[str] = No
     fit.sort(key=lambda c: (c.nic_contradiction is not None, -c.score, -c.layout.priority,
                             c.numa_bad, c.layout.name))
     top = fit[0]
-    ties = [c for c in fit if abs(c.score - top.score) < 1e-9
+    # (a layout whose NUMA map the GPUs misfit more than the pick's does not fit equally)
+    ties = [c for c in fit if abs(c.score - top.score) < 1e-9 and c.numa_bad <= top.numa_bad
             and (c.nic_contradiction is None) == (top.nic_contradiction is None)]
     reason = "auto: " + "; ".join(top.why)
     if len(ties) > 1:
@@ -515,6 +518,21 @@ def _chosen(cand: Candidate, reason: str, cands: List[Candidate],
         unsure.extra = dict(lay.extra, numa_unsure=list(numa_unsure))
         lay = unsure
     return Selection(layout=lay, reason=reason, mapping=mapping, candidates=cands)
+
+
+def _connected(nodes: Sequence[int], pairs: Dict[Tuple[int, int], int]) -> bool:
+    """The GPUs form one group over NVLink (pairs with a count above 0)."""
+    nodes = list(nodes)
+    seen, todo = set(nodes[:1]), list(nodes[:1])
+    while todo:
+        a = todo.pop()
+        for (x, y), cnt in pairs.items():
+            if cnt and a in (x, y):
+                b = y if a == x else x
+                if b not in seen:
+                    seen.add(b)
+                    todo.append(b)
+    return seen >= set(nodes)
 
 
 def subset_text(n: int, boards: Sequence[int]) -> str:

@@ -107,7 +107,9 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                         hint="check dmesg for Xid 79 (fallen off the bus) and lspci for the "
                              "device; reseat or replace the GPU (the node should be drained)",
                         covers=[S.gpu(idx)]))
-            elif len(slots) == len(gone) or _bare_metal(topo, v, present):
+            elif _bare_metal(topo, v, present):
+                # (the NVLink mesh tells which slot is absent, not that its GPU is gone:
+                # a container given 6 of a DGX-1's 8 GPUs shows the same mesh)
                 for k, idx in enumerate(gone):
                     slot = (f"; by the NVLink mesh the absent GPU is the layout's "
                             f"GPU{slots[k]}" if len(slots) == len(gone)
@@ -136,7 +138,12 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                     f"{have} of {n_exp} GPU{'s' if n_exp != 1 else ''} seen: GPUs missing, "
                     "or a VM/container given a subset? (no source shows a GPU absent: none "
                     "lists it on the PCI bus, none lost it, no port-map NIC sits in an empty "
-                    "slot); the absent slots' NVLink pairs, NICs and NUMA are not checked",
+                    "slot)" + (
+                        "; by the NVLink mesh the absent slot"
+                        + ("s are" if len(slots) > 1 else " is") + " the layout's "
+                        + ", ".join(f"GPU{t}" for t in slots) if len(slots) == len(gone)
+                        else "") + "; the absent slots' NVLink pairs, NICs and NUMA are "
+                    "not checked",
                     expected=n_exp, actual=have, source=src,
                     hint="in a VM or container, check which GPUs are passed through "
                          "(CUDA_VISIBLE_DEVICES); on bare metal, check dmesg for Xid 79 "

@@ -15,6 +15,15 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     if layout is None or not layout.section("numa"):
         return out
     inferred = layout.inferred_only("numa")
+    # auto picked the layout by NVLink shape among equal fits, and one of those states no
+    # NUMA map: the map is this layout's, maybe not the node's (a warning, not an error)
+    extra = layout.extra if isinstance(getattr(layout, "extra", None), dict) else {}
+    unsure = list(extra.get("numa_unsure") or [])
+    inferred = inferred or bool(unsure)
+    why = (f" (the layout {layout.name} was picked by NVLink shape; "
+           f"{', '.join(unsure)} fit{'s' if len(unsure) == 1 else ''} as well and state"
+           f"{'s' if len(unsure) == 1 else ''} no NUMA map: give --layout NAME to check "
+           "against the node's own)") if unsure else ""
     gn = layout.get("numa.gpu_numa")
     nodes = {}
     for i in v.present:
@@ -45,7 +54,8 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                 demote("error", inferred), "numa.placement", S.NODE,
                 f"{len(off)} GPUs are on other NUMA nodes than the layout's: "
                 + ", ".join(f"GPU{i} on {node} (layout {want})" for i, node, _, want in off)
-                + ": CPU threads and host buffers bound by the layout's map cross sockets",
+                + ": CPU threads and host buffers bound by the layout's map cross sockets"
+                + why,
                 expected={f"GPU{i}": want for i, _, _, want in off},
                 actual={f"GPU{i}": node for i, node, _, _ in off},
                 source=", ".join(sorted({src for _, _, src, _ in off})),
@@ -57,7 +67,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
             out.append(finding(
                 demote("error", inferred), "numa.placement", S.gpu(i),
                 f"GPU{i} is on NUMA node {node}, the layout has {want}: CPU threads and "
-                "host buffers bound by the layout's map cross sockets",
+                "host buffers bound by the layout's map cross sockets" + why,
                 expected=want, actual=node, source=src,
                 hint="check the BIOS NUMA settings (NPS/SNC mode) and that the GPU sits in "
                      "the slot the vendor's map says", covers=[S.gpu(i)]))

@@ -37,6 +37,16 @@ class Candidate:
     #: layout slots the port map's NICs show empty (their NIC on the bus, no GPU near it)
     #: when GPUs are missing by count; ``mapping`` then numbers the node's GPUs by slot.
     empty_slots: Optional[List[int]] = None
+    #: the GPU name matches the layout's pattern.
+    by_name: bool = False
+    #: every GPU pair the input shows is as the layout has it, and some carry NVLinks.
+    exact: bool = False
+    #: GPU pairs as the layout has them (0 with every pair short: a fault on every pair).
+    matched: int = 0
+    #: GPUs on another NUMA node than the layout's map says.
+    numa_bad: int = 0
+    #: the input's compute NICs are not as many as the layout's.
+    nic_count_off: bool = False
 
 
 @plain
@@ -202,7 +212,7 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
     name_ok = False
     if names and pattern:
         if all(layouts_pkg.name_matches(pattern, nm) for nm in names):
-            name_ok = True
+            name_ok = c.by_name = True
             c.score += 50
             c.why.append(f"GPU name {names[0]!r} matches" if not by_id else
                          f"GPU model {names[0]!r} (PCI device id {by_id}) matches")
@@ -281,10 +291,16 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
                 c.score += 2 * matched + short - 3 * wrong
                 nv_fit = matched + short > wrong and wrong <= max(1, len(observed) // 8)
                 nv_exact = not short and not wrong
+                c.exact, c.matched = nv_exact and matched > 0, matched
                 if matched + short == 0:
                     # a layout matching none of the pairs never wins, whatever the name
                     c.excluded = (f"none of the {len(observed)} GPU pairs as the layout "
                                   "has them")
+                elif matched == 0 and not name_ok and (n < n_lay or missing_count):
+                    # every pair short and GPUs gone: two faults nothing else shows (4 of 8
+                    # A100s, NV12, are not a GB200 tray missing a GPU with 6 links down)
+                    c.excluded = (f"none of the {len(observed)} GPU pairs as the layout "
+                                  "has them (every one short) and GPUs missing")
                 c.why.append(f"{matched}/{len(observed)} GPU pairs as expected"
                              + (f", {short} short" if short else "")
                              + (f", {wrong} different" if wrong else ""))
@@ -308,7 +324,11 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
                 good += 1
             else:
                 bad += 1
-        c.score += 0.5 * (good - bad)
+        # evidence for a layout whose map the GPUs fit, never against one they misfit: a
+        # NUMA mismatch must not push the pick to a layout that states no NUMA map (an
+        # H100 board with its NUMA nodes swapped is not a B200 that passes)
+        c.score += max(0.0, 0.5 * (good - bad))
+        c.numa_bad = bad
         if good or bad:
             c.why.append(f"NUMA {good}/{good + bad} as expected")
     # NICs
@@ -359,13 +379,19 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
             comp, _ = F.compute_nics(topo, layout, v.present)
             if len(comp) != count:
                 c.score -= 1
+                c.nic_count_off = True
             else:
                 c.why.append(f"{count} compute NICs")
     c.fits = (name_ok or nv_fit) and c.excluded is None
     if isinstance(n_exp, int) and subset:
-        # the visible GPUs are this board's model, and their pairs fit it: say so, never
-        # check them against the full board (by shape alone a few GPUs fit many boards)
-        if c.fits and name_ok and nv_exact:
+        # the visible GPUs are this board's model, or their NVLink pairs are exactly the
+        # board's (a sub-shape of it): say so, never check them against the full board (by
+        # shape alone a few GPUs fit many boards; two GPUs over a bridge, NV4 or NV2, fit a
+        # 4-GPU board's pair, so two need an NVSwitch board's counts; and they must be one
+        # NVLink-connected group: two NV2 pairs (an IBM Minsky) are a board of their own)
+        by_shape = c.exact and (n >= 3 or bool(layout.get("nvlink.nvswitch"))) \
+            and _connected(v.present, observed)
+        if c.fits and nv_exact and (name_ok or by_shape):
             c.excluded, c.subset_of = subset_text(n, [n_exp]), n_exp
         else:
             c.excluded = f"{n} GPU{'s' if n != 1 else ''}, too few for the layout's {n_exp}"
@@ -400,6 +426,20 @@ def select(topo: Topology, choice: Any = "auto", layout_file: Optional[str] = No
         n = len(v.present)
         fit = [c for c in fit if not (isinstance(c.layout.get("gpus.count"), int)
                                       and n < c.layout.get("gpus.count"))]
+        if any(c.exact for c in cands if c.subset_of is not None):
+            # the pairs are exactly a larger board's (a container given part of it): a
+            # layout of this GPU count wins only by name, or by shape where it explains
+            # every fact too; one that needs a fault to fit (pairs short or different,
+            # GPUs on other NUMA nodes, NICs against its own) would report a healthy node
+            # broken (4 of 8 A100s, NV12, are not a GB200 tray with 6 NVLinks down)
+            others = [c for c in fit if not c.by_name and not (
+                c.exact and not c.numa_bad and not c.nic_count_off
+                and c.nic_contradiction is None)]
+            fit = [c for c in fit if c not in others]
+            for c in others:
+                c.fits = False
+                c.excluded = (f"its pairs are a larger board's exactly; {c.layout.name} "
+                              "fits only with a fault (" + "; ".join(c.why) + ")")
         for c in cands:
             cnt = c.layout.get("gpus.count")
             if c.fits and c.subset_of is None and isinstance(cnt, int) and n < cnt \
@@ -410,9 +450,10 @@ def select(topo: Topology, choice: Any = "auto", layout_file: Optional[str] = No
         return Selection(layout=None, reason=_none_reason(topo, v, cands), candidates=cands)
     # a layout whose NIC facts fit is preferred to one the NICs contradict
     fit.sort(key=lambda c: (c.nic_contradiction is not None, -c.score, -c.layout.priority,
-                            c.layout.name))
+                            c.numa_bad, c.layout.name))
     top = fit[0]
-    ties = [c for c in fit if abs(c.score - top.score) < 1e-9
+    # (a layout whose NUMA map the GPUs misfit more than the pick's does not fit equally)
+    ties = [c for c in fit if abs(c.score - top.score) < 1e-9 and c.numa_bad <= top.numa_bad
             and (c.nic_contradiction is None) == (top.nic_contradiction is None)]
     reason = "auto: " + "; ".join(top.why)
     if len(ties) > 1:
@@ -424,7 +465,11 @@ def select(topo: Topology, choice: Any = "auto", layout_file: Optional[str] = No
     if top.nic_contradiction is not None:
         reason += (f"; the NICs do not fit {top.layout.name} ({top.nic_contradiction}): its "
                    "NIC expectations are not applied")
-    return _chosen(top, reason, cands)
+    # picked by shape among layouts that disagree on NUMA: the GPUs misfit the pick's map
+    # and an equal fit states none, so the misfit is reported, not failed
+    unsure = [c.layout.name for c in ties if c.numa_bad == 0
+              and not isinstance(c.layout.get("numa.gpu_numa"), dict)] if top.numa_bad else []
+    return _chosen(top, reason, cands, numa_unsure=unsure)
 
 
 def _auto_candidate(topo: Topology, layout: Any) -> bool:
@@ -438,7 +483,8 @@ def _auto_candidate(topo: Topology, layout: Any) -> bool:
     return True
 
 
-def _chosen(cand: Candidate, reason: str, cands: List[Candidate]) -> Selection:
+def _chosen(cand: Candidate, reason: str, cands: List[Candidate],
+            numa_unsure: Sequence[str] = ()) -> Selection:
     lay = cand.layout
     mapping = cand.mapping
     if reason.startswith("--"):
@@ -466,7 +512,27 @@ def _chosen(cand: Candidate, reason: str, cands: List[Candidate]) -> Selection:
                                      title=lay.title)
         dropped.extra = dict(lay.extra, nics_dropped=cand.nic_contradiction)
         lay = dropped
+    if numa_unsure:
+        unsure = layouts_pkg.Layout(name=lay.name, data=lay.data, origin=lay.origin,
+                                    title=lay.title)
+        unsure.extra = dict(lay.extra, numa_unsure=list(numa_unsure))
+        lay = unsure
     return Selection(layout=lay, reason=reason, mapping=mapping, candidates=cands)
+
+
+def _connected(nodes: Sequence[int], pairs: Dict[Tuple[int, int], int]) -> bool:
+    """The GPUs form one group over NVLink (pairs with a count above 0)."""
+    nodes = list(nodes)
+    seen, todo = set(nodes[:1]), list(nodes[:1])
+    while todo:
+        a = todo.pop()
+        for (x, y), cnt in pairs.items():
+            if cnt and a in (x, y):
+                b = y if a == x else x
+                if b not in seen:
+                    seen.add(b)
+                    todo.append(b)
+    return seen >= set(nodes)
 
 
 def subset_text(n: int, boards: Sequence[int]) -> str:

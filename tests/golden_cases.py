@@ -122,6 +122,8 @@ FAULTS_H100: Dict[str, str] = {
     "counters": "counters:mlx5_6:symbol_error=1000",
     "peermem-missing": "peermem-missing",
     "nvme-far": "nvme-far:3",
+    "nvme-bunched": "nvme-bunched:3",
+    "nvme-missing": "nvme-missing:5",
     "iommu-on": "iommu-on",
     "no-nvidia-fs": "no-nvidia-fs",
 }

@@ -180,3 +180,82 @@ def test_c2c_fault_on_a_node_without_c2c_is_one_line(spec, says):
 def test_c2c_fault_bounds(spec, says):
     r = run("simulate", "gh200-4", "--fault", spec, "-o", "/dev/null")
     assert r.exit_code == 2 and says in r.stderr, r.stderr
+
+
+def _no_links(calls, gpu=0):
+    """What NVML answers for a GPU whose C2C mode is on but which has no C2C link."""
+    calls[f"nvmlDeviceGetFieldValues(gpu{gpu},170:0)"] = {"value": 0}
+    for k in [k for k in calls if k.startswith(f"nvmlDeviceGetFieldValues(gpu{gpu},17")
+              and (",171:" in k or ",172:" in k)]:
+        del calls[k]
+
+
+@pytest.mark.parametrize("layout", GRACE)
+def test_mode_enabled_with_no_links_is_an_error(tmp_path, layout):
+    # Before: `rec.link_count and ...` read 0 links as "nothing to say": check passed and
+    # show printed "GPU0: mode enabled · ?/0 links active".
+    path = _edit_recording(simulate(tmp_path, layout), _no_links)
+    model = json.loads(run("show", "--from", path, "--format", "json").output)
+    c = model["gpus"][0]["extra"]["nvml"]["c2c"]
+    assert (c["enabled"], c["link_count"], c["links"]) == (True, 0, [])
+    doc = check(path)
+    assert doc["verdict"] == "fail"
+    want = layouts.load(layout).get("c2c.links_per_gpu") or "at least 1"
+    assert c2c_findings(doc) == [("error", "c2c.no_links", "GPU0", want, 0)]
+    out = run("show", "--from", path).output
+    assert "GPU0: mode enabled · 0 links" in out and "?/0" not in out
+    assert "GPU1-3: mode enabled · 10/10 links active" in out
+    links = run("links", "--from", path).output
+    assert "C2C to CPU: mode enabled · 0 links" in links and "?/0" not in links
+    svg = run("check", "--from", path, "--format", "svg").output
+    assert "C2C 0 links" in svg and "C2C ?/0" not in svg
+
+
+def test_no_links_without_a_layout_is_a_warning(tmp_path):
+    path = _edit_recording(simulate(tmp_path, "gh200-4"), _no_links)
+    lay = json.loads(open(_layout_path("gh200-4")).read())
+    lay.pop("c2c")
+    lay["name"] = "gh200-no-c2c"
+    lf = tmp_path / "l.json"
+    lf.write_text(json.dumps(lay))
+    assert c2c_findings(check(path, "--layout-file", lf)) == [
+        ("warning", "c2c.no_links", "GPU0", "at least 1", 0)]
+
+
+def test_unknown_link_count_is_said_so_not_a_fault(tmp_path):
+    path = _edit_recording(simulate(tmp_path, "gh200-4"), lambda calls: calls.update(
+        {"nvmlDeviceGetFieldValues(gpu2,170:0)": {"error": "Unknown"}}))
+    out = run("show", "--from", path).output
+    assert "GPU2: mode enabled · links unknown" in out
+    doc = check(path)
+    assert c2c_findings(doc) == [] or all(f[0] == "info" for f in c2c_findings(doc))
+    assert "c2c.not_checked" in {f["code"] for f in doc["findings"]}
+
+
+def test_gh200_layout_states_ten_links_from_inferred_evidence():
+    lay = layouts.load("gh200-4")
+    assert lay.get("c2c.links_per_gpu") == 10
+    assert lay.inferred_only("c2c.links_per_gpu") and not lay.inferred_only("c2c")
+    assert layouts.load("gb200-nvl72-tray").get("c2c.links_per_gpu") is None  # no source
+
+
+def _with_links(tmp_path, count, evidence):
+    lay = json.loads(open(_layout_path("gh200-4")).read())
+    lay["c2c"].update(links_per_gpu=count, evidence=evidence)
+    lay["name"] = "gh200-mine"
+    lf = tmp_path / "mine.json"
+    lf.write_text(json.dumps(lay))
+    return lf
+
+
+@pytest.mark.parametrize("evidence,sev", [
+    ("[S: CSCS]", "error"),                       # a count the user states: the family's error
+    ("[S: CSCS; I for links_per_gpu]", "warning"),  # the bundled gh200-4: count inferred
+    ("[I]", "warning")])
+def test_fewer_links_than_the_layout_warns_or_fails_as_the_family(tmp_path, evidence, sev):
+    path = simulate(tmp_path, "gh200-4")  # 10/10 links on every GPU
+    assert c2c_findings(check(path)) == []  # healthy against the bundled layout (10)
+    assert c2c_findings(check(path, "--layout-file", _with_links(tmp_path, 10, evidence))) == []
+    doc = check(path, "--layout-file", _with_links(tmp_path, 12, evidence))
+    assert sorted(c2c_findings(doc)) == [
+        (sev, "c2c.links_low", f"GPU{i}", 12, 10) for i in range(4)]

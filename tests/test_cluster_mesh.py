@@ -142,3 +142,50 @@ def test_cluster_table_cuts_no_code_or_key_at_any_width(tmp_path, width):
     unknown = [f for f in cluster.run(paths, jobs=1).findings
                if f.code == "cluster.mesh_unknown_peer"]
     assert len(unknown) == 1 and unknown[0].subject in out
+
+
+def test_node_that_left_the_mesh_is_named_once(tmp_path):
+    # Before: only "cluster.mesh_unknown_peer <key> listed by 3 node(s)", never node-00002.
+    r = _run(tmp_path, fleet_faults=["wg-no-interface:2"])
+    gone = next(n for n in r.nodes if n.name == "node-00002")
+    assert gone.mesh == [] and gone.net_listed  # eth0 listed, no WireGuard interface
+    (f,) = _mesh(r)
+    assert (f.severity, f.code, f.subject, f.nodes) == (
+        "error", "cluster.mesh_no_interface", "node-00002", ["node-00002"])
+    assert smesh.public_key(0, 2) in f.message and "3 of 4 nodes" in f.message
+    assert (f.expected, f.actual) == ("a WireGuard interface", "none")
+
+
+def test_left_node_and_a_separate_unknown_peer_stay_two_causes(tmp_path):
+    r = _run(tmp_path, nodes=5, fleet_faults=["wg-no-interface:4", "wg-unknown-peer:1"])
+    got = sorted((f.severity, f.code, tuple(f.nodes)) for f in _mesh(r))
+    assert got == [("error", "cluster.mesh_no_interface", ("node-00004",)),
+                   ("warning", "cluster.mesh_unknown_peer", ("node-00001",))]
+
+
+def _bare(name, listed=True):
+    return NodeFacts(file=name, name=name, mesh=[], net_listed=listed)
+
+
+def test_bare_node_without_sysfs_evidence_is_unknown_not_missing():
+    full = [_nf(n, K[i], tuple(K[j] for j in range(4) if j != i))
+            for i, n in enumerate("abc")]
+    # d's snapshot does not list its network interfaces: its key stays an unknown peer
+    found = cmesh.check(full + [_bare("d", listed=False)])
+    assert [(f.code, f.subject) for f in found] == [("cluster.mesh_unknown_peer", K[3])]
+    found = cmesh.check(full + [_bare("d")])
+    assert [(f.severity, f.code, f.subject) for f in found] == [
+        ("error", "cluster.mesh_no_interface", "d")]
+
+
+def test_bare_node_nobody_lists_is_a_warning_and_a_mostly_bare_fleet_says_nothing():
+    ab = [_nf("a", K[0], (K[1],)), _nf("b", K[1], (K[0],))]
+    found = cmesh.check(ab + [_bare("c")])
+    assert [(f.severity, f.code, f.subject) for f in found] == [
+        ("warning", "cluster.mesh_no_interface", "c")]
+    assert cmesh.check(ab + [_bare("c"), _bare("d")]) == []  # 2 of 4 meshed: not most
+
+
+def test_bad_no_interface_fault():
+    with pytest.raises(NvtopoError):
+        fleet.plan(load("hgx-h100-8"), 4, fleet_faults=["wg-no-interface:7"])

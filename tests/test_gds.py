@@ -472,3 +472,46 @@ def test_svg_draws_the_drives_with_their_findings(tmp_path):
     assert '<g id="nvme-nvme3" class="nvme">' in doc and ">PIX GPU1</text>" in doc
     assert ">PHB GPU0</text>" in doc
     assert "NVMe drives (10)" in doc
+
+
+def _drive_names(topo):
+    return sorted(d.controller for d in topo.sysfs.nvme)
+
+
+@pytest.mark.parametrize("layout", [None, "stated"])
+def test_bunched_data_drives_are_one_warning_naming_the_switch(layout):
+    lay = stated() if layout else layouts.load("dgx-h100")
+    healthy = sim()
+    assert findings(healthy, lay) == []
+    topo = sim("nvme-bunched:3")  # drive 3 moves behind GPU4's switch, beside drive 4
+    assert _drive_names(topo) == _drive_names(healthy)  # still 10 drives, all near a GPU
+    assert sorted(d.best_path for d in topo.sysfs.nvme) == ["NODE"] * 2 + ["PIX"] * 8
+    fs = [f for f in checks.run(topo, lay).findings if f.code.startswith("gds.")]
+    assert [(f.code, f.severity, f.expected, f.actual) for f in fs] == [
+        ("gds.drives_bunched", "warning", 1, 2)]
+    pair = [d for d in topo.sysfs.nvme if d.nearest_gpus == ["GPU4"]]
+    assert len(pair) == 2 and "GPU4" in fs[0].message
+    assert all(_name_in(d, fs[0].message) for d in pair)
+
+
+def _name_in(d, text):
+    return d.controller in text
+
+
+def test_a_missing_data_drive_is_a_drive_count_warning():
+    topo = sim("nvme-missing:5")
+    assert len(topo.sysfs.nvme) == 9
+    fs = [f for f in checks.run(topo, stated()).findings if f.code.startswith("gds.")]
+    assert [(f.code, f.severity, f.expected, f.actual) for f in fs] == [
+        ("gds.drives", "warning", 8, 7)]
+    assert "7 data drives, the layout has 8" in fs[0].message
+    # the healthy node against a layout that states 8 data drives: clean
+    assert findings(sim(), stated()) == []
+
+
+def test_new_storage_faults_are_bounded():
+    for spec in ("nvme-bunched:8", "nvme-missing:9"):
+        with pytest.raises(NvtopoError, match="no data drive"):
+            simulate(layouts.load("dgx-h100"), [spec])
+    with pytest.raises(NvtopoError, match="does not expect GPUDirect Storage"):
+        simulate(layouts.load("dgx-a100"), ["nvme-missing:1"])

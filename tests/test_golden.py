@@ -78,7 +78,8 @@ def test_every_fault_kind_is_recorded():
         for kind, spec in spec_by_kind.items():
             assert faults.parse(spec).kind == kind
     # the kinds left out for dgx-a100 are left out because they do not apply there
-    storage = {"nvme-far", "iommu-on", "no-nvidia-fs"}  # its layout expects no GDS
+    storage = {"nvme-far", "nvme-bunched", "nvme-missing", "iommu-on",
+               "no-nvidia-fs"}  # its layout expects no GDS
     c2c = {"c2c-down", "c2c-links"}  # not a Grace superchip
     assert set(faults.KINDS) - set(G.FAULTS_A100) == {"nic-affinity-swap"} | storage | c2c
     with pytest.raises(NvtopoError, match="does not name each GPU's NIC"):

@@ -113,14 +113,15 @@ def test_the_other_fault_kinds_leave_the_nvml_answers_alone():
     healthy = sources.nvml_description(build(layouts.load("dgx-h100"), [], seed=1))
     for spec in ("ib-port-down:mlx5_4", "ib-rate:mlx5_5:200", "counters:mlx5_6:symbol_error=7",
                  "nic-affinity-swap:mlx5_0:mlx5_3", "nic-rename:mlx5_0:ibp12s0", "nic-far:mlx5_3",
-                 "peermem-missing", "nvme-far:3", "iommu-on", "no-nvidia-fs"):
+                 "peermem-missing", "nvme-far:3", "nvme-bunched:3", "nvme-missing:5", "iommu-on",
+                 "no-nvidia-fs"):
         assert spec.partition(":")[0] not in NVML_KINDS
         m = build(layouts.load("dgx-h100"), [spec], seed=1)
         assert sources.nvml_description(m) == healthy, spec
     assert set(KINDS) - set(NVML_KINDS) == {"ib-port-down", "ib-rate", "counters",
                                             "nic-affinity-swap", "nic-rename", "nic-far",
-                                            "peermem-missing", "nvme-far", "iommu-on",
-                                            "no-nvidia-fs"}
+                                            "peermem-missing", "nvme-far", "nvme-bunched",
+                                            "nvme-missing", "iommu-on", "no-nvidia-fs"}
 
 
 @pytest.mark.parametrize("machine", [m for m in nvml_fake.machines()

@@ -358,7 +358,8 @@ def fault_specs(name: str) -> Dict[str, str]:
         out["c2c-down"] = f"c2c-down:GPU{gpus[0].ident}"
         out["c2c-links"] = f"c2c-links:GPU{gpus[-1].ident}:{gpus[-1].c2c_links // 2}"
     if lay.get("storage.gds.expected") is True:
-        out.update({"nvme-far": "nvme-far:1", "iommu-on": "iommu-on",
+        out.update({"nvme-far": "nvme-far:1", "nvme-bunched": "nvme-bunched:2",
+                    "nvme-missing": "nvme-missing:3", "iommu-on": "iommu-on",
                     "no-nvidia-fs": "no-nvidia-fs"})
     return out
 
@@ -427,8 +428,8 @@ def test_every_command_on_a_faulty_dgx_h100(kind, h100_fleet):
     d, faulty = h100_fleet
     out = every_command(faulty[kind], resnapshot=kind == "gpu-missing")
     # the bundled layout's GDS expectation is inferred: its faults are warnings
-    warn_only = ("pcie-gen", "nic-affinity-swap", "nic-rename", "nvme-far", "iommu-on",
-                 "no-nvidia-fs")
+    warn_only = ("pcie-gen", "nic-affinity-swap", "nic-rename", "nvme-far", "nvme-bunched",
+                 "nvme-missing", "iommu-on", "no-nvidia-fs")
     assert out["check"]["verdict"] == ("pass" if kind in warn_only else "fail")
     changes = document("diff", "diff", d / "healthy.json", faulty[kind], "--format", "json")
     assert changes["changed"] and changes["verdict"]["before"] == "pass"

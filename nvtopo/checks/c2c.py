@@ -1,8 +1,8 @@
 """NVLink-C2C: the Grace CPU-GPU link of GH200/GB200 superchips (NVML), and the GPU memory's
 own NUMA node (``docs/nvml.md §9``).
 
-What NVML says is judged on its own: C2C mode off on a Grace superchip, or some of its C2C
-links inactive, is a fault whatever the layout (an error where the layout expects C2C from
+What NVML says is judged on its own: C2C mode off on a Grace superchip, mode on with no C2C
+link, or some of its C2C links inactive, is a fault whatever the layout (an error where the layout expects C2C from
 stated evidence, else a warning).  The layout's ``c2c`` section adds the expected link count
 and that each GPU's memory is a NUMA node.  NVML that was not asked (not a Grace GPU, a pasted
 text, a snapshot from before C2C was recorded) says nothing: "not checked", never a pass.
@@ -49,6 +49,16 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                 expected="enabled", actual="disabled", source="nvml", hint=_HINT_DOWN,
                 covers=[subj]))
             continue
+        if rec.enabled is True and rec.link_count == 0:
+            # Mode on and no link present: on Grace, C2C is the GPU's only path to its CPU
+            # and the CPU memory, so this is no C2C at all (never a pass for "0 of 0 down").
+            out.append(finding(
+                sev, "c2c.no_links", subj,
+                f"GPU{i}: NVLink-C2C mode is enabled but NVML reports 0 C2C links: the GPU has "
+                "no NVLink-C2C path to its Grace CPU and the CPU memory",
+                expected=want_links if isinstance(want_links, int) and want_links > 0
+                else "at least 1", actual=0, source="nvml", hint=_HINT_DOWN, covers=[subj]))
+            continue
         down = rec.down
         if down:
             out.append(finding(
@@ -62,7 +72,8 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
         elif isinstance(want_links, int) and isinstance(rec.link_count, int) \
                 and rec.link_count < want_links:
             out.append(finding(
-                sev, "c2c.links_low", subj,
+                demote(sev, layout is not None and layout.inferred_only("c2c.links_per_gpu")),
+                "c2c.links_low", subj,
                 f"GPU{i} has {rec.link_count} NVLink-C2C links, the layout has {want_links}",
                 expected=want_links, actual=rec.link_count, source="nvml",
                 hint=_HINT_DOWN, covers=[subj]))

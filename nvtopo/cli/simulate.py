@@ -19,7 +19,7 @@ def simulate_cmd(
              "pcie-gen:GPU5:3, nic-affinity-swap:mlx5_0:mlx5_3, nic-rename:mlx5_0:ibp12s0, "
              "nic-far:mlx5_3, "
              "fabric-not-started, counters:mlx5_2:symbol_error=1000, peermem-missing, "
-             "c2c-down:GPU1, c2c-links:GPU1:6, nvme-far:3, iommu-on, no-nvidia-fs."),
+             "c2c-down:GPU1, c2c-links:GPU1:6, nvme-far:3, nvme-bunched:3, nvme-missing:5, iommu-on, no-nvidia-fs."),
     seed: int = typer.Option(0, "--seed", min=0, metavar="N", help="Seed for hostname, UUIDs, serials, "
                              "GUIDs: the same seed gives the same file."),
     hostname: Optional[str] = typer.Option(None, "--hostname", metavar="NAME",
@@ -39,7 +39,7 @@ def simulate_cmd(
         False, "--mesh", help="Join the node(s) by a WireGuard mesh (wg0 over eth0; with "
         "--nodes every node a peer of every other). Mesh faults: --fault wg-stale-peer:PEER, "
         "wg-mtu:MTU, wg-errors:N; --fleet-fault wg-missing-peer:NODE:OTHER, "
-        "wg-unknown-peer:NODE (docs/mesh.md)."),
+        "wg-unknown-peer:NODE, wg-no-interface:NODE (docs/mesh.md)."),
     layout_file: Optional[str] = layout_file_option(
         help="Simulate a node of this layout file. '-' reads standard input."),
     output: Optional[str] = output_option(

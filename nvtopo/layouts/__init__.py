@@ -87,10 +87,16 @@ class Layout:
         return ""
 
     def inferred_only(self, path: str) -> bool:
-        """True when the evidence for ``path`` is only ``[I]`` (warn, never fail)."""
+        """True when the evidence for ``path`` is only ``[I]`` (warn, never fail), or when
+        ``path`` is one key whose section evidence says ``I for KEY`` (``[S: CSCS; I for
+        links_per_gpu: ...]``: the section is stated, that one value inferred)."""
         ev = self.evidence(path)
         tags = re.findall(r"\[([SOI])\b", ev)
-        return bool(tags) and set(tags) == {"I"}
+        if bool(tags) and set(tags) == {"I"}:
+            return True
+        key = path.rsplit(".", 1)[-1]
+        return "." in path and not isinstance(self.get(path), dict) and \
+            re.search(r"\bI for " + re.escape(key) + r"\b", ev) is not None
 
 
     @property

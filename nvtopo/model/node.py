@@ -39,7 +39,8 @@ class SysfsNode(Record):
     numa: Optional[NumaInfo] = fld("devices/system/node (null without it)")
     gpudirect: GpuDirect = fld("GPUDirect RDMA modules", factory=GpuDirect)
     net: Optional[Dict[str, NetLink]] = fld("class/net: interface -> facts, where a WireGuard "
-                                            "interface is present", omit="none")
+                                            "interface is present ({}: listed, none is; "
+                                            "null: not read)", omit="none")
     storage: Storage = fld("class/nvme and the IOMMU state (docs/storage.md)",
                            factory=Storage)
 

@@ -221,16 +221,22 @@ def _c2c_bad(c: Any) -> bool:
     """Whether a GPU's NVLink-C2C facts say something is wrong (mode off, a link inactive)."""
     if not c:
         return False
-    return c.get("enabled") is False or any(lk.get("status") == "inactive"
-                                            for lk in c.get("links") or [])
+    return c.get("enabled") is False or (c.get("enabled") is True and c.get("link_count") == 0) \
+        or any(lk.get("status") == "inactive" for lk in c.get("links") or [])
 
 
 def _c2c_text(c: Dict[str, Any]) -> Text:
     """A GPU's NVLink-C2C facts, one line: mode, links active of present, bandwidth."""
     what = ["mode " + {True: "enabled", False: "disabled"}.get(c.get("enabled"), "unknown")]
     count, active = c.get("link_count"), c.get("links_active")
-    if count is not None:
-        what.append(f"{active if active is not None else '?'}/{count} links active")
+    if count is None:
+        what.append("links unknown")
+    elif count == 0:
+        what.append("0 links")
+    elif active is None:
+        what.append(f"{count} links, active unknown")
+    else:
+        what.append(f"{active}/{count} links active")
     down = [lk["link"] for lk in c.get("links") or [] if lk.get("status") == "inactive"]
     if down and c.get("enabled") is not False:
         what.append("down: " + ", ".join(str(x) for x in down))

@@ -445,10 +445,16 @@ def c2c_lines(topo: Topology) -> Optional[Text]:
         return None
     out = Text("NVLink-C2C (GPU to Grace CPU)", style="bold")
     for (enabled, active, count, bw, down), idx in rows.items():
-        bad = enabled is False or bool(down)
+        bad = enabled is False or bool(down) or (enabled is True and count == 0)
         what = ["mode " + {True: "enabled", False: "disabled"}.get(enabled, "unknown")]
-        if count is not None:
-            what.append(f"{active if active is not None else '?'}/{count} links active")
+        if count is None:
+            what.append("links unknown")
+        elif count == 0:
+            what.append("0 links")
+        elif active is None:
+            what.append(f"{count} links, active unknown")
+        else:
+            what.append(f"{active}/{count} links active")
         if down and enabled is not False:
             what.append("down: " + _runs(list(down)))
         if bw is not None:

@@ -40,6 +40,9 @@ KINDS: Dict[str, Tuple[str, str]] = {
     "c2c-links": ("c2c-links:GPU<i>:<active>", "only that many of the GPU's NVLink-C2C "
                   "links are active"),
     "nvme-far": ("nvme-far:<k>", "data drive k on a CPU root port, off its GPU's switch"),
+    "nvme-bunched": ("nvme-bunched:<k>", "data drive k behind the next GPU's switch (that "
+                     "switch has two data drives, its own none)"),
+    "nvme-missing": ("nvme-missing:<k>", "data drive k is gone (failed or pulled)"),
     "iommu-on": ("iommu-on", "the IOMMU translates DMA (groups of type DMA-FQ)"),
     "no-nvidia-fs": ("no-nvidia-fs", "nvidia_fs not loaded (no GPUDirect Storage)"),
 }
@@ -59,6 +62,7 @@ _PATTERNS = {
     "nvme-far": re.compile(r"^([0-9]{1,3})$"),
     "nic-rename": re.compile(rf"^{_NIC}:([A-Za-z][A-Za-z0-9_.-]{{0,30}})$"),
 }
+_PATTERNS["nvme-bunched"] = _PATTERNS["nvme-missing"] = _PATTERNS["nvme-far"]  # <k>
 _PATTERNS["nic-far"] = _PATTERNS["ib-port-down"]  # <rdma device>
 _PATTERNS["c2c-down"] = _PATTERNS["gpu-missing"]  # GPU<i>
 _PATTERNS["c2c-links"] = _PATTERNS["pcie-width"]  # GPU<i>:<count>
@@ -74,7 +78,7 @@ class Fault:
         """What the fault is about (``GPU3``, ``mlx5_1``, ``node``): distinct-subject pairing."""
         if self.kind in ("fabric-not-started", "peermem-missing", "iommu-on", "no-nvidia-fs"):
             return ("node",)
-        if self.kind == "nvme-far":
+        if self.kind in ("nvme-far", "nvme-bunched", "nvme-missing"):
             return (f"nvme-data{self.args[0]}",)
         if self.kind == "nvlink-degraded":
             return (f"GPU{self.args[0]}", f"GPU{self.args[1]}")
@@ -355,12 +359,12 @@ def _storage(m: Machine, f: Fault, where: str) -> None:
     if m.layout.get("storage.gds.expected") is not True:
         raise NvtopoError(f"the {m.layout.name} layout does not expect GPUDirect Storage "
                           "(storage.gds.expected)", where=where)
-    if f.kind == "nvme-far":
+    if f.kind in ("nvme-far", "nvme-bunched", "nvme-missing"):
         k, n = int(f.args[0]), counts(m)[1]
         if k >= n:
             raise NvtopoError(f"no data drive {k}: the {m.layout.name} layout has {n} "
                               f"(0-{n - 1})", where=where)
-        m.storage.setdefault("far", set()).add(k)
+        m.storage.setdefault(f.kind[5:], set()).add(k)  # far, bunched, missing
     elif f.kind == "iommu-on":
         m.storage["iommu"] = "DMA-FQ"
     else:
@@ -373,6 +377,7 @@ _APPLY = {"nvlink-down": _nvlink_down, "nvlink-degraded": _nvlink_degraded,
           "nic-rename": _nic_rename, "nic-far": _nic_far,
           "fabric-not-started": _fabric, "counters": _counters, "peermem-missing": _peermem,
           "c2c-down": _c2c, "c2c-links": _c2c,
-          "nvme-far": _storage, "iommu-on": _storage, "no-nvidia-fs": _storage}
+          "nvme-far": _storage, "nvme-bunched": _storage, "nvme-missing": _storage,
+          "iommu-on": _storage, "no-nvidia-fs": _storage}
 
 __all__ = ["KINDS", "Fault", "parse", "apply", "moved_gpus", "Port", "Optional"]

@@ -11,7 +11,8 @@ Node faults (``--fault``, with ``--nodes`` as ``NODE:SPEC``): ``wg-stale-peer:PE
 peer's latest handshake 600 s before the capture, with a 25 s keepalive),
 ``wg-mtu:MTU`` (wg0's MTU), ``wg-errors:N`` (``rx_errors``).  Fleet faults
 (:data:`FLEET_MESH_FAULTS`): ``wg-missing-peer:NODE:OTHER`` (NODE's peer list lacks OTHER),
-``wg-unknown-peer:NODE`` (NODE lists a key no node has).
+``wg-unknown-peer:NODE`` (NODE lists a key no node has), ``wg-no-interface:NODE`` (NODE has
+no WireGuard interface: it left the mesh, the others still list its key).
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ MESH_FAULTS: Dict[str, Tuple[str, str]] = {
 FLEET_MESH_FAULTS: Dict[str, str] = {
     "wg-missing-peer": "NODE:OTHER: NODE's wg0 lacks OTHER as a peer",
     "wg-unknown-peer": "NODE: NODE's wg0 has a peer key no node has",
+    "wg-no-interface": "NODE: NODE has no WireGuard interface (it left the mesh; the other "
+                       "nodes still list its key)",
 }
 #: Peers of a node simulated alone.
 LONE_PEERS = 3
@@ -88,6 +91,8 @@ class Mesh:
     mtu: int = MESH_MTU
     rx_errors: int = 0
     stale: Set[int] = field(default_factory=set)
+    #: False: the node has no wg0 (sysfs lists eth0 only; the wireguard probe finds none)
+    interface: bool = True
 
     def fault(self, spec: str) -> None:
         kind, value = parse(spec)
@@ -120,6 +125,8 @@ def add_to_tree(t: Any, mesh: Mesh) -> None:
         t.f(f"{eth}/{k}", v)
     t.f("devices/pci0000:00/0000:00:1f.6/numa_node", 0)
     t.link(f"{eth}/device", "../../../0000:00:1f.6")
+    if not mesh.interface:
+        return
     wg = "devices/virtual/net/wg0"
     t.link("class/net/wg0", f"../../{wg}")
     for k, v in (("type", 65534), ("mtu", mesh.mtu), ("operstate", "unknown"),
@@ -140,6 +147,8 @@ ROUTE = ("Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\
 def evidence(mesh: Mesh) -> Dict[str, Any]:
     """The wireguard probe's evidence for this node (as :func:`nvtopo.probes.wireguard.capture`
     records it)."""
+    if not mesh.interface:  # what capture() records where class/net has no WireGuard entry
+        return {"status": "absent", "error": None, "captured_at": SIM_EPOCH, "interfaces": {}}
     rows: List[Tuple[str, int, Optional[int]]] = [
         (public_key(mesh.seed, p), p, STALE_AGE if p in mesh.stale else FRESH_AGE)
         for p in mesh.peers]
@@ -186,6 +195,8 @@ def in_fleet(index: int, nodes: int, seed: int, fleet_faults: List[Any],
                 m.peers.remove(other)
         elif f.kind == "wg-unknown-peer" and int(f.args[0]) == index:
             m.extra_keys.append(public_key(seed, 10_000_000 + index))
+        elif f.kind == "wg-no-interface" and int(f.args[0]) == index:
+            m.interface = False
     for s in node_specs:
         m.fault(s)
     return m

@@ -5,7 +5,8 @@ host bridge ``pci0000:00`` and ``data_drives`` U.2 drives, data drive *k* on a n
 downstream port of the PCIe switch of GPU *k* (healthy GPU numbering), with their
 ``class/nvme`` controllers; ``nvidia_fs`` is loaded where the layout expects GDS.
 Faults (:mod:`.faults`): ``nvme-far:<k>`` puts data drive *k* on a CPU root port of its
-GPU's host bridge instead; ``iommu-on`` puts the GPUs and drives in translating IOMMU
+GPU's host bridge instead; ``nvme-bunched:<k>`` behind the next GPU's switch (two data
+drives on one switch, none on its own); ``nvme-missing:<k>`` leaves it out; ``iommu-on`` puts the GPUs and drives in translating IOMMU
 groups (type ``DMA-FQ``); ``no-nvidia-fs`` leaves the module out.
 """
 
@@ -75,8 +76,11 @@ def add(t: Tree, m: Any) -> None:
             f"nvme{k}", "SAMSUNG MZ1L21T9HCLS-00A07", M2_SECTORS)
     gpu_devs = sorted((d for d in m.pci.values() if d.role.startswith("gpu:")),
                       key=lambda d: int(d.role.split(":")[1]))
+    bunched, missing = st.get("bunched", set()), st.get("missing", set())
     for k in range(data_n if gpu_devs else 0):
-        gd = gpu_devs[k % len(gpu_devs)]
+        if k in missing:
+            continue
+        gd = gpu_devs[(k + (k in bunched)) % len(gpu_devs)]
         cpus = m.numa_cpus[gd.numa]
         drive = f"0000:{next(buses):02x}:00.0"
         if k in far or len(gd.chain) < 3:

@@ -86,6 +86,9 @@ class NodeFacts:
     node_desc: Dict[str, str] = field(default_factory=dict)
     #: WireGuard interfaces: (interface, own public key, MTU, peer keys or None, status)
     mesh: List[Any] = field(default_factory=list)
+    #: the snapshot lists the node's network interfaces (sysfs class/net): an empty ``mesh``
+    #: then means "no WireGuard interface", not "unknown"
+    net_listed: bool = False
 
     def compact(self) -> "NodeFacts":
         """Share the values many nodes have (kept per node: only what is its own, such as its
@@ -235,6 +238,7 @@ def facts_of(topo: Any, path: str, engine_name: Optional[str] = None) -> NodeFac
     from .mesh import mesh_facts
 
     nf.mesh = mesh_facts(topo)
+    nf.net_listed = topo.sysfs is not None and topo.sysfs.net is not None
     return nf
 
 

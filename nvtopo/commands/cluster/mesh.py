@@ -10,6 +10,12 @@ WireGuard interface should have every other such node as a peer.  One finding pe
 * ``cluster.mesh_peer_missing``: the rest, by the node whose peer list lacks them — an error
   for those that list it (one-sided), a warning for those that do not (neither side has the
   other: perhaps a hub-and-spoke design, not a complete mesh);
+* ``cluster.mesh_no_interface``: a node with no WireGuard interface at all (its snapshot lists
+  its network interfaces, none WireGuard) in a fleet whose other nodes are mostly meshed: one
+  finding naming it; the peer keys that most meshed nodes still list and no node has (its old
+  key) are folded into it (an error then, a warning where no peer lists a stale key: perhaps a
+  node kept out of the mesh on purpose).  A node whose snapshot does not list its network
+  interfaces is unknown, never missing;
 * ``cluster.mesh_unknown_peer`` (warning): a peer key that matches no node in the view (a
   node gone, a key rotated; or a node whose snapshot is not in the view), one per key;
 * ``cluster.mesh_duplicate_key`` (error): one public key on two nodes (a cloned image);
@@ -133,6 +139,7 @@ def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
     for a in known:
         for k in sorted(peers[a] - set(owner)):
             strays.setdefault(k, []).append(a)
+    out += _no_interface(nodes, meshed, known, strays)
     for k, names in sorted(strays.items())[:MAX_KEY_FINDINGS]:
         out.append(make("warning", "cluster.mesh_unknown_peer", k,
                         f"peer key {k} matches no node in this view; listed by "
@@ -150,6 +157,38 @@ def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
                             f"{len(names)} node(s) with tunnel MTU {mtu}, the others "
                             f"{major}: {named(names)}", names, expected=major, actual=mtu,
                             hint="one MTU across the mesh (wg-quick: MTU =)"))
+    return out
+
+
+def _no_interface(nodes: List[NodeFacts], meshed: List[NodeFacts], known: List[str],
+                  strays: Dict[str, List[str]]) -> List[ClusterFinding]:
+    """Nodes that left the mesh: no WireGuard interface where their snapshot lists the
+    network interfaces, while most readable nodes are meshed.  The stray keys most meshed
+    nodes list (the dangling entries for them) are taken out of ``strays`` and folded in."""
+    readable = [n for n in nodes if n.error is None]
+    bare = [n.name for n in readable if not n.mesh and n.net_listed]
+    if not bare or len(meshed) * 2 <= len(readable):
+        return []
+    wide = sorted(k for k, by in strays.items() if len(by) >= 2 and len(by) * 2 > len(known))
+    folded: List[Tuple[str, int]] = []
+    if wide and len(wide) <= len(bare):
+        folded = [(k, len(strays.pop(k))) for k in wide]
+    out: List[ClusterFinding] = []
+    for b in bare:
+        stale = ""
+        if folded:
+            stale = ("; the meshed nodes still list " + (
+                f"peer key {folded[0][0]} ({folded[0][1]} nodes), no node's key in this view: "
+                "its old key" if len(folded) == 1 else
+                f"{len(folded)} peer keys no node has ({', '.join(k for k, _ in folded)}): "
+                "those of the nodes that left"))
+        out.append(make(
+            "error" if folded else "warning", "cluster.mesh_no_interface", b,
+            f"{b} has no WireGuard interface (its snapshot lists its network interfaces, "
+            f"none WireGuard) while {len(meshed)} of {len(readable)} nodes are in the mesh"
+            + stale, [b], expected="a WireGuard interface", actual="none",
+            hint=f"bring {b}'s WireGuard interface up (wg-quick up, or the mesh's service); "
+                 "if it left the mesh for good, remove its key from the other nodes' peers"))
     return out
 
 

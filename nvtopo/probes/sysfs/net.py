@@ -5,7 +5,7 @@ A WireGuard interface is ``type`` 65534 (ARPHRD_NONE) with ``DEVTYPE=wireguard``
 ``uevent``.  Where one is found, every interface gets its type, MTU, operstate and NUMA node
 (one of them is the tunnel's underlay, which sysfs cannot name: the ``wireguard`` probe
 decides it), and the WireGuard interfaces their ``statistics/`` counters.  Where none is,
-only the ``type`` files are read and nothing enters the model.  :func:`collect_net` runs in
+only the ``type`` files are read and the model says so with an empty map (``net: {}``).  :func:`collect_net` runs in
 the sysfs traversal (over the live tree or the recorded evidence); :func:`build_net` is pure.
 """
 
@@ -69,10 +69,13 @@ def collect_net(v: Any) -> Optional[Dict[str, Any]]:
 
 
 def build_net(raw: Optional[Dict[str, Any]]) -> Optional[Dict[str, NetLink]]:
-    """The model's interfaces (``extra.sysfs.net``), or ``None`` where no WireGuard interface
-    was found (nothing to say) or ``class/net`` was not read."""
-    if not raw or not raw.get("wireguard"):
+    """The model's interfaces (``extra.sysfs.net``): ``{}`` where ``class/net`` was listed and
+    has no WireGuard interface (absent: ``nvtopo cluster`` names a node that left the mesh),
+    ``None`` where it was not read or could not be listed (unknown)."""
+    if not raw or raw.get("error"):
         return None
+    if not raw.get("wireguard"):
+        return {}
     out: Dict[str, NetLink] = {}
     for name, e in raw["links"].items():
         attrs, errors = e.get("attrs") or {}, e.get("errors") or {}

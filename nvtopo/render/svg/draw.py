@@ -142,8 +142,10 @@ def _gpu_lines(g: Any, gl: Optional[GpuLink]) -> List[str]:
     c2c = g.nvml.c2c if g.nvml is not None else None
     if c2c is not None:  # Grace superchips: the CPU link before PCIe (three lines fit)
         lines.append("C2C off" if c2c.enabled is False else
+                     "C2C ?" if c2c.link_count is None else
+                     "C2C 0 links" if c2c.link_count == 0 else
                      f"C2C {c2c.links_active if c2c.links_active is not None else '?'}"
-                     f"/{c2c.link_count if c2c.link_count is not None else '?'}")
+                     f"/{c2c.link_count}")
     link = g.sysfs.link if g.sysfs is not None else None
     pcie = g.nvml.pcie if g.nvml is not None else None
     gen = width = None

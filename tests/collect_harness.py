@@ -126,7 +126,8 @@ def fake_slurm_tools(bin_dir: Path) -> Path:
     ``FAKE_SLURM_NODES`` (comma-separated), ``FAKE_SLURM_STATES`` (JSON node -> state,
     default idle), ``FAKE_SLURM_LAUNCH_FAIL`` (comma-separated nodes whose launch fails),
     ``FAKE_SLURM_ALLOC_FAIL`` (srun cannot get resources), ``FAKE_SLURM_ABORT`` (a launch
-    failure aborts the step, as real srun does); ``FAKE_SRUN_ARGV`` names a file
+    failure aborts the step, as real srun does; ``FAKE_SLURM_ABORT_AFTER`` names nodes whose
+    tasks end before the abort); ``FAKE_SRUN_ARGV`` names a file
     each srun appends its argv to (one JSON line).  srun runs the command once per node,
     at the same time, with ``SLURMD_NODENAME``, labels every line with the task number and
     reports failures the way Slurm 22.05's srun does; SIGTERM ends the tasks."""
@@ -208,9 +209,15 @@ def fake_slurm_tools(bin_dir: Path) -> Path:
                 sys.stderr.write("srun: error: Task launch for StepId=9.0 failed on node "
                                  + node + ": Communication connection failure\\n")
         if failing and os.environ.get("FAKE_SLURM_ABORT"):
-            # as Slurm 22.05's srun: a launch failure aborts the step, killing the others
+            # as Slurm 22.05's srun: a launch failure aborts the step, killing the others;
+            # FAKE_SLURM_ABORT_AFTER names nodes whose tasks finish first (the abort comes
+            # after them however slowly a loaded machine starts them; else after 0.5 s)
             import time
-            time.sleep(0.5)
+            first = set(filter(None, os.environ.get("FAKE_SLURM_ABORT_AFTER", "").split(",")))
+            until = time.monotonic() + (30 if first else 0.5)
+            while time.monotonic() < until and (not first or any(
+                    p.poll() is None for node, p in procs.values() if node in first)):
+                time.sleep(0.05)
             sys.stderr.write("srun: error: Application launch failed: Communication "
                              "connection failure\\nsrun: Job step aborted\\n")
             for task, (node, p) in procs.items():

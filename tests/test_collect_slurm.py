@@ -203,6 +203,8 @@ def test_a_step_aborted_by_a_launch_failure_is_run_again_without_that_node(fake,
     killing the others: they run again in a step of their own."""
     monkeypatch.setenv("FAKE_SLURM_LAUNCH_FAIL", "n3")
     monkeypatch.setenv("FAKE_SLURM_ABORT", "1")
+    # n1 answers before the abort (it took 0.5 s, and a loaded machine starts nvtopo slower)
+    monkeypatch.setenv("FAKE_SLURM_ABORT_AFTER", "n1")
     fake.plan(n2="slow", n4="hang")
     res = fake.run("--nodelist", "n[1-4]", "--timeout", "5", "--node-limit", "5",
                    "--launch-wait", "2")

@@ -239,6 +239,15 @@ def test_gh200_layout_states_ten_links_from_inferred_evidence():
     assert layouts.load("gb200-nvl72-tray").get("c2c.links_per_gpu") is None  # no source
 
 
+@pytest.mark.parametrize("evidence,inferred", [
+    ("[S: CSCS; I for links_per_gpu]", True), ("I for links_per_gpu", True),
+    ("[S: CSCS; I for links_per_gpu_max]", False),  # another key: a whole word only
+    ("[S: CSCS; XI for links_per_gpu]", False), ("[S: CSCS]", False)])
+def test_i_for_key_names_that_key_as_a_whole_word(tmp_path, evidence, inferred):
+    lay = layouts.load_file(str(_with_links(tmp_path, 10, evidence)))
+    assert lay.inferred_only("c2c.links_per_gpu") is inferred
+
+
 def _with_links(tmp_path, count, evidence):
     lay = json.loads(open(_layout_path("gh200-4")).read())
     lay["c2c"].update(links_per_gpu=count, evidence=evidence)

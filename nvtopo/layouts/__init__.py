@@ -52,6 +52,19 @@ def name_matches(pattern: str, name: str) -> bool:
     return _name_rx(pattern).search(name[:NAME_SEARCH_LIMIT]) is not None
 
 
+def _names_word(text: str, words: str) -> bool:
+    """``words`` stand in ``text`` as whole words (no letter, digit or ``_`` either side);
+    a plain scan, no pattern built from data."""
+    at = text.find(words)
+    while at >= 0:
+        end = at + len(words)
+        if (at == 0 or not (text[at - 1].isalnum() or text[at - 1] == "_")) and \
+                (end == len(text) or not (text[end].isalnum() or text[end] == "_")):
+            return True
+        at = text.find(words, at + 1)
+    return False
+
+
 @plain
 class Layout:
     """A parsed layout file."""
@@ -94,9 +107,9 @@ class Layout:
         tags = re.findall(r"\[([SOI])\b", ev)
         if bool(tags) and set(tags) == {"I"}:
             return True
-        key = path.rsplit(".", 1)[-1]
-        return "." in path and not isinstance(self.get(path), dict) and \
-            re.search(r"\bI for " + re.escape(key) + r"\b", ev) is not None
+        if "." not in path or isinstance(self.get(path), dict):
+            return False
+        return _names_word(ev, "I for " + path.rsplit(".", 1)[-1])
 
 
     @property

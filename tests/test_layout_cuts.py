@@ -72,14 +72,6 @@ def board_name(path):
     return None
 
 
-#: Known, not fixed here: more than half of an H100 board with all 8 host NICs picks
-#: dgx-h100 (two or three NIC names match its port map by chance) and its nic check reports
-#: the port-map names of the cut GPUs' slots missing (nic.missing, though the NICs are there
-#: under other names): the nic check's renaming rule, not selection.  Fixed: the test fails.
-KNOWN = {("02", (0, 1, 2, 4, 6), True, True), ("02", (2, 3, 4, 5, 6, 7), True, False),
-         ("02", (2, 3, 4, 5, 6, 7), True, True), ("21", (0, 1, 2, 4, 6), True, True)}
-
-
 @pytest.mark.parametrize("path", EIGHT, ids=lambda p: p.name[:2])
 def test_every_cut_of_a_healthy_board_has_no_error_and_is_a_subset(path, tmp_path):
     full = snapshot.load(str(path))
@@ -95,11 +87,6 @@ def test_every_cut_of_a_healthy_board_has_no_error_and_is_a_subset(path, tmp_pat
                     what = (path.name[:2], keep, nics, named)
                     errors = [(x.code, str(x.subject)) for x in r.findings
                               if x.severity == "error"]
-                    if what in KNOWN:
-                        assert r.layout_name == "dgx-h100" and errors and {
-                            c for c, _ in errors} <= {"nic.missing", "nic.placement"}, (
-                            "changed: update KNOWN", what, errors)
-                        continue
                     assert errors == [], (what, r.layout_name, r.reason)
                     if k <= 4:
                         if r.layout_name == "none":
@@ -221,3 +208,28 @@ def test_named_numa_mismatch_is_an_error_with_no_ambiguity():
     r = checks.select_and_run(topo)
     assert r.layout.family == "h100-8" and r.verdict == "fail", r.reason
     assert [f.severity for f in r.findings if f.code == "numa.placement"] == ["error"]
+
+
+@pytest.mark.parametrize("name", ["h100_5of8_nv18_8nic_named.txt",
+                                  "h100_5of8_nv18_8nic_paired_named.txt"])
+def test_nic_names_matching_by_chance_on_renumbered_gpus_do_not_pick_a_vendor_port_map(name):
+    """5 of 8 H100s (renumbered 0-4, slots unknown) with all 8 host NICs: two or three NIC
+    names matched dgx-h100's port map by index while the others' NICs sat at PIX under other
+    names, and that picked dgx-h100 over hgx-h100-8 (then nic.missing errors; on fixture
+    21's cut a nic.placement error the full board, on hgx-h100-8, never gets)."""
+    topo = text(name)
+    r = checks.select_and_run(topo)
+    assert r.layout_name == "hgx-h100-8" and r.verdict == "pass", r.reason
+    assert [x.code for x in r.findings if x.severity != "info"] == ["gpu.missing"]
+    dgx = next(c for c in S.select(topo).candidates if c.layout.name == "dgx-h100")
+    assert any("slots unknown: names not counted" in w for w in dgx.why), dgx.why
+
+
+@pytest.mark.parametrize("lay", ["dgx-h100", "dgx-h200", "dgx-1-v100"])
+def test_a_dgx_with_a_gpu_gone_and_every_nic_under_its_port_map_name_keeps_its_layout(lay):
+    """The counterpart: names that all match the port map are evidence, GPUs renumbered or
+    not (a DGX-1's NICs are shared by two GPUs each, so they never tell the slots)."""
+    r = checks.select_and_run(sim(lay, "gpu-missing:GPU0"))
+    assert r.layout_name == lay, r.reason
+    assert [(x.code, str(x.subject)) for x in r.findings if x.severity == "error"] == [
+        ("gpu.missing", "GPU7")]

@@ -230,3 +230,68 @@ def test_a_gpu_without_a_near_nic_under_renamed_nics_is_reported_by_structure():
     assert [(f.severity, f.code) for f in healthy] == [("warning", "nic.names_differ")]
     assert healthy[0].message.startswith("every GPU that lacks its port-map NIC")
     assert healthy[0].actual == 7
+
+
+CUT = Path(__file__).resolve().parent.parent / "fixtures" / "topo-cut"
+
+
+def drop_nic(text, label):
+    """A ``topo -m`` text without NIC ``label`` (its row, its column, its legend line)."""
+    rows = text.split("\n")
+    col = rows[0].split("\t").index(label)
+    out = []
+    for r in rows:
+        cells = r.split("\t")
+        if cells[0] == label or r.strip().startswith(label + ":"):
+            continue
+        if len(cells) > col and (cells[0] == "" or cells[0].startswith(("GPU", "NIC"))):
+            del cells[col]
+        out.append("\t".join(cells))
+    return "\n".join(out)
+
+
+def tmp_topo(text):
+    return snapshot.load_text(text, "cut.txt")
+
+
+def test_a_vm_given_5_of_8_gpus_with_every_nic_has_no_missing_nic_under_the_port_map():
+    """5 of fixture 02's 8 H100s (GPU0, 1, 2, 4, 6, renumbered 0-4) with all 8 host NICs,
+    checked against dgx-h100: its port map named mlx5_9/10/11 missing (the cut GPUs'
+    slots, guessed as the last ones) though 8 NICs are there and every GPU shown has one at
+    PIX.  The GPUs not shown take their slots' NICs with them: one renaming warning."""
+    topo = snapshot.load(str(CUT / "h100_5of8_nv18_8nic_named.txt"))
+    assert len(topo.gpus) == 5 and len(topo.nics) == 8
+    got = findings(topo)
+    assert [(f.severity, f.code) for f in got] == [
+        ("warning", "gpu.missing"), ("warning", "nic.names_differ")]
+    msg = got[1].message
+    assert "mlx5_9, mlx5_10, mlx5_11 absent; mlx5_1, mlx5_2 at PIX" in msg
+    assert "the other 1 may belong to the GPUs not shown" in msg
+    # the counterpart: GPU1's NIC (mlx5_1) gone from the same VM is an error, by placement
+    # (the GPU shown without a NIC at PIX), not also as a port-map name guessed for it
+    gone = tmp_topo(drop_nic((CUT / "h100_5of8_nv18_8nic_named.txt").read_text(), "NIC1"))
+    assert gone.nic("mlx5_1") is None and len(gone.nics) == 7
+    errors = [(f.code, str(f.subject)) for f in findings(gone) if f.severity == "error"]
+    assert errors == [("nic.placement", "GPU1")]
+
+
+def test_a_board_whose_odd_gpus_have_no_nic_keeps_that_error_but_no_guessed_names():
+    """5 of fixture 21's H100s (two NICs behind each even GPU, none behind the odd ones)
+    against dgx-h100: GPU1 without a NIC at PIX is the error; mlx5_9/10/11 (names guessed
+    for the slots not shown) are not also three missing cards."""
+    topo = snapshot.load(str(CUT / "h100_5of8_nv18_8nic_paired_named.txt"))
+    errors = [(f.code, str(f.subject)) for f in findings(topo) if f.severity == "error"]
+    assert errors == [("nic.placement", "GPU1")]
+
+
+def test_on_bare_metal_a_gpu_and_its_nic_gone_are_both_reported():
+    """The counterpart of the rule above: sysfs shows the board's PCIe switches, so a GPU
+    short is gone, not withheld, and its slot's card gone from the bus stays nic.missing."""
+    from nvtopo.simulate import simulate
+    doc = json.loads(json.dumps(simulate(LAY, ["gpu-missing:GPU7"], seed=2)))
+    topo = snapshot.derive(doc, where="sim.json")
+    topo.nics = [n for n in topo.nics if n.name != "mlx5_11"]
+    r = checks.select_and_run(topo)
+    assert r.layout_name == "dgx-h100"
+    assert [(f.code, str(f.subject)) for f in r.findings if f.severity == "error"] == [
+        ("gpu.missing", "GPU7"), ("nic.missing", "mlx5_11")]

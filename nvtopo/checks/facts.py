@@ -370,6 +370,19 @@ def renumbered(layout: Any, v: View) -> bool:
         and have == list(range(len(have)))
 
 
+def bare_metal(topo: Topology, v: Any, present: Any) -> bool:
+    """sysfs shows every present GPU behind a PCIe switch (two links or more from its root
+    port): the board's own PCIe fabric, which a VM given passed-through GPUs does not
+    reproduce, so a GPU short of the layout's count is gone, not withheld."""
+    if not v.has_sysfs or not present:
+        return False
+    for i in present:
+        g = topo.gpu(i)
+        if g is None or g.sysfs is None or len(g.sysfs.hops) < 2:
+            return False
+    return True
+
+
 def missing_gpus(layout: Any, v: View) -> List[int]:
     """GPUs the layout has and the node does not show: absent from a driver-level source,
     or (by count) the highest indices not listed."""

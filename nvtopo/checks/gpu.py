@@ -27,19 +27,6 @@ def _slot_nics(layout: Any, gpu_nic: Any) -> dict:
     return out
 
 
-def _bare_metal(topo: Topology, v: Any, present: Any) -> bool:
-    """sysfs shows every present GPU behind a PCIe switch (two links or more from its root
-    port): the board's own PCIe fabric, which a VM given passed-through GPUs does not
-    reproduce, so a GPU short of the layout's count is gone, not withheld."""
-    if not v.has_sysfs or not present:
-        return False
-    for i in present:
-        g = topo.gpu(i)
-        if g is None or g.sysfs is None or len(g.sysfs.hops) < 2:
-            return False
-    return True
-
-
 def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     v = F.view(topo)
     out: List[Finding] = []
@@ -107,7 +94,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                         hint="check dmesg for Xid 79 (fallen off the bus) and lspci for the "
                              "device; reseat or replace the GPU (the node should be drained)",
                         covers=[S.gpu(idx)]))
-            elif _bare_metal(topo, v, present):
+            elif F.bare_metal(topo, v, present):
                 # (the NVLink mesh tells which slot is absent, not that its GPU is gone:
                 # a container given 6 of a DGX-1's 8 GPUs shows the same mesh)
                 for k, idx in enumerate(gone):

@@ -95,16 +95,30 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                     for x in missing_names}
         renamed_only = [x for x in missing_names if users_of[x] and all(
             F.gpu_index(f"GPU{k}") is not None and int(k) in placed for k in users_of[x])]
-        if isinstance(want, int) and len(placed) + len(F.missing_gpus(layout, v)) >= want:
-            renamed_only = list(missing_names)
         unnamed_near: List[str] = []
-        if want_path is not None and F.renumbered(layout, v):
+        near_any = placed
+        renum = want_path is not None and F.renumbered(layout, v)
+        if renum:
             # which slot each GPU is cannot be told: NICs the port map does not name that
             # sit at its path from some GPU stand for as many absent names (a renaming)
-            unnamed_near = sorted({nm for nm, _ in F.nic_by_placement(
-                topo, v.present, want_path).values() if nm not in named})
+            near_any = F.nic_by_placement(topo, v.present, want_path)
+            unnamed_near = sorted({nm for nm, _ in near_any.values() if nm not in named})
             if missing_names and len(unnamed_near) >= len(missing_names):
                 renamed_only = list(missing_names)
+        # by count, not by name: every GPU shown has a NIC at the map's path (by PCI
+        # placement) and the GPUs not shown take their slots' NICs with them: no card can
+        # be shown missing.  Renumbered (a VM or a container given part of the board,
+        # which slots unknown; not where sysfs shows the board's own PCIe switches), a GPU
+        # shown without a NIC that close is reported by placement below, not also as the
+        # port-map name its slot is guessed to have
+        accounted = len(near_any) + len(F.missing_gpus(layout, v))
+        if renum and not F.bare_metal(topo, v, v.present):
+            accounted += sum(1 for i in v.present if i not in near_any
+                             and _near_known(topo, i))
+        elif renum:
+            accounted = 0
+        if isinstance(want, int) and accounted >= want:
+            renamed_only = list(missing_names)
         for x in missing_names:
             if x in renamed_only:
                 continue
@@ -131,9 +145,13 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     renamed: List[str] = []
     unplaced: List[int] = []  # GPUs given a placement error: the renaming is not theirs
     absent_named = [x for x in named if topo.nic(x) is None]
-    if absent_named and unnamed_near and len(unnamed_near) >= len(absent_named):
+    if absent_named and unnamed_near and (len(unnamed_near) >= len(absent_named)
+                                          or not missing_names):
+        shy = len(absent_named) - len(unnamed_near)
         renamed.append(f"{', '.join(absent_named)} absent; {', '.join(unnamed_near)} at "
-                       f"{want_path} or closer to a GPU")
+                       f"{want_path} or closer to a GPU" + (
+                           f" (the other {shy} may belong to the GPUs not shown)"
+                           if shy > 0 else ""))
     if want_path is not None and isinstance(gpu_nic, dict) and F.renumbered(layout, v):
         out.append(finding("info", "nic.not_checked", S.NODE,
                            "GPU-to-NIC map not checked by name: GPUs are missing and the rest "
@@ -144,8 +162,9 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
         anywhere = F.nic_by_placement(topo, v.present, want_path)
         for i in v.present:
             near = topo.nearest_nics(i)
-            if i in anywhere or not near[0] or near[1] is None:
+            if i in anywhere or not _near_known(topo, i):
                 continue
+            unplaced.append(i)
             out.append(finding(
                 demote("error", inf_place), "nic.placement", S.gpu(i),
                 f"GPU{i} has no NIC at {want_path} or closer (nearest: {near[0][0]} at "
@@ -342,6 +361,12 @@ def _one_per_gpu(topo: Topology, layout: Any, v: Any, per_gpu: Dict[str, Any]
                          "(a card moved to a CPU root port, or missing); NCCL_IB_HCA and job "
                          "configs that pin GPUs to NICs follow the placement",
         covers=[S.gpu(i) for i, _, _ in lacking])]
+
+
+def _near_known(topo: Topology, i: int) -> bool:
+    """GPU ``i``'s nearest NIC and its path are known (a placement finding can name them)."""
+    names, tok = topo.nearest_nics(i)
+    return bool(names) and tok is not None
 
 
 def _layers(topo: Topology, name: str) -> Set[str]:

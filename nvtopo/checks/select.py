@@ -355,9 +355,17 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
                         renamed += 1
                     else:
                         bad += 1
-            c.score += good - 0.5 * bad - 0.25 * renamed
+            # GPUs missing by count and the rest renumbered, their slots not told by the
+            # port map's NICs: which name each GPU's NIC should have is a guess, and names
+            # that match for some GPUs while others have their NIC under another name match
+            # by chance (mlx5_0 is every node's first NIC): no evidence for a vendor port
+            # map; only a GPU with no NIC at the map's path at all counts, against it
+            guess = by_nic is None and renamed > 0 and F.renumbered(layout, v)
+            c.score += -0.5 * bad if guess else good - 0.5 * bad - 0.25 * renamed
             c.why.append(f"NIC placement {good}/{good + bad + renamed} as the port map"
-                         + (f", {renamed} by placement under other names" if renamed else ""))
+                         + (f", {renamed} by placement under other names" if renamed else "")
+                         + (" (GPUs renumbered, slots unknown: names not counted)"
+                            if guess else ""))
             if bad > good + renamed:
                 c.nic_contradiction = (f"only {good} of {good + bad} GPU-NIC pairs as "
                                        "its port map")

@@ -268,3 +268,102 @@ def test_fewer_links_than_the_layout_warns_or_fails_as_the_family(tmp_path, evid
     doc = check(path, "--layout-file", _with_links(tmp_path, 12, evidence))
     assert sorted(c2c_findings(doc)) == [
         (sev, "c2c.links_low", f"GPU{i}", 12, 10) for i in range(4)]
+
+
+# -- The fixture NVML machines fixtures/nvml/gh200-4*.json, through the real pynvml wrappers --
+
+CORPUS_07 = "07_gh200-4gpu-nv6-numa-affinity-list-gpu-numa-id.txt"
+
+
+def _fixture_topo(machine, with_topo_text=False):
+    """The fixture machine recorded by the real NVML probe (the fake C library under the real
+    pynvml wrappers), derived; with the real `topo -m` of such a node beside it on request."""
+    from pathlib import Path
+
+    import nvml_fake
+    from nvtopo import snapshot
+
+    doc = nvml_fake.snapshot_doc(machine)
+    if with_topo_text:
+        corpus = Path(__file__).resolve().parent.parent / "fixtures" / "topo-corpus" / CORPUS_07
+        recording = doc["probes"]["nvml"]
+        doc = snapshot.from_text_evidence(corpus.read_text(), CORPUS_07)
+        doc["probes"]["nvml"] = recording
+    return doc, snapshot.derive(doc, f"{machine}.json")
+
+
+def _findings(topo, level=("error", "warning")):
+    from nvtopo import checks
+    from nvtopo.checks import select
+
+    sel = select.select(topo, "auto")
+    assert sel.layout is not None and sel.layout.name == "gh200-4"
+    return sorted((f.severity, f.code, str(f.subject), f.expected, f.actual)
+                  for f in checks.run(topo, sel.layout).findings if f.severity in level)
+
+
+def test_gh200_fixture_records_c2c_and_numa_through_pynvml():
+    from nvtopo import snapshot
+
+    doc, topo = _fixture_topo("gh200-4")
+    ev = doc["probes"]["nvml"]
+    assert ev["status"] == "ok"
+    assert ev["calls"]["nvmlDeviceGetC2cModeInfoV(gpu2)"] == {"value": {"isC2cEnabled": 1}}
+    # What the real topo -m of a GH200 quad node says, GPU by GPU.
+    from pathlib import Path
+    corpus = Path(__file__).resolve().parent.parent / "fixtures" / "topo-corpus" / CORPUS_07
+    real = snapshot.derive(snapshot.from_text_evidence(corpus.read_text(), CORPUS_07), "t")
+    assert [g.gpu_numa_id for g in real.gpus] == [4, 12, 20, 28]
+    # The C2C figures the simulator states for the layout (10 links of 44,712 MB/s).
+    from nvtopo.simulate import build, sources
+    sim = [g["c2c"] for g in sources.nvml_description(build(layouts.load("gh200-4")))["gpus"]]
+    want_links = layouts.load("gh200-4").get("c2c.links_per_gpu")
+    assert len(topo.gpus) == len(real.gpus) == 4
+    for g, r, s in zip(topo.gpus, real.gpus, sim):
+        c = g.nvml.to_dict()["c2c"]
+        assert (c["enabled"], c["link_count"], c["links_active"]) == (True, want_links, 10)
+        assert [lk["max_bw_mbps"] for lk in c["links"]] == [s["max_bw_mbps"]] * s["count"]
+        assert c["bandwidth_gbps"] == round(10 * s["max_bw_mbps"] / 1000, 1) == 447.1
+        assert {lk["status"] for lk in c["links"]} == {"active"}
+        assert g.sources["gpu_numa_id"] == "nvml"
+        assert (g.gpu_numa_id, g.cpu_affinity, g.numa_affinity, g.numa_node) == \
+            (r.gpu_numa_id, r.cpu_affinity, r.numa_affinity, g.index)
+        nv = g.nvml.to_dict()["nvlink"]
+        assert (nv["active"], nv["total"]) == (18, 18)
+    assert {(p.a, p.b): p.count for p in topo.nvlinks} == \
+        {(p.a, p.b): p.count for p in real.nvlinks} == \
+        {(a, b): 6 for a in range(4) for b in range(a + 1, 4)}
+
+
+def test_gh200_fixture_checks_clean_alone_and_beside_the_real_topo_m(tmp_path):
+    _, topo = _fixture_topo("gh200-4")
+    assert _findings(topo) == []
+    # Beside the real topo -m: every fact both sources state agrees (no source.disagreement).
+    _, both = _fixture_topo("gh200-4", with_topo_text=True)
+    assert _findings(both) == []
+    assert [g.sources["gpu_numa_id"] for g in both.gpus] == ["topo-text"] * 4
+    # Through the CLI, from a snapshot file.
+    import nvml_fake
+    path = tmp_path / "gh200.json"
+    path.write_text(json.dumps(nvml_fake.snapshot_doc("gh200-4")))
+    doc = check(path)
+    assert doc["verdict"] == "pass" and c2c_findings(doc) == []
+    assert "GPU0-3: mode enabled · 10/10 links active" in run("show", "--from", path).output
+
+
+def test_gh200_c2c_degraded_fixture_gives_the_family_findings(tmp_path):
+    _, topo = _fixture_topo("gh200-4-c2c-degraded")
+    by = {g.index: g.nvml.to_dict()["c2c"] for g in topo.gpus}
+    assert [(by[i]["link_count"], by[i]["links_active"]) for i in range(4)] == \
+        [(10, 10), (6, 6), (10, 6), (10, 10)]
+    assert [lk["link"] for lk in by[2]["links"] if lk["status"] == "inactive"] == [6, 7, 8, 9]
+    # GPU2: links NVML itself reports inactive (error, the layout expects C2C from stated
+    # evidence); GPU1: fewer links than the layout's 10 (a warning: that count is inferred).
+    assert _findings(topo) == [("error", "c2c.link_down", "GPU2", 10, 6),
+                               ("warning", "c2c.links_low", "GPU1", 10, 6)]
+    import nvml_fake
+    path = tmp_path / "deg.json"
+    path.write_text(json.dumps(nvml_fake.snapshot_doc("gh200-4-c2c-degraded")))
+    assert check(path)["verdict"] == "fail"
+    out = run("show", "--from", path).output
+    assert "GPU2: mode enabled · 6/10 links active · down: 6-9 · 268.3 GB/s" in out

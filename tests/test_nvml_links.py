@@ -67,6 +67,13 @@ EXPECT_TABLE = {
     "h100-pcie-bridge": ["12/18 active", "GPU1 #12",
                          "links 4, 5, 10, 11, 16, 17 inactive: bridged pair with GPU 1"],
     "consumer-no-nvlink": ["GPU0 · NVIDIA GeForce RTX 4090 · NVLink not supported on this GPU"],
+    "gh200-4": ["C2C to CPU: mode enabled · 10/10 links active · 447.1 GB/s (all 4 GPUs)",
+                "GPU0 · NVIDIA GH200 480GB · 18/18 active", "  12  active  4.0  26.562  GPU3 #0 ",
+                "6 NVLink-connected GPU pairs (NV6)"],
+    "gh200-4-c2c-degraded": [
+        "C2C to CPU: mode enabled · 6/10 links active · down: 6, 7, 8, 9 · 268.3 GB/s (GPU2)",
+        "C2C to CPU: mode enabled · 6/6 links active · 268.3 GB/s (GPU1)",
+        "6 NVLink-connected GPU pairs (NV6)"],
 }
 
 

@@ -82,6 +82,9 @@ EXPECT = {
                            "pairs": {17: 7, 18: 21}, "notes": []},
     "dgx1-v100": {"links": [(6, 6)] * 8, "pairs": {1: 8, 2: 8}, "notes": []},
     "driver-not-loaded": {"links": [], "pairs": {}, "notes": ["nvml.unavailable"]},
+    "gh200-4": {"links": [(18, 18)] * 4, "pairs": {6: 6}, "notes": []},
+    # C2C faults leave the NVLinks between the GPUs as they are
+    "gh200-4-c2c-degraded": {"links": [(18, 18)] * 4, "pairs": {6: 6}, "notes": []},
     "h100-pcie-bridge": {"links": [(12, 18)] * 2, "pairs": {12: 1}, "notes": []},
     "no-nvml": {"links": [], "pairs": {}, "notes": ["nvml.unavailable"]},
 }

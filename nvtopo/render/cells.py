@@ -9,7 +9,7 @@ model, the evidence or a file name through :func:`text` (or :func:`title`) inste
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, List, Optional
 
 from rich.style import StyleType
 from rich.text import Text
@@ -28,3 +28,20 @@ def title(value: Any, style: Optional[StyleType] = None) -> Text:
     """A table title from data: a Rich ``Table`` styles a ``str`` title with its
     ``title_style`` (default ``table.title``) but a Text as it is, so the style is given here."""
     return Text(printable(value), style=style if style is not None else "table.title")
+
+
+def c2c_state(enabled: object, count: object, active: object) -> List[str]:
+    """A GPU's NVLink-C2C mode and links in words (``links`` and ``show`` alike): ``mode
+    enabled``, then ``10/10 links active``, ``0 links``, ``links unknown`` or ``10 links,
+    active unknown``: a count NVML did not give is never printed as ``?/0``."""
+    mode = "enabled" if enabled is True else "disabled" if enabled is False else "unknown"
+    words = ["mode " + mode]
+    if count is None:
+        words.append("links unknown")
+    elif count == 0:
+        words.append("0 links")
+    elif active is None:
+        words.append(f"{count} links, active unknown")
+    else:
+        words.append(f"{active}/{count} links active")
+    return words

@@ -15,7 +15,7 @@ from rich.text import Text
 
 from ..errors import NvtopoError
 from ..model import Topology, pci_bdf
-from .cells import printable, text, title
+from .cells import c2c_state, printable, text, title
 from .layout import Fitted, print_wrapped
 
 #: Where link facts live in the model, in order of preference.
@@ -227,16 +227,7 @@ def _c2c_bad(c: Any) -> bool:
 
 def _c2c_text(c: Dict[str, Any]) -> Text:
     """A GPU's NVLink-C2C facts, one line: mode, links active of present, bandwidth."""
-    what = ["mode " + {True: "enabled", False: "disabled"}.get(c.get("enabled"), "unknown")]
-    count, active = c.get("link_count"), c.get("links_active")
-    if count is None:
-        what.append("links unknown")
-    elif count == 0:
-        what.append("0 links")
-    elif active is None:
-        what.append(f"{count} links, active unknown")
-    else:
-        what.append(f"{active}/{count} links active")
+    what = c2c_state(c.get("enabled"), c.get("link_count"), c.get("links_active"))
     down = [lk["link"] for lk in c.get("links") or [] if lk.get("status") == "inactive"]
     if down and c.get("enabled") is not False:
         what.append("down: " + ", ".join(str(x) for x in down))

@@ -17,7 +17,7 @@ from rich.text import Text
 from ..model import P2P_STATUS, PATH_DESCRIPTIONS, Matrix, Topology, path_kind, path_rank
 from ..model.pcie import PciPlacement
 from ..safe import is_ascii_digits
-from .cells import printable, text
+from .cells import c2c_state, printable, text
 from .layout import Fitted
 
 #: Path quality on a neutral scale (near: bright, far: grey).  A far path is a fact of the
@@ -446,15 +446,7 @@ def c2c_lines(topo: Topology) -> Optional[Text]:
     out = Text("NVLink-C2C (GPU to Grace CPU)", style="bold")
     for (enabled, active, count, bw, down), idx in rows.items():
         bad = enabled is False or bool(down) or (enabled is True and count == 0)
-        what = ["mode " + {True: "enabled", False: "disabled"}.get(enabled, "unknown")]
-        if count is None:
-            what.append("links unknown")
-        elif count == 0:
-            what.append("0 links")
-        elif active is None:
-            what.append(f"{count} links, active unknown")
-        else:
-            what.append(f"{active}/{count} links active")
+        what = c2c_state(enabled, count, active)
         if down and enabled is not False:
             what.append("down: " + _runs(list(down)))
         if bw is not None:

@@ -29,6 +29,17 @@ def _major(v: Optional[str]) -> Optional[str]:
     return v.split(".")[0] if isinstance(v, str) and v else None
 
 
+def _spans(ks: List[int]) -> str:
+    """``0-17``, ``3, 7``: link numbers as runs."""
+    out: List[str] = []
+    for k in sorted(set(ks)):
+        if out and out[-1].split("-")[-1] == str(k - 1):
+            out[-1] = out[-1].split("-")[0] + f"-{k}"
+        else:
+            out.append(str(k))
+    return ", ".join(out)
+
+
 def _listed_inactive(topo: Topology, i: int, gl: Any, layout: Optional[Any], nvswitch: bool,
                      links_per_gpu: Any) -> List[int]:
     """The ``<inactive>`` links of a pasted ``nvlink -s`` GPU block that are down: the
@@ -186,6 +197,24 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                 source=gl.source,
                 hint="watch whether they grow (nvidia-smi nvlink -e); a growing CRC/replay "
                      "count points at the link: reset, then reseat/service"))
+    # links the input names with a state it cannot read (a damaged letter, an NVML error:
+    # a reason given): never a pass about them, never a fault; one note for the node.  An
+    # -e/-c excerpt, which prints no states at all, says so in links and show
+    unknown = {i: [x.link for x in v.links[i].links if x.state == "unknown" and x.reason]
+               for i in present if v.links.get(i) is not None}
+    unknown = {i: ks for i, ks in sorted(unknown.items()) if ks}
+    if unknown and down_fabric is None:
+        first = next(x for x in v.links[next(iter(unknown))].links
+                     if x.state == "unknown" and x.reason)
+        named = [f"GPU{i} link{'s' if len(ks) > 1 else ''} {_spans(ks)}"
+                 for i, ks in list(unknown.items())[:8]]
+        more = f" and {len(unknown) - 8} more GPUs" if len(unknown) > 8 else ""
+        out.append(finding(
+            "info", "nvlink.not_checked", S.NODE,
+            f"NVLink link states not checked for {', '.join(named)}{more}: the input gives "
+            f"none ({first.reason})",
+            source=", ".join(sorted({v.links[i].source for i in unknown})),
+            covers=[S.gpu(i) for i in unknown]))
     # no NVLink evidence at all (sysfs alone, say): not checked, whatever layout was chosen
     # (a layout chosen from the PCI device ids says nothing about the links)
     if not v.pairs and not v.links and (

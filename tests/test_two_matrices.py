@@ -152,3 +152,103 @@ def test_a_p2p_matrix_of_other_gpus_is_refused(tmp_path):
     two = (CORPUS / "15_p2p-rw-2x-rtx5090-gns-dr-legend-tabs.txt").read_text("utf-8")
     with pytest.raises(NvtopoError, match="not one node's output"):
         snapshot.load(str(paste(tmp_path, H100, p2p_block(two))))
+
+
+# -- a -m and a -mp matrix of one node (the -mp matrix prints the PCIe path where -m prints NV#)
+
+#: the review's repro: corpus 34 under `$ nvidia-smi topo -m`, then the same with NV4 -> NODE
+#: under `$ nvidia-smi topo -mp`
+M_MP = DAMAGED / "a100_4_m_then_mp.txt"
+A100_4 = (CORPUS / "34_4xa100-nv4-4mlx5-rst-indented-4-spaces.txt").read_text("utf-8")
+A100_4_MP = A100_4.replace("NV4 ", "NODE").replace("NV4\n", "NODE\n")  # rows only: the
+#                                                   legend says NV#, not NV4
+
+
+def prompt(flag, body):
+    return f"$ nvidia-smi topo {flag}\n{body}\n" if flag else body + "\n"
+
+
+@pytest.fixture(scope="module")
+def a100_alone(tmp_path_factory):
+    return report(paste(tmp_path_factory.mktemp("a100"), A100_4))
+
+
+def test_the_mp_matrix_is_the_m_matrix_with_pcie_paths_for_nv():
+    assert "NV4" in A100_4 and "NV" not in A100_4_MP.split("Legend")[0]
+    assert M_MP.read_text("utf-8").split("$ nvidia-smi topo -mp\n")[1].strip() == \
+        A100_4_MP.split("\n\n    Legend")[0].strip()
+
+
+def test_review_repro_reads_the_m_matrix_and_notes_the_mp_one(a100_alone):
+    """Was: exit 2, "holds two different nvidia-smi topo -m matrices (lines 2 and 23)"."""
+    topo, rep = report(M_MP)
+    assert rep.layout_name == a100_alone[1].layout_name == "hgx-a100-4"
+    assert topo.matrix.cells == a100_alone[0].matrix.cells
+    assert [(l.a, l.b, l.count) for l in topo.nvlinks] == \
+        [(l.a, l.b, l.count) for l in a100_alone[0].nvlinks] and len(topo.nvlinks) == 6
+    assert topo.topo_text.command == "nvidia-smi topo -m"
+    (note,) = [n for n in topo.notes if n.code == "topo.mp_matrix_not_used"]
+    assert note.level == "info" and "line 23" in note.message and "line 2 " in note.message
+    assert verdicts(rep) == verdicts(a100_alone[1]) and errors(rep) == []
+    r = runner.invoke(app, ["check", "--from", str(M_MP)], env={"COLUMNS": "200"})
+    assert r.exit_code == 0 and "hgx-a100-4" in r.stdout and r.stderr == ""
+
+
+@pytest.mark.parametrize("order", ["m-first", "mp-first"])
+@pytest.mark.parametrize("prompts", [("-m", "-mp"), ("--matrix", "--matrix_pci"), (None, None)])
+def test_m_and_mp_give_the_findings_of_m_alone(tmp_path, order, prompts, a100_alone):
+    blocks = [prompt(prompts[0], A100_4), prompt(prompts[1], A100_4_MP)]
+    if order == "mp-first":
+        blocks = blocks[::-1]
+    topo, rep = report(paste(tmp_path, *blocks))
+    assert topo.matrix.cells == a100_alone[0].matrix.cells
+    assert len(topo.nvlinks) == 6 and {l.count for l in topo.nvlinks} == {4}
+    assert rep.layout_name == "hgx-a100-4"
+    assert verdicts(rep) == verdicts(a100_alone[1])
+    assert sorted(f.code for f in rep.not_checked) == \
+        sorted(f.code for f in a100_alone[1].not_checked)
+    assert [n.code for n in topo.notes if n.code.startswith("topo.")
+            and n.level != "info"] == []
+    (note,) = [n for n in topo.notes if n.code == "topo.mp_matrix_not_used"]
+    m_at = blocks.index(prompt(prompts[0], A100_4))  # the header line of the -m block:
+    m_line = 1 + sum(b.count("\n") + 1 for b in blocks[:m_at]) + (prompts[0] is not None)
+    assert f"-m matrix at line {m_line} " in note.message
+
+
+def test_mp_alone_reads_as_a_pcie_only_node(tmp_path):
+    """Kept as before the fix: no NVLink, no layout fits, a PASS, no note about -m."""
+    for flag in ("-mp", None):
+        topo, rep = report(paste(tmp_path, prompt(flag, A100_4_MP)))
+        assert topo.nvlinks == [] and topo.matrix.get("GPU0", "GPU1") == "NODE"
+        assert rep.layout_name == "none" and errors(rep) == []
+        assert not [n for n in topo.notes if n.code == "topo.mp_matrix_not_used"]
+
+
+def _pxb_to_pix(text):
+    """GPU0-mlx5_0 PXB -> PIX, both cells: a non-NV cell that differs."""
+    return "\n".join(line.replace("PXB", "PIX", 1) if line.strip().startswith(("GPU0 ", "mlx5_0 "))
+                     else line for line in text.split("\n"))
+
+
+@pytest.mark.parametrize("case,what", [
+    ("m-pix", "-m"),  # two -m matrices differing in a non-NV cell
+    ("mp-pix", "-m and -mp"),  # a -mp matrix differing beyond the NV# cells
+    ("bare-mp-pix", "-m or -mp"),  # the same without the -mp prompt
+    ("mp-with-nv", "-m and -mp"),  # an NV# cell on the -mp side: not what -mp prints
+    ("prompts-swapped", "-m and -mp"),  # the NV# matrix under -mp, the PCIe one under -m
+])
+def test_path_matrices_that_differ_otherwise_are_refused(tmp_path, case, what):
+    first, second = {
+        "m-pix": (prompt("-m", A100_4), prompt("-m", _pxb_to_pix(A100_4))),
+        "mp-pix": (prompt("-m", A100_4), prompt("-mp", _pxb_to_pix(A100_4_MP))),
+        "bare-mp-pix": (prompt("-m", A100_4), prompt(None, _pxb_to_pix(A100_4_MP))),
+        "mp-with-nv": (prompt("-m", A100_4), prompt("-mp", A100_4_MP.replace("NODE", "NV4", 1))),
+        "prompts-swapped": (prompt("-mp", A100_4), prompt("-m", A100_4_MP)),
+    }[case]
+    assert first != second
+    p = paste(tmp_path, first, second)
+    with pytest.raises(NvtopoError, match=f"two different nvidia-smi topo {what} matrices"):
+        snapshot.load(str(p))
+    r = runner.invoke(app, ["check", "--from", str(p)], env={"COLUMNS": "200"})
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+    assert "ticket.txt" in r.stderr and "paste each in a file of its own" in r.stderr

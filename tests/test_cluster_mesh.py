@@ -189,3 +189,43 @@ def test_bare_node_nobody_lists_is_a_warning_and_a_mostly_bare_fleet_says_nothin
 def test_bad_no_interface_fault():
     with pytest.raises(NvtopoError):
         fleet.plan(load("hgx-h100-8"), 4, fleet_faults=["wg-no-interface:7"])
+
+
+def test_userspace_wireguard_node_is_unknown_not_missing(tmp_path):
+    """Before: error cluster.mesh_no_interface node-00003 ("has no WireGuard interface") for
+    a node whose wg0 is wireguard-go's TUN device."""
+    r = _run(tmp_path, fleet_faults=["wg-userspace:3"])
+    tun = next(n for n in r.nodes if n.name == "node-00003")
+    assert tun.mesh == [] and not tun.net_listed and "wg0 is a TUN device" in tun.net_unsure
+    got = sorted((f.severity, f.code, f.subject, tuple(f.nodes)) for f in _mesh(r))
+    assert got == [
+        ("info", "cluster.mesh_membership_unknown", "WireGuard mesh", ("node-00003",)),
+        # its key, which sysfs cannot show: a peer no node in the view has, as before
+        ("warning", "cluster.mesh_unknown_peer", smesh.public_key(0, 3),
+         ("node-00000", "node-00001", "node-00002"))]
+    info = next(f for f in _mesh(r) if f.severity == "info")
+    assert "node-00003: wg0 is a TUN device" in info.message and "3 of 4" in info.message
+    assert not any(f.severity == "error" for f in r.findings)
+
+
+def test_userspace_node_and_a_node_that_left_stay_apart(tmp_path):
+    r = _run(tmp_path, nodes=5, fleet_faults=["wg-userspace:1", "wg-no-interface:4"])
+    got = sorted((f.code, tuple(f.nodes)) for f in _mesh(r))
+    assert ("cluster.mesh_no_interface", ("node-00004",)) in got
+    assert ("cluster.mesh_membership_unknown", ("node-00001",)) in got
+    assert not any("node-00001" in f.nodes and f.code == "cluster.mesh_no_interface"
+                   for f in _mesh(r))
+
+
+def test_unsure_node_is_never_named_missing():
+    full = [_nf(n, K[i], tuple(K[j] for j in range(4) if j != i))
+            for i, n in enumerate("abc")]
+    d = NodeFacts(file="d", name="d", mesh=[], net_listed=False,
+                  net_unsure="class/net was read only in part (3 more entries not looked at)")
+    found = cmesh.check(full + [d])
+    assert sorted((f.severity, f.code, f.subject) for f in found) == [
+        ("info", "cluster.mesh_membership_unknown", "WireGuard mesh"),
+        ("warning", "cluster.mesh_unknown_peer", K[3])]
+    # a mostly bare fleet: no judgement to make, so no line either
+    ab = [_nf("a", K[0], (K[1],)), _nf("b", K[1], (K[0],))]
+    assert cmesh.check(ab + [_bare("c"), d]) == []

@@ -423,3 +423,55 @@ def test_endpoint_family_reads_ascii_digits_only():
     assert WgPeer(endpoint="١٠.٠.٠.١:51820").endpoint_family() is None  # Arabic-Indic digits
     assert WgPeer(endpoint="²2.0.0.1:1").endpoint_family() is None
     assert WgPeer(endpoint=None).endpoint_family() is None
+
+
+def test_userspace_wireguard_tun_is_neither_wireguard_nor_surely_not(wg_env):
+    """wireguard-go / boringtun make a TUN device: type 65534 like the kernel's WireGuard, but
+    no DEVTYPE=wireguard. Before: ``net: {}`` ("listed, no WireGuard"), and ``nvtopo cluster``
+    named the node as one that left the mesh (a false error)."""
+    from nvtopo.commands.cluster.facts import facts_of
+    from nvtopo.commands.cluster.mesh import net_unsure
+
+    doc, topo = wg_env(tree="wireguard-userspace")
+    assert doc["probes"]["wireguard"]["status"] == "absent" and _calls(wg_env.log) == []
+    (name, link), = topo.sysfs.net.items()  # eth0 and lo cannot be a tunnel: not kept
+    assert (name, link.type, link.kind, link.tun) == ("wg0", 65534, None, True)
+    assert link.maybe_wireguard and not link.wireguard
+    assert topo.sysfs.net_cut is None
+    assert mesh_check.check(topo, None) == []  # not called WireGuard, nor missing
+    why = net_unsure(topo)
+    assert why is not None and "wg0 is a TUN device" in why
+    nf = facts_of(topo, "n.json")
+    assert nf.mesh == [] and not nf.net_listed and nf.net_unsure == why
+
+
+def test_kernel_wireguard_is_sure_and_a_plain_listing_is_sure_of_none(wg_env, monkeypatch):
+    from nvtopo.commands.cluster.facts import facts_of
+    from nvtopo.commands.cluster.mesh import net_unsure
+
+    _doc, topo = wg_env(tree="wireguard-healthy")
+    wg0 = topo.sysfs.net["wg0"]
+    assert wg0.wireguard and not wg0.maybe_wireguard and wg0.tun is None  # tun_flags unread
+    assert net_unsure(topo) is None and facts_of(topo, "n.json").mesh
+    # eth0 and lo only (wg0 gone): listed whole, none could be WireGuard -> {} and sure
+    root = Path(str(wg_env.log)).parent / "wireguard-healthy"
+    os.unlink(root / "class/net/wg0")
+    topo = derive({"probes": {"sysfs": sysfs.capture(ProbeOptions(sysfs_root=str(root)))}})
+    assert topo.sysfs.net == {} and topo.sysfs.net_cut is None
+    nf = facts_of(topo, "n.json")
+    assert nf.net_listed and nf.net_unsure is None
+
+
+def test_class_net_cut_short_is_unknown_not_none(tmp_path, monkeypatch):
+    """class/net read up to MAX_NET names: wg0 sorts past the cut. Before: ``net: {}`` and the
+    node called "no WireGuard interface"."""
+    from nvtopo.commands.cluster.facts import facts_of
+    from nvtopo.probes.sysfs import net as sysnet
+
+    root = tmp_path / "t"
+    fakesys.load_file(str(FIXTURES / "wireguard-healthy.sysfs"), str(root))
+    monkeypatch.setattr(sysnet, "MAX_NET", 2)  # eth0, lo read; wg0 cut
+    topo = derive({"probes": {"sysfs": sysfs.capture(ProbeOptions(sysfs_root=str(root)))}})
+    assert topo.sysfs.net == {} and topo.sysfs.net_cut == 1
+    nf = facts_of(topo, "n.json")
+    assert not nf.net_listed and "1 more entries not looked at" in nf.net_unsure

@@ -39,7 +39,7 @@ def simulate_cmd(
         False, "--mesh", help="Join the node(s) by a WireGuard mesh (wg0 over eth0; with "
         "--nodes every node a peer of every other). Mesh faults: --fault wg-stale-peer:PEER, "
         "wg-mtu:MTU, wg-errors:N; --fleet-fault wg-missing-peer:NODE:OTHER, "
-        "wg-unknown-peer:NODE, wg-no-interface:NODE (docs/mesh.md)."),
+        "wg-unknown-peer:NODE, wg-no-interface:NODE, wg-userspace:NODE (docs/mesh.md)."),
     layout_file: Optional[str] = layout_file_option(
         help="Simulate a node of this layout file. '-' reads standard input."),
     output: Optional[str] = output_option(

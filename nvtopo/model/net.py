@@ -48,11 +48,21 @@ class NetLink(Record):
     numa_node: Optional[int] = fld("device/numa_node (null for virtual interfaces)")
     counters: Optional[Dict[str, Optional[int]]] = fld(
         "statistics/<counter>, read for WireGuard interfaces only", omit="none")
+    tun: Optional[bool] = fld("tun_flags present: a TUN device (userspace WireGuard, such as "
+                              "wireguard-go or boringtun, makes one); read for type 65534 "
+                              "without DEVTYPE=wireguard only", omit="none")
     unknown: Optional[Dict[str, str]] = fld("file -> why unreadable", omit="none")
 
     @property
     def wireguard(self) -> bool:
         return self.kind == "wireguard"
+
+    @property
+    def maybe_wireguard(self) -> bool:
+        """Could be a WireGuard tunnel that sysfs cannot name as one: type 65534 without
+        ``DEVTYPE=wireguard`` (a TUN device: userspace WireGuard has no DEVTYPE), or a
+        ``type`` that could not be read."""
+        return not self.wireguard and (self.type is None or self.type == ARPHRD_NONE)
 
 
 @record

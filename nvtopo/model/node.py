@@ -39,8 +39,12 @@ class SysfsNode(Record):
     numa: Optional[NumaInfo] = fld("devices/system/node (null without it)")
     gpudirect: GpuDirect = fld("GPUDirect RDMA modules", factory=GpuDirect)
     net: Optional[Dict[str, NetLink]] = fld("class/net: interface -> facts, where a WireGuard "
-                                            "interface is present ({}: listed, none is; "
-                                            "null: not read)", omit="none")
+                                            "interface is present; where none is, only those "
+                                            "that could be a userspace WireGuard tunnel "
+                                            "(type 65534 or unreadable) ({}: listed, none "
+                                            "is or could be; null: not read)", omit="none")
+    net_cut: Optional[int] = fld("class/net entries past the most read (MAX_NET), not looked "
+                                 "at: a WireGuard interface may be among them", omit="none")
     storage: Storage = fld("class/nvme and the IOMMU state (docs/storage.md)",
                            factory=Storage)
 

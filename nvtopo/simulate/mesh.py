@@ -12,7 +12,10 @@ peer's latest handshake 600 s before the capture, with a 25 s keepalive),
 ``wg-mtu:MTU`` (wg0's MTU), ``wg-errors:N`` (``rx_errors``).  Fleet faults
 (:data:`FLEET_MESH_FAULTS`): ``wg-missing-peer:NODE:OTHER`` (NODE's peer list lacks OTHER),
 ``wg-unknown-peer:NODE`` (NODE lists a key no node has), ``wg-no-interface:NODE`` (NODE has
-no WireGuard interface: it left the mesh, the others still list its key).
+no WireGuard interface: it left the mesh, the others still list its key),
+``wg-userspace:NODE`` (NODE's wg0 is userspace WireGuard, wireguard-go or boringtun: a TUN
+device, type 65534 with ``tun_flags`` and no ``DEVTYPE=wireguard``, which the wireguard
+probe does not find; the node is in the mesh).
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ FLEET_MESH_FAULTS: Dict[str, str] = {
     "wg-unknown-peer": "NODE: NODE's wg0 has a peer key no node has",
     "wg-no-interface": "NODE: NODE has no WireGuard interface (it left the mesh; the other "
                        "nodes still list its key)",
+    "wg-userspace": "NODE: NODE's wg0 is userspace WireGuard (wireguard-go, boringtun): a TUN "
+                    "device with no DEVTYPE=wireguard, not found by the wireguard probe",
 }
 #: Peers of a node simulated alone.
 LONE_PEERS = 3
@@ -93,6 +98,8 @@ class Mesh:
     stale: Set[int] = field(default_factory=set)
     #: False: the node has no wg0 (sysfs lists eth0 only; the wireguard probe finds none)
     interface: bool = True
+    #: True: wg0 is a TUN device (userspace WireGuard), not the kernel's
+    userspace: bool = False
 
     def fault(self, spec: str) -> None:
         kind, value = parse(spec)
@@ -130,8 +137,11 @@ def add_to_tree(t: Any, mesh: Mesh) -> None:
     wg = "devices/virtual/net/wg0"
     t.link("class/net/wg0", f"../../{wg}")
     for k, v in (("type", 65534), ("mtu", mesh.mtu), ("operstate", "unknown"),
-                 ("uevent", "DEVTYPE=wireguard\\nINTERFACE=wg0\\nIFINDEX=5")):
+                 ("uevent", "INTERFACE=wg0\\nIFINDEX=5" if mesh.userspace else
+                  "DEVTYPE=wireguard\\nINTERFACE=wg0\\nIFINDEX=5")):
         t.f(f"{wg}/{k}", v)
+    if mesh.userspace:
+        t.f(f"{wg}/tun_flags", "0x1001")  # IFF_TUN | IFF_NO_PI
     for c in ("rx_errors", "tx_errors", "rx_dropped", "tx_dropped"):
         t.f(f"{wg}/statistics/{c}", mesh.rx_errors if c == "rx_errors" else 0)
     t.f(f"{wg}/statistics/rx_bytes", 1000 * (mesh.index + 1))
@@ -147,7 +157,8 @@ ROUTE = ("Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\
 def evidence(mesh: Mesh) -> Dict[str, Any]:
     """The wireguard probe's evidence for this node (as :func:`nvtopo.probes.wireguard.capture`
     records it)."""
-    if not mesh.interface:  # what capture() records where class/net has no WireGuard entry
+    if not mesh.interface or mesh.userspace:  # what capture() records where class/net has
+        # no kernel WireGuard entry
         return {"status": "absent", "error": None, "captured_at": SIM_EPOCH, "interfaces": {}}
     rows: List[Tuple[str, int, Optional[int]]] = [
         (public_key(mesh.seed, p), p, STALE_AGE if p in mesh.stale else FRESH_AGE)
@@ -197,6 +208,8 @@ def in_fleet(index: int, nodes: int, seed: int, fleet_faults: List[Any],
             m.extra_keys.append(public_key(seed, 10_000_000 + index))
         elif f.kind == "wg-no-interface" and int(f.args[0]) == index:
             m.interface = False
+        elif f.kind == "wg-userspace" and int(f.args[0]) == index:
+            m.userspace = True
     for s in node_specs:
         m.fault(s)
     return m

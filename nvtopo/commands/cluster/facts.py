@@ -86,9 +86,13 @@ class NodeFacts:
     node_desc: Dict[str, str] = field(default_factory=dict)
     #: WireGuard interfaces: (interface, own public key, MTU, peer keys or None, status)
     mesh: List[Any] = field(default_factory=list)
-    #: the snapshot lists the node's network interfaces (sysfs class/net): an empty ``mesh``
-    #: then means "no WireGuard interface", not "unknown"
+    #: the snapshot lists the node's network interfaces whole (sysfs class/net, not cut) and
+    #: none could be a WireGuard tunnel: an empty ``mesh`` then means "no WireGuard
+    #: interface", not "unknown"
     net_listed: bool = False
+    #: why an empty ``mesh`` is unknown though class/net was listed (a TUN device, as
+    #: userspace WireGuard makes; a listing cut short); ``None`` otherwise
+    net_unsure: Optional[str] = None
 
     def compact(self) -> "NodeFacts":
         """Share the values many nodes have (kept per node: only what is its own, such as its
@@ -235,10 +239,12 @@ def facts_of(topo: Any, path: str, engine_name: Optional[str] = None) -> NodeFac
             nf.firmware.append((h.board_id, h.fw_ver))
         if h.node_desc and nic.name in compute:  # only compute NICs join a switch tree
             nf.node_desc[nic.name] = h.node_desc
-    from .mesh import mesh_facts
+    from .mesh import mesh_facts, net_unsure
 
     nf.mesh = mesh_facts(topo)
-    nf.net_listed = topo.sysfs is not None and topo.sysfs.net is not None
+    nf.net_unsure = None if nf.mesh else net_unsure(topo)
+    nf.net_listed = (topo.sysfs is not None and topo.sysfs.net is not None
+                     and nf.net_unsure is None)
     return nf
 
 

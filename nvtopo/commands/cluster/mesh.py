@@ -15,7 +15,11 @@ WireGuard interface should have every other such node as a peer.  One finding pe
   finding naming it; the peer keys that most meshed nodes still list and no node has (its old
   key) are folded into it (an error then, a warning where no peer lists a stale key: perhaps a
   node kept out of the mesh on purpose).  A node whose snapshot does not list its network
-  interfaces is unknown, never missing;
+  interfaces, or lists them cut short, or lists one that could be a userspace WireGuard
+  tunnel (a TUN device: wireguard-go and boringtun make one, type 65534 with no
+  ``DEVTYPE=wireguard``; ``wg`` is not asked about it) is unknown, never missing;
+* ``cluster.mesh_membership_unknown`` (info): those of them with a listing, named with why,
+  in a fleet whose other nodes are mostly meshed;
 * ``cluster.mesh_unknown_peer`` (warning): a peer key that matches no node in the view (a
   node gone, a key rotated; or a node whose snapshot is not in the view), one per key;
 * ``cluster.mesh_duplicate_key`` (error): one public key on two nodes (a cloned image);
@@ -57,6 +61,25 @@ def mesh_facts(topo: Any) -> List[MeshIf]:
                     link.mtu if link is not None else None, peers,
                     dev.status if dev is not None else "not run"))
     return out
+
+
+def net_unsure(topo: Any) -> Optional[str]:
+    """Why a node with no WireGuard interface sysfs names may still be in the mesh (its
+    listing cut short; an interface that could be userspace WireGuard); ``None``: it is not,
+    or its interfaces were not listed at all."""
+    sysfs = topo.sysfs
+    if sysfs is None or sysfs.net is None:
+        return None
+    why = [f"{name} is a TUN device with no DEVTYPE=wireguard (userspace WireGuard, such as "
+           "wireguard-go or boringtun, makes one)" if link.tun else
+           f"{name} has type 65534 with no DEVTYPE=wireguard (a TUN device, as userspace "
+           "WireGuard makes, looks so)" if link.type is not None else
+           f"{name}'s type could not be read"
+           for name, link in sorted(sysfs.net.items()) if link.maybe_wireguard][:3]
+    if sysfs.net_cut:
+        why.append(f"class/net was read only in part ({sysfs.net_cut} more entries not looked "
+                   "at)")
+    return "; ".join(why) or None
 
 
 def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
@@ -167,13 +190,26 @@ def _no_interface(nodes: List[NodeFacts], meshed: List[NodeFacts], known: List[s
     nodes list (the dangling entries for them) are taken out of ``strays`` and folded in."""
     readable = [n for n in nodes if n.error is None]
     bare = [n.name for n in readable if not n.mesh and n.net_listed]
-    if not bare or len(meshed) * 2 <= len(readable):
+    unsure = [n for n in readable if not n.mesh and n.net_unsure]
+    if not (bare or unsure) or len(meshed) * 2 <= len(readable):
         return []
+    out: List[ClusterFinding] = []
+    if unsure:
+        out.append(make(
+            "info", "cluster.mesh_membership_unknown", "WireGuard mesh",
+            f"{len(unsure)} node(s) whose place in the mesh could not be judged (sysfs names "
+            f"no WireGuard interface, but cannot rule one out) while {len(meshed)} of "
+            f"{len(readable)} nodes are in the mesh: "
+            + "; ".join(f"{n.name}: {n.net_unsure}" for n in unsure[:5])
+            + (f"; and {len(unsure) - 5} more" if len(unsure) > 5 else ""),
+            [n.name for n in unsure],
+            hint="on those nodes, `wg show interfaces` lists userspace tunnels too"))
+    if not bare:
+        return out
     wide = sorted(k for k, by in strays.items() if len(by) >= 2 and len(by) * 2 > len(known))
     folded: List[Tuple[str, int]] = []
     if wide and len(wide) <= len(bare):
         folded = [(k, len(strays.pop(k))) for k in wide]
-    out: List[ClusterFinding] = []
     for b in bare:
         stale = ""
         if folded:
@@ -192,4 +228,4 @@ def _no_interface(nodes: List[NodeFacts], meshed: List[NodeFacts], known: List[s
     return out
 
 
-__all__ = ["check", "mesh_facts", "MeshIf"]
+__all__ = ["check", "mesh_facts", "net_unsure", "MeshIf"]

@@ -17,7 +17,7 @@ from ...model.rdma import GpuDirect, Hca, Netdev
 from ...model.storage import NvmeDrive
 from .nvme import build as nvme_facts
 from . import walk
-from .net import build_net
+from .net import build_net, net_cut
 from .facts import (absent_reason, counter_facts, dir_reason, dir_status, link_facts,
                     narrowest, numa_node, path_level, pcie_hops, port_facts, port_netdev,
                     reason)
@@ -393,6 +393,7 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
         nvidia_fs=mods["nvidia_fs"]["loaded"],
     )
     info.net = build_net(raw.get("net"))
+    info.net_cut = net_cut(raw.get("net"))
     topo.sysfs = info
     return topo
 

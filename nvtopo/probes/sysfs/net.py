@@ -5,8 +5,13 @@ A WireGuard interface is ``type`` 65534 (ARPHRD_NONE) with ``DEVTYPE=wireguard``
 ``uevent``.  Where one is found, every interface gets its type, MTU, operstate and NUMA node
 (one of them is the tunnel's underlay, which sysfs cannot name: the ``wireguard`` probe
 decides it), and the WireGuard interfaces their ``statistics/`` counters.  Where none is,
-only the ``type`` files are read and the model says so with an empty map (``net: {}``).  :func:`collect_net` runs in
-the sysfs traversal (over the live tree or the recorded evidence); :func:`build_net` is pure.
+only the ``type`` files are read, and the model keeps only the interfaces that could still
+be a WireGuard tunnel: type 65534 without ``DEVTYPE=wireguard`` is also a TUN device, which
+userspace WireGuard (wireguard-go, boringtun) makes (its ``tun_flags`` is read to say so),
+and a ``type`` that could not be read says nothing.  An empty map (``net: {}``) is "listed,
+no interface is or could be WireGuard"; a listing cut at :data:`MAX_NET` names is recorded
+(``net_cut``), and WireGuard may be past the cut.  :func:`collect_net` runs in the sysfs
+traversal (over the live tree or the recorded evidence); :func:`build_net` is pure.
 """
 
 from __future__ import annotations
@@ -55,6 +60,8 @@ def collect_net(v: Any) -> Optional[Dict[str, Any]]:
             entry["errors"]["type"] = terr
         elif to_int(raw_type) == ARPHRD_NONE:
             entry["uevent"] = v.read(base + "/uevent")[0]
+            if _devtype(entry["uevent"]) != "wireguard":  # a TUN device? (userspace WireGuard)
+                entry["tun_flags"] = v.read(base + "/tun_flags")
         links[name] = entry
     wg = [n for n, e in links.items() if _devtype(e.get("uevent")) == "wireguard"]
     if wg:
@@ -68,14 +75,40 @@ def collect_net(v: Any) -> Optional[Dict[str, Any]]:
     return {"links": links, "wireguard": bool(wg), "cut": max(0, len(names) - MAX_NET)}
 
 
+def _tun(e: Dict[str, Any]) -> Optional[bool]:
+    """``tun_flags`` read: a TUN device; missing: not one; else (not recorded) unknown."""
+    pair = e.get("tun_flags")
+    val, err = pair if isinstance(pair, (list, tuple)) and len(pair) == 2 else (None, None)
+    if val is not None:
+        return True
+    return False if (err or "").startswith("ENOENT") else None
+
+
+def net_cut(raw: Optional[Dict[str, Any]]) -> Optional[int]:
+    """``class/net`` entries not looked at (past :data:`MAX_NET`); ``None``: none."""
+    cut = (raw or {}).get("cut")
+    return cut if type(cut) is int and cut > 0 else None
+
+
 def build_net(raw: Optional[Dict[str, Any]]) -> Optional[Dict[str, NetLink]]:
-    """The model's interfaces (``extra.sysfs.net``): ``{}`` where ``class/net`` was listed and
-    has no WireGuard interface (absent: ``nvtopo cluster`` names a node that left the mesh),
-    ``None`` where it was not read or could not be listed (unknown)."""
+    """The model's interfaces (``extra.sysfs.net``): every interface where a WireGuard one is
+    present; where none is, only those that could still be one (:attr:`NetLink.maybe_wireguard`:
+    a TUN device, as userspace WireGuard makes, or a type not read), ``{}`` where none could
+    (absent: ``nvtopo cluster`` names a node that left the mesh, unless the listing was cut:
+    :func:`net_cut`); ``None`` where it was not read or could not be listed (unknown)."""
     if not raw or raw.get("error"):
         return None
     if not raw.get("wireguard"):
-        return {}
+        out0: Dict[str, NetLink] = {}
+        for name, e in raw["links"].items():
+            link = NetLink(name=name, type=to_int(e.get("type")), kind=_devtype(e.get("uevent")))
+            if not link.maybe_wireguard:
+                continue
+            link.tun = _tun(e)
+            if link.type is None:
+                link.unknown = {"type": reason((e.get("errors") or {}).get("type"))}
+            out0[name] = link
+        return out0
     out: Dict[str, NetLink] = {}
     for name, e in raw["links"].items():
         attrs, errors = e.get("attrs") or {}, e.get("errors") or {}
@@ -90,6 +123,8 @@ def build_net(raw: Optional[Dict[str, Any]]) -> Optional[Dict[str, NetLink]]:
                        operstate=(attrs.get("operstate") or "").strip()[:32] or None,
                        numa_node=numa if numa is not None and numa >= 0 else None,
                        unknown=unknown or None)
+        if "tun_flags" in e:
+            link.tun = _tun(e)
         if "counters" in e:
             counters: Dict[str, Optional[int]] = {}
             for c, pair in e["counters"].items():
@@ -107,4 +142,4 @@ def wireguard_names(links: Optional[Dict[str, NetLink]]) -> List[str]:
     return sorted(n for n, link in (links or {}).items() if link.wireguard)
 
 
-__all__ = ["MAX_NET", "collect_net", "build_net", "wireguard_names"]
+__all__ = ["MAX_NET", "collect_net", "build_net", "net_cut", "wireguard_names"]

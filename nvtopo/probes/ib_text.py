@@ -345,7 +345,8 @@ def _cut_notes(topo: Topology, hca: Hca, declared: Optional[int]) -> None:
     parts = []
     if missing:
         parts.append(f"it has {declared} port{'s' if declared != 1 else ''}, the text shows "
-                     f"{len(have)} (port {', '.join(map(str, missing[:8]))} missing)")
+                     f"{len(have)} (port {', '.join(map(str, missing[:8]))} not shown: cut "
+                     "off, or a one-port view such as ibv_devinfo -i N or ibstat DEVICE PORT)")
     if bare:
         parts.append(f"port {', '.join(map(str, bare[:8]))} shows no state (cut off?)")
     topo.note("ib_text.ports_cut", f"{hca.name}: the {hca.source} is incomplete: "

@@ -162,7 +162,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
         anywhere = F.nic_by_placement(topo, v.present, want_path)
         for i in v.present:
             near = topo.nearest_nics(i)
-            if i in anywhere or not _near_known(topo, i):
+            if i in anywhere or not near[0] or near[1] is None:
                 continue
             unplaced.append(i)
             out.append(finding(

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Tuple
 
 from .. import layouts
-from ..model import Topology
+from ..model import Topology, int_runs
 from . import Finding, Subject, demote, facts as F, finding
 from . import subject as S
 
@@ -27,17 +27,6 @@ HINT_LINK = ("nvidia-smi nvlink -s -i N shows the link states; reset the GPU (nv
 
 def _major(v: Optional[str]) -> Optional[str]:
     return v.split(".")[0] if isinstance(v, str) and v else None
-
-
-def _spans(ks: List[int]) -> str:
-    """``0-17``, ``3, 7``: link numbers as runs."""
-    out: List[str] = []
-    for k in sorted(set(ks)):
-        if out and out[-1].split("-")[-1] == str(k - 1):
-            out[-1] = out[-1].split("-")[0] + f"-{k}"
-        else:
-            out.append(str(k))
-    return ", ".join(out)
 
 
 def _listed_inactive(topo: Topology, i: int, gl: Any, layout: Optional[Any], nvswitch: bool,
@@ -206,7 +195,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     if unknown and down_fabric is None:
         first = next(x for x in v.links[next(iter(unknown))].links
                      if x.state == "unknown" and x.reason)
-        named = [f"GPU{i} link{'s' if len(ks) > 1 else ''} {_spans(ks)}"
+        named = [f"GPU{i} link{'s' if len(ks) > 1 else ''} {int_runs(ks, pairs=True)}"
                  for i, ks in list(unknown.items())[:8]]
         more = f" and {len(unknown) - 8} more GPUs" if len(unknown) > 8 else ""
         out.append(finding(

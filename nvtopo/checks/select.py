@@ -506,26 +506,25 @@ def _chosen(cand: Candidate, reason: str, cands: List[Candidate],
     if cand.empty_slots:
         # the port map's NICs tell which slots are empty: the checks see the layout
         # numbered as the node numbers its GPUs, and gpu.missing names the empty slots
-        placed = layouts_pkg.Layout(name=lay.name, data=lay.data, origin=lay.origin,
-                                    title=lay.title)
-        placed.extra = dict(lay.extra, empty_slots=list(cand.empty_slots), slots_known=True,
-                            port_map=cand.layout.get("nics.placement.gpu_nic"))
-        lay = placed
+        lay = _with_extra(lay, lay.data, empty_slots=list(cand.empty_slots), slots_known=True,
+                          port_map=cand.layout.get("nics.placement.gpu_nic"))
     if cand.nic_contradiction is not None and not reason.startswith("--"):
         # auto: the NIC evidence contradicts this layout's NIC facts; its other sections
         # still apply, the NICs get only the layout-independent checks
         data = copy.deepcopy(lay.data)
         data.pop("nics", None)
-        dropped = layouts_pkg.Layout(name=lay.name, data=data, origin=lay.origin,
-                                     title=lay.title)
-        dropped.extra = dict(lay.extra, nics_dropped=cand.nic_contradiction)
-        lay = dropped
+        lay = _with_extra(lay, data, nics_dropped=cand.nic_contradiction)
     if numa_unsure:
-        unsure = layouts_pkg.Layout(name=lay.name, data=lay.data, origin=lay.origin,
-                                    title=lay.title)
-        unsure.extra = dict(lay.extra, numa_unsure=list(numa_unsure))
-        lay = unsure
+        lay = _with_extra(lay, lay.data, numa_unsure=list(numa_unsure))
     return Selection(layout=lay, reason=reason, mapping=mapping, candidates=cands)
+
+
+def _with_extra(lay: Any, data: Dict[str, Any], **extra: Any) -> Any:
+    """A copy of the layout with ``data`` and facts of this selection added to its
+    ``extra`` (the bundled layout itself is shared and never changed)."""
+    out = layouts_pkg.Layout(name=lay.name, data=data, origin=lay.origin, title=lay.title)
+    out.extra = dict(lay.extra, **extra)
+    return out
 
 
 def _connected(nodes: Sequence[int], pairs: Dict[Tuple[int, int], int]) -> bool:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any, Optional, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 # --- path vocabulary -------------------------------------------------------
 
@@ -93,3 +93,27 @@ def pci_bdf(bus_id: Any) -> Optional[Tuple[int, int, int, int]]:
         return None
     dom, bus, dev, fn = m.groups()
     return (int(dom or "0", 16), int(bus, 16), int(dev, 16), int(fn or "0"))
+
+
+# --- runs of indices ---------------------------------------------------------
+
+
+def int_runs(ids: Sequence[int], prefix: str = "", pairs: bool = False) -> str:
+    """Integers as runs, the way the tools print CPU and NUMA lists: ``0-3, 5, 7, 8``;
+    ``prefix`` before each run (``GPU0-3, GPU6``); ``pairs``: two in a row as a run too
+    (``GPU0-1``)."""
+    ids = sorted(ids)
+    out: List[str] = []
+    i = 0
+    while i < len(ids):
+        j = i
+        while j + 1 < len(ids) and ids[j + 1] == ids[j] + 1:
+            j += 1
+        if j == i:
+            out.append(f"{prefix}{ids[i]}")
+        elif j > i + 1 or pairs:
+            out.append(f"{prefix}{ids[i]}-{ids[j]}")
+        else:
+            out.append(f"{prefix}{ids[i]}, {prefix}{ids[j]}")
+        i = j + 1
+    return ", ".join(out)

@@ -14,7 +14,8 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ..model import P2P_STATUS, PATH_DESCRIPTIONS, Matrix, Topology, path_kind, path_rank
+from ..model import (P2P_STATUS, PATH_DESCRIPTIONS, Matrix, Topology, int_runs,
+                     path_kind, path_rank)
 from ..model.pcie import PciPlacement
 from ..safe import is_ascii_digits
 from .cells import c2c_state, printable, text
@@ -362,7 +363,7 @@ def summary(topo: Topology) -> Text:
     numa = topo.numa_nodes()
     ids = topo.numa_node_ids()
     if ids:
-        parts.append(f"{len(ids)} NUMA node{'s' if len(ids) != 1 else ''} ({_runs(ids)})")
+        parts.append(f"{len(ids)} NUMA node{'s' if len(ids) != 1 else ''} ({int_runs(ids)})")
     elif numa:
         parts.append(f"NUMA affinities {', '.join(printable(x) for x in numa)}")
     elif any("numa_affinity" in g.sources for g in topo.gpus):
@@ -375,26 +376,6 @@ def summary(topo: Topology) -> Text:
         parts.append(f"gdscheck -p lists {len(g.gpus)} GPU{'s' if len(g.gpus) != 1 else ''}, "
                      f"{ok} supporting GDS")
     return text(" · ".join(parts), style="bold")
-
-
-def _runs(ids: Sequence[int], prefix: str = "", pairs: bool = False) -> str:
-    """Integers as runs: ``0-3, 5, 7, 8``; ``prefix`` before each run (``GPU0-3, GPU6``);
-    ``pairs``: two in a row as a run too (``GPU0-1``)."""
-    ids = sorted(ids)
-    out: List[str] = []
-    i = 0
-    while i < len(ids):
-        j = i
-        while j + 1 < len(ids) and ids[j + 1] == ids[j] + 1:
-            j += 1
-        if j == i:
-            out.append(f"{prefix}{ids[i]}")
-        elif j > i + 1 or pairs:
-            out.append(f"{prefix}{ids[i]}-{ids[j]}")
-        else:
-            out.append(f"{prefix}{ids[i]}, {prefix}{ids[j]}")
-        i = j + 1
-    return ", ".join(out)
 
 
 def fabric_lines(topo: Topology) -> Optional[Text]:
@@ -423,7 +404,7 @@ def fabric_lines(topo: Topology) -> Optional[Text]:
         if not cluster:
             what.append("no cluster UUID")
         out.append("\n")
-        out.append(printable(f"  {_runs(idx, 'GPU', pairs=True)}: " + " · ".join(what)),
+        out.append(printable(f"  {int_runs(idx, 'GPU', pairs=True)}: " + " · ".join(what)),
                    style="bold red" if bad else "green")
         if cluster:  # on its own line: an identifier is never wrapped at 80 columns
             out.append("\n")
@@ -448,11 +429,11 @@ def c2c_lines(topo: Topology) -> Optional[Text]:
         bad = enabled is False or bool(down) or (enabled is True and count == 0)
         what = c2c_state(enabled, count, active)
         if down and enabled is not False:
-            what.append("down: " + _runs(list(down)))
+            what.append("down: " + int_runs(list(down)))
         if bw is not None:
             what.append(f"{bw:g} GB/s")
         out.append("\n")
-        out.append(printable(f"  {_runs(idx, 'GPU', pairs=True)}: " + " · ".join(what)),
+        out.append(printable(f"  {int_runs(idx, 'GPU', pairs=True)}: " + " · ".join(what)),
                    style="bold red" if bad else "green")
     return out
 

@@ -9,10 +9,10 @@ from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ..model import Topology
+from ..model import Topology, int_runs
 from .cells import printable, text
 from .layout import Fitted, id_column, text_column
-from .matrix import _runs, cell_style
+from .matrix import cell_style
 
 
 def _size(n: Optional[int]) -> Text:
@@ -28,7 +28,7 @@ def _gpus(labels: List[str]) -> str:
     nums = [lab[3:] for lab in labels]
     if labels and all(lab.startswith("GPU") and n.isascii() and n.isdigit() and len(n) < 6
                       for lab, n in zip(labels, nums)):
-        return _runs([int(n) for n in nums], prefix="GPU")
+        return int_runs([int(n) for n in nums], prefix="GPU")
     return ", ".join(labels)
 
 
@@ -37,8 +37,7 @@ def storage_table(topo: Topology) -> Optional[Table]:
     s = topo.sysfs
     if s is None or not s.nvme:
         return None
-    table = Table(title="NVMe drives", title_justify="left", title_style="bold", box=None,
-                  pad_edge=False, padding=(0, 2, 0, 0), show_edge=False)
+    table = _table("NVMe drives")
     id_column(table, "drive", style="bold")
     id_column(table, "PCI")
     text_column(table, "model")
@@ -90,6 +89,12 @@ def storage_parts(topo: Topology) -> List[RenderableType]:
     return parts
 
 
+def _table(title: str) -> Table:
+    """A borderless table under a bold title, as the storage block's three tables are."""
+    return Table(title=title, title_justify="left", title_style="bold", box=None,
+                 pad_edge=False, padding=(0, 2, 0, 0), show_edge=False)
+
+
 def _word(value: Optional[str], good: str) -> Text:
     """A gdscheck value, green where it is the good one, yellow otherwise, dim unknown."""
     if value is None:
@@ -109,8 +114,7 @@ def gdscheck_parts(topo: Topology) -> List[RenderableType]:
     for name, value in facts:
         head.append(f" · {name} ")
         head.append_text(text(value) if value else Text("unknown", style="dim"))
-    drivers = Table(title="GDS driver configuration", title_justify="left", title_style="bold",
-                    box=None, pad_edge=False, padding=(0, 2, 0, 0), show_edge=False)
+    drivers = _table("GDS driver configuration")
     text_column(drivers, "driver / file system")
     text_column(drivers, "gdscheck says")
     for name, value in g.drivers.items():
@@ -120,8 +124,7 @@ def gdscheck_parts(topo: Topology) -> List[RenderableType]:
         drivers.add_row(text(name), text(value, style=style))
     parts: List[RenderableType] = [Text(""), head, Text(""), Fitted(drivers)]
     if g.gpus:
-        gpus = Table(title="GDS GPU info", title_justify="left", title_style="bold", box=None,
-                     pad_edge=False, padding=(0, 2, 0, 0), show_edge=False)
+        gpus = _table("GDS GPU info")
         id_column(gpus, "index", style="bold")
         text_column(gpus, "GPU")
         id_column(gpus, "BAR1")

@@ -85,8 +85,8 @@ def parse(text: str) -> Topology:
         if _content(first, kind) == _content(topo, kind):
             notes.append(("topo.repeated_matrix", f"the matrix at line {head} repeats the one "
                           f"at line {first_head}; read once"))
-        elif kind == "paths" and _m_of(first, topo) is not None:
-            m_first = _m_of(first, topo) == 0
+        elif kind == "paths" and (m_side := _m_of(first, topo)) is not None:
+            m_first = m_side == 0
             m_head, mp_head = (first_head, head) if m_first else (head, first_head)
             if not m_first:
                 kept[kind] = (head, topo)

@@ -7,6 +7,7 @@ a node where two of them hang took twice the bound the user gave.
 import json
 import threading
 import time
+from pathlib import Path
 
 from nvtopo import snapshot
 from nvtopo.snapshot import live as snapshot_live
@@ -87,9 +88,65 @@ def test_a_probe_that_crashes_costs_only_its_own_evidence(monkeypatch):
     monkeypatch.setattr(topo_text, "capture", _honest(0))
     monkeypatch.setattr(nvml, "capture", broken)
     doc = snapshot.take(ProbeOptions(timeout=1))
-    assert doc["probes"]["nvml"] == {"status": "unanswered",
-                                     "error": "nvml probe failed: RuntimeError: bug"}
+    assert doc["probes"]["nvml"] == {
+        "status": "crashed", "error": "nvml probe failed inside nvtopo: RuntimeError: bug"}
     assert doc["probes"]["host"]["status"] in ("ok", "failed", "missing")
+
+
+def test_a_crashed_probe_is_an_error_that_check_reports(monkeypatch, tmp_path):
+    """A probe's own bug is not a silent gap: check fails on it (its facts are unknown), and
+    the snapshot command says it once."""
+    def broken(options=None):
+        raise RuntimeError("bug")
+
+    corpus = Path(__file__).resolve().parent.parent / "fixtures" / "topo-corpus"
+    text = (corpus / "02_hgx-h100-8gpu-nv18-8nic-gpunumaid-spaces-sglang.txt").read_text()
+    matrix = snapshot.document.from_text_evidence(text, "02")["probes"]["topo-text"]
+    monkeypatch.setattr(topo_text, "capture", lambda options=None: dict(matrix))
+    monkeypatch.setattr(sysfs, "capture", broken)
+    out = tmp_path / "s.json"
+    r = make_runner().invoke(app, ["snapshot", "--timeout", "2", "-o", str(out)])
+    assert r.exit_code == 0, r.stderr
+    assert "nvtopo: note: sysfs: sysfs probe failed inside nvtopo: RuntimeError: bug" in r.stderr
+    r = make_runner().invoke(app, ["check", "--from", str(out), "--format", "json"])
+    assert r.exit_code == 1, r.stdout
+    doc = json.loads(r.stdout)
+    lost = [f for f in doc["findings"] if f["code"].startswith("source.probe_")]
+    assert [(f["code"], f["severity"]) for f in lost] == [("source.probe_crashed", "error")]
+    assert "sysfs probe failed inside nvtopo: RuntimeError: bug" in lost[0]["message"]
+
+
+def test_an_unanswered_probe_is_a_warning_that_check_reports(monkeypatch, tmp_path):
+    release = threading.Event()
+
+    def stuck(options=None):
+        release.wait(30)
+        return {"status": "ok"}
+
+    monkeypatch.setattr(snapshot_live, "OVERRUN_GRACE_S", 0.2)
+    monkeypatch.setattr(topo_text, "capture", _topo_missing)
+    monkeypatch.setattr(sysfs, "capture", stuck)
+    try:
+        doc = snapshot.take(ProbeOptions(timeout=0.3))
+    finally:
+        release.set()
+    from nvtopo.checks import run
+    report = run(snapshot.derive(doc), None)
+    lost = [f for f in report.findings if f.code.startswith("source.probe_")]
+    assert [(f.code, f.severity) for f in lost] == [("source.probe_unanswered", "warning")]
+    assert report.verdict == "pass"
+
+
+def test_an_absent_wireguard_is_no_note(monkeypatch):
+    """'absent' (no WireGuard interface) is an answer: the snapshot command printed
+    'nvtopo: note: wireguard: None (recorded)' for it."""
+    monkeypatch.setattr(topo_text, "capture", _topo_missing)
+    r = make_runner().invoke(app, ["snapshot", "--timeout", "5"])
+    assert r.exit_code == 0, r.stderr
+    assert "None (recorded)" not in r.stderr
+    doc = json.loads(r.stdout)
+    if doc["probes"]["wireguard"]["status"] == "absent":
+        assert "wireguard" not in r.stderr
 
 
 def test_snapshot_command_with_an_unanswered_probe(monkeypatch, tmp_path):

@@ -17,7 +17,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     """One finding per typed subject: a pair's path and p2p disagreements, or a NIC named
     by its matrix label (``GPU0-NIC0``) and by its device name (``GPU0-mlx5_0``), are one
     disagreement about one thing."""
-    out: List[Finding] = []
+    out: List[Finding] = _lost_probes(topo)
     groups: Dict[Subject, List[Disagreement]] = {}
     unlisted = [d for d in topo.disagreements if _unlisted_on_bus(d)]
     if unlisted:
@@ -44,6 +44,37 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
             source=", ".join(sorted({k for d in ds for k in d.values})),
             hint="the sources were read at different times or one is wrong: re-take the "
                  "snapshot; a persistent difference points at the fact to look at"))
+    return out
+
+
+#: The snapshot states a live probe recorded when it gave no evidence of its own (see
+#: :func:`nvtopo.snapshot.live.capture`): the note code's suffix, the finding's severity.
+LOST_PROBE = {"crashed": "error", "unanswered": "warning"}
+
+
+def _lost_probes(topo: Topology) -> List[Finding]:
+    """A live probe that crashed (a bug in nvtopo) or did not return: its facts are unknown,
+    so a pass would speak for what was never read.  A crash is an error (re-take the
+    snapshot; the verdict cannot stand on it), a probe that ran past ``--timeout`` a
+    warning (the machine was slow to answer; the rest is checked)."""
+    out: List[Finding] = []
+    for note in topo.notes:
+        if note.source is None or not note.code.startswith(f"source.{note.source}_"):
+            continue
+        status = note.code[len(f"source.{note.source}_"):]
+        if status not in LOST_PROBE:
+            continue
+        crashed = status == "crashed"
+        out.append(finding(
+            LOST_PROBE[status], f"source.probe_{status}", S.other(f"{note.source} probe"),
+            f"the {note.source} probe " + (
+                "failed inside nvtopo" if crashed else "did not answer in time")
+            + f": every fact it reads is unknown here ({note.message})",
+            expected="answered", actual=status, source=note.source,
+            hint=("a bug in nvtopo, not a fault of the node: re-take the snapshot, and report "
+                  "the error it names" if crashed else
+                  "re-take the snapshot with a longer --timeout; a probe that hangs again "
+                  "points at the driver or the device it asks (nvidia-smi, NVML, sysfs)")))
     return out
 
 

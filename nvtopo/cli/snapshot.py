@@ -40,6 +40,8 @@ def snapshot_cmd(
     doc = opened.document
     if from_ is None:
         for name, ev in doc["probes"].items():
-            if ev.get("status") != "ok":
-                say(f"nvtopo: note: {name}: {ev.get('error')} (recorded)")
+            # "absent": the probe looked and there is nothing of its kind (no WireGuard
+            # interface): an answer, not a failure to note.
+            if ev.get("status") not in ("ok", "absent"):
+                say(f"nvtopo: note: {name}: {ev.get('error') or ev.get('status')} (recorded)")
     emit(snapshot.dumps(doc), output)

@@ -28,7 +28,7 @@ import importlib
 import os
 from ..plain import plain
 from types import ModuleType
-from typing import Dict, Optional
+from typing import Dict, Optional, Sequence
 
 #: source name -> module, in merge order.
 PROBES: Dict[str, str] = {
@@ -69,3 +69,24 @@ MACHINE_PROBES = ("topo-text", "nvml", "host")
 
 def module(name: str) -> ModuleType:
     return importlib.import_module(PROBES[name])
+
+
+def prepare(names: Sequence[str]) -> Dict[str, str]:
+    """Import the probes ``names`` and every module their ``capture`` needs
+    (``CAPTURE_IMPORTS``), in the calling thread, before the probes run at the same time.
+
+    Python's import locks are per module: two probe threads importing modules that import
+    each other can deadlock (``_DeadlockError``), and a live snapshot then lost a whole
+    probe's evidence at random.  After this, capture code imports nothing new.  A module that
+    cannot be imported (no ``pynvml``, no ``psutil``) is left to the probe, which records why;
+    the returned dict names each such module with the error.
+    """
+    missing: Dict[str, str] = {}
+    for name in names:
+        mod = module(name)
+        for needed in getattr(mod, "CAPTURE_IMPORTS", ()):
+            try:
+                importlib.import_module(needed)
+            except Exception as exc:  # noqa: BLE001 - the probe says why, in its evidence
+                missing[needed] = f"{type(exc).__name__}: {exc}"
+    return missing

@@ -16,6 +16,11 @@ from typing import Any, Dict, Optional
 
 from ..model import Topology
 from ..model.host import HostNet, NetIf
+from . import ProbeOptions
+
+#: Modules :func:`capture` imports (psutil is not imported by ``--from`` commands): the live
+#: snapshot imports them before the probe threads start (:func:`nvtopo.probes.prepare`).
+CAPTURE_IMPORTS = ("psutil",)
 
 SOURCE = "host"
 
@@ -23,8 +28,6 @@ SOURCE = "host"
 def _same_sysfs(root: Optional[str]) -> bool:
     """Whether ``root`` is this machine's sysfs: the rule snapshots use to skip this
     machine's probes (:meth:`ProbeOptions.foreign_root`), so ``ib`` and ``snapshot`` agree."""
-    from . import ProbeOptions
-
     return not ProbeOptions(sysfs_root=root).foreign_root()
 
 

@@ -24,6 +24,9 @@ from typing import Any, Dict, List, Optional, Tuple
 from ..model import Topology
 from ..model.net import ARPHRD_NONE, WgDevice, WgNode, WgPeer
 from ..safe import ascii_int, printable
+from .deadline import Deadline
+from .run import run
+from .sysfs.read import Refused, list_dir, read_file
 
 SOURCE = "wireguard"
 #: The ``wg show IF <field>`` subcommands run: none of them prints a private or preshared key.
@@ -46,8 +49,6 @@ RTF_UP = 0x1
 
 
 def _read(path: str, limit: int) -> Tuple[Optional[str], Optional[str]]:
-    from .sysfs.read import Refused, read_file
-
     try:
         return read_file(path, limit).decode("utf-8", "replace"), None
     except Refused as exc:
@@ -58,8 +59,6 @@ def _read(path: str, limit: int) -> Tuple[Optional[str], Optional[str]]:
 
 def find_interfaces(sys_root: str = "/sys") -> List[str]:
     """The WireGuard interfaces of ``sys_root``'s ``class/net``."""
-    from .sysfs.read import list_dir
-
     base = os.path.join(sys_root, "class", "net")
     try:
         names = sorted(list_dir(base, MAX_NET_ENTRIES)[0])
@@ -91,9 +90,6 @@ def capture(options: Optional[Any] = None, sys_root: str = "/sys",
             route_path: str = "/proc/net/route") -> Dict[str, Any]:
     """Run the allowed ``wg show`` fields for each WireGuard interface; never raises for a
     missing ``wg``, no permission or a timeout (recorded per interface)."""
-    from .deadline import Deadline
-    from .run import run
-
     if options is not None and options.foreign_root():
         return {"status": "not run", "captured_at": None, "interfaces": {}, "error": (
             f"--sysfs-root {options.sysfs_root} is another machine's tree: this machine's "

@@ -162,10 +162,12 @@ def derive(doc: Dict[str, Any], where: Optional[str] = None) -> Topology:
             topo.note(f"source.{name}_skipped", f"{name}: {evidence.get('error') or 'not run'}",
                       source=name)
             continue
-        if evidence.get("status") == "unanswered":
-            topo.note(f"source.{name}_unanswered",
-                      f"{name}: {evidence.get('error') or 'the probe did not return'}",
-                      source=name, level="warning")
+        if evidence.get("status") in ("unanswered", "crashed"):
+            status = evidence["status"]
+            default = ("the probe did not return" if status == "unanswered"
+                       else "the probe failed inside nvtopo")
+            topo.note(f"source.{name}_{status}", f"{name}: {evidence.get('error') or default}",
+                      source=name, level="warning", subject=name)
             continue
         try:
             fragment = probes_pkg.module(name).derive(evidence)

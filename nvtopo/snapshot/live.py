@@ -6,6 +6,7 @@ within that bound (plus a few seconds of clean-up) however many probes hang.
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any, Dict, Optional, Sequence
 
@@ -40,15 +41,19 @@ def capture(options: ProbeOptions, names: Sequence[str], skip_foreign: bool = Tr
     """The evidence of the probes ``names`` (in :data:`nvtopo.probes.PROBES` order), run at
     the same time under ``options.timeout``.
 
+    Every probe module, and every module a probe's capture imports, is imported here first,
+    in this thread (:func:`nvtopo.probes.prepare`): imports inside concurrent probe threads
+    can deadlock on Python's per-module import locks, which lost whole probes at random.
+
     A probe still running :data:`OVERRUN_GRACE_S` after the timeout is recorded as
-    ``"status": "unanswered"`` (its thread is a daemon: it cannot keep nvtopo alive); a
-    probe that raises is recorded the same way, and costs the others nothing.  With a
+    ``"status": "unanswered"`` (its thread is a daemon: it cannot keep nvtopo alive).  A
+    probe that raises (a bug in nvtopo, not an answer of the machine) is recorded as
+    ``"status": "crashed"`` with the exception, costs the others nothing, and ``check``
+    reports it as an error (``source.probe_crashed``): its facts are unknown.  With a
     ``--sysfs-root`` that is another machine's tree, the probes that ask this machine are
     recorded as skipped (``skip_foreign``; else each probe says itself why it does not
     describe that tree, as the host probe does).
     """
-    import threading
-
     started = time.monotonic()
     foreign = skip_foreign and options.foreign_root()
     results: Dict[str, Any] = {}
@@ -56,10 +61,13 @@ def capture(options: ProbeOptions, names: Sequence[str], skip_foreign: bool = Tr
     def run(name: str) -> None:
         try:
             results[name] = probes_pkg.module(name).capture(options)
-        except Exception as exc:  # noqa: BLE001 - a probe's bug must not cost the others
-            results[name] = {"status": "unanswered",
-                             "error": f"{name} probe failed: {type(exc).__name__}: {exc}"}
+        except BaseException as exc:  # noqa: BLE001 - a probe's bug must not cost the others
+            results[name] = {"status": "crashed",
+                             "error": f"{name} probe failed inside nvtopo: "
+                                      f"{type(exc).__name__}: {exc}"}
 
+    probes_pkg.prepare([n for n in probes_pkg.PROBES if n in names
+                        and not (foreign and n in probes_pkg.MACHINE_PROBES)])
     workers = []
     for name in probes_pkg.PROBES:
         if name not in names:

@@ -53,6 +53,11 @@ from .vocab import (DEFAULT_TIMEOUT, ERROR_CODES, ERROR_NAMES, EVIDENCE_VERSION,
 from .walk import walk as walk_source
 
 
+#: Modules :func:`capture` imports (``pynvml`` is not imported by ``--from`` commands): the live
+#: snapshot imports them before the probe threads start (:func:`nvtopo.probes.prepare`).
+CAPTURE_IMPORTS = ("nvtopo.probes.nvml.live", "pynvml")
+
+
 def capture(options: Optional[Any] = None) -> Dict[str, Any]:
     """Run the NVML probe on this machine and return its evidence (the recording).
 

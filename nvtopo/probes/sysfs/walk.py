@@ -22,6 +22,7 @@ import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from ...safe import ascii_int, is_ascii_digits
+from . import nvme
 from .net import collect_net
 from .parse import pci_of, sysfs_bdf, to_int
 from .read import NOT_RECORDED, read_attrs
@@ -235,7 +236,6 @@ def collect(v: Any) -> Dict[str, Any]:
     out["net"] = collect_net(v)  # class/net: WireGuard interfaces and their underlays
 
     # -- NVMe controllers and the IOMMU (GPUDirect Storage): an allow-list, see .nvme
-    from . import nvme
     out["nvme"] = nvme.collect(v, out["pci"])
     return out
 

@@ -8,8 +8,10 @@ import shutil
 import time
 from typing import TYPE_CHECKING, Dict, Optional, Sequence
 
+from .. import run as bounded
+
 if TYPE_CHECKING:
-    from .. import ProbeOptions
+    from .. import ProbeOptions  # noqa: F401 (types only)
 
 #: Default wall-clock limit for ``nvidia-smi topo -m``: it can hang on a failing GPU.
 DEFAULT_TIMEOUT = 30.0
@@ -28,8 +30,6 @@ def capture(options: Optional["ProbeOptions"] = None, args: Sequence[str] = DEFA
     the timeout, by a byte cap on each output stream (past it the output is
     cut and the status is ``failed``), and no process it started outlives it.
     """
-    from .. import run as bounded
-
     timeout = options.timeout if options is not None else DEFAULT_TIMEOUT
     argv = [executable, *args]
     command = " ".join(argv)

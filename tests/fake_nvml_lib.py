@@ -461,7 +461,10 @@ class FakeNvmlLib:
                 fv.nvmlReturn = ERROR_CODES.get(rec["error"], 999)
                 continue
             fv.nvmlReturn = 0
-            vtype = rec.get("type", 3 if fv.fieldId in (161, 162, 163) else 1)
+            # A recorded float is served as NVML's double (valueType 0): a real driver answers
+            # some counts that way (field 147 as 0.0 on driver 580.159.04).
+            vtype = rec.get("type", 0 if isinstance(rec["value"], float)
+                            else 3 if fv.fieldId in (161, 162, 163) else 1)
             fv.valueType = vtype
             member = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal",
                       5: "siVal", 6: "usVal"}[vtype]
@@ -572,12 +575,14 @@ def machine_fake(desc: Dict[str, Any], **kw: Any) -> FakeNvmlLib:
 _LOCK = threading.Lock()
 
 
-def record(desc: Dict[str, Any], timeout: float = 10.0) -> Dict[str, Any]:
+def record(desc: Dict[str, Any], timeout: float = 10.0,
+           calls: Optional[Dict[str, Dict[str, Any]]] = None) -> Dict[str, Any]:
     """Run the real NVML probe against a machine description; return its evidence (JSON-clean).
 
     ``"library": "missing"`` makes ctypes' loader fail (there is no library to
-    load); everything else installs the fake C library.  Whatever pynvml had
-    loaded before is put back afterwards.
+    load); everything else installs the fake C library.  ``calls``: serve that recording
+    (a real node's, from a snapshot) as it is instead of compiling ``desc``.  Whatever pynvml
+    had loaded before is put back afterwards.
     """
     from nvtopo.probes import ProbeOptions, nvml
 
@@ -592,7 +597,7 @@ def record(desc: Dict[str, Any], timeout: float = 10.0) -> Dict[str, Any]:
                 pynvml.CDLL = no_library
                 install(None)
             else:
-                lib = machine_fake(desc)
+                lib = FakeNvmlLib(calls) if calls is not None else machine_fake(desc)
                 install(lib)
             return json.loads(json.dumps(nvml.capture(ProbeOptions(timeout=timeout))))
         finally:

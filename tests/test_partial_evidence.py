@@ -161,6 +161,10 @@ REAL_FAULTS = {
 def _real_inputs() -> list:
     files = sorted((ROOT / "fixtures" / "topo-corpus").glob("*.txt")) + sorted(
         (ROOT / "fixtures" / "nvml-text").glob("*.txt"))
+    # live runs on real GPU machines: every nvidia-smi text of the run (empty ones are a GPU
+    # without NVLink: refused as empty, tested in test_real_nodes.py)
+    files += sorted(p for p in (ROOT / "fixtures" / "real").rglob("nvidia-smi-*")
+                    if p.stat().st_size)
     if SHARED_CORPUS.is_dir():  # the shared corpus where present (fixtures hold copies)
         names = {p.name for p in files}
         for sub in ("topo", "nvlink"):

@@ -218,7 +218,11 @@ def render(topo: Topology) -> RenderableType:
     if doc["hcas"]:
         parts.append(Fitted(port_table(doc)))
     else:
-        parts.append(_dim(f"No RDMA devices ({doc.get('rdma') or 'class/infiniband is empty'})."))
+        why = doc.get("rdma") or "class/infiniband is empty"
+        # the probe's own sentence may already say it ("no RDMA devices (2 listed but ...)"):
+        # a live VM printed "No RDMA devices (no RDMA devices)."
+        parts.append(_dim(why[:1].upper() + why[1:] + "." if why.lower().startswith(
+            "no rdma devices") else f"No RDMA devices ({why})."))
     notes = [n for n in topo.notes if n.source in NOTE_SOURCES and n.level == "warning"]
     notes += [n for n in topo.notes if n.code in SHOWN_INFO] if doc["hcas"] else []
     if notes or topo.disagreements:

@@ -98,7 +98,9 @@ def fabric_facts(raw: Any) -> Optional[Fabric]:
         out.health = FabricHealth(**health)
     if "healthSummary" in raw:
         out.health_summary = FABRIC_SUMMARY.get(raw["healthSummary"], "unknown")
-    if state != "completed" or code != 0 or zero_uuid:
+    if state == "unknown":
+        out.attached = None  # a state nobody could read says nothing about the fabric
+    elif state != "completed" or code != 0 or zero_uuid:
         out.attached = False
     else:
         out.attached = None if uuid_hex is None else True

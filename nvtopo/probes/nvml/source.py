@@ -291,9 +291,22 @@ class Checked(Source):
                            VALUE_CHECKS.get(fn), gpu_of(args))
 
     def fields(self, gpu: int, ids: Sequence[FieldId]) -> Dict[FieldId, Answer]:
-        return {k: self._check(lambda k=k: field_key(gpu, *k), a,  # type: ignore[misc]
+        return {k: self._check(lambda k=k: field_key(gpu, *k), integral(a),  # type: ignore[misc]
                                FIELD_CHECKS.get(k[0], _COUNTER), gpu)
                 for k, a in self.src.fields(gpu, ids).items()}
+
+
+def integral(ans: Answer) -> Answer:
+    """A field value NVML typed as a double (``valueType`` 0) that holds a whole number, read
+    as that integer.  A real driver (580.159.04, an H200 given to a VM) answers field 147
+    (NVSwitch-connected links) with ``valueType`` 0 and 0.0, where the field is a count: read
+    as a number that is not an integer, it made a false "bad value" warning.  A fraction stays
+    a fraction (and is refused where an integer is expected)."""
+    v = ans.value
+    if ans.ok and isinstance(v, float) and math.isfinite(v) and v.is_integer() \
+            and abs(v) <= 2 ** 64:
+        return Answer(value=int(v))
+    return ans
 
 
 # --- replay source: the recording answers ------------------------------------------------

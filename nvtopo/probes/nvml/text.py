@@ -53,6 +53,10 @@ def fabric_raw(q: Dict[str, str]) -> Optional[Dict[str, Any]]:
     state = slug(q["Fabric / State"])
     if state in _FABRIC_STATE:
         raw["state"] = _FABRIC_STATE[state]
+    elif na(q["Fabric / State"]) is None:
+        # nvidia-smi prints NVML's NOT_SUPPORTED fabric state as "N/A": seen on a real H200
+        # (driver 580.159.04, fixtures/real/), whose NVML answered state 0 in the same run.
+        raw["state"] = _FABRIC_STATE["not_supported"]
     status = na(q.get("Fabric / Status", ""))
     if status is not None:
         name = "".join(w.capitalize() for w in _NON_WORD.split(status) if w)

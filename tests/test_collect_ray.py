@@ -292,10 +292,10 @@ def test_a_record_naming_another_node_is_refused_and_named(fake_ray, tmp_path):
     assert nodes_by["gpu2"]["status"] == "answered"
     assert nodes_by["gpu1"]["status"] == "mismatch"
     assert nodes_by["gpu1"]["reason"] == (
-        "its task (on Ray node " + ids[0] + ") sent a record naming gpu2: a node's records "
+        "the task on Ray node " + ids[0] + " sent a record naming gpu2: a node's records "
         "may name only that node, so none of its own is kept either")
     assert m["mismatched"] == [{"node": "gpu2", "sender": "gpu1", "task": None,
-                                "reason": "the task ran on gpu1 (Ray node " + ids[0]
-                                          + "), not on gpu2"}]
+                                "reason": "the task on Ray node " + ids[0] + " runs on gpu1, "
+                                          "not on gpu2"}]
     assert m["unexpected"] == [] and m["answered"] == ["gpu2"]
     assert sorted(p.name for p in out.iterdir()) == ["collect.json", "gpu2.json.gz"]

@@ -369,9 +369,9 @@ def test_a_record_naming_another_node_is_refused_and_named(fake, other):
     assert nodes["n2"]["engine"] == {"topology_addr": "sw.n2"}
     # the sender's own answer is refused with it: it spoke for a node it is not
     assert nodes["n1"]["status"] == "mismatch"
-    assert nodes["n1"]["reason"] == (f"its task (srun task 0) sent a record naming {other}: "
-                                     "a node's records may name only that node, so none of "
-                                     "its own is kept either")
+    assert nodes["n1"]["reason"] == (f"srun task 0 sent a record naming {other}: a node's "
+                                     "records may name only that node, so none of its own "
+                                     "is kept either")
     assert m["mismatched"] == [{"node": other, "sender": "n1", "task": 0,
                                 "reason": f"srun task 0 runs on n1, not on {other}"}]
     assert m["counts"]["mismatched"] == 1 and m["unexpected"] == []
@@ -379,8 +379,7 @@ def test_a_record_naming_another_node_is_refused_and_named(fake, other):
     assert sorted(p.name for p in fake.out.iterdir()) == ["collect.json", "n2.json.gz"]
     assert "forged" not in json.dumps(m)
     lines = res.stdout.strip().splitlines()
-    assert f"{other}  mismatch  sent by n1 (srun task 0): srun task 0 runs on n1, not on " \
-           f"{other}" in lines
+    assert f"{other}  mismatch  srun task 0 runs on n1, not on {other}" in lines
     assert lines[-1] == f"collected 1 of 2 node(s) into {fake.out}"
 
 

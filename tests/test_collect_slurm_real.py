@@ -140,6 +140,26 @@ def test_in_a_running_job_with_overlap(cluster, tmp_path):
         subprocess.run(["scancel", jobid], env=cluster.env, capture_output=True, timeout=30)
 
 
+def test_a_record_speaks_only_for_the_node_slurm_ran_its_task_on(cluster, tmp_path):
+    """Nodes asked out of Slurm's order (which Slurm would follow for task numbers without
+    --distribution=arbitrary), one of them sending a record that names another node before
+    that node's own: the forged record is refused and named, the genuine one kept, and
+    the exit status is 1 (before: kept, the genuine one dropped, exit 0).  A list long
+    enough to go in a file reaches srun the same way (tests/test_collect_slurm.py)."""
+    done, m, out, _ = _collect(cluster, tmp_path, ["--nodelist", "n3,n1,n2", "--timeout", "5"],
+                               plan={"n3": "forge:n1", "n1": "slow"})
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    _validate(m)
+    nodes = {n["node"]: n for n in m["nodes"]}
+    assert {n: v["status"] for n, v in nodes.items()} == {
+        "n3": "mismatch", "n1": "answered", "n2": "answered"}
+    assert m["mismatched"] == [{"node": "n1", "sender": "n3", "task": 0,
+                                "reason": "srun task 0 runs on n3, not on n1"}]
+    assert "forged" not in json.dumps(m)
+    assert sorted(p.name for p in out.iterdir()) == ["collect.json", "n1.json.gz",
+                                                     "n2.json.gz"]
+
+
 def test_the_harness_leaves_nothing_running(tmp_path):
     """The clean-up the fixture checks, checked itself: a cluster started and stopped."""
     why = H.slurm_missing()

@@ -83,6 +83,8 @@ def _report(manifest: Dict[str, Any], out_dir: str) -> int:
             typer.echo(printable(f"{node['node']}  {node['status']}  {node.get('reason', '')}"))
     for node in manifest["unexpected"]:
         typer.echo(printable(f"{node['node']}  unexpected  {node['reason']}"))
+    for node in manifest.get("mismatched", ()):
+        typer.echo(printable(f"{node['node']}  mismatch  {node['reason']}"))
     typer.echo(printable(f"collected {counts['answered']} of {counts['expected']} node(s) "
                          f"into {out_dir}"))
     say(f"nvtopo: wrote {os.path.join(out_dir, collector.MANIFEST)}")

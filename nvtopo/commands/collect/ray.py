@@ -191,7 +191,9 @@ def _take(coll: Collection, name: str, node_id: str, result: Any, node_limit: fl
         coll.fail(name, "bad-record", f"bad record: the task ran on node "
                   f"{one_line(result.get('node_id'), 80)}, not on {node_id}")
         return
-    reader = coll.reader([name])
+    # the node Ray ran the task on (checked above) sent all of this output
+    reader = coll.reader([name], senders={None: name},
+                         describe=lambda _task: f"the task on Ray node {node_id}")
     stdout = result.get("stdout") or b""
     for line in stdout.split(b"\n") if isinstance(stdout, bytes) else ():
         if line:

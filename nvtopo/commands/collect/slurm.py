@@ -202,7 +202,7 @@ def srun_argv(batch: Sequence[str], mode: str, selection: Selection, limits: Lim
     """The srun command line for one batch (no shell: a list)."""
     minutes = max(1, math.ceil((limits.node_limit + limits.launch_wait + 60) / 60))
     argv = ["srun", f"--nodes={len(batch)}", f"--ntasks={len(batch)}",
-            "--ntasks-per-node=1", f"--nodelist={','.join(batch)}",
+            "--ntasks-per-node=1", "--distribution=arbitrary", f"--nodelist={','.join(batch)}",
             "--kill-on-bad-exit=0", "--no-kill", "--wait=0", "--label",
             "--job-name=nvtopo-collect", f"--time={minutes}"]
     if mode == "new":
@@ -326,7 +326,11 @@ def run_batch(coll: Collection, batch: Sequence[str], argv_of: Callable[[Sequenc
     the tasks still running on the others (seen on Slurm 22.05): those are run again once,
     in a step of their own (``retry``).  Returns srun's exit facts, one per step."""
     argv = argv_of(batch)
-    reader = coll.reader(batch, labelled=True)
+    # srun --distribution=arbitrary lays task i on the i-th node listed, and srun itself
+    # labels each line with its task: that, not the name in a record, says who sent it
+    reader = coll.reader(batch, labelled=True, senders=dict(enumerate(batch)),
+                         describe=lambda task: "a line without srun's task label"
+                         if task is None else f"srun task {task}")
     hints = Hints()
     deadline = time.monotonic() + limits.node_limit + limits.launch_wait
     try:

@@ -299,3 +299,36 @@ def test_a_record_naming_another_node_is_refused_and_named(fake_ray, tmp_path):
                                           "not on gpu2"}]
     assert m["unexpected"] == [] and m["answered"] == ["gpu2"]
     assert sorted(p.name for p in out.iterdir()) == ["collect.json", "gpu2.json.gz"]
+
+
+def test_a_signal_cancels_the_tasks_and_leaves_the_manifest_of_what_came(fake_ray, tmp_path):
+    """SIGTERM while tasks run: they are cancelled and the manifest names what came.  (A
+    handler of the test's own stands in for the default, which would end pytest: before,
+    the signal went to it, and the collection waited on for its deadline.)"""
+    import os
+    import signal
+    import threading
+
+    nodes = [_node(1), _node(2)]
+    ray = fake_ray(nodes, {nodes[1]["NodeID"]: "hang"})
+    seen = []
+    old = signal.signal(signal.SIGTERM, lambda *_: seen.append("test"))
+    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGTERM))
+    try:
+        timer.start()
+        out = tmp_path / "fleet"
+        res = make_runner().invoke(app, ["collect", "ray", "-o", str(out), "--timeout", "5",
+                                         "--node-limit", "60", "--launch-wait", "60"])
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGTERM, old)
+    assert not seen, "the collector did not take the signal"
+    assert res.exit_code == 128 + signal.SIGTERM, (res.stdout, res.stderr)
+    m = _manifest(out)
+    assert m["interrupted"] == "SIGTERM"
+    assert {n["node"]: n["status"] for n in m["nodes"]} == {"gpu1": "answered",
+                                                           "gpu2": "interrupted"}
+    assert ray.cancelled == [nodes[1]["NodeID"]] and ray.shut
+    assert res.stderr.splitlines()[-1] == (
+        f"nvtopo: error: collect ray: interrupted by SIGTERM: the Ray tasks were cancelled; "
+        f"{out / 'collect.json'} names what was collected")

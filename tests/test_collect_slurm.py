@@ -396,7 +396,7 @@ def test_tasks_are_bound_to_nodes_in_the_order_asked(fake):
 
 
 def test_a_long_node_list_reaches_srun_in_a_file(fake, monkeypatch):
-    monkeypatch.setattr(slurm, "NODELIST_ARG_BYTES", 8)
+    monkeypatch.setattr(slurm, "NODELIST_ARG_BYTES", 7)
     fake.plan()
     res = fake.run("--nodelist", "n3,n1,n2", "--timeout", "5")
     assert res.exit_code == 0, (res.stdout, res.stderr)

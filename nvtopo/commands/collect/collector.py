@@ -183,10 +183,15 @@ class Collection:
 
     def interrupt(self, signal_name: str) -> None:
         """A signal ended the collection: every node still without a result says so."""
-        self.interrupted = signal_name
         for node in self.missing():
-            self.fail(node, "interrupted", f"the collection was interrupted ({signal_name}) "
-                      "before the node answered")
+            self.interrupt_node(node, signal_name)
+        self.interrupted = signal_name
+
+    def interrupt_node(self, node: str, signal_name: str) -> None:
+        """A signal ended the collection before ``node`` answered (if it has no result)."""
+        self.interrupted = signal_name
+        self.fail(node, "interrupted", f"the collection was interrupted ({signal_name}) "
+                  "before the node answered")
 
     def finish(self, selection: Dict[str, Any], limits: Dict[str, Any]) -> Dict[str, Any]:
         """Remove what an earlier collection left for nodes that did not answer now, write

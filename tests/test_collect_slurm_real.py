@@ -160,6 +160,40 @@ def test_a_record_speaks_only_for_the_node_slurm_ran_its_task_on(cluster, tmp_pa
                                                      "n2.json.gz"]
 
 
+def test_sigterm_ends_the_step_and_leaves_the_manifest(cluster, tmp_path):
+    """SIGTERM to the collector while a node hangs: srun's step is ended on every node
+    (no task left running), the manifest names what came, exit status 143."""
+    import signal
+
+    bin_dir = H.fake_nvidia_smi(tmp_path / "bin").parent
+    plan = H.write_plan(tmp_path / "plan.json", {"n2": "die"})
+    command = H.fake_node_command(tmp_path / "node-nvtopo", plan)
+    out = tmp_path / "fleet"
+    proc = subprocess.Popen([sys.executable, "-m", "nvtopo", "collect", "slurm", "-o", str(out),
+                             "--node-command", str(command), "--nodelist", "n[1-2]",
+                             "--timeout", "5", "--node-limit", "120"],
+                            env=dict(cluster.env, PATH=f"{bin_dir}{os.pathsep}"
+                                     f"{os.environ['PATH']}"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=str(tmp_path))
+    try:
+        H._wait_for(lambda: (out / "n1.json.gz").exists()
+                    and Path(f"{plan}.n2.started").exists(), 60, "n1's answer, n2 started")
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=40)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    m = json.loads((out / "collect.json").read_text())
+    _validate(m)
+    assert m["interrupted"] == "SIGTERM"
+    assert {n["node"]: n["status"] for n in m["nodes"]} == {"n1": "answered",
+                                                           "n2": "interrupted"}
+    H._wait_for(lambda: not H.processes_mentioning(str(command)), 15,
+                "the hung task to end with its step")
+
+
 def test_the_harness_leaves_nothing_running(tmp_path):
     """The clean-up the fixture checks, checked itself: a cluster started and stopped."""
     why = H.slurm_missing()

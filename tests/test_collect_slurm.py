@@ -383,6 +383,33 @@ def test_a_record_naming_another_node_is_refused_and_named(fake, other):
     assert lines[-1] == f"collected 1 of 2 node(s) into {fake.out}"
 
 
+def test_a_forger_s_own_answer_is_taken_back_when_its_forgery_comes_after(tmp_path):
+    """The sender's own record first (verified, written), then one naming another node:
+    its answer, its file and the facts its record gave are withdrawn."""
+    from nvtopo.commands.collect import collector, record
+
+    payload = (Path(slurm.__file__).parents[2] / "examples"
+               / "dgx-h100-healthy.json.gz").read_bytes()
+    coll = collector.Collection(str(tmp_path), "slurm", ["n1", "n2"])
+    reader = coll.reader(["n1", "n2"], labelled=True, senders={0: "n1", 1: "n2"},
+                         describe=lambda task: f"srun task {task}")
+    for line in record.encode("n1", payload, {"topology_addr": "sw.n1"}):
+        reader.feed(b"0: " + line)
+    assert coll.answered("n1") and (tmp_path / "n1.json.gz").exists()
+    for line in record.encode("n2", payload, {"topology_addr": "fake"}):
+        reader.feed(b"0: " + line)
+    for line in record.encode("n2", payload, {"topology_addr": "sw.n2"}):
+        reader.feed(b"1: " + line)
+    reader.close()
+    m = coll.finish({"mode": "new"}, {"timeout_s": 1, "node_limit_s": 1, "launch_wait_s": 1})
+    nodes = _by_node(m)
+    assert nodes["n1"]["status"] == "mismatch" and "engine" not in nodes["n1"]
+    assert nodes["n2"]["status"] == "answered"
+    assert nodes["n2"]["engine"] == {"topology_addr": "sw.n2"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["collect.json", "n2.json.gz"]
+    assert collector.exit_status(m) == 1
+
+
 def test_tasks_are_bound_to_nodes_in_the_order_asked(fake):
     """Slurm numbers tasks in its own node order unless the distribution is arbitrary: the
     collector asks for that, so task i is the i-th node it listed."""

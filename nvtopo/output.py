@@ -6,8 +6,9 @@
   directory, then renamed over it, so a reader sees the old file or the new one, never
   half of one.  An existing file keeps its permissions (and owner, where this process may
   set it); a new one gets ``0666`` less the umask, as any program's ``open()`` gives.  The
-  temporary file is removed whatever goes wrong (a full disk, an I/O error, Ctrl-C,
-  SIGTERM).
+  temporary file is removed whatever goes wrong (a full disk, an I/O error, and SIGTERM,
+  SIGHUP or SIGINT: each exits, as Ctrl-C does, by an exception that removes it; a signal
+  the process ignores, as under ``nohup``, stays ignored).
 * A symbolic link: the file it names (at the end of the chain) is written, atomically;
   the link stays a link.  A dangling link creates its target if the target's directory
   exists.
@@ -28,7 +29,7 @@ import re
 import signal
 import stat
 import sys
-from typing import Any, Optional, TextIO
+from typing import Any, Dict, Optional, TextIO
 
 from .errors import NvtopoError
 
@@ -249,22 +250,37 @@ def _sync_directory(directory: str) -> None:
         os.close(dfd)
 
 
+#: The signals that would end the process in the middle of a write.
+_SIGNALS = ("SIGTERM", "SIGHUP", "SIGINT")
+
+
 class _interruptible:
-    """While a file is written, SIGTERM exits as Ctrl-C does, by an exception, so the
-    temporary file is removed on the way out; the previous handler is restored after."""
+    """While a file is written, SIGTERM, SIGHUP and SIGINT exit as Ctrl-C does, by an
+    exception, so the temporary file is removed on the way out; the previous handlers are
+    restored after.  Only a signal whose handler is the default (the process would die
+    where it stands) is taken over: one the process ignores (``nohup``) stays ignored,
+    Python's Ctrl-C handler already raises, and a handler a command installed itself
+    (``collect``: it notes the signal and ends in order) is left to it."""
 
     def __enter__(self) -> "_interruptible":
-        self.installed = False
-        try:
-            self.old = signal.signal(signal.SIGTERM, _terminated)
-            self.installed = True
-        except (ValueError, OSError, AttributeError):  # not the main thread; no SIGTERM
-            pass
+        self.old: Dict[int, Any] = {}
+        for name in _SIGNALS:
+            sig = getattr(signal, name, None)
+            if sig is None:
+                continue
+            try:
+                if signal.getsignal(sig) == signal.SIG_DFL:
+                    self.old[sig] = signal.signal(sig, _terminated)
+            except (ValueError, OSError):  # not the main thread
+                pass
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        if self.installed:
-            signal.signal(signal.SIGTERM, self.old if self.old is not None else signal.SIG_DFL)
+        for sig, old in self.old.items():
+            try:
+                signal.signal(sig, old if old is not None else signal.SIG_DFL)
+            except (ValueError, OSError):
+                pass
 
 
 def _terminated(signum: int, _frame: Any) -> None:

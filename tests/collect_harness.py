@@ -81,7 +81,8 @@ def fake_node_command(path: Path, plan: Path) -> Path:
     (exit 0 silently), ``slow`` (2 s, then
     the real one), ``failline`` (the line nvtopo sends when it cannot take a snapshot,
     exit 1), ``die`` (touches ``<plan>.<node>.started``, then hangs: a test ends
-    the node under it)."""
+    the node under it), ``forge:<other>`` (first a real record that names node
+    ``<other>``, taken with ``SLURM_TOPOLOGY_ADDR=forged-by-<node>``, then its own)."""
     return _script(path, f"""
         import json, os, sys, time
         args = sys.argv[1:]
@@ -93,6 +94,17 @@ def fake_node_command(path: Path, plan: Path) -> Path:
         except OSError:
             plan = {{}}
         what = plan.get(node, "ok")
+        if what.startswith("forge:"):
+            import subprocess
+            other = what.split(":", 1)[1]
+            forged = list(args)
+            if "--node" in forged:
+                forged[forged.index("--node") + 1] = other
+            sys.stdout.flush()
+            subprocess.run([{sys.executable!r}, "-m", "nvtopo"] + forged,
+                           env=dict(os.environ, SLURMD_NODENAME=other,
+                                    SLURM_TOPOLOGY_ADDR="forged-by-" + node))
+            os.execv({sys.executable!r}, [{sys.executable!r}, "-m", "nvtopo"] + args)
         if what == "hang":
             time.sleep(3600)
         elif what == "die":
@@ -123,14 +135,20 @@ def fake_node_command(path: Path, plan: Path) -> Path:
 
 def fake_slurm_tools(bin_dir: Path) -> Path:
     """``srun``, ``scontrol``, ``sinfo`` and ``squeue`` stand-ins.  The cluster: env
-    ``FAKE_SLURM_NODES`` (comma-separated), ``FAKE_SLURM_STATES`` (JSON node -> state,
-    default idle), ``FAKE_SLURM_LAUNCH_FAIL`` (comma-separated nodes whose launch fails),
+    ``FAKE_SLURM_NODES`` (comma-separated; or ``FAKE_SLURM_NODES_FILE``, a file of them, for
+    clusters whose list is longer than one environment string may be), in Slurm's node
+    order, ``FAKE_SLURM_STATES`` (JSON node -> state, default ``FAKE_SLURM_STATE`` or
+    idle), ``FAKE_SLURM_LAUNCH_FAIL`` (comma-separated nodes whose launch fails),
     ``FAKE_SLURM_ALLOC_FAIL`` (srun cannot get resources), ``FAKE_SLURM_ABORT`` (a launch
     failure aborts the step, as real srun does; ``FAKE_SLURM_ABORT_AFTER`` names nodes whose
     tasks end before the abort); ``FAKE_SRUN_ARGV`` names a file
-    each srun appends its argv to (one JSON line).  srun runs the command once per node,
-    at the same time, with ``SLURMD_NODENAME``, labels every line with the task number and
-    reports failures the way Slurm 22.05's srun does; SIGTERM ends the tasks."""
+    each srun appends its argv to (one JSON line), ``FAKE_SINFO_ARGV`` the same for sinfo.
+    srun runs the command once per node, at the same time, with ``SLURMD_NODENAME``,
+    labels every line with the task number and reports failures the way Slurm 22.05's srun
+    does; SIGTERM ends the tasks.  As Slurm 22.05 does (seen on the test Slurm), tasks are
+    numbered in Slurm's node order, whatever the order of ``--nodelist``, except with
+    ``--distribution=arbitrary``: then task i runs on the i-th node listed; a
+    ``--nodelist`` holding a ``/`` names a file of nodes (one a line, or commas)."""
     bin_dir.mkdir(parents=True, exist_ok=True)
     expand = """
         import re
@@ -146,6 +164,14 @@ def fake_slurm_tools(bin_dir: Path) -> Path:
                     out.append(part)
             return out
         """
+    cluster = """
+        def cluster_nodes():
+            import os
+            if os.environ.get("FAKE_SLURM_NODES_FILE"):
+                with open(os.environ["FAKE_SLURM_NODES_FILE"]) as f:
+                    return f.read().split()
+            return os.environ["FAKE_SLURM_NODES"].split(",")
+        """
     _script(bin_dir / "scontrol", expand + """
         import sys
         if sys.argv[1:3] != ["show", "hostnames"]:
@@ -153,22 +179,27 @@ def fake_slurm_tools(bin_dir: Path) -> Path:
         for n in expand(sys.argv[3]):
             print(n)
         """)
-    _script(bin_dir / "sinfo", expand + """
+    _script(bin_dir / "sinfo", expand + cluster + """
         import json, os, sys
-        nodes = os.environ["FAKE_SLURM_NODES"].split(",")
+        nodes = cluster_nodes()
         states = json.loads(os.environ.get("FAKE_SLURM_STATES") or "{}")
+        default = os.environ.get("FAKE_SLURM_STATE") or "idle"
         args = sys.argv[1:]
+        if os.environ.get("FAKE_SINFO_ARGV"):
+            with open(os.environ["FAKE_SINFO_ARGV"], "a") as f:
+                f.write(json.dumps(args) + "\\n")
         if "-n" in args:
-            nodes = [n for n in expand(args[args.index("-n") + 1]) if n in nodes]
+            known = set(nodes)
+            nodes = [n for n in expand(args[args.index("-n") + 1]) if n in known]
         fmt = args[args.index("-o") + 1]
-        for n in nodes:
-            print(fmt.replace("%N", n).replace("%T", states.get(n, "idle")))
+        sys.stdout.write("".join(fmt.replace("%N", n).replace("%T", states.get(n, default))
+                                 + "\\n" for n in nodes))
         """)
     _script(bin_dir / "squeue", """
         import os
         print(os.environ.get("FAKE_SLURM_JOB_NODES", ""))
         """)
-    _script(bin_dir / "srun", expand + """
+    _script(bin_dir / "srun", expand + cluster + """
         import json, os, signal, subprocess, sys, threading
         argv = sys.argv[1:]
         if os.environ.get("FAKE_SRUN_ARGV"):
@@ -181,7 +212,14 @@ def fake_slurm_tools(bin_dir: Path) -> Path:
         cut = argv.index("--")
         opts, command = argv[:cut], argv[cut + 1:]
         nodelist = next(o.split("=", 1)[1] for o in opts if o.startswith("--nodelist="))
+        if "/" in nodelist:  # a file of nodes, as srun(1) reads one
+            with open(nodelist) as f:
+                nodelist = ",".join(f.read().split())
         nodes = expand(nodelist)
+        if "--distribution=arbitrary" not in opts:
+            # Slurm lays tasks out in its own node order, not the order asked
+            order = {n: i for i, n in enumerate(cluster_nodes())}
+            nodes.sort(key=lambda n: order.get(n, len(order)))
         failing = set(filter(None, os.environ.get("FAKE_SLURM_LAUNCH_FAIL", "").split(",")))
         failing &= set(nodes)
         out_lock = threading.Lock()
@@ -196,7 +234,7 @@ def fake_slurm_tools(bin_dir: Path) -> Path:
             if node in failing:
                 continue
             env = dict(os.environ, SLURMD_NODENAME=node, SLURM_TOPOLOGY_ADDR="sw." + node,
-                       SLURM_PROCID=str(task))
+                       SLURM_PROCID=str(task), SLURM_NODEID=str(task))
             p = subprocess.Popen(command, env=env, stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, start_new_session=True)
             procs[task] = (node, p)

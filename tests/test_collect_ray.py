@@ -268,3 +268,67 @@ def test_nvtopo_does_not_import_ray_unless_asked():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60)
     assert done.stdout.strip() == "False", done.stderr
+
+
+def test_a_record_naming_another_node_is_refused_and_named(fake_ray, tmp_path):
+    """A task's output speaks only for the node Ray ran it on (the node id Ray's runtime
+    gives on the node, checked against the node it was pinned to), whatever name the
+    record holds.  Before: the forged record was listed as "unexpected", the forger's own
+    kept, and the collection exited 0."""
+    from nvtopo.commands.collect import record
+
+    nodes = [_node(1), _node(2)]
+    ids = [n["NodeID"] for n in nodes]
+    payload = (Path(ray_engine.__file__).parents[2] / "examples"
+               / "dgx-h100-healthy.json.gz").read_bytes()
+    stdout = b"".join(record.encode("gpu2", payload)) + b"".join(record.encode("gpu1", payload))
+    fake_ray(nodes, {ids[0]: {"node_id": ids[0], "returncode": 0, "timed_out": False,
+                              "cut": None, "stdout": stdout, "stderr": ""}})
+    out = tmp_path / "fleet"
+    res = make_runner().invoke(app, ["collect", "ray", "-o", str(out), "--timeout", "5"])
+    assert res.exit_code == 1, (res.stdout, res.stderr)
+    m = _manifest(out)
+    nodes_by = {n["node"]: n for n in m["nodes"]}
+    assert nodes_by["gpu2"]["status"] == "answered"
+    assert nodes_by["gpu1"]["status"] == "mismatch"
+    assert nodes_by["gpu1"]["reason"] == (
+        "the task on Ray node " + ids[0] + " sent a record naming gpu2: a node's records "
+        "may name only that node, so none of its own is kept either")
+    assert m["mismatched"] == [{"node": "gpu2", "sender": "gpu1", "task": None,
+                                "reason": "the task on Ray node " + ids[0] + " runs on gpu1, "
+                                          "not on gpu2"}]
+    assert m["unexpected"] == [] and m["answered"] == ["gpu2"]
+    assert sorted(p.name for p in out.iterdir()) == ["collect.json", "gpu2.json.gz"]
+
+
+def test_a_signal_cancels_the_tasks_and_leaves_the_manifest_of_what_came(fake_ray, tmp_path):
+    """SIGTERM while tasks run: they are cancelled and the manifest names what came.  (A
+    handler of the test's own stands in for the default, which would end pytest: before,
+    the signal went to it, and the collection waited on for its deadline.)"""
+    import os
+    import signal
+    import threading
+
+    nodes = [_node(1), _node(2)]
+    ray = fake_ray(nodes, {nodes[1]["NodeID"]: "hang"})
+    seen = []
+    old = signal.signal(signal.SIGTERM, lambda *_: seen.append("test"))
+    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGTERM))
+    try:
+        timer.start()
+        out = tmp_path / "fleet"
+        res = make_runner().invoke(app, ["collect", "ray", "-o", str(out), "--timeout", "5",
+                                         "--node-limit", "60", "--launch-wait", "60"])
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGTERM, old)
+    assert not seen, "the collector did not take the signal"
+    assert res.exit_code == 128 + signal.SIGTERM, (res.stdout, res.stderr)
+    m = _manifest(out)
+    assert m["interrupted"] == "SIGTERM"
+    assert {n["node"]: n["status"] for n in m["nodes"]} == {"gpu1": "answered",
+                                                           "gpu2": "interrupted"}
+    assert ray.cancelled == [nodes[1]["NodeID"]] and ray.shut
+    assert res.stderr.splitlines()[-1] == (
+        f"nvtopo: error: collect ray: interrupted by SIGTERM: the Ray tasks were cancelled; "
+        f"{out / 'collect.json'} names what was collected")

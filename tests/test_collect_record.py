@@ -354,3 +354,31 @@ def test_meta_round_trips_as_json():
     line = lines_of("n3", b"x", meta)[0]
     raw = base64.b64decode(line.split()[5])
     assert json.loads(raw) == meta
+
+
+class BoundSink(Sink):
+    def __init__(self) -> None:
+        super().__init__()
+        self.mismatched: List[Tuple[str, object, object]] = []
+
+    def on_mismatch(self, node, sender, task):
+        self.mismatched.append((node, sender, task))
+
+
+def test_a_bound_reader_takes_a_record_only_from_the_task_of_its_node():
+    """With the engine's layout (srun task -> node), a record line counts only when its
+    task runs on the node it names: the label is srun's, the name is the node's say-so."""
+    sink = BoundSink()
+    r = record.Reader({"n1", "n2"}, sink.on_record, sink.on_bad, labelled=True,
+                      senders={0: "n1", 1: "n2"}, on_mismatch=sink.on_mismatch)
+    lines = [b"0: " + x for x in lines_of("n2", PAYLOAD)]        # forged: task 0 is n1
+    lines += [b"1: " + x for x in lines_of("n2", PAYLOAD[:10])]  # n2's own
+    lines += [b"0: " + x for x in lines_of("n1", PAYLOAD[:20])]  # n1's own
+    lines += lines_of("n1", PAYLOAD[:30])                        # no label: nobody's
+    lines += [b"7: " + x for x in lines_of("n1", PAYLOAD[:40])]  # a task srun did not start
+    lines += [b"0: " + record.fail_line("../x", "boom")]         # not even a node name
+    feed(r, lines)
+    assert sink.good == {"n2": (PAYLOAD[:10], {}), "n1": (PAYLOAD[:20], {})}
+    assert sink.mismatched == [("n2", "n1", 0), ("n1", None, None), ("n1", None, 7),
+                               ("../x", "n1", 0)]  # each once, however many lines
+    assert not sink.bad and r.tasks == {0: "n1", 1: "n2"}

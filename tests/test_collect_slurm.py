@@ -28,7 +28,8 @@ def test_srun_argv_for_a_new_job():
     argv = slurm.srun_argv(["n1", "n2"], "new", slurm.Selection(partition="gpu"), limits,
                            ["/opt/py", "-m", "nvtopo"])
     assert argv == ["srun", "--nodes=2", "--ntasks=2", "--ntasks-per-node=1",
-                    "--nodelist=n1,n2", "--kill-on-bad-exit=0", "--no-kill", "--wait=0",
+                    "--distribution=arbitrary", "--nodelist=n1,n2", "--kill-on-bad-exit=0",
+                    "--no-kill", "--wait=0",
                     "--label", "--job-name=nvtopo-collect", "--time=3", "--immediate=30",
                     "--partition=gpu", "--", "/opt/py", "-m", "nvtopo", "collect",
                     "node-record", "--engine", "slurm", "--timeout", "20", "--limit", "50"]
@@ -142,7 +143,8 @@ def test_every_node_answers(fake):
     m = fake.manifest()
     assert m["expected"] == m["answered"] == ["n1", "n2", "n3"]
     assert m["counts"] == {"expected": 3, "answered": 3, "not_answered": 0, "unexpected": 0,
-                           "skipped": 0}
+                           "skipped": 0, "mismatched": 0}
+    assert m["mismatched"] == [] and m["interrupted"] is None
     nodes = _by_node(m)
     assert nodes["n2"]["engine"] == {"topology_addr": "sw.n2"}
     assert nodes["n2"]["probes"]["topo-text"] == "ok"
@@ -347,3 +349,205 @@ def test_node_record_refuses_a_node_name_it_cannot_use(monkeypatch):
     monkeypatch.delenv("SLURMD_NODENAME")
     res = make_runner().invoke(app, ["collect", "node-record"])
     assert res.exit_code == 2 and "SLURMD_NODENAME is not set" in res.stderr
+
+
+# --- a record speaks only for the node that sent it (issue 21) -------------------------------
+
+
+@pytest.mark.parametrize("other", ["n2", "n9"])
+def test_a_record_naming_another_node_is_refused_and_named(fake, other):
+    """n1's task sends a record naming another node before its own: before, the forged
+    record was kept as n2's and n2's own dropped as a repeat ("collected 2 of 2", exit 0).
+    srun's task label, not the name in the record, says who sent it."""
+    fake.plan(n1=f"forge:{other}", n2="slow")  # n2's own record comes after the forged one
+    res = fake.run("--nodelist", "n[1-2]", "--timeout", "5")
+    assert res.exit_code == 1, (res.stdout, res.stderr)
+    m = fake.manifest()
+    nodes = _by_node(m)
+    # n2's own record is kept: its engine facts are its own task's, not the forger's
+    assert nodes["n2"]["status"] == "answered"
+    assert nodes["n2"]["engine"] == {"topology_addr": "sw.n2"}
+    # the sender's own answer is refused with it: it spoke for a node it is not
+    assert nodes["n1"]["status"] == "mismatch"
+    assert nodes["n1"]["reason"] == (f"srun task 0 sent a record naming {other}: a node's "
+                                     "records may name only that node, so none of its own "
+                                     "is kept either")
+    assert m["mismatched"] == [{"node": other, "sender": "n1", "task": 0,
+                                "reason": f"srun task 0 runs on n1, not on {other}"}]
+    assert m["counts"]["mismatched"] == 1 and m["unexpected"] == []
+    assert m["answered"] == ["n2"]
+    assert sorted(p.name for p in fake.out.iterdir()) == ["collect.json", "n2.json.gz"]
+    assert "forged" not in json.dumps(m)
+    lines = res.stdout.strip().splitlines()
+    assert f"{other}  mismatch  srun task 0 runs on n1, not on {other}" in lines
+    assert lines[-1] == f"collected 1 of 2 node(s) into {fake.out}"
+
+
+def test_a_forger_s_own_answer_is_taken_back_when_its_forgery_comes_after(tmp_path):
+    """The sender's own record first (verified, written), then one naming another node:
+    its answer, its file and the facts its record gave are withdrawn."""
+    from nvtopo.commands.collect import collector, record
+
+    payload = (Path(slurm.__file__).parents[2] / "examples"
+               / "dgx-h100-healthy.json.gz").read_bytes()
+    coll = collector.Collection(str(tmp_path), "slurm", ["n1", "n2"])
+    reader = coll.reader(["n1", "n2"], labelled=True, senders={0: "n1", 1: "n2"},
+                         describe=lambda task: f"srun task {task}")
+    for line in record.encode("n1", payload, {"topology_addr": "sw.n1"}):
+        reader.feed(b"0: " + line)
+    assert coll.answered("n1") and (tmp_path / "n1.json.gz").exists()
+    for line in record.encode("n2", payload, {"topology_addr": "fake"}):
+        reader.feed(b"0: " + line)
+    for line in record.encode("n2", payload, {"topology_addr": "sw.n2"}):
+        reader.feed(b"1: " + line)
+    reader.close()
+    m = coll.finish({"mode": "new"}, {"timeout_s": 1, "node_limit_s": 1, "launch_wait_s": 1})
+    nodes = _by_node(m)
+    assert nodes["n1"]["status"] == "mismatch" and "engine" not in nodes["n1"]
+    assert nodes["n2"]["status"] == "answered"
+    assert nodes["n2"]["engine"] == {"topology_addr": "sw.n2"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["collect.json", "n2.json.gz"]
+    assert collector.exit_status(m) == 1
+
+
+def test_tasks_are_bound_to_nodes_in_the_order_asked(fake):
+    """Slurm numbers tasks in its own node order unless the distribution is arbitrary: the
+    collector asks for that, so task i is the i-th node it listed."""
+    fake.plan()
+    res = fake.run("--nodelist", "n3,n1,n2", "--timeout", "5")
+    assert res.exit_code == 0, (res.stdout, res.stderr)
+    m = fake.manifest()
+    assert m["answered"] == ["n3", "n1", "n2"] and m["mismatched"] == []
+    (call,) = fake.srun_calls()
+    assert "--distribution=arbitrary" in call and "--nodelist=n3,n1,n2" in call
+
+
+def test_a_long_node_list_reaches_srun_in_a_file(fake, monkeypatch):
+    monkeypatch.setattr(slurm, "NODELIST_ARG_BYTES", 7)
+    fake.plan()
+    res = fake.run("--nodelist", "n3,n1,n2", "--timeout", "5")
+    assert res.exit_code == 0, (res.stdout, res.stderr)
+    assert fake.manifest()["answered"] == ["n3", "n1", "n2"]
+    (call,) = fake.srun_calls()
+    (arg,) = [a for a in call if a.startswith("--nodelist=")]
+    assert "/" in arg and "--distribution=arbitrary" in call
+    assert not Path(arg.split("=", 1)[1]).exists()  # removed with its directory
+
+
+def test_node_lists_are_cut_into_arguments_that_fit():
+    names = [f"gpu-node-{i:05d}" for i in range(10_000)]
+    chunks = list(slurm.chunks(names))
+    assert [n for c in chunks for n in c] == names
+    assert all(len(",".join(c)) <= slurm.NODELIST_ARG_BYTES for c in chunks)
+    assert len(chunks) > 1
+    assert list(slurm.chunks(["a" * 200_000])) == [["a" * 200_000]]  # one name: as it is
+
+
+def test_a_partition_of_ten_thousand_nodes_is_asked_of_sinfo_in_pieces(fake, monkeypatch):
+    """Every node name in one ``sinfo -n`` argument: 10,000 names of 14 characters are over
+    the kernel's bound for one argument ("Argument list too long", nothing collected)."""
+    names = [f"gpu-node-{i:05d}" for i in range(10_000)]
+    listed = fake.dir / "nodes.txt"
+    listed.write_text("\n".join(names))
+    monkeypatch.delenv("FAKE_SLURM_NODES")
+    monkeypatch.setenv("FAKE_SLURM_NODES_FILE", str(listed))
+    monkeypatch.setenv("FAKE_SLURM_STATE", "down*")  # none is started: no 10,000 tasks here
+    monkeypatch.setenv("FAKE_SINFO_ARGV", str(fake.dir / "sinfo-argv.jsonl"))
+    res = fake.run("--partition", "big")
+    assert res.exit_code == 1, res.stderr
+    m = fake.manifest()
+    assert m["expected"] == names
+    assert {n["status"] for n in m["nodes"]} == {"not-launched"}
+    assert m["nodes"][-1]["reason"] == "Slurm reports the node down*"
+    calls = [json.loads(x) for x in (fake.dir / "sinfo-argv.jsonl").read_text().splitlines()]
+    asked = [c[c.index("-n") + 1] for c in calls if "-n" in c]
+    assert len(asked) > 1 and ",".join(asked).split(",") == names
+    assert max(len(a) for a in asked) <= slurm.NODELIST_ARG_BYTES
+
+
+# --- signals and the deadline (issue 21) ------------------------------------------------------
+
+
+def _collector(fake, *args):
+    """The collector as a user runs it: its own process (real signals reach it)."""
+    import subprocess
+    import sys
+
+    command = fake.dir / "node-nvtopo"
+    return subprocess.Popen([sys.executable, "-m", "nvtopo", "collect", "slurm", "-o",
+                             str(fake.out), "--node-command", str(command), *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            cwd=str(fake.dir))
+
+
+def _kill_leftovers(fake):
+    import signal as sig
+
+    for pid in H.processes_mentioning(str(fake.dir)):
+        try:
+            os.kill(pid, sig.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP", "SIGINT"])
+def test_a_signal_ends_srun_and_leaves_the_manifest_of_what_came(fake, signame):
+    """Before: SIGTERM or SIGHUP killed the collector at once, srun and its tasks ran on,
+    and no manifest was written; Ctrl-C wrote none either."""
+    import signal as sig
+
+    signum = getattr(sig, signame)
+    fake.plan(n2="die")  # n2 hangs (and says it started); n1 answers
+    proc = _collector(fake, "--nodelist", "n[1-2]", "--timeout", "5", "--node-limit", "120")
+    try:
+        H._wait_for(lambda: (fake.out / "n1.json.gz").exists()
+                    and (fake.dir / "plan.json.n2.started").exists(), 60, "n1's answer")
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=30)  # srun has 10 s to end its step
+        assert proc.returncode == 128 + signum, err
+        m = fake.manifest()
+        nodes = _by_node(m)
+        assert m["interrupted"] == signame
+        assert nodes["n1"]["status"] == "answered"
+        assert nodes["n2"] == {"node": "n2", "status": "interrupted",
+                               "reason": f"the collection was interrupted ({signame}) before "
+                                         "the node answered"}
+        assert (fake.out / "n1.json.gz").exists()
+        assert err.decode().splitlines()[-1] == (
+            f"nvtopo: error: collect slurm: interrupted by {signame}: srun was ended; "
+            f"{fake.out / 'collect.json'} names what was collected")
+        H._wait_for(lambda: not H.processes_mentioning(str(fake.dir)), 10,
+                    "srun and its tasks to be gone")
+        assert not [p.name for p in fake.out.iterdir() if p.name.endswith(".tmp")]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        _kill_leftovers(fake)
+
+
+def test_the_deadline_ends_srun_s_whole_process_group(fake, tmp_path, monkeypatch):
+    """A site's ``srun`` is often a wrapper script that runs the real one as its child: at
+    the deadline the whole group is signalled, or the real srun and its step run on."""
+    real = fake.dir / "bin" / "srun"
+    wrapped = tmp_path / "site-bin"
+    wrapped.mkdir()
+    H._script(wrapped / "srun", f"""
+        import subprocess, sys
+        sys.exit(subprocess.call([{str(real)!r}] + sys.argv[1:]))
+        """)
+    monkeypatch.setenv("PATH", f"{wrapped}{os.pathsep}{os.environ['PATH']}")
+    fake.plan(n1="hang")
+    try:
+        started = time.monotonic()
+        res = fake.run("--nodelist", "n[1-2]", "--timeout", "3", "--node-limit", "2",
+                       "--launch-wait", "1")
+        took = time.monotonic() - started
+        assert res.exit_code == 1, (res.stdout, res.stderr)
+        nodes = _by_node(fake.manifest())
+        assert nodes["n1"]["status"] == "timeout" and nodes["n2"]["status"] == "answered"
+        H._wait_for(lambda: not H.processes_mentioning(str(fake.dir)), 10,
+                    "srun and its tasks to be gone")
+        assert took < 2 + 1 + 15, took
+    finally:
+        _kill_leftovers(fake)

@@ -140,6 +140,60 @@ def test_in_a_running_job_with_overlap(cluster, tmp_path):
         subprocess.run(["scancel", jobid], env=cluster.env, capture_output=True, timeout=30)
 
 
+def test_a_record_speaks_only_for_the_node_slurm_ran_its_task_on(cluster, tmp_path):
+    """Nodes asked out of Slurm's order (which Slurm would follow for task numbers without
+    --distribution=arbitrary), one of them sending a record that names another node before
+    that node's own: the forged record is refused and named, the genuine one kept, and
+    the exit status is 1 (before: kept, the genuine one dropped, exit 0).  A list long
+    enough to go in a file reaches srun the same way (tests/test_collect_slurm.py)."""
+    done, m, out, _ = _collect(cluster, tmp_path, ["--nodelist", "n3,n1,n2", "--timeout", "5"],
+                               plan={"n3": "forge:n1", "n1": "slow"})
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    _validate(m)
+    nodes = {n["node"]: n for n in m["nodes"]}
+    assert {n: v["status"] for n, v in nodes.items()} == {
+        "n3": "mismatch", "n1": "answered", "n2": "answered"}
+    assert m["mismatched"] == [{"node": "n1", "sender": "n3", "task": 0,
+                                "reason": "srun task 0 runs on n3, not on n1"}]
+    assert "forged" not in json.dumps(m)
+    assert sorted(p.name for p in out.iterdir()) == ["collect.json", "n1.json.gz",
+                                                     "n2.json.gz"]
+
+
+def test_sigterm_ends_the_step_and_leaves_the_manifest(cluster, tmp_path):
+    """SIGTERM to the collector while a node hangs: srun's step is ended on every node
+    (no task left running), the manifest names what came, exit status 143."""
+    import signal
+
+    bin_dir = H.fake_nvidia_smi(tmp_path / "bin").parent
+    plan = H.write_plan(tmp_path / "plan.json", {"n2": "die"})
+    command = H.fake_node_command(tmp_path / "node-nvtopo", plan)
+    out = tmp_path / "fleet"
+    proc = subprocess.Popen([sys.executable, "-m", "nvtopo", "collect", "slurm", "-o", str(out),
+                             "--node-command", str(command), "--nodelist", "n[1-2]",
+                             "--timeout", "5", "--node-limit", "120"],
+                            env=dict(cluster.env, PATH=f"{bin_dir}{os.pathsep}"
+                                     f"{os.environ['PATH']}"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=str(tmp_path))
+    try:
+        H._wait_for(lambda: (out / "n1.json.gz").exists()
+                    and Path(f"{plan}.n2.started").exists(), 60, "n1's answer, n2 started")
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=40)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    m = json.loads((out / "collect.json").read_text())
+    _validate(m)
+    assert m["interrupted"] == "SIGTERM"
+    assert {n["node"]: n["status"] for n in m["nodes"]} == {"n1": "answered",
+                                                           "n2": "interrupted"}
+    H._wait_for(lambda: not H.processes_mentioning(str(command)), 15,
+                "the hung task to end with its step")
+
+
 def test_the_harness_leaves_nothing_running(tmp_path):
     """The clean-up the fixture checks, checked itself: a cluster started and stopped."""
     why = H.slurm_missing()

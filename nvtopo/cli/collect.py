@@ -70,6 +70,36 @@ def _command(value: Optional[str]) -> Optional[List[str]]:
     return argv
 
 
+def _collected(command: str, collect: Any) -> None:
+    """Run ``collect()`` (a collection, returning its manifest), report it, exit.
+
+    A signal (SIGTERM, SIGHUP, SIGINT) ends a collection in order: the engine's processes
+    are ended and the manifest names what came; then the exit status is that of a
+    process the signal ended, 128 + its number."""
+    import os
+    import signal
+
+    from ..commands.collect import collector
+    from ..commands.collect.interrupt import Interrupted
+    from .io import err
+
+    try:
+        manifest, out_dir = collect()
+    except Interrupted as exc:
+        err(f"{command}: interrupted by {exc.name} before any node was asked; nothing was "
+            "collected")
+        raise typer.Exit(128 + exc.signum) from None
+    status = _report(manifest, out_dir)
+    if manifest.get("interrupted"):
+        name = manifest["interrupted"]
+        engine = "srun was ended" if manifest["engine"] == "slurm" else \
+            "the Ray tasks were cancelled"
+        err(f"{command}: interrupted by {name}: {engine}; "
+            f"{os.path.join(out_dir, collector.MANIFEST)} names what was collected")
+        status = 128 + int(getattr(signal, name, 15))
+    raise typer.Exit(status)
+
+
 def _report(manifest: Dict[str, Any], out_dir: str) -> int:
     """One line per node that did not answer, a summary line; the exit status."""
     import os
@@ -83,6 +113,8 @@ def _report(manifest: Dict[str, Any], out_dir: str) -> int:
             typer.echo(printable(f"{node['node']}  {node['status']}  {node.get('reason', '')}"))
     for node in manifest["unexpected"]:
         typer.echo(printable(f"{node['node']}  unexpected  {node['reason']}"))
+    for node in manifest.get("mismatched", ()):
+        typer.echo(printable(f"{node['node']}  mismatch  {node['reason']}"))
     typer.echo(printable(f"collected {counts['answered']} of {counts['expected']} node(s) "
                          f"into {out_dir}"))
     say(f"nvtopo: wrote {os.path.join(out_dir, collector.MANIFEST)}")
@@ -130,8 +162,10 @@ def slurm_cmd(
     Each node sends its snapshot back as one checksummed, compressed record on srun's
     standard output; nothing reaches a shell.
 
-    Exit status: 0 every node answered, 1 some did not (DIR/collect.json says which and
-    why), 2 could not run (no srun, no nodes, bad -o).
+    Exit status: 0 every node answered, 1 some did not, or a node's task sent a record
+    naming another node (DIR/collect.json says which and why), 2 could not run (no srun,
+    no nodes, bad -o), 128+N ended by signal N (SIGTERM, SIGHUP, SIGINT: srun is ended,
+    DIR/collect.json names what came).
 
     Examples:
 
@@ -148,9 +182,10 @@ def slurm_cmd(
                           launch_wait=launch_wait, batch_size=batch_size)
     selection = slurm.Selection(nodelist=nodelist, partition=partition, jobid=jobid,
                                 overlap=overlap, gpus_per_node=gpus_per_node)
-    manifest = slurm.collect(out_dir, selection, limits, _command(node_command),
-                             progress=lambda line: say(f"nvtopo: {line}"))
-    raise typer.Exit(_report(manifest, out_dir))
+    command = _command(node_command)
+    _collected("collect slurm", lambda: (slurm.collect(
+        out_dir, selection, limits, command,
+        progress=lambda line: say(f"nvtopo: {line}")), out_dir))
 
 
 @app.command("ray")
@@ -188,10 +223,10 @@ def ray_cmd(
 
     ray_engine.import_ray()  # no Ray: the one-line error before anything else
     out_dir = collector.prepare_dir(output, "collect ray")
-    manifest = ray_engine.collect(out_dir, address, timeout, node_limit or timeout + 30.0,
-                                  _command(node_command), launch_wait=launch_wait,
-                                  progress=lambda line: say(f"nvtopo: {line}"))
-    raise typer.Exit(_report(manifest, out_dir))
+    command = _command(node_command)
+    _collected("collect ray", lambda: (ray_engine.collect(
+        out_dir, address, timeout, node_limit or timeout + 30.0, command,
+        launch_wait=launch_wait, progress=lambda line: say(f"nvtopo: {line}")), out_dir))
 
 
 @app.command("node-record", hidden=True)

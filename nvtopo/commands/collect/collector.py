@@ -16,7 +16,7 @@ import json
 import os
 import time
 from datetime import datetime, timezone
-from typing import Any, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set
 
 from ... import __version__
 from ... import output
@@ -41,6 +41,8 @@ STATUSES = {
     "node-gone": "the node left the cluster before the task could run",
     "node-died": "the node (or its worker) died while the task ran",
     "probe-crashed": "the task on the node raised an error",
+    "mismatch": "the node's task sent a record naming another node: nothing it sent is kept",
+    "interrupted": "the collection was interrupted (a signal) before the node answered",
 }
 #: Longest reason kept in the manifest (one line, escaped).
 MAX_REASON = 400
@@ -71,18 +73,60 @@ class Collection:
         self.results: Dict[str, Dict[str, Any]] = {}
         self.unexpected: List[Dict[str, str]] = []
         self.skipped: List[Dict[str, str]] = []
+        #: Record lines that named a node other than the one the engine ran their task on.
+        self.mismatched: List[Dict[str, Any]] = []
         #: Engine facts per node (Slurm's topology address; Ray's node id and address).
         self.facts: Dict[str, Dict[str, Any]] = {}
+        self._record_facts: Dict[str, Set[str]] = {}
+        #: The signal that ended the collection early (``SIGTERM`` ...), if one did.
+        self.interrupted: Optional[str] = None
         self.started = time.monotonic()
         self.started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
 
     # -- what the engines call ------------------------------------------------------------
 
-    def reader(self, nodes: Optional[Iterable[str]] = None, labelled: bool = False
-               ) -> record.Reader:
-        """A record reader for the output of a run on ``nodes`` (default: every node)."""
+    def reader(self, nodes: Optional[Iterable[str]] = None, labelled: bool = False,
+               senders: Optional[Dict[Optional[int], str]] = None,
+               describe: Optional[Callable[[Optional[int]], str]] = None) -> record.Reader:
+        """A record reader for the output of a run on ``nodes`` (default: every node).
+
+        ``senders``: the engine's layout, task -> the node it runs on (srun's task labels;
+        ``{None: node}`` for one Ray task's output).  A record line is then taken only
+        from the task of the node it names; any other is a mismatch (:meth:`mismatch`),
+        its task told in words by ``describe(task)`` (``srun task 3``)."""
         wanted = set(self.expected if nodes is None else nodes) & self._expected_set
-        return record.Reader(wanted, self._on_record, self._on_bad, labelled=labelled)
+        on_mismatch = None
+        if senders is not None:
+            words = describe or (lambda task: f"task {task}")
+
+            def on_mismatch(named: str, sender: Optional[str], task: Optional[int]) -> None:
+                self.mismatch(named, sender, task, words(task))
+        return record.Reader(wanted, self._on_record, self._on_bad, labelled=labelled,
+                             senders=senders, on_mismatch=on_mismatch)
+
+    def mismatch(self, named: str, sender: Optional[str], task: Optional[int],
+                 task_words: str) -> None:
+        """A record naming ``named`` came from a task the engine runs on ``sender`` (None:
+        on no node of this collection).  A record speaks only for the node that sent it:
+        this one is refused and named, and the sender, which spoke for a node it is not,
+        has nothing it sent kept (its own answer included)."""
+        named_line = one_line(named, 200)
+        if sender is None:
+            why = f"sent by no task this collection started ({task_words})"
+        else:
+            why = f"{task_words} runs on {sender}, not on {named_line}"
+        self.mismatched.append({"node": named_line, "sender": sender, "task": task,
+                                "reason": one_line(why)})
+        if sender in self._expected_set:
+            self.results[sender] = {
+                "node": sender, "status": "mismatch",
+                "reason": one_line(f"{task_words} sent a record naming {named_line}: a "
+                                   "node's records may name only that node, so none of its "
+                                   "own is kept either")}
+            for key in self._record_facts.pop(sender, ()):
+                self.facts.get(sender, {}).pop(key, None)
+            if not self.facts.get(sender, True):
+                del self.facts[sender]
 
     def answered(self, node: str) -> bool:
         return self.results.get(node, {}).get("status") == "answered"
@@ -109,6 +153,8 @@ class Collection:
     # -- records ---------------------------------------------------------------------------
 
     def _on_record(self, node: str, payload: bytes, meta: Dict[str, Any]) -> None:
+        if self.results.get(node, {}).get("status") == "mismatch":
+            return  # it spoke for another node: nothing it sends is taken
         where = f"{node}'s record"
         try:
             probes = verify_payload(payload, where)
@@ -123,6 +169,7 @@ class Collection:
                  if isinstance(v, (str, int)) and not isinstance(v, bool)}
         if facts:
             self.facts.setdefault(node, {}).update(facts)
+            self._record_facts.setdefault(node, set()).update(facts)
         self.results[node] = result
 
     def _on_bad(self, node: str, status: str, reason: str) -> None:
@@ -133,6 +180,18 @@ class Collection:
         self.fail(node, status, prefix + reason)
 
     # -- the end ---------------------------------------------------------------------------
+
+    def interrupt(self, signal_name: str) -> None:
+        """A signal ended the collection: every node still without a result says so."""
+        for node in self.missing():
+            self.interrupt_node(node, signal_name)
+        self.interrupted = signal_name
+
+    def interrupt_node(self, node: str, signal_name: str) -> None:
+        """A signal ended the collection before ``node`` answered (if it has no result)."""
+        self.interrupted = signal_name
+        self.fail(node, "interrupted", f"the collection was interrupted ({signal_name}) "
+                  "before the node answered")
 
     def finish(self, selection: Dict[str, Any], limits: Dict[str, Any]) -> Dict[str, Any]:
         """Remove what an earlier collection left for nodes that did not answer now, write
@@ -174,10 +233,13 @@ class Collection:
             "answered": answered,
             "counts": {"expected": len(self.expected), "answered": len(answered),
                        "not_answered": len(self.expected) - len(answered),
-                       "unexpected": len(self.unexpected), "skipped": len(self.skipped)},
+                       "unexpected": len(self.unexpected), "skipped": len(self.skipped),
+                       "mismatched": len(self.mismatched)},
             "nodes": nodes,
             "unexpected": self.unexpected,
             "skipped": self.skipped,
+            "mismatched": self.mismatched,
+            "interrupted": self.interrupted,
         }
 
 
@@ -198,9 +260,11 @@ def verify_payload(payload: bytes, where: str) -> Dict[str, str]:
 
 
 def exit_status(manifest: Dict[str, Any]) -> int:
-    """0: every expected node answered; 1: some did not (the manifest says which)."""
+    """0: every expected node answered and no record named a node its sender is not;
+    1: otherwise (the manifest says which)."""
     counts = manifest["counts"]
-    return 0 if counts["expected"] and counts["answered"] == counts["expected"] else 1
+    return 0 if (counts["expected"] and counts["answered"] == counts["expected"]
+                 and not counts.get("mismatched")) else 1
 
 
 def prepare_dir(path: Optional[str], command: str) -> str:

@@ -22,6 +22,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from ...errors import NvtopoError
 from . import record
 from .collector import Collection, one_line
+from .interrupt import Stop
 
 WHERE = "collect ray"
 #: Seconds Ray may take to start a task on a node (worker start-up included).
@@ -154,32 +155,37 @@ def _collect(ray: Any, affinity: Any, out_dir: str, address: str, timeout: float
     if progress is not None:
         progress(f"one task on each of {len(pending)} Ray node(s)")
     deadline = time.monotonic() + node_limit + launch_wait
-    while pending:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            break
-        ready, _ = ray.wait(list(pending), num_returns=1, timeout=left)
-        if ready:  # and every other one ready by now
-            ready, _ = ray.wait(list(pending), num_returns=len(pending), timeout=0)
-        for ref in ready:
-            name, node_id = pending.pop(ref)
+    with Stop() as stop:  # SIGTERM, SIGHUP, SIGINT: cancel the tasks, write the manifest
+        while pending and stop.signum is None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            # a signal does not wake ray.wait: look at ``stop`` every half second
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=min(left, 0.5))
+            if ready:  # and every other one ready by now
+                ready, _ = ray.wait(list(pending), num_returns=len(pending), timeout=0)
+            for ref in ready:
+                name, node_id = pending.pop(ref)
+                try:
+                    result = ray.get(ref)
+                except Exception as exc:  # noqa: BLE001 - each kind of failure is a reason
+                    status, reason = classify(ray, exc)
+                    coll.fail(name, status, reason)
+                    continue
+                _take(coll, name, node_id, result, node_limit)
+        for ref, (name, _node_id) in pending.items():
             try:
-                result = ray.get(ref)
-            except Exception as exc:  # noqa: BLE001 - each kind of failure is a reason
-                status, reason = classify(ray, exc)
-                coll.fail(name, status, reason)
-                continue
-            _take(coll, name, node_id, result, node_limit)
-    for ref, (name, _node_id) in pending.items():
-        try:
-            ray.cancel(ref, force=True)
-        except Exception:  # noqa: BLE001 - cancelling is best effort; the reason stands
-            pass
-        coll.fail(name, "timeout", f"no answer within {node_limit:g} s "
-                  f"(+{launch_wait:g} s to start); the task was cancelled")
-    return coll.finish({"address": address, "mode": "ray"},
-                       {"timeout_s": timeout, "node_limit_s": node_limit,
-                        "launch_wait_s": launch_wait})
+                ray.cancel(ref, force=True)
+            except Exception:  # noqa: BLE001 - cancelling is best effort; the reason stands
+                pass
+            if stop.name is not None:
+                coll.interrupt_node(name, stop.name)
+            else:
+                coll.fail(name, "timeout", f"no answer within {node_limit:g} s "
+                          f"(+{launch_wait:g} s to start); the task was cancelled")
+        return coll.finish({"address": address, "mode": "ray"},
+                           {"timeout_s": timeout, "node_limit_s": node_limit,
+                            "launch_wait_s": launch_wait})
 
 
 def _take(coll: Collection, name: str, node_id: str, result: Any, node_limit: float) -> None:
@@ -191,7 +197,9 @@ def _take(coll: Collection, name: str, node_id: str, result: Any, node_limit: fl
         coll.fail(name, "bad-record", f"bad record: the task ran on node "
                   f"{one_line(result.get('node_id'), 80)}, not on {node_id}")
         return
-    reader = coll.reader([name])
+    # the node Ray ran the task on (checked above) sent all of this output
+    reader = coll.reader([name], senders={None: name},
+                         describe=lambda _task: f"the task on Ray node {node_id}")
     stdout = result.get("stdout") or b""
     for line in stdout.split(b"\n") if isinstance(stdout, bytes) else ():
         if line:

@@ -18,9 +18,14 @@ The payload is the gzip-compressed snapshot (``<length>`` bytes, SHA-256 ``<sha2
     NVTOPO-RECORD/1 FAIL <node> <message>
 
 Lines of other nodes may come between a record's lines; lines without the magic are
-ignored.  :class:`Reader` follows any number of records at once, spooling each payload
-(in memory up to :data:`SPOOL_IN_MEMORY`, on disk past it), so memory does not grow with
-the size or number of records, and hands each complete, verified payload to a callback.
+ignored.  The name in a record is the node's own say-so: where the engine says which node
+sent each line (srun's task label and the task layout the collector asked for; the one Ray
+task whose output it is), a :class:`Reader` given that layout (``senders``) takes a record
+line only from the node it names, and reports any other as a mismatch.
+
+:class:`Reader` follows any number of records at once, spooling each payload (in memory
+up to :data:`SPOOL_IN_MEMORY`, on disk past it), so memory does not grow with the size or
+number of records, and hands each complete, verified payload to a callback.
 See docs/collect.md §4.
 """
 
@@ -32,7 +37,7 @@ import hashlib
 import json
 import re
 import tempfile
-from typing import Any, Callable, Dict, Iterator, Optional, Set
+from typing import Any, Callable, Dict, Iterator, Optional, Set, Tuple
 
 from ...safe import json_loads
 
@@ -117,6 +122,12 @@ class _Pending:
 OnRecord = Callable[[str, bytes, Dict[str, Any]], None]
 #: ``on_bad(node, status, reason)``: ``status`` ``bad-record``, ``failed`` or ``unexpected``.
 OnBad = Callable[[str, str, str], None]
+#: ``on_mismatch(named, sender, task)``: a record line naming ``named`` came from the task
+#: ``task`` (srun's label; None: no label) that runs on ``sender`` (None: no task the engine
+#: started).
+OnMismatch = Callable[[str, Optional[str], Optional[int]], None]
+#: Mismatches reported at most (each distinct task and name once).
+MAX_MISMATCHES = 1000
 
 
 class Reader:
@@ -127,10 +138,18 @@ class Reader:
     with srun's ``--label`` prefix (``  3: ``), which is taken off (and the task number
     remembered: :attr:`tasks`).  Each record ends in exactly one call: ``on_record`` for a
     verified one, ``on_bad`` otherwise; :meth:`close` ends those the stream left open.
+
+    ``senders``: the engine's word on who sent each line, task number -> node (srun's
+    label; the key ``None`` for unlabelled lines, as one Ray task's output is).  Given it,
+    a record line is read only when the node it names is the node its task runs on; any
+    other (a line naming another node, one without a label, one from a task the engine did
+    not start) is not read and is reported once to ``on_mismatch``.
     """
 
     def __init__(self, expected: Set[str], on_record: OnRecord, on_bad: OnBad,
-                 labelled: bool = False, max_record: int = MAX_RECORD_BYTES) -> None:
+                 labelled: bool = False, max_record: int = MAX_RECORD_BYTES,
+                 senders: Optional[Dict[Optional[int], str]] = None,
+                 on_mismatch: Optional[OnMismatch] = None) -> None:
         self.expected = expected
         self.on_record = on_record
         self.on_bad = on_bad
@@ -141,11 +160,16 @@ class Reader:
         #: ignored, a second record counted in :attr:`repeated`.
         self.done: Set[str] = set()
         self.repeated: Dict[str, int] = {}
-        #: Task number -> node, learnt from labelled record lines.
-        self.tasks: Dict[int, str] = {}
+        self.senders = senders
+        self.on_mismatch = on_mismatch
+        #: Task number -> node: the engine's layout where given, else learnt from labelled
+        #: record lines.
+        self.tasks: Dict[int, str] = {t: n for t, n in (senders or {}).items()
+                                      if t is not None}
         #: Lines that were not record lines (a node's chatter): counted, not kept.
         self.other_lines = 0
         self._unexpected: Set[str] = set()
+        self._mismatched: Set[Tuple[Optional[int], str]] = set()
 
     # -- one line ------------------------------------------------------------------------
 
@@ -182,10 +206,15 @@ class Reader:
             node = fields[1].decode("ascii")
         except UnicodeDecodeError:
             node = fields[1].decode("ascii", "replace")
+        if self.senders is not None:
+            sender = self.senders.get(task)
+            if node != sender:
+                self._mismatch(node, sender, task)
+                return
         if not is_node_name(node):
             self._unexpect(node, "a record line whose node name is not one")
             return
-        if task is not None:
+        if task is not None and self.senders is None:
             self.tasks.setdefault(task, node)
         if node not in self.expected:
             self._unexpect(node, "a record from a node this collection did not run on")
@@ -298,6 +327,13 @@ class Reader:
         if node not in self._unexpected and len(self._unexpected) < 1000:
             self._unexpected.add(node)
             self.on_bad(node, "unexpected", reason)
+
+    def _mismatch(self, node: str, sender: Optional[str], task: Optional[int]) -> None:
+        key = (task, node)
+        if key not in self._mismatched and len(self._mismatched) < MAX_MISMATCHES:
+            self._mismatched.add(key)
+            if self.on_mismatch is not None:
+                self.on_mismatch(node, sender, task)
 
     def close(self) -> None:
         """The stream ended: every record still open is truncated."""

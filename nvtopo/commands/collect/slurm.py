@@ -8,7 +8,15 @@ srun's standard output is read as it comes, line by line, into a record reader
 (:mod:`.record`); its standard error is read for hints (``srun: error: n3: task 2:
 Killed``, ``Exited with exit code 3``, ``Task launch ... failed on node n3``) and for the
 tail of each task's own errors.  The authority is which expected nodes produced a valid
-record; the hints only say why another did not.  See docs/collect.md §1.
+record; the hints only say why another did not.
+
+Who sent a record is srun's word, not the record's: the step lays task i on the i-th node
+listed (``--distribution=arbitrary``) and srun labels every line with its task.  Node
+lists reach Slurm's commands in pieces (``sinfo -n``, ``scontrol show hostnames``) or in a
+file (``srun --nodelist=FILE``), never as one argument the kernel could refuse.  srun leads
+a process group of its own, and the group is what is ended, at the deadline and when
+SIGTERM, SIGHUP or SIGINT tell the collector to stop (:mod:`.interrupt`): a site's srun
+wrapper and the srun it started end together.  See docs/collect.md §1.
 """
 
 from __future__ import annotations
@@ -22,11 +30,12 @@ import signal
 import subprocess
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Deque, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ...errors import NvtopoError
 from . import record
 from .collector import Collection, one_line
+from .interrupt import NEVER, Interrupted, Stop
 
 WHERE = "collect slurm"
 #: Nodes per srun step (Azure's NHC fails past ~300 nodes in one job: batches stay below).
@@ -40,6 +49,10 @@ TAIL_LINES = 3
 TAIL_CHARS = 200
 #: Node states a new job can start on at once (sinfo %T, flags stripped).
 LAUNCHABLE = ("idle", "mixed")
+#: Bytes of node names given to a Slurm command in one argument.  Linux refuses to start a
+#: program with one argument of 128 KiB or more (10,000 names of 14 characters are 150 kB):
+#: longer lists go in pieces (sinfo, scontrol) or in a file (srun).
+NODELIST_ARG_BYTES = 32 * 1024
 
 
 @dataclass
@@ -98,6 +111,22 @@ def hostnames(nodelist: str) -> List[str]:
     return _unique(out.split())
 
 
+def chunks(names: Sequence[str]) -> Iterator[List[str]]:
+    """``names`` in pieces whose comma-joined length stays within
+    :data:`NODELIST_ARG_BYTES` (a single longer name is a piece of its own)."""
+    piece: List[str] = []
+    size = 0
+    for name in names:
+        add = len(name.encode("utf-8")) + (1 if piece else 0)
+        if piece and size + add > NODELIST_ARG_BYTES:
+            yield piece
+            piece, size, add = [], 0, add - 1
+        piece.append(name)
+        size += add
+    if piece:
+        yield piece
+
+
 def _unique(names: Sequence[str]) -> List[str]:
     seen, out = set(), []
     for n in names:
@@ -121,7 +150,8 @@ def expected_nodes(selection: Selection, env: Dict[str, str]
         if not listed:
             raise NvtopoError(f"job {selection.jobid} has no nodes (not running?)",
                               where="--jobid")
-        nodes, mode = hostnames(",".join(listed)), "job"
+        nodes = _unique([n for piece in chunks(listed) for n in hostnames(",".join(piece))])
+        mode = "job"
     elif env.get("SLURM_JOB_ID"):
         if selection.partition is not None:
             raise NvtopoError("inside an allocation the step runs on its nodes: --partition "
@@ -162,15 +192,17 @@ def expected_nodes(selection: Selection, env: Dict[str, str]
 
 
 def node_states(nodes: Sequence[str], partition: Optional[str]) -> Dict[str, str]:
-    """Slurm's state of each node (``sinfo %T``: ``idle``, ``mixed``, ``down*`` ...)."""
-    argv = ["sinfo", "-h", "-N", "-n", ",".join(nodes), "-o", "%N|%T"]
-    if partition is not None:
-        argv[1:1] = ["-p", partition]
+    """Slurm's state of each node (``sinfo %T``: ``idle``, ``mixed``, ``down*`` ...), asked
+    in pieces of :data:`NODELIST_ARG_BYTES`."""
     states: Dict[str, str] = {}
-    for line in _tool(argv).splitlines():
-        name, _, state = line.strip().partition("|")
-        if name and state:
-            states.setdefault(name, state.lower())
+    for piece in chunks(nodes):
+        argv = ["sinfo", "-h", "-N", "-n", ",".join(piece), "-o", "%N|%T"]
+        if partition is not None:
+            argv[1:1] = ["-p", partition]
+        for line in _tool(argv).splitlines():
+            name, _, state = line.strip().partition("|")
+            if name and state:
+                states.setdefault(name, state.lower())
     return states
 
 
@@ -182,12 +214,13 @@ def launchable(state: Optional[str]) -> bool:
     return state.rstrip("*~#!%$@^-") in LAUNCHABLE and not any(c in state for c in "*~#%")
 
 
-def await_launchable(nodes: Sequence[str], selection: Selection, limit: float) -> None:
+def await_launchable(nodes: Sequence[str], selection: Selection, limit: float,
+                     stop: Stop = NEVER) -> None:
     """Wait (at most ``limit`` seconds) until Slurm reports ``nodes`` launchable again: a
     job's nodes stay ``completing`` a while after it ends, and a new job asked for them
     meanwhile is refused as busy."""
     deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and stop.signum is None:
         states = node_states(nodes, selection.partition)
         if all(launchable(states.get(n)) for n in nodes):
             return
@@ -198,11 +231,14 @@ def await_launchable(nodes: Sequence[str], selection: Selection, limit: float) -
 
 
 def srun_argv(batch: Sequence[str], mode: str, selection: Selection, limits: Limits,
-              node_command: Sequence[str]) -> List[str]:
-    """The srun command line for one batch (no shell: a list)."""
+              node_command: Sequence[str], hostfile: Optional[str] = None) -> List[str]:
+    """The srun command line for one batch (no shell: a list).  Task i runs on ``batch[i]``
+    (``--distribution=arbitrary``); ``hostfile`` (a path, holding a ``/``): the file that
+    lists the batch, one node a line, for a list too long for one argument."""
     minutes = max(1, math.ceil((limits.node_limit + limits.launch_wait + 60) / 60))
     argv = ["srun", f"--nodes={len(batch)}", f"--ntasks={len(batch)}",
-            "--ntasks-per-node=1", f"--nodelist={','.join(batch)}",
+            "--ntasks-per-node=1", "--distribution=arbitrary",
+            f"--nodelist={hostfile or ','.join(batch)}",
             "--kill-on-bad-exit=0", "--no-kill", "--wait=0", "--label",
             "--job-name=nvtopo-collect", f"--time={minutes}"]
     if mode == "new":
@@ -317,16 +353,22 @@ class _Lines:
 
 def run_batch(coll: Collection, batch: Sequence[str], argv_of: Callable[[Sequence[str]],
               List[str]], limits: Limits, retry: bool = True,
-              before_retry: Optional[Callable[[Sequence[str]], None]] = None
-              ) -> List[Dict[str, Any]]:
+              before_retry: Optional[Callable[[Sequence[str]], None]] = None,
+              stop: Stop = NEVER) -> List[Dict[str, Any]]:
     """Run one srun step over ``batch`` (``argv_of(nodes)``: its command line), streaming its
     output into ``coll``; give every node of the batch without a record its reason.
 
     A task that cannot be launched on one node makes srun abort the whole step, killing
     the tasks still running on the others (seen on Slurm 22.05): those are run again once,
-    in a step of their own (``retry``).  Returns srun's exit facts, one per step."""
+    in a step of their own (``retry``).  A signal noted by ``stop`` ends the step as the
+    deadline does; its nodes without a record are then ``interrupted``.  Returns srun's
+    exit facts, one per step."""
     argv = argv_of(batch)
-    reader = coll.reader(batch, labelled=True)
+    # srun --distribution=arbitrary lays task i on the i-th node listed, and srun itself
+    # labels each line with its task: that, not the name in a record, says who sent it
+    reader = coll.reader(batch, labelled=True, senders=dict(enumerate(batch)),
+                         describe=lambda task: "a line without srun's task label"
+                         if task is None else f"srun task {task}")
     hints = Hints()
     deadline = time.monotonic() + limits.node_limit + limits.launch_wait
     try:
@@ -336,16 +378,20 @@ def run_batch(coll: Collection, batch: Sequence[str], argv_of: Callable[[Sequenc
         raise NvtopoError(f"cannot run srun: {exc.strerror or exc}", where=WHERE) from None
     ended_by_us = srun_killed = False
     try:
-        ended_by_us, srun_killed = _pump(proc, reader, hints, deadline)
+        ended_by_us, srun_killed = _pump(proc, reader, hints, deadline, stop)
     finally:
-        if proc.poll() is None:  # an exception (Ctrl-C): the step must not outlive us
+        if _group_running(proc):  # an exception, or a wrapper's srun left: end them
             _end(proc)
         for stream in (proc.stdout, proc.stderr):
             if stream is not None:
                 stream.close()
     reader.close()
     steps = [{"returncode": proc.returncode, "ended_by_collector": ended_by_us}]
-    if retry and hints.launch_failed and not ended_by_us:
+    if stop.name is not None:
+        for node in batch:
+            if node not in hints.launch_failed and node not in hints.exited:
+                coll.interrupt_node(node, stop.name)
+    elif retry and hints.launch_failed and not ended_by_us:
         aborted = [n for n in batch if not coll.has_result(n) and n in hints.signalled
                    and n not in hints.launch_failed]
         for node in hints.launch_failed:
@@ -355,16 +401,17 @@ def run_batch(coll: Collection, batch: Sequence[str], argv_of: Callable[[Sequenc
         if aborted:
             if before_retry is not None:
                 before_retry(aborted)
-            steps += run_batch(coll, aborted, argv_of, limits, retry=False)
+            steps += run_batch(coll, aborted, argv_of, limits, retry=False, stop=stop)
     _reasons(coll, batch, reader, hints, ended_by_us, srun_killed, limits)
     return steps
 
 
 def _pump(proc: "subprocess.Popen[bytes]", reader: record.Reader, hints: Hints,
-          deadline: float) -> Tuple[bool, bool]:
-    """Read srun's two streams until both end; at the deadline end srun (SIGTERM, then
-    SIGKILL).  Returns whether the deadline ended it, and whether it took SIGKILL (then
-    srun said nothing of the tasks it was running)."""
+          deadline: float, stop: Stop = NEVER) -> Tuple[bool, bool]:
+    """Read srun's two streams until both end; at the deadline, or once ``stop`` has
+    noted a signal, end srun's process group (SIGTERM, then SIGKILL; a second signal:
+    SIGKILL at once).  Returns whether the collector ended it, and whether it took
+    SIGKILL (then srun said nothing of the tasks it was running)."""
     sel = selectors.DefaultSelector()
     splitters = {}
     for stream, sink in ((proc.stdout, reader.feed), (proc.stderr, hints.feed)):
@@ -377,15 +424,17 @@ def _pump(proc: "subprocess.Popen[bytes]", reader: record.Reader, hints: Hints,
     try:
         while sel.get_map():
             now = time.monotonic()
-            if not ended and now >= deadline:
+            if not ended and (now >= deadline or stop.signum is not None):
                 ended = True
                 _signal(proc, signal.SIGTERM)
                 kill_at = now + TERM_GRACE_S
-            if kill_at is not None and now >= kill_at:
+            if kill_at is not None and (now >= kill_at or stop.count > 1):
+                kill_at = min(kill_at, now)
                 _signal(proc, signal.SIGKILL)
                 break
             wait = (kill_at if kill_at is not None else deadline) - now
-            for key, _ in sel.select(timeout=max(0.05, min(wait, 1.0))):
+            # a signal does not wake select (PEP 475): look at ``stop`` every 0.25 s
+            for key, _ in sel.select(timeout=max(0.05, min(wait, 0.25))):
                 try:
                     data = os.read(key.fd, 65536)
                 except BlockingIOError:
@@ -409,20 +458,34 @@ def _pump(proc: "subprocess.Popen[bytes]", reader: record.Reader, hints: Hints,
 
 
 def _signal(proc: "subprocess.Popen[bytes]", sig: int) -> None:
+    """``sig`` to srun's whole process group (it leads a session of its own): a site's
+    ``srun`` wrapper script and the real srun it started both get it."""
     try:
-        proc.send_signal(sig)
-    except ProcessLookupError:
+        os.killpg(proc.pid, sig)
+    except (ProcessLookupError, PermissionError):
         pass
 
 
+def _group_running(proc: "subprocess.Popen[bytes]") -> bool:
+    """srun, or anything left in its process group, still running (zombies aside)."""
+    from ...probes.run import _live_in_group
+
+    return proc.poll() is None or bool(_live_in_group(proc.pid))
+
+
 def _end(proc: "subprocess.Popen[bytes]") -> None:
-    """End srun: SIGTERM (srun then ends its step on every node), SIGKILL if it lingers."""
+    """End srun's process group: SIGTERM (srun then ends its step on every node), SIGKILL
+    to whatever of the group is left after :data:`TERM_GRACE_S`."""
     _signal(proc, signal.SIGTERM)
-    try:
-        proc.wait(timeout=TERM_GRACE_S)
-    except subprocess.TimeoutExpired:
+    until = time.monotonic() + TERM_GRACE_S
+    while _group_running(proc) and time.monotonic() < until:
+        time.sleep(0.05)
+    if _group_running(proc):
         _signal(proc, signal.SIGKILL)
-        proc.wait()
+    try:
+        proc.wait(timeout=5.0)
+    except subprocess.TimeoutExpired:  # stuck in the kernel: nothing more to do here
+        pass
 
 
 def _reasons(coll: Collection, batch: Sequence[str], reader: record.Reader, hints: Hints,
@@ -474,7 +537,9 @@ def collect(out_dir: str, selection: Selection, limits: Limits,
             env: Optional[Dict[str, str]] = None,
             progress: Any = None) -> Dict[str, Any]:
     """Collect every expected node's snapshot into ``out_dir``; returns the manifest
-    (written as ``out_dir/collect.json``)."""
+    (written as ``out_dir/collect.json``).  SIGTERM, SIGHUP or SIGINT end srun's process
+    group and the collection, and the manifest says what came (``interrupted``); one that
+    comes before the nodes are known raises :class:`~.interrupt.Interrupted`."""
     import shutil
 
     env = dict(os.environ if env is None else env)
@@ -483,11 +548,36 @@ def collect(out_dir: str, selection: Selection, limits: Limits,
     if limits.batch_size < 1:
         raise NvtopoError("must be at least 1", where="--batch-size")
     command = list(node_command or default_node_command())
-    nodes, mode, facts = expected_nodes(selection, env)
-    coll = Collection(out_dir, "slurm", nodes)
+    with Stop() as stop:
+        nodes, mode, facts = expected_nodes(selection, env)
+        stop.check()
+        coll = Collection(out_dir, "slurm", nodes)
+        steps: List[Dict[str, Any]] = []
+        scratch: List[str] = []
+        try:
+            _collect(coll, nodes, mode, selection, limits, command, stop, steps, scratch,
+                     progress)
+        except Interrupted as exc:
+            coll.interrupt(exc.name)
+        finally:
+            for path in scratch:  # the node-list files given to srun
+                shutil.rmtree(path, ignore_errors=True)
+        facts["mode"] = mode
+        facts["steps"] = len(steps)
+        return coll.finish(facts, limits.to_dict())
+
+
+def _collect(coll: Collection, nodes: List[str], mode: str, selection: Selection,
+             limits: Limits, command: List[str], stop: Stop, steps: List[Dict[str, Any]],
+             scratch: List[str], progress: Any) -> None:
+    """The steps of :func:`collect`, batch after batch (``steps``: srun's exit facts;
+    ``scratch``: temporary directories made, for the caller to remove)."""
+    import tempfile
+
     launch = list(nodes)
     if mode == "new":
         states = node_states(nodes, selection.partition)
+        stop.check()
         launch = []
         for node in nodes:
             state = states.get(node)
@@ -501,16 +591,24 @@ def collect(out_dir: str, selection: Selection, limits: Limits,
                           "... --overlap)")
             else:
                 coll.fail(node, "not-launched", f"Slurm reports the node {state}")
-    steps = []
+
+    def argv_of(batch: Sequence[str]) -> List[str]:
+        hostfile = None
+        if len(",".join(batch).encode("utf-8")) > NODELIST_ARG_BYTES:
+            if not scratch:
+                scratch.append(tempfile.mkdtemp(prefix="nvtopo-collect-"))
+            hostfile = os.path.join(scratch[0], f"nodes.{len(steps)}.{os.urandom(4).hex()}")
+            with open(hostfile, "w", encoding="utf-8") as f:
+                f.write("".join(f"{node}\n" for node in batch))
+        return srun_argv(batch, mode, selection, limits, command, hostfile)
+
     for start in range(0, len(launch), limits.batch_size):
+        stop.check()
         batch = launch[start:start + limits.batch_size]
         if progress is not None:
             progress(f"srun on {len(batch)} node(s) ({start + len(batch)} of {len(launch)})")
-        steps += run_batch(coll, batch, lambda nodes: srun_argv(nodes, mode, selection,
-                                                                 limits, command), limits,
-                           before_retry=(lambda nodes: await_launchable(nodes, selection,
-                                                                        limits.launch_wait))
-                           if mode == "new" else None)
-    facts["mode"] = mode
-    facts["steps"] = len(steps)
-    return coll.finish(facts, limits.to_dict())
+        steps += run_batch(coll, batch, argv_of, limits,
+                           before_retry=(lambda nodes: await_launchable(
+                               nodes, selection, limits.launch_wait, stop))
+                           if mode == "new" else None, stop=stop)
+    stop.check()

@@ -5,7 +5,7 @@ from typing import List, Optional
 
 import typer
 
-from .io import check_output, console, emit, err, handles_errors, to_terminal
+from .io import check_output, console, emit, err, handles_errors, say, to_terminal
 from .options import format_option, output_option
 
 
@@ -48,6 +48,8 @@ def cluster_cmd(
       nvtopo cluster fleet/ --format json -o cluster.json
 
       nvtopo cluster fleet/ --format slurm-topology -o topology.conf
+
+      nvtopo cluster fleet/ --format k8s-labels | xargs -L1 kubectl label node --overwrite
     """
     from ..commands import cluster as cluster_cmds
     from ..render import cluster as render
@@ -58,8 +60,19 @@ def cluster_cmd(
         err("cluster: nothing could be read" if result.unreadable else "cluster: no input files")
         raise typer.Exit(result.exit_status())
     doc = cluster_cmds.document(result)
+    status = result.exit_status()
     if fmt is ClusterFormat.table and to_terminal(output):
         render.table(doc, console())
     else:
         emit(render.text(doc, fmt.value), output)
-    raise typer.Exit(result.exit_status())
+    if fmt is ClusterFormat.k8s_labels:
+        from ..render.k8s import labels
+
+        _lines, refused = labels(doc)
+        for line in refused:
+            say(f"nvtopo: {line}")
+        if refused:  # a node left unlabelled is something to act on (docs/cluster.md §3)
+            say(f"nvtopo: k8s-labels: {len(refused)} node(s) refused, no line written for "
+                "them")
+            status = max(status, 1)
+    raise typer.Exit(status)

@@ -25,7 +25,8 @@ def cluster_cmd(
     fmt: ClusterFormat = format_option(
         ClusterFormat.table, help="table (Rich), json, slurm-topology (topology.conf: block "
                                   "form, one block per NVLink domain; tree form with "
-                                  "--fabric) or k8s-labels."),
+                                  "--fabric) or k8s-labels (NODE key=value lines for xargs "
+                                  "-L1 kubectl label node; nodes refused named on stderr)."),
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, metavar="N",
                                        help="Worker processes (default: every core; 1 reads "
                                             "in this process)."),
@@ -40,6 +41,8 @@ def cluster_cmd(
     LIDs, version skew, odd nodes out, duplicate hostnames and GPU UUIDs.
 
     Exit status: 0 no error finding, 1 at least one, 2 nothing could be read.
+
+    With k8s-labels, a node refused (named on stderr, no line written) also gives 1.
 
     Examples:
 

@@ -9,6 +9,18 @@ the front door and the sealed cache, the families, the JSON document), its wall 
 and peak RSS (``ru_maxrss``).  Flat memory shows as a peak RSS that does not grow with SIZE.
 
     python benchmarks/bench_cluster.py --nodes 10000 --sizes 1000,10000 [--dir DIR]
+
+``--families [--repo PATH]`` times instead the fleet checks alone on synthesised inputs that
+were quadratic or cubic before issue 21 (docs/cluster.md §6): the WireGuard mesh check over
+2,000 nodes (no peers; hub and spoke; a complete mesh), ``--fabric`` over a spine switch with
+60,000 peers and over a leaf with 30,000 nodes, and the rails over one node of 20,000 rails
+among 20,000 nodes; CPU seconds each, in a fresh process.  ``--repo`` points at another
+checkout (the code before, for a before/after on one machine).  Measured on a 2-CPU Xeon VM
+shared with other work, Python 3.11.7, CPU seconds (before issue 21 -> after):
+
+    mesh-no-peers-2000      75.7 -> 0.05     fabric-spine-60000   43.1 -> 2.0
+    mesh-hub-2000           80.8 -> 0.05     fabric-leaf-30000    23.5 -> 0.3
+    mesh-full-2000           2.2 -> 1.1-1.5  rails-20000x20000    26.0 -> 0.5
 """
 
 from __future__ import annotations
@@ -81,6 +93,77 @@ print(json.dumps({{"nodes": len(r.nodes), "findings": len(r.findings),
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+FAMILY_CASES = ["mesh-no-peers-2000", "mesh-hub-2000", "mesh-full-2000", "fabric-spine-60000",
+                "fabric-leaf-30000", "rails-20000x20000"]
+
+_FAMILY_CODE = """
+import sys, time
+sys.path.insert(0, REPO)
+case = CASE
+if case.startswith("mesh"):
+    from nvtopo.commands.cluster import mesh
+    from nvtopo.commands.cluster.facts import NodeFacts
+    n = 2000
+    key = ["%043d=" % i for i in range(n)]
+    def peers(i):
+        if "no-peers" in case:
+            return ()
+        if "hub" in case:
+            return tuple(key[1:]) if i == 0 else (key[0],)
+        return tuple(key[:i] + key[i + 1:])
+    nodes = [NodeFacts(file="n%d" % i, name="node-%05d" % i,
+                       mesh=[("wg0", key[i], 1420, peers(i), "ok")]) for i in range(n)]
+    t = time.process_time()
+    found = len(mesh.check(nodes))
+elif case.startswith("fabric"):
+    from nvtopo.commands.cluster import fabric
+    n = int(case.rsplit("-", 1)[1])
+    if "spine" in case:
+        lines = ['Switch\\t%d "S-%016x"\\t# "spine"' % (n, 1)]
+        lines += ['[%d]\\t"S-%016x"[1]\\t# "leaf%d"' % (p + 1, p + 2, p) for p in range(n)]
+        lines.append("")
+        for p in range(n):
+            lines += ['Switch\\t2 "S-%016x"\\t# "leaf%d"' % (p + 2, p),
+                      '[1]\\t"S-%016x"[%d]\\t# "spine"' % (1, p + 1),
+                      '[2]\\t"H-%016x"[1]\\t# "n%05d mlx5_0"' % (p, p), ""]
+        d2n = {"n%05d mlx5_0" % p: "node-%05d" % p for p in range(n)}
+    else:
+        lines = ['Switch\\t%d "S-%016x"\\t# "leaf"' % (2 * n, 1)]
+        lines += ['[%d]\\t"H-%016x"[1]\\t# "n%05d mlx5_%d"' % (h + 1, h, h // 2, h % 2)
+                  for h in range(2 * n)]
+        d2n = {"n%05d mlx5_%d" % (h // 2, h % 2): "node-%05d" % (h // 2) for h in range(2 * n)}
+    text = "\\n".join(lines + [""])
+    t = time.process_time()
+    found = len(fabric.tree(fabric.parse(text, "bench"), d2n)["switches"])
+else:
+    from nvtopo.commands.cluster import rails
+    from nvtopo.commands.cluster.facts import NodeFacts, Rail
+    n = 20000
+    def rail(r):
+        return Rail(r, "mlx5_%d" % r, "InfiniBand", 400, "ACTIVE", "fe80::", 10, 1, None, None)
+    nodes = [NodeFacts(file="n%d" % i, name="n%05d" % i, layout="dgx-h100",
+                       rails=[rail(0), rail(1)]) for i in range(n)]
+    nodes[7].rails = [rail(r) for r in range(n)]
+    t = time.process_time()
+    found = len(rails.check(nodes))
+print(time.process_time() - t, found)
+"""
+
+
+def families(repo: str, timeout: float) -> None:
+    """``--families``: each case in a fresh process (``timeout`` seconds at most)."""
+    for case in FAMILY_CASES:
+        code = _FAMILY_CODE.replace("REPO", repr(repo)).replace("CASE", repr(case))
+        try:
+            out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                 check=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            print(f"{case:22s} more than {timeout:.0f} s CPU (stopped)")
+            continue
+        cpu, found = out.stdout.split()
+        print(f"{case:22s} {float(cpu):8.3f} s CPU  ({found} findings or switches)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nodes", type=int, default=2000)
@@ -88,7 +171,14 @@ def main() -> None:
     ap.add_argument("--dir", default=os.path.join("/tmp", "nvtopo-bench-cluster"))
     ap.add_argument("--gen-jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--generate-only", action="store_true")
+    ap.add_argument("--families", action="store_true",
+                    help="time the fleet checks alone on synthesised worst cases")
+    ap.add_argument("--repo", default=str(REPO), help="with --families: the checkout to time")
+    ap.add_argument("--timeout", type=float, default=600.0)
     a = ap.parse_args()
+    if a.families:
+        families(a.repo, a.timeout)
+        return
     have = len([f for f in os.listdir(a.dir) if f.endswith(".json")]) \
         if os.path.isdir(a.dir) else 0
     if have < a.nodes:

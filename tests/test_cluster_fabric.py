@@ -111,3 +111,62 @@ def test_a_large_dump_is_read_in_linear_time(tmp_path):
     fab = fabric.read(str(p))
     assert len(fab.switches) == 2000 and len(fab.hca_desc) == 64000
     assert time.perf_counter() - t < 10  # a hang detector: about 0.2 s here
+
+
+def _wide_dump(peers):
+    """A spine switch linked to ``peers`` leaf switches (each link written from both ends,
+    the spine's twice, as a multi-link trunk would), each leaf with one HCA."""
+    lines = [f'Switch\t{2 * peers} "S-{1:016x}"\t\t# "spine" base port 0 lid 1 lmc 0']
+    for p in range(peers):
+        for port in (2 * p + 1, 2 * p + 2):
+            lines.append(f'[{port}]\t"S-{p + 2:016x}"[1]\t\t# "leaf{p}" lid 3 4xNDR')
+    lines.append("")
+    for p in range(peers):
+        lines += [f'Switch\t3 "S-{p + 2:016x}"\t\t# "leaf{p}" base port 0 lid 1 lmc 0',
+                  f'[1]\t"S-{1:016x}"[{2 * p + 1}]\t\t# "spine" lid 3 4xNDR',
+                  f'[2]\t"S-{1:016x}"[{2 * p + 2}]\t\t# "spine" lid 3 4xNDR',
+                  f'[3]\t"H-{p:016x}"[1]\t\t# "n{p:05d} mlx5_0" lid 3 4xNDR', ""]
+    return "\n".join(lines)
+
+
+def _one_leaf_dump(hcas):
+    """One leaf switch with ``hcas`` HCAs below it (each node's two HCAs)."""
+    lines = [f'Switch\t{hcas} "S-{1:016x}"\t\t# "leaf" base port 0 lid 1 lmc 0']
+    lines += [f'[{h + 1}]\t"H-{h:016x}"[1]\t\t# "n{h // 2:05d} mlx5_{h % 2}" lid 3 4xNDR'
+              for h in range(hcas)]
+    return "\n".join(lines + [""])
+
+
+def test_a_switch_of_many_peers_and_a_leaf_of_many_nodes_are_linear():
+    """A switch with 60,000 peers took 38 s (a list searched for every link); a leaf with
+    30,000 nodes below it was quadratic the same way in the tree (a list searched for every
+    node).  Correct on a small
+    fabric, and the large one within a generous hang-detector bound."""
+    import time
+
+    small = fabric.parse(_wide_dump(3), "small")
+    spine = small.switches[f"S-{1:016x}"]
+    assert spine.peers == [f"S-{p + 2:016x}" for p in range(3)]  # each once, in order
+    t = fabric.tree(small, {f"n{p:05d} mlx5_0": f"node-{p}" for p in range(2)})
+    assert t["switches"][-1] == {"name": "spine", "level": 1, "nodes": [],
+                                 "switches": ["leaf0", "leaf1", "leaf2"]}
+    assert [s["nodes"] for s in t["switches"][:3]] == [["node-0"], ["node-1"], []]
+    assert t["unmatched"] == ["n00002 mlx5_0"]
+    leaf = fabric.tree(fabric.parse(_one_leaf_dump(6), "leaf"),
+                       {f"n{h // 2:05d} mlx5_{h % 2}": f"node-{h // 2}" for h in range(6)})
+    assert leaf["switches"] == [{"name": "leaf", "level": 0, "switches": [],
+                                 "nodes": ["node-0", "node-1", "node-2"]}]
+
+    n = 60_000
+    wide, one_leaf = _wide_dump(n), _one_leaf_dump(n)
+    start = time.process_time()
+    fab = fabric.parse(wide, "wide")
+    t = fabric.tree(fab, {f"n{p:05d} mlx5_0": f"node-{p}" for p in range(n)})
+    assert len(fab.switches[f"S-{1:016x}"].peers) == n
+    assert len(t["switches"]) == n + 1 and len(t["switches"][-1]["switches"]) == n
+    leaf = fabric.tree(fabric.parse(one_leaf, "leaf"),
+                       {f"n{h // 2:05d} mlx5_{h % 2}": f"node-{h // 2:05d}"
+                        for h in range(n)})
+    assert len(leaf["switches"][0]["nodes"]) == n // 2
+    took = time.process_time() - start
+    assert took < 20, took  # a hang detector: a few seconds here

@@ -169,9 +169,10 @@ def test_cli_json_slurm_labels_and_exit_status(tmp_path, healthy, faulty):
     res = runner.invoke(app, ["cluster", str(healthy), "--format", "k8s-labels", "-j", "1",
                               "-o", str(out)])
     assert res.exit_code == 0
-    rows = [x.split() for x in out.read_text().splitlines() if not x.startswith("#")]
+    assert not [x for x in out.read_text().splitlines() if x.startswith("#")]
+    rows = [x.split() for x in out.read_text().splitlines()]
     assert len(rows) == 36 and rows[0][0] == "node-00000"
-    assert rows[0][1].startswith("nvidia.com/gpu.clique=") and rows[0][1].endswith(".1")
+    assert rows[0][1].startswith("nvtopo.io/gpu.clique=") and rows[0][1].endswith(".1")
     assert "nvtopo.io/rails=4" in rows[0] and "nvtopo.io/rail-rate-gbps=400" in rows[0]
     res = runner.invoke(app, ["cluster", str(tmp_path / "nothing-here")])
     assert res.exit_code == 2
@@ -209,9 +210,11 @@ def test_hostile_names_never_reach_topology_or_labels():
     assert "\x1b" not in text and "\nSwitchName" not in text
     assert [x for x in text.splitlines() if not x.startswith("#")] == [
         "BlockName=block000 Nodes=ok-1", "BlockSizes=1"]
+    for row in doc["node_rows"]:
+        row.update(hostname=row["name"], engine_name=None)
     labels = render.k8s_labels(doc)
-    assert labels.splitlines()[1].startswith("# skipped")
-    assert labels.splitlines()[2].startswith("ok-1 nvidia.com/gpu.clique=u.1")
+    assert labels.splitlines() == ["ok-1 nvtopo.io/gpu.clique=u.1 nvtopo.io/nvlink-domain=u "
+                                   "nvtopo.io/rails=1 nvtopo.io/rail-rate-gbps=400"]
 
 
 def test_real_inputs_of_no_common_layout_are_not_compared_as_one_kind():

@@ -37,8 +37,10 @@ def test_hostile_names_in_every_output(tmp_path):
     assert "\x1b" not in res.stdout  # written as \u001b
     for fmt in ("slurm-topology", "k8s-labels"):
         res = runner.invoke(app, ["cluster", str(d), "-j", "1", "--format", fmt])
-        assert res.exit_code == 0, res.output
+        # k8s-labels: the hostile names are refused, named on stderr, and the exit is 1
+        assert res.exit_code == (1 if fmt == "k8s-labels" else 0), res.output
         assert "\x1b" not in res.stdout and "\x07" not in res.stdout
+        assert "\x1b" not in res.stderr and "\x07" not in res.stderr
         body = [x for x in res.stdout.splitlines() if not x.startswith("#")]
         assert not any("evil" in x or "bell" in x for x in body), body
     res = runner.invoke(app, ["cluster", str(d), "-j", "1", "--format", "slurm-topology"])

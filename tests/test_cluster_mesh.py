@@ -229,3 +229,129 @@ def test_unsure_node_is_never_named_missing():
     # a mostly bare fleet: no judgement to make, so no line either
     ab = [_nf("a", K[0], (K[1],)), _nf("b", K[1], (K[0],))]
     assert cmesh.check(ab + [_bare("c"), d]) == []
+
+
+# --- cost: indexed, not pairwise (issue 21) --------------------------------------------------
+
+
+def _reference_lacks(nodes):
+    """Who lacks whom, straight from the definitions (pairwise: small inputs only): the
+    ``cluster.mesh_node_missing`` and ``cluster.mesh_peer_missing`` findings as tuples."""
+    keys = {n.name: {m[1] for m in n.mesh if m[1] is not None} for n in nodes if n.mesh}
+    peers = {}
+    for n in nodes:
+        for m in n.mesh:
+            if m[3] is not None:
+                peers.setdefault(n.name, set()).update(m[3])
+    known = [n.name for n in nodes if n.mesh and keys[n.name] and n.name in peers]
+
+    def lists(a, b):  # a has b as a peer
+        return bool(keys[b] & peers[a])
+
+    lacked_by = {b: [a for a in known if a != b and not lists(a, b)] for b in known}
+    lacks = {a: [b for b in known if b != a and not lists(a, b)] for a in known}
+    grouped = {b for b in known if len(lacked_by[b]) >= 2}
+    out = set()
+    for b in grouped:
+        by = lacked_by[b]
+        sev = "error" if any(lists(b, a) for a in by) else "warning"
+        names = sorted({b, *by})
+        out.add((sev, "cluster.mesh_node_missing", b, tuple(names[:20]), len(names),
+                 f"a peer of {len(known) - 1} nodes", len(known) - 1 - len(by)))
+    for a in known:
+        rest = [b for b in lacks[a] if b not in grouped]
+        for sev, group in (("error", [b for b in rest if lists(b, a)]),
+                           ("warning", [b for b in rest if not lists(b, a)])):
+            if group:
+                names = sorted({a, *group})
+                out.add((sev, "cluster.mesh_peer_missing", a, tuple(names[:20]), len(names),
+                         f"{len(known) - 1} peers",
+                         f"{len(known) - 1 - len(lacks[a])} of the nodes"))
+    return out
+
+
+def _random_mesh(rnd):
+    n = rnd.randint(2, 30)
+    names = [f"n{i:02d}" for i in rnd.sample(range(100), n)]
+    own = {name: [f"key-{name}"] for name in names}
+    for name in names:
+        if rnd.random() < 0.1:
+            own[name].append(f"key2-{name}")  # a second interface
+    if rnd.random() < 0.3:  # a cloned key
+        a, b = rnd.sample(names, 2)
+        own[b][0] = own[a][0]
+    every = [k for ks in own.values() for k in ks] + ["stray-1", "stray-2"]
+    p_list = rnd.choice([0.0, 0.1, 0.5, 0.9, 1.0])
+    nodes = []
+    for name in names:
+        mesh = []
+        for i, key in enumerate(own[name]):
+            if rnd.random() < 0.05:
+                mesh.append((f"wg{i}", None, 1420, None, "not permitted"))
+                continue
+            peers = tuple(sorted({k for k in every if k != key and rnd.random() < p_list}))
+            mesh.append((f"wg{i}", key, 1420, peers, "ok"))
+        nodes.append(NodeFacts(file=name, name=name, mesh=mesh))
+    return nodes
+
+
+def test_indexed_mesh_check_agrees_with_the_pairwise_definition():
+    import random
+
+    rnd = random.Random(2121)
+    codes = ("cluster.mesh_node_missing", "cluster.mesh_peer_missing")
+    seen = set()
+    for _ in range(400):
+        nodes = _random_mesh(rnd)
+        got = {(f.severity, f.code, f.subject, tuple(f.nodes), f.node_count, f.expected,
+                f.actual) for f in cmesh.check(nodes) if f.code in codes}
+        assert got == _reference_lacks(nodes)
+        seen.update((f[0], f[1]) for f in got)
+    assert len(seen) == 4  # each code, as error and as warning, was exercised
+
+
+def _keyed(n, peers_of):
+    key = [f"{i:043d}=" for i in range(n)]
+    return [NodeFacts(file=f"n{i}", name=f"node-{i:05d}",
+                      mesh=[("wg0", key[i], 1420, peers_of(i, key), "ok")]) for i in range(n)]
+
+
+@pytest.mark.parametrize("shape", ["no-peers", "hub-and-spoke"])
+def test_a_large_broken_mesh_is_checked_in_linear_time(shape):
+    """2,000 nodes: 70-104 s before (the pairwise lack relation, then list look-ups in it:
+    cubic in nodes), a fraction of a second now."""
+    import time
+
+    n = 2000
+    if shape == "no-peers":
+        nodes = _keyed(n, lambda i, key: ())
+    else:  # node 0 the hub: it lists everyone, everyone lists only it
+        nodes = _keyed(n, lambda i, key: tuple(key[1:]) if i == 0 else (key[0],))
+    t = time.process_time()
+    found = cmesh.check(nodes)
+    took = time.process_time() - t
+    missing = [f for f in found if f.code == "cluster.mesh_node_missing"]
+    spokes = n if shape == "no-peers" else n - 1
+    assert len(found) == len(missing) == spokes
+    f = next(x for x in missing if x.subject == "node-00001")
+    lacked_by = n - 1 if shape == "no-peers" else n - 2
+    assert (f.severity, f.node_count, f.actual) == ("warning", lacked_by + 1, n - 1 - lacked_by)
+    assert f.nodes == sorted(f.nodes) and len(f.nodes) == 20 and "node-00001" in f.nodes
+    assert ("node-00000" in f.nodes) is (shape == "no-peers")  # the hub lists every spoke
+    assert took < 20, took  # a hang detector
+
+
+def test_nodes_that_left_name_the_stale_keys_once_and_briefly():
+    """Many nodes that left, many stale keys: each finding's message was every stale key
+    (bare nodes x stale keys characters in all); now at most five of them and a count."""
+    n_meshed, n_bare = 40, 30
+    key = [f"{i:043d}=" for i in range(n_meshed + n_bare)]
+    meshed = [_nf(f"m{i:02d}", key[i], tuple(k for j, k in enumerate(key) if j != i))
+              for i in range(n_meshed)]
+    found = cmesh.check(meshed + [_bare(f"b{i:02d}") for i in range(n_bare)])
+    gone = [f for f in found if f.code == "cluster.mesh_no_interface"]
+    assert len(gone) == n_bare and len(found) == n_bare
+    assert all(f.severity == "error" for f in gone)
+    msg = gone[0].message
+    assert f"{n_bare} peer keys no node has" in msg and f"and {n_bare - 5} more" in msg
+    assert sum(k in msg for k in key[n_meshed:]) == 5

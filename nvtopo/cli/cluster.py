@@ -5,7 +5,7 @@ from typing import List, Optional
 
 import typer
 
-from .io import check_output, console, emit, err, handles_errors, to_terminal
+from .io import check_output, console, emit, err, handles_errors, say, to_terminal
 from .options import format_option, output_option
 
 
@@ -25,7 +25,8 @@ def cluster_cmd(
     fmt: ClusterFormat = format_option(
         ClusterFormat.table, help="table (Rich), json, slurm-topology (topology.conf: block "
                                   "form, one block per NVLink domain; tree form with "
-                                  "--fabric) or k8s-labels."),
+                                  "--fabric) or k8s-labels (NODE key=value lines for xargs "
+                                  "-L1 kubectl label node; nodes refused named on stderr)."),
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, metavar="N",
                                        help="Worker processes (default: every core; 1 reads "
                                             "in this process)."),
@@ -41,6 +42,8 @@ def cluster_cmd(
 
     Exit status: 0 no error finding, 1 at least one, 2 nothing could be read.
 
+    With k8s-labels, a node refused (named on stderr, no line written) also gives 1.
+
     Examples:
 
       nvtopo cluster fleet/
@@ -48,6 +51,8 @@ def cluster_cmd(
       nvtopo cluster fleet/ --format json -o cluster.json
 
       nvtopo cluster fleet/ --format slurm-topology -o topology.conf
+
+      nvtopo cluster fleet/ --format k8s-labels | xargs -L1 kubectl label node --overwrite
     """
     from ..commands import cluster as cluster_cmds
     from ..render import cluster as render
@@ -58,8 +63,19 @@ def cluster_cmd(
         err("cluster: nothing could be read" if result.unreadable else "cluster: no input files")
         raise typer.Exit(result.exit_status())
     doc = cluster_cmds.document(result)
+    status = result.exit_status()
     if fmt is ClusterFormat.table and to_terminal(output):
         render.table(doc, console())
     else:
         emit(render.text(doc, fmt.value), output)
-    raise typer.Exit(result.exit_status())
+    if fmt is ClusterFormat.k8s_labels:
+        from ..render.k8s import labels
+
+        _lines, refused = labels(doc)
+        for line in refused:
+            say(f"nvtopo: {line}")
+        if refused:  # a node left unlabelled is something to act on (docs/cluster.md §3)
+            say(f"nvtopo: k8s-labels: {len(refused)} node(s) refused, no line written for "
+                "them")
+            status = max(status, 1)
+    raise typer.Exit(status)

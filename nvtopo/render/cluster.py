@@ -3,8 +3,9 @@
 
 Renderers receive plain data (the JSON document) and decide nothing.  Every string from a
 snapshot is untrusted: the table escapes it (``safe.printable`` into Rich ``Text``); the Slurm
-and label outputs take only names made of the characters their grammars allow, and list every
-other node in a comment, escaped, without using it.
+output takes only names made of the characters its grammar allows, and lists every other node
+in a comment, escaped, without using it; the label output (``k8s.py``) writes only names and
+labels Kubernetes takes, and no comment at all (the refused nodes go to standard error).
 """
 
 from __future__ import annotations
@@ -123,29 +124,14 @@ def slurm_tree(doc: Dict[str, Any]) -> str:
 
 
 def k8s_labels(doc: Dict[str, Any]) -> str:
-    """One line per node: ``NODE key=value ...`` (for ``xargs -L1 kubectl label node
-    --overwrite``): the GFD clique label ``nvidia.com/gpu.clique=<ClusterUUID>.<CliqueId>``,
-    ``nvtopo.io/nvlink-domain`` and the rails (count and rate)."""
-    lines = ["# nvtopo cluster: node labels (NODE key=value ...)"]
-    for row in doc["node_rows"]:
-        name = row["name"]
-        if not safe_name(name):
-            lines.append(f"# skipped (not a valid node name): {printable(name)}")
-            continue
-        labels = []
-        if row.get("domain") and row.get("clique") is not None:
-            clique = f"{row['domain']}.{row['clique']}"
-            if safe_name(clique):
-                labels.append(f"nvidia.com/gpu.clique={clique}")
-            if safe_name(row["domain"]):
-                labels.append(f"nvtopo.io/nvlink-domain={row['domain']}")
-        rails = row.get("rails") or 0
-        labels.append(f"nvtopo.io/rails={rails}")
-        rate = row.get("rail_rate_gbps")
-        if rate is not None and safe_name(str(rate)):
-            labels.append(f"nvtopo.io/rail-rate-gbps={rate}")
-        lines.append(" ".join([name] + labels))
-    return "\n".join(lines) + "\n"
+    """The label lines, ``NODE key=value ...`` (for ``xargs -L1 kubectl label node
+    --overwrite``), and nothing else: no comment.  The nodes refused (a name or a value
+    Kubernetes would not take) are :func:`nvtopo.render.k8s.labels`' second answer, for
+    standard error."""
+    from .k8s import labels
+
+    lines, _refused = labels(doc)
+    return "".join(line + "\n" for line in lines)
 
 
 def table(doc: Dict[str, Any], console: Any) -> None:

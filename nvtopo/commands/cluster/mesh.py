@@ -30,10 +30,11 @@ WireGuard interface should have every other such node as a peer.  One finding pe
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 from .facts import NodeFacts
-from .finding import ClusterFinding, make, named
+from .finding import SHOWN, ClusterFinding, make, named
 from .majority import split
 
 #: At most this many per-key findings (the rest summed up in one).
@@ -115,52 +116,14 @@ def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
                         "cloned image keeps its private key)", sorted(names),
                         expected=1, actual=len(names),
                         hint="generate a key per node (wg genkey) and update the peers"))
-    # who lacks whom, among nodes whose keys and peers are both known
-    known = [n.name for n in meshed if n.name in keys and n.name in peers]
-    lacks: Dict[str, List[str]] = {a: [] for a in known}
-    lacked_by: Dict[str, List[str]] = {b: [] for b in known}
-    for a in known:
-        for b in known:
-            if a != b and not keys[b] & peers[a]:
-                lacks[a].append(b)
-                lacked_by[b].append(a)
-
-    def lists(b: str, a: str) -> bool:
-        return bool(keys[a] & peers[b])  # b has a as a peer
-
-    # a node lacked by two or more is one cause (it was not added to their configurations):
-    # one finding naming it; a pair no other pair shares is put under the node that lacks
-    grouped = [b for b in known if len(lacked_by[b]) >= 2]
-    for b in grouped:
-        by = lacked_by[b]
-        one_sided = [a for a in by if lists(b, a)]
-        everyone = len(by) == len(known) - 1
-        out.append(make(
-            "error" if one_sided else "warning", "cluster.mesh_node_missing", b,
-            (f"{b} is in no other node's peer list ({len(by)} nodes lack it)" if everyone
-             else f"{b} is missing from the peer lists of {len(by)} nodes: {named(by)}")
-            + (f"; it lists {len(one_sided)} of them: those tunnels are one-sided"
-               if one_sided else ""), [b] + by,
-            expected=f"a peer of {len(known) - 1} nodes", actual=len(known) - 1 - len(by),
-            hint=f"add {b}'s public key to those nodes' WireGuard peers"))
-    for a in known:
-        rest = [b for b in lacks[a] if b not in grouped]
-        if not rest:
-            continue
-        one_sided = [b for b in rest if lists(b, a)]
-        neither = [b for b in rest if b not in one_sided]
-        for sev, group, why in (("error", one_sided, "which list it: one-sided tunnels"),
-                                ("warning", neither, "which do not list it either")):
-            if group:
-                out.append(make(sev, "cluster.mesh_peer_missing", a,
-                                f"{a}'s peers lack {len(group)} node(s), {why}: "
-                                f"{named(group)}", [a] + group,
-                                expected=f"{len(known) - 1} peers",
-                                actual=f"{len(known) - 1 - len(lacks[a])} of the nodes",
-                                hint=f"add the missing nodes' public keys to {a}'s peers"))
+    # who lacks whom, among nodes whose keys and peers are both known: indexed by key, never
+    # pairwise (a fleet of 2,000 took 104 s so), in time linear in the peer lists' length
+    known = list(dict.fromkeys(n.name for n in meshed if n.name in keys and n.name in peers))
+    out += _lacks(known, keys, peers)
+    everyone_keys = set(owner)
     strays: Dict[str, List[str]] = {}
     for a in known:
-        for k in sorted(peers[a] - set(owner)):
+        for k in sorted(peers[a] - everyone_keys):
             strays.setdefault(k, []).append(a)
     out += _no_interface(nodes, meshed, known, strays)
     for k, names in sorted(strays.items())[:MAX_KEY_FINDINGS]:
@@ -181,6 +144,131 @@ def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
                             f"{major}: {named(names)}", names, expected=major, actual=mtu,
                             hint="one MTU across the mesh (wg-quick: MTU =)"))
     return out
+
+
+def _lacks(known: List[str], keys: Dict[str, Set[str]], peers: Dict[str, Set[str]]
+           ) -> List[ClusterFinding]:
+    """``cluster.mesh_node_missing`` and ``cluster.mesh_peer_missing``: node ``a`` lacks
+    ``b`` when none of ``b``'s keys is among ``a``'s peers.
+
+    The relation is never built pair by pair: each node's *listers* (the known nodes whose
+    peers hold one of its keys) come from an index of the peer lists by key, and whom a node
+    lacks is the complement of that, counted (``len(known) - 1 - listers``) and walked in name
+    order only as far as a finding shows names (:data:`SHOWN`).  So the cost is the total
+    length of the peer lists plus ``SHOWN`` names per finding, however broken the mesh (and,
+    for a key several nodes hold, a cloned image reported as ``cluster.mesh_duplicate_key``,
+    its holders once for each node that lists it)."""
+    if not known:
+        return []
+    total = len(known) - 1
+    order = sorted(known)
+    holders: Dict[str, List[str]] = {}  # key -> the known nodes that have it
+    for a in known:
+        for k in keys[a]:
+            holders.setdefault(k, []).append(a)
+    # how many known nodes list each key (counted in C: a healthy mesh of 2,000 nodes has
+    # 4,000,000 peer entries, and needs nothing more than these counts)
+    listed_times: Counter[str] = Counter()
+    for a in known:
+        listed_times.update(peers[a])
+    lacked_count: Dict[str, int] = {}
+    multi = [b for b in known if len(keys[b]) > 1]
+    for b in known:
+        if len(keys[b]) == 1:
+            (k,) = keys[b]
+            lacked_count[b] = total - (listed_times[k] - (k in peers[b]))
+    # who lists whom, by key, only for the keys of the nodes some node lacks (and of nodes
+    # with several keys, whose listers are a union)
+    wanted = {k for b in known if lacked_count.get(b, 1) > 0 for k in keys[b]}
+    listers_of_key: Dict[str, Set[str]] = {k: set() for k in wanted}
+    if wanted:
+        for a in known:
+            for k in peers[a] & wanted:  # C walks the smaller of the two
+                listers_of_key[k].add(a)
+    empty: Set[str] = set()
+
+    def listers(b: str) -> Set[str]:  # the known nodes that have b as a peer (b itself too)
+        ks = keys[b]
+        if len(ks) == 1:
+            return listers_of_key.get(next(iter(ks)), empty)
+        got: Set[str] = set()
+        for k in ks:
+            got |= listers_of_key.get(k, empty)
+        return got
+
+    def lists(b: str, a: str) -> bool:  # b has a as a peer
+        return not keys[a].isdisjoint(peers[b])
+
+    def lacked(b: str, limit: int, also: str = "") -> List[str]:
+        """The first ``limit`` names, in order, of the nodes that lack ``b`` (and ``also``):
+        the complement of its listers, walked only as far as needed."""
+        who = listers(b)
+        got: List[str] = []
+        for x in order:
+            if x == also or (x != b and x not in who):
+                got.append(x)
+                if len(got) >= limit:
+                    break
+        return got
+
+    for b in multi:
+        who = listers(b)
+        lacked_count[b] = total - (len(who) - (b in who))
+    out: List[ClusterFinding] = []
+    # a node lacked by two or more is one cause (it was not added to their configurations):
+    # one finding naming it; a pair no other pair shares is put under the node that lacks
+    for b in known:
+        count = lacked_count[b]
+        if count < 2:
+            continue
+        who = listers(b)
+        one_sided = sorted({a for k in peers[b] for a in holders.get(k, ())
+                            if a != b and a not in who})
+        first = lacked(b, 5)
+        out.append(_counted(
+            "error" if one_sided else "warning", "cluster.mesh_node_missing", b,
+            (f"{b} is in no other node's peer list ({count} nodes lack it)" if count == total
+             else f"{b} is missing from the peer lists of {count} nodes: "
+                  f"{_named_head(first, count)}")
+            + (f"; it lists {len(one_sided)} of them: those tunnels are one-sided"
+               if one_sided else ""), lacked(b, SHOWN, also=b), count + 1,
+            expected=f"a peer of {total} nodes", actual=total - count,
+            hint=f"add {b}'s public key to those nodes' WireGuard peers"))
+    rest: Dict[str, List[str]] = {}
+    for b in known:
+        if lacked_count[b] == 1:
+            (a,) = lacked(b, 1)
+            rest.setdefault(a, []).append(b)
+    for a in known:
+        if a not in rest:
+            continue
+        listed = {x for k in peers[a] for x in holders.get(k, ()) if x != a}
+        lacks = total - len(listed)
+        one_sided = [b for b in rest[a] if lists(b, a)]
+        neither = [b for b in rest[a] if not lists(b, a)]
+        for sev, group, why in (("error", one_sided, "which list it: one-sided tunnels"),
+                                ("warning", neither, "which do not list it either")):
+            if group:
+                out.append(make(sev, "cluster.mesh_peer_missing", a,
+                                f"{a}'s peers lack {len(group)} node(s), {why}: "
+                                f"{named(group)}", [a] + group,
+                                expected=f"{total} peers",
+                                actual=f"{total - lacks} of the nodes",
+                                hint=f"add the missing nodes' public keys to {a}'s peers"))
+    return out
+
+
+def _counted(severity: str, code: str, subject: str, message: str, first: List[str],
+             count: int, **kw: Any) -> ClusterFinding:
+    """A finding whose node list is given as its first names (sorted) and their count."""
+    f = make(severity, code, subject, message, first, **kw)
+    f.node_count = count
+    return f
+
+
+def _named_head(first: List[str], count: int) -> str:
+    """:func:`named` of ``count`` names of which ``first`` are the first (sorted)."""
+    return ", ".join(first[:5]) + (f" and {count - 5} more" if count > 5 else "")
 
 
 def _no_interface(nodes: List[NodeFacts], meshed: List[NodeFacts], known: List[str],
@@ -210,14 +298,15 @@ def _no_interface(nodes: List[NodeFacts], meshed: List[NodeFacts], known: List[s
     folded: List[Tuple[str, int]] = []
     if wide and len(wide) <= len(bare):
         folded = [(k, len(strays.pop(k))) for k in wide]
+    stale = ""  # the same for every bare node: written once, its keys cut at five
+    if folded:
+        stale = ("; the meshed nodes still list " + (
+            f"peer key {folded[0][0]} ({folded[0][1]} nodes), no node's key in this view: "
+            "its old key" if len(folded) == 1 else
+            f"{len(folded)} peer keys no node has ({', '.join(k for k, _ in folded[:5])}"
+            + (f" and {len(folded) - 5} more" if len(folded) > 5 else "")
+            + "): those of the nodes that left"))
     for b in bare:
-        stale = ""
-        if folded:
-            stale = ("; the meshed nodes still list " + (
-                f"peer key {folded[0][0]} ({folded[0][1]} nodes), no node's key in this view: "
-                "its old key" if len(folded) == 1 else
-                f"{len(folded)} peer keys no node has ({', '.join(k for k, _ in folded)}): "
-                "those of the nodes that left"))
         out.append(make(
             "error" if folded else "warning", "cluster.mesh_no_interface", b,
             f"{b} has no WireGuard interface (its snapshot lists its network interfaces, "

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Tuple
 
-from .facts import NodeFacts
+from .facts import NodeFacts, Rail
 from .finding import ClusterFinding, make, named
 from .majority import show, split
 
@@ -29,9 +29,13 @@ def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
     for layout, ns in sorted(by_layout.items()):
         if layout == "none":  # no kind of node: their ranks need not be the same rails
             continue
-        ranks = max((len(n.rails) for n in ns), default=0)
-        for r in range(ranks):
-            rails = [(n.name, n.rails[r]) for n in ns if len(n.rails) > r]
+        # each node's rails walked once, into their ranks (walking every node once per rank
+        # cost the longest node's rails times the nodes)
+        by_rank: Dict[int, List[Tuple[str, Rail]]] = {}
+        for n in ns:
+            for r, x in enumerate(n.rails):
+                by_rank.setdefault(r, []).append((n.name, x))
+        for r, rails in sorted(by_rank.items()):
             for what, code, sev, get in (
                     ("link layer", "cluster.rail_mismatch", "error", lambda x: x.link_layer),
                     ("rate (Gb/s)", "cluster.rail_mismatch", "error", lambda x: x.rate),

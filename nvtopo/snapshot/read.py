@@ -11,7 +11,8 @@ a pasted ``nvidia-smi topo -m`` matrix, pasted ``nvidia-smi nvlink``/``-q`` text
 texts in one paste, and pasted ``ibstat``/``ibv_devinfo``/``ibstatus`` text alone or beside
 them (``docs/ticket-inputs.md``).  Gzip-compressed input (``node.json.gz``; recognised by its magic bytes,
 whatever its name) is decompressed first, never past the bound plain input has
-(:func:`gunzip`), so a gzip bomb costs what a 64 MiB file does.
+(:func:`gunzip`), so a gzip bomb costs what a 64 MiB file does, and in time linear in its
+size, of at most :data:`MAX_GZIP_MEMBERS` members.
 """
 
 from __future__ import annotations
@@ -83,36 +84,56 @@ def within_bounds(data: bytes, where: str, limit: int = MAX_INPUT_BYTES,
 GZIP_MAGIC = b"\x1f\x8b"
 #: Bytes asked of the decompressor at a time.
 _GUNZIP_STEP = 1024 * 1024
+#: Compressed bytes given to the decompressor at a time: what it does not use of them (the
+#: start of the next member) is all that is copied when a member ends, so reading costs
+#: time in proportion to the input whatever its number of members.
+_GUNZIP_FEED = 64 * 1024
+#: The most gzip members read: ``gzip -c a b > c`` makes two, nvtopo writes one; a file of
+#: thousands of (empty) members is no snapshot, and each member costs a decompressor.
+MAX_GZIP_MEMBERS = 1024
 
 
 def gunzip(data: bytes, where: str, limit: int = MAX_INPUT_BYTES,
            what: str = "a snapshot or topo output") -> bytes:
     """The decompressed bytes of gzip ``data`` (one member or several, as ``gunzip``
-    reads them), never more than ``limit`` + 1 of them held: more is refused as plain input
-    that large is.  Truncated or corrupt data, and bytes after the last member that are
-    neither a member nor zero padding, are one-line errors naming ``where``."""
+    reads them, at most :data:`MAX_GZIP_MEMBERS`), never more than ``limit`` + 1 of them
+    held: more is refused as plain input that large is.  Truncated or corrupt data, and
+    bytes after the last member that are neither a member nor zero padding, are one-line
+    errors naming ``where``.  Time is linear in the size of ``data`` (the compressed bytes
+    are fed :data:`_GUNZIP_FEED` at a time, never the whole rest once per member)."""
+    view = memoryview(data)
+    size = len(data)
     out = bytearray()
-    rest = data
+    pos = 0  # compressed bytes given to a decompressor so far (less what it gave back)
+    members = 0
     while True:
+        members += 1
+        if members > MAX_GZIP_MEMBERS:
+            raise NvtopoError(f"more than {MAX_GZIP_MEMBERS:,} gzip members; not {what}",
+                              where=where)
         unzip = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        pending: bytes = b""
         try:
             while not unzip.eof:
-                chunk = unzip.decompress(rest, min(_GUNZIP_STEP, limit + 1 - len(out)))
+                if not pending and pos < size:
+                    pending = view[pos:pos + _GUNZIP_FEED]  # type: ignore[assignment]
+                    pos += len(pending)
+                chunk = unzip.decompress(pending, min(_GUNZIP_STEP, limit + 1 - len(out)))
                 out += chunk
                 if len(out) > limit:
                     raise NvtopoError(f"gzip data decompresses to more than {_size(limit)}; "
                                       f"not {what}", where=where)
-                rest = unzip.unconsumed_tail
-                if not chunk and not rest and not unzip.eof:
+                pending = unzip.unconsumed_tail
+                if not chunk and not pending and pos >= size and not unzip.eof:
                     raise NvtopoError("truncated gzip file (the compressed data ends early)",
                                       where=where)
         except zlib.error as exc:
             raise NvtopoError(f"corrupt gzip data ({exc})", where=where) from None
-        rest = unzip.unused_data
-        if not rest.startswith(GZIP_MAGIC):
+        pos -= len(unzip.unused_data)  # the start of what follows this member
+        if data[pos:pos + 2] != GZIP_MAGIC:
             break
-    if rest.strip(b"\0"):
-        raise NvtopoError(f"{len(rest):,} bytes after the gzip data are not gzip data",
+    if data.count(b"\0", pos) != size - pos:
+        raise NvtopoError(f"{size - pos:,} bytes after the gzip data are not gzip data",
                           where=where)
     return bytes(out)
 

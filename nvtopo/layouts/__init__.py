@@ -195,19 +195,22 @@ def _load_bundled(name: str) -> Layout:
         return parse(text, where=f"layout {name}", origin="bundled")
 
 
+#: The largest layout file read (the bundled ones are under 10 kB).
+MAX_FILE_BYTES = 1024 * 1024
+
+
 def load_file(path: str) -> Layout:
-    """A user's layout file."""
+    """A user's layout file (``-``: standard input), read through the one bounded reader
+    every input has (a FIFO or device refused, never more than :data:`MAX_FILE_BYTES`)."""
+    from ..snapshot import read
+
+    data, where = read.read_bytes(path, option="--layout-file", limit=MAX_FILE_BYTES,
+                                  what="a layout file")
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise NvtopoError("no such file", where=path) from None
-    except IsADirectoryError:
-        raise NvtopoError("is a directory, not a layout file", where=path) from None
-    except PermissionError:
-        raise NvtopoError("permission denied", where=path) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise NvtopoError(f"cannot read layout: {exc}", where=path) from None
-    return parse(text, where=path, origin=path)
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise NvtopoError(f"cannot read layout: {exc}", where=where) from None
+    return parse(text, where=where, origin=path)
 
 
 def parse(text: str, where: str, origin: str = "bundled") -> Layout:

@@ -17,11 +17,12 @@ rows (the table).
 
 from __future__ import annotations
 
+import fnmatch
 import glob
 import os
 import stat
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 from .errors import NvtopoError
 
@@ -150,8 +151,27 @@ def expand(paths: Sequence[str]) -> Iterator[Tuple[str, Optional[str]]]:
     A directory is walked recursively (sorted, one directory listing at a time;
     hidden entries and files whose suffix is not a snapshot's or a text's are
     skipped); a pattern with ``*``, ``?`` or ``[`` that names no existing file
-    is a glob (``**`` recursive); a file is taken whatever its name.
+    is a glob (``**`` recursive); a file is taken whatever its name.  Neither a walk nor
+    a glob follows a link to a directory (two links to ``.`` made ``**`` endless; one made
+    every file be read many times over), and a file reached twice (by a link, a hard link,
+    a second argument or pattern) is given once, where it is first reached.
     """
+    seen: Set[Tuple[int, int]] = set()
+    for path, why in _expand(paths):
+        if why is None:
+            try:
+                st = os.stat(path)
+            except OSError:
+                pass
+            else:
+                key = (st.st_dev, st.st_ino)
+                if key in seen:
+                    continue
+                seen.add(key)
+        yield path, why
+
+
+def _expand(paths: Sequence[str]) -> Iterator[Tuple[str, Optional[str]]]:
     for p in paths:
         if os.path.isdir(p):
             yield from _walk(p)
@@ -159,29 +179,79 @@ def expand(paths: Sequence[str]) -> Iterator[Tuple[str, Optional[str]]]:
             yield p, (_not_regular(p) if os.path.exists(p) else "no such file")
         else:
             found = False
-            for m in _iglob_sorted(p):
+            for m in _glob(p):
                 found = True
                 if os.path.isdir(m):
-                    yield from _walk(m)
+                    if not os.path.islink(m):  # a link to a directory is not followed
+                        yield from _walk(m)
                 else:
                     yield m, _not_regular(m)
             if not found:
                 yield p, "no file matches this pattern"
 
 
-def _iglob_sorted(pattern: str) -> Iterator[str]:
-    # glob.iglob is lazy but unordered; sort within each directory only, so the order is
-    # stable without listing every match of a fleet-wide pattern at once.
-    batch: List[str] = []
-    current: Optional[str] = None
-    for m in glob.iglob(pattern, recursive=True):
-        d = os.path.dirname(m)
-        if d != current and batch:
-            yield from sorted(batch)
-            batch = []
-        current = d
-        batch.append(m)
-    yield from sorted(batch)
+def _glob(pattern: str) -> Iterator[str]:
+    """The paths ``pattern`` matches, as ``glob.iglob(pattern, recursive=True)`` gives them
+    (hidden names only where the pattern part starts with ``.``; ``**`` any number of
+    directories), except that no link to a directory is followed below the parts the
+    pattern names literally; lazy, sorted within each directory."""
+    parts = pattern.replace(os.altsep, os.sep).split(os.sep) if os.altsep \
+        else pattern.split(os.sep)
+    if parts[0] == "":  # an absolute pattern
+        root, parts = os.sep, parts[1:]
+    else:
+        root = ""
+    yield from _glob_in(root, [p for p in parts if p] or [""])
+
+
+def _listing(directory: str) -> List[Tuple[str, bool]]:
+    """``(name, is a real directory)`` of ``directory``'s entries, sorted; [] when it cannot
+    be listed (a glob names what it finds, as glob does)."""
+    out: List[Tuple[str, bool]] = []
+    try:
+        with os.scandir(directory or os.curdir) as it:
+            for e in it:
+                try:
+                    real_dir = e.is_dir(follow_symlinks=False)
+                except OSError:
+                    real_dir = False
+                out.append((e.name, real_dir))
+    except OSError:
+        return []
+    return sorted(out)
+
+
+def _glob_in(base: str, parts: List[str]) -> Iterator[str]:
+    head, rest = parts[0], parts[1:]
+    if head == "**":
+        if not rest:  # DIR/**: the directory itself, walked whole (links not followed)
+            yield base or os.curdir
+            return
+        stack = [base]  # every directory below, depth first (a loop: no depth limit)
+        while stack:
+            here = stack.pop()
+            yield from _glob_in(here, rest)
+            stack.extend(os.path.join(here, name) for name, real_dir
+                         in reversed(_listing(here)) if real_dir and not name.startswith("."))
+        return
+    if not glob.has_magic(head):
+        path = os.path.join(base, head)
+        if rest:
+            if os.path.isdir(path):  # named literally: followed, as the user named it
+                yield from _glob_in(path, rest)
+        elif head and os.path.lexists(path):
+            yield path
+        return
+    for name, real_dir in _listing(base):
+        if name.startswith(".") and not head.startswith("."):
+            continue
+        if not fnmatch.fnmatch(name, head):
+            continue
+        path = os.path.join(base, name)
+        if not rest:
+            yield path
+        elif real_dir:
+            yield from _glob_in(path, rest)
 
 
 def _walk(top: str) -> Iterator[Tuple[str, Optional[str]]]:

@@ -163,5 +163,10 @@ def json_loads(text: str) -> Any:
     """``json.loads`` that refuses ``NaN``, ``Infinity`` and ``-Infinity``: Python reads them,
     JSON has no such values, and a value read from an input would reach nvtopo's own JSON
     output, which must stay JSON.  Raises ``ValueError`` (not a ``JSONDecodeError``) for
-    them."""
-    return json.loads(text, parse_constant=_no_constant)
+    them.  JSON nested deeper than the parser's recursion allows is a ``ValueError`` too
+    (``JSON nested too deeply``), never a ``RecursionError``: every caller that refuses bad
+    JSON as bad input refuses that too."""
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None

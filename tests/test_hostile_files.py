@@ -31,6 +31,7 @@ import pytest
 
 from nvtopo import examples, layouts, output, snapshot
 from nvtopo.cli import app
+from nvtopo.errors import NvtopoError
 from nvtopo.simulate import simulate
 
 from cli_runner import make_runner
@@ -579,6 +580,156 @@ def test_a_real_snapshot_is_far_inside_every_bound(tmp_path):
     path = tmp_path / "dgx2.json"
     path.write_bytes(text)
     assert snapshot.open_input(snapshot.Input(path=str(path))).cached is True
+
+
+# --- every input through the one bounded reader (issue 21) ------------------------------------
+#
+# collect.json (read by `cluster` beside the snapshots), `--fabric`, `--layout-file`: FIFOs
+# refused, sizes and JSON values bounded, nesting an input error; globs never follow links
+# to directories, and a file reached twice is read once.
+
+
+def _fleet(d: Path, n: int = 2) -> Path:
+    """``n`` healthy nodes of one fleet (distinct GUIDs and LIDs: `cluster` passes them)."""
+    from nvtopo.simulate import fleet
+
+    d.mkdir(parents=True, exist_ok=True)
+    plan = fleet.plan(layouts.load("dgx-h100"), n)
+    for i in range(n):
+        (d / f"node{i:02d}.json").write_text(snapshot.dumps(fleet.node_document(plan, i)))
+    return d
+
+
+@POSIX
+def test_a_collect_manifest_that_is_a_fifo_is_refused_not_waited_for(tmp_path):
+    d = _fleet(tmp_path / "fleet")
+    os.mkfifo(d / "collect.json")
+    res = _cli(["cluster", str(d), "-j", "1"], timeout=30)  # it blocked for ever
+    assert res.returncode == 2, res.stdout[-300:]
+    _one_line_error(res.stderr, str(d / "collect.json"), "not a regular file (a FIFO)")
+
+
+def test_a_collect_manifest_nested_deep_is_one_line_exit_2(tmp_path):
+    d = _fleet(tmp_path / "fleet")
+    (d / "collect.json").write_text('{"kind": "nvtopo-collect", "nodes": '
+                                    + "[" * 100_000 + "]" * 100_000 + "}")
+    res = _cli(["cluster", str(d), "-j", "1"])  # a RecursionError traceback, exit 1
+    assert res.returncode == 2, res.stderr[-300:]
+    _one_line_error(res.stderr, str(d / "collect.json"), "nested too deeply")
+
+
+def test_a_collect_manifest_past_its_bounds_is_refused_before_decoding(tmp_path):
+    """60 MB of small values decoded to 1.6 GB; the values are counted before decoding."""
+    import tracemalloc
+
+    from nvtopo.commands.cluster import facts
+
+    many = tmp_path / "collect.json"
+    many.write_text('{"kind": "nvtopo-collect", "nodes": ['
+                    + "{}," * (facts.MAX_MANIFEST_VALUES + 10) + "{}]}")
+    tracemalloc.start()
+    try:
+        with pytest.raises(NvtopoError) as exc:
+            facts.read_manifest(str(tmp_path))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert f"more than {facts.MAX_MANIFEST_VALUES:,} JSON values" in str(exc.value)
+    assert str(exc.value).startswith(str(many)) and peak < 64 * 2 ** 20, peak
+    big = _fleet(tmp_path / "big", 1) / "collect.json"
+    big.write_bytes(b'{"kind": "nvtopo-collect", "x": "' + b"a" * facts.MAX_MANIFEST_BYTES
+                    + b'"}')
+    res = make_runner().invoke(app, ["cluster", str(big.parent), "-j", "1"])
+    assert res.exit_code == 2
+    _one_line_error(res.stderr, str(big), "larger than 64 MiB")
+
+
+def test_a_real_collect_manifest_is_read_and_a_missing_one_is_no_error(tmp_path):
+    from nvtopo.commands.cluster import facts
+
+    d = _fleet(tmp_path / "fleet")
+    assert facts.read_manifest(str(d)) == {}
+    (d / "collect.json").write_text(json.dumps({"kind": "nvtopo-collect", "nodes": [
+        {"node": "gpu-a", "file": "node00.json", "status": "answered"}]}))
+    assert facts.read_manifest(str(d)) == {"node00.json": "gpu-a"}
+    (d / "collect.json").write_text('{"kind": "nvtopo-collect", "nodes": [')
+    res = make_runner().invoke(app, ["cluster", str(d), "-j", "1"])
+    assert res.exit_code == 2
+    _one_line_error(res.stderr, str(d / "collect.json"), "not JSON")
+
+
+@POSIX
+def test_fabric_that_is_a_fifo_is_refused_not_waited_for(tmp_path):
+    d = _fleet(tmp_path / "fleet")
+    fifo = tmp_path / "dump.txt"
+    os.mkfifo(fifo)
+    res = _cli(["cluster", str(d), "--fabric", str(fifo), "-j", "1"], timeout=30)
+    assert res.returncode == 2
+    _one_line_error(res.stderr, str(fifo), "not a regular file (a FIFO)")
+
+
+@pytest.mark.parametrize("args", [
+    ["check", "--example", "dgx-h100"], ["layouts", "show"], ["simulate"], ["audit"]])
+def test_a_layout_file_nested_deep_is_one_line_exit_2(tmp_path, args):
+    """`check` and `audit` exit 1 for findings: a RecursionError's exit 1 read as one."""
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"schema": 1, "name": "x", "gpus": ' + "[" * 100_000 + "]" * 100_000
+                    + "}")
+    if args == ["audit"]:
+        args = ["audit", str(_fleet(tmp_path / "fleet", 1))]
+    res = _cli([*args, "--layout-file", str(deep)])
+    assert res.returncode == 2, res.stderr[-300:]
+    _one_line_error(res.stderr, str(deep), "nested too deeply")
+
+
+@POSIX
+def test_layouts_load_file_refuses_a_fifo(tmp_path):
+    """The library's own layout reader (check's selection, simulate) read any file whole."""
+    fifo = tmp_path / "layout.json"
+    os.mkfifo(fifo)
+    code = ("import sys\nfrom nvtopo import layouts\nfrom nvtopo.errors import NvtopoError\n"
+            f"try:\n    layouts.load_file({str(fifo)!r})\n"
+            "except NvtopoError as e:\n    print(e)\n    sys.exit(2)\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=30, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert res.returncode == 2 and "not a regular file (a FIFO)" in res.stdout, res
+
+
+@POSIX
+@pytest.mark.parametrize("links", [["self"], ["self", "up"]], ids=["one-link", "two-links"])
+@pytest.mark.parametrize("command", ["cluster", "audit"])
+def test_a_recursive_glob_never_follows_links_to_directories(tmp_path, command, links):
+    """Two links to their own directory: `**` walked link/link/link/... for ever; one
+    link: `cluster` read each file 41 times and reported 17 false duplicates."""
+    d = _fleet(tmp_path / "fleet")
+    for name in links:
+        os.symlink("." if name == "self" else "..", d / name)
+    res = _cli([command, str(d / "**" / "*.json"), "-j", "1", "--format", "json"], timeout=60)
+    assert res.returncode == 0, res.stderr[-500:]
+    doc = json.loads(res.stdout)
+    rows = doc["node_rows"] if command == "cluster" else doc["nodes"]
+    assert sorted(os.path.basename(r["file"]) for r in rows) == ["node00.json", "node01.json"]
+    if command == "cluster":
+        assert not [f for f in doc["findings"] if "duplicate" in f["code"]], doc["findings"]
+
+
+@POSIX
+def test_a_file_reached_twice_is_read_once(tmp_path):
+    """By a link, a hard link, a second argument or a second pattern: one node, not two
+    with the same GPUs."""
+    d = _fleet(tmp_path / "fleet")
+    os.symlink("node00.json", d / "latest.json")
+    os.link(d / "node01.json", d / "node01-copy.json")
+    res = _cli(["cluster", str(d), str(d / "node00.json"), str(d / "*.json"), "-j", "1",
+                "--format", "json"])
+    assert res.returncode == 0, res.stderr[-500:]
+    doc = json.loads(res.stdout)
+    assert len(doc["node_rows"]) == 2
+    assert not [f for f in doc["findings"] if "duplicate" in f["code"]], doc["findings"]
+    from nvtopo import audit
+
+    assert [os.path.basename(p) for p, _ in audit.expand([str(d), str(d)])] == \
+        ["latest.json", "node01-copy.json"]
 
 
 @pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])

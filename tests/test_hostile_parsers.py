@@ -19,7 +19,9 @@ Four groups:
 
 from __future__ import annotations
 
+import gzip
 import json
+import os
 import re
 import signal
 import tracemalloc
@@ -39,10 +41,12 @@ from nvtopo.model import GPU, NVLinkPair, Topology
 from nvtopo.probes import topo as topo_text
 from nvtopo.probes.nvml import paste as nvml_paste
 from nvtopo.probes.nvml import text as nvml_text
+from nvtopo.probes.nvml import xml as nvml_xml
 from nvtopo.probes.topo import MAX_DEVICES, MAX_LINE_CHARS, MAX_NOTES, TopoParseError
 from nvtopo.probes.topo import locate as topo_locate
 from nvtopo.probes.topo import matrix as topo_matrix
 from nvtopo.probes.topo import scan as topo_scan
+from nvtopo.snapshot import read
 
 ROOT = Path(__file__).resolve().parents[1]
 HOSTILE = ROOT / "fixtures" / "hostile"
@@ -519,6 +523,235 @@ def test_notes_per_gpu_are_capped_with_a_count():
     assert len(bad) == nvml_text.MAX_NOTES + 1
     assert bad[-1].message.startswith(f"… and {1000 - nvml_text.MAX_NOTES} more")
     assert len(topo.gpus[0].nvml_text.to_dict()["nvlink"]["links"]) == 60
+
+
+# --- 3b. cost in proportion to the input (issue 21) ------------------------------------------
+#
+# Inputs whose cost grew faster than their size: gzip members (each copied the rest of the
+# file), a DTD's declared attribute defaults (copied into every element), elements under
+# <fabric> (each a line of -q text past the text's line bound), layout numbers (a GPU count
+# of 10^30 built until memory ran out).
+
+_EMPTY_MEMBER = gzip.compress(b"", mtime=0)
+COST_FUZZ = dict(deadline=10_000, suppress_health_check=[HealthCheck.too_slow,
+                                                         HealthCheck.data_too_large])
+
+
+def test_many_empty_gzip_members_are_refused_at_once():
+    """8 MB of empty gzip members (400,000 of them): each member copied the rest of the
+    data, so this took minutes (4 MB: 17 s of CPU); the members are counted and bounded."""
+    data = gzip.compress(b'{"kind": "nvtopo-snapshot"}', mtime=0) \
+        + _EMPTY_MEMBER * (8 * 2 ** 20 // len(_EMPTY_MEMBER))
+    with finishes_within(10):
+        with pytest.raises(NvtopoError, match=f"more than {read.MAX_GZIP_MEMBERS:,} gzip "
+                                              "members") as exc:
+            read.within_bounds(data, "many.json.gz")
+    assert "many.json.gz" in str(exc.value)
+
+
+def test_gzip_members_up_to_the_bound_are_read_whole():
+    """As many members as the bound allows, with a large last member: every byte read, in
+    time linear in the input (the rest was copied once per member)."""
+    parts = [(b"%05d," % i) for i in range(read.MAX_GZIP_MEMBERS - 1)]
+    tail = os.urandom(6 * 2 ** 20)  # incompressible: 6 MB of compressed input to walk
+    data = b"".join(gzip.compress(p, mtime=0) for p in parts) + gzip.compress(tail, 1, mtime=0)
+    with finishes_within(10):
+        out = read.gunzip(data, "w")
+    assert out == b"".join(parts) + tail
+    with pytest.raises(NvtopoError, match="gzip members"):
+        read.gunzip(data + _EMPTY_MEMBER, "w")
+
+
+def test_a_collect_record_of_empty_members_is_refused_at_once():
+    """The collector checks each record's payload through the same reader: one such record
+    held it 119 s past a 4 s deadline."""
+    from nvtopo.commands.collect.collector import verify_payload
+
+    payload = _EMPTY_MEMBER * 200_000
+    with finishes_within(10):
+        with pytest.raises(NvtopoError, match="gzip members"):
+            verify_payload(payload, "node n1")
+
+
+def _q_x(body: str, doctype: str = "") -> str:
+    return ('<?xml version="1.0"?>\n' + doctype + '<nvidia_smi_log><gpu id="00000000:18:00.0">'
+            '<product_name>NVIDIA H100</product_name>' + body + '</gpu></nvidia_smi_log>\n')
+
+
+@pytest.mark.parametrize("doctype", [
+    '<!DOCTYPE nvidia_smi_log [\n<!ATTLIST a x CDATA "v">\n]>\n',
+    '<!DOCTYPE nvidia_smi_log [\n<!ELEMENT a ANY>\n]>\n',
+    '<!DOCTYPE nvidia_smi_log [ ]>\n',
+    '<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd" [\n<!ATTLIST gpu y CDATA "z">\n]>\n',
+], ids=["attlist", "element", "empty-subset", "system-and-subset"])
+def test_q_x_with_an_internal_dtd_is_refused(doctype):
+    with pytest.raises(NvtopoError, match="DTD") as exc:
+        nvml_xml.to_q_text(_q_x("<a/>", doctype), "q.xml")
+    assert str(exc.value).startswith("q.xml: ")
+
+
+def test_q_x_attribute_defaults_are_not_copied_into_every_element():
+    """An ATTLIST of 3,000 defaulted attributes over 100,000 elements (0.5 MB): expat copied
+    every default into every element (300 million attributes; 8 MB took ten minutes)."""
+    attrs = " ".join(f'x{i} CDATA "v"' for i in range(3000))
+    text = _q_x("<a/>" * 100_000, f"<!DOCTYPE nvidia_smi_log [\n<!ATTLIST a {attrs}>\n]>\n")
+    with finishes_within(10):
+        with pytest.raises(NvtopoError, match="DTD"):
+            nvml_xml.to_q_text(text, "q.xml")
+
+
+def test_q_x_as_nvidia_smi_writes_it_keeps_its_external_dtd_name():
+    text = (ROOT / "fixtures" / "nvml-xml" / "nvidia_smi_q_x_h100_2gpu_healthy.xml").read_text()
+    assert '<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd">' in text
+    q, cut = nvml_xml.to_q_text(text, "q.xml")
+    assert cut is None and q.count("\nGPU ") + q.startswith("GPU ") == 2
+
+
+@pytest.mark.parametrize("body", [
+    "<fabric>" + "<a/>" * (read.MAX_TEXT_LINES + 1) + "</fabric>",
+    "<pci>" + "<pci_bus_id>x</pci_bus_id>" * (read.MAX_TEXT_LINES + 1) + "</pci>",
+    "</gpu><gpu id='x'>" * (read.MAX_TEXT_LINES + 1),
+], ids=["fabric", "pci", "gpus"])
+def test_q_x_lines_it_stands_for_count_against_the_line_bound(body):
+    """Each element under <fabric> became a line of -q text: 8 MB of them gave 2 million
+    lines (20 s, 557 MB), past the 100,000 lines any text may have."""
+    with finishes_within(10):
+        with pytest.raises(NvtopoError, match=f"more than {nvml_xml.MAX_LINES:,} lines"):
+            nvml_xml.to_q_text(_q_x(body), "q.xml")
+    assert nvml_xml.MAX_LINES == read.MAX_TEXT_LINES
+
+
+def test_q_x_just_inside_the_line_bound_is_read():
+    body = "<fabric>" + "<a>1</a>" * (nvml_xml.MAX_LINES - 10) + "</fabric>"
+    q, _ = nvml_xml.to_q_text(_q_x(body), "q.xml")
+    assert q.count("\n") == nvml_xml.MAX_LINES - 10 + 3
+
+
+@st.composite
+def q_x_documents(draw):
+    """``-q -x`` built from its grammar with DTD parts, repeated blocks and damage."""
+    parts = ["<pci>", "</pci>", "<fabric>", "</fabric>", "<state>Completed</state>",
+             "<cliqueId>4</cliqueId>", "<pci_bus_id>00000000:18:00.0</pci_bus_id>",
+             "<a/>", "<a x='1'/>", "</gpu><gpu id='00000000:2A:00.0'>", "&amp;", "<", "&x;",
+             "<![CDATA[x]]>", "<!-- c -->", "<?pi x?>"]
+    body = "".join(draw(st.lists(st.sampled_from(parts), max_size=30)))
+    body *= draw(st.sampled_from([1, 2, 100]))
+    doctype = draw(st.sampled_from([
+        "", '<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd">\n',
+        '<!DOCTYPE nvidia_smi_log [<!ATTLIST a x CDATA "v">]>\n',
+        '<!DOCTYPE nvidia_smi_log [<!ENTITY x "y">]>\n',
+        '<!DOCTYPE nvidia_smi_log [<!ELEMENT a EMPTY>]>\n',
+        '<!DOCTYPE nvidia_smi_log [<!NOTATION n SYSTEM "x">]>\n',
+        '<!DOCTYPE nvidia_smi_log PUBLIC "-//x//y" "http://127.0.0.1:9/x.dtd">\n']))
+    text = _q_x(body, doctype)
+    if draw(st.booleans()):
+        text = text[:draw(st.integers(0, len(text)))]
+    return text, doctype
+
+
+@settings(max_examples=200, **COST_FUZZ)
+@given(q_x_documents())
+def test_fuzz_q_x_is_read_or_refused_in_one_line(doc):
+    text, doctype = doc
+    with finishes_within(10):
+        try:
+            q, _ = nvml_xml.to_q_text(text, "q.xml")
+        except NvtopoError as exc:
+            assert str(exc).startswith("q.xml: ") and "\n" not in str(exc)
+            return
+    assert "[" not in doctype  # a document with an internal DTD is never read
+    assert q.count("\n") <= nvml_xml.MAX_LINES + 1
+
+
+@st.composite
+def gzip_streams(draw):
+    pieces = draw(st.lists(st.sampled_from([b"", b"{}", b"x" * 1000, b"\n", os.urandom(64)]),
+                           min_size=1, max_size=12))
+    data = b"".join(gzip.compress(p, mtime=0) for p in pieces)
+    return data + b"\0" * draw(st.sampled_from([0, 0, 1, 10])), b"".join(pieces)
+
+
+@settings(max_examples=200, **COST_FUZZ)
+@given(gzip_streams())
+def test_fuzz_gzip_members_read_as_gunzip_reads_them(stream):
+    data, plain = stream
+    assert read.gunzip(data, "w") == plain
+    for cut in (len(data) // 2, len(data) - 1):
+        if data[cut:].strip(b"\0"):  # a cut inside a member: one line, never a hang
+            try:
+                read.gunzip(data[:cut], "w")
+            except NvtopoError as exc:
+                assert "\n" not in str(exc)
+
+
+_NUMBERS = [("gpus.count", 10 ** 30), ("gpus.count", 1025), ("gpus.pcie.gen", 10 ** 6),
+            ("gpus.pcie.width", 64), ("nvlink.links_per_gpu", 10 ** 9),
+            ("nvlink.nvswitch_count", 10 ** 9), ("nvlink.pair_count", 65),
+            ("nics.compute.count", 10 ** 12), ("nics.compute.rate_gbps", 1e300),
+            ("nics.compute.rate_gbps", -400),
+            ("nics.placement.gpus_per_compute_nic", 10 ** 9), ("numa.nodes_with_gpus", 10 ** 9),
+            ("c2c.links_per_gpu", 10 ** 9), ("storage.os_drives", 10 ** 9),
+            ("storage.data_drives", 10 ** 9), ("storage.data_drives", "8"),
+            ("storage.gds.drives_per_switch", 10 ** 9), ("selection.priority", 10 ** 30),
+            ("nvlink.error_thresholds.replay", 2 ** 64),
+            ("nics.error_thresholds.symbol_error", 2 ** 64)]
+
+
+def _layout_with(path: str, value) -> dict:
+    doc = json.loads((ROOT / "nvtopo" / "layouts" / "dgx-h100.json").read_text())
+    doc["name"] = "mine"
+    node = doc
+    parts = path.split(".")
+    for p in parts[:-1]:
+        node = node.setdefault(p, {})
+    node[parts[-1]] = value
+    return doc
+
+
+@pytest.mark.parametrize("path,value", _NUMBERS, ids=[f"{p}={v}"[:40] for p, v in _NUMBERS])
+def test_layout_numbers_past_what_hardware_has_are_refused(path, value):
+    from nvtopo import layouts
+
+    with finishes_within(10):
+        with pytest.raises(NvtopoError, match=re.escape(f'"{path}" must be')) as exc:
+            layouts.parse(json.dumps(_layout_with(path, value)), where="mine.json")
+    assert str(exc.value).startswith("mine.json: bad layout: ") and len(str(exc.value)) < 200
+
+
+@pytest.mark.parametrize("key,value", [
+    ("nvlink.pairs", {"0-1": 10 ** 30}), ("nvlink.pairs", {"0-1500": 1}),
+    ("numa.gpu_numa", {"0": 10 ** 30}), ("numa.gpu_numa", {"999999": 0}),
+    ("nics.placement.gpu_nic", {"999999": "mlx5_0"})])
+def test_layout_maps_past_what_hardware_has_are_refused(key, value):
+    from nvtopo import layouts
+
+    doc = _layout_with(key, value)
+    doc["gpus"].pop("count")  # no count to hold the indexes to: the hardware bound does
+    with pytest.raises(NvtopoError, match=re.escape(f'"{key}"')):
+        layouts.parse(json.dumps(doc), where="mine.json")
+
+
+def test_every_bundled_layout_is_inside_the_hardware_bounds():
+    from nvtopo import layouts
+
+    for name in layouts.names():
+        text = (ROOT / "nvtopo" / "layouts" / f"{name}.json").read_text()
+        assert layouts.parse(text, where=name).name == name
+
+
+def test_simulate_of_a_layout_with_a_huge_gpu_count_is_one_line(tmp_path):
+    """`gpus.count` 10^30: simulate (and check) built GPUs until memory ran out."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(_layout_with("gpus.count", 10 ** 30)))
+    for args in (["simulate", "--layout-file", str(path)],
+                 ["check", "--example", "dgx-h100", "--layout-file", str(path)]):
+        r = subprocess.run([sys.executable, "-m", "nvtopo", *args], capture_output=True,
+                           text=True, timeout=60, cwd=str(ROOT))
+        assert r.returncode == 2, (args, r.stderr[-500:])
+        assert r.stderr.count("\n") == 1 and str(path) in r.stderr and "gpus.count" in r.stderr
 
 
 # --- 4. fuzzing ------------------------------------------------------------------------------

@@ -133,8 +133,6 @@ LAYOUT_HELP = ("The layout to check against (`nvtopo layouts` lists them); auto 
                "name and count, else by the shape of the matrix.")
 LAYOUT_FILE_HELP = ("Check against your own layout file (JSON; see `nvtopo layouts capture`). "
                     "'-' reads standard input.")
-#: A layout file is a few kilobytes; more is refused unread.
-MAX_LAYOUT_BYTES = 1024 * 1024
 
 
 def layout_option(help: str = LAYOUT_HELP) -> Any:
@@ -171,10 +169,4 @@ def layout(name: Optional[str], path: Optional[str], command: str, *,
     if stdin_taken and path in snapshot.STDIN_NAMES:
         raise NvtopoError("standard input is read once: give --from or --layout-file a file, "
                           "not both '-'", where="--layout-file")
-    data, where = snapshot.read_bytes(path, option="--layout-file", limit=MAX_LAYOUT_BYTES,
-                                      what="a layout file")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise NvtopoError(f"cannot read layout: {exc}", where=where) from None
-    return layouts.parse(text, where=where, origin=path)
+    return layouts.load_file(path)

@@ -195,19 +195,22 @@ def _load_bundled(name: str) -> Layout:
         return parse(text, where=f"layout {name}", origin="bundled")
 
 
+#: The largest layout file read (the bundled ones are under 10 kB).
+MAX_FILE_BYTES = 1024 * 1024
+
+
 def load_file(path: str) -> Layout:
-    """A user's layout file."""
+    """A user's layout file (``-``: standard input), read through the one bounded reader
+    every input has (a FIFO or device refused, never more than :data:`MAX_FILE_BYTES`)."""
+    from ..snapshot import read
+
+    data, where = read.read_bytes(path, option="--layout-file", limit=MAX_FILE_BYTES,
+                                  what="a layout file")
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise NvtopoError("no such file", where=path) from None
-    except IsADirectoryError:
-        raise NvtopoError("is a directory, not a layout file", where=path) from None
-    except PermissionError:
-        raise NvtopoError("permission denied", where=path) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise NvtopoError(f"cannot read layout: {exc}", where=path) from None
-    return parse(text, where=path, origin=path)
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise NvtopoError(f"cannot read layout: {exc}", where=where) from None
+    return parse(text, where=where, origin=path)
 
 
 def parse(text: str, where: str, origin: str = "bundled") -> Layout:
@@ -223,6 +226,56 @@ def parse(text: str, where: str, origin: str = "bundled") -> Layout:
         raise NvtopoError(f"layout is not valid JSON ({exc})", where=where) from None
     validate(doc, where)
     return Layout(name=doc["name"], data=doc, origin=origin, title=doc.get("title") or doc["name"])
+
+
+#: The fastest NIC port is 1.6 Tb/s; no layout states one past this (Gb/s).
+MAX_RATE_GBPS = 100_000
+#: ``selection.priority`` is a tie-break among a few dozen layouts.
+MAX_PRIORITY = 1_000_000
+#: NUMA node numbers are below this (Linux's largest ``NODES_SHIFT``, 10).
+MAX_NUMA_NODES = 1024
+#: Error thresholds are compared with counters of at most 64 bits.
+MAX_COUNTER = 2 ** 64 - 1
+
+
+def hardware_limits() -> Dict[str, Tuple[int, str]]:
+    """Every integer a layout states -> (the largest it may be, why): what hardware can have,
+    by the bounds the probes read it with (a layout past them describes no node, and a count
+    of 10**30 would be built GPU by GPU by ``simulate``)."""
+    from ..probes.nvml.vocab import MAX_C2C_LINKS, MAX_GPUS, MAX_LINKS
+    from ..probes.sysfs.nvme import MAX_CTRLS
+    from ..probes.sysfs.parse import PCIE_GEN
+    from ..probes.sysfs.walk import MAX_DEVICES
+
+    gpus = (MAX_GPUS, "no node has more GPUs")
+    links = (MAX_LINKS, "no GPU has more NVLinks")
+    drives = (MAX_CTRLS, "no node has more NVMe controllers")
+    return {
+        "gpus.count": gpus,
+        "gpus.pcie.gen": (2 * max(PCIE_GEN.values()),
+                          f"PCIe has {max(PCIE_GEN.values())} generations, with room for more"),
+        "gpus.pcie.width": (32, "PCIe links are at most x32"),
+        "nvlink.links_per_gpu": links,
+        "nvlink.pair_count": links,
+        "nvlink.nvswitch_count": (MAX_DEVICES, "PCI devices of one kind a node has"),
+        "nics.compute.count": (MAX_DEVICES, "PCI devices of one kind a node has"),
+        "nics.placement.gpus_per_compute_nic": gpus,
+        "numa.nodes_with_gpus": (MAX_NUMA_NODES, "Linux's most NUMA nodes"),
+        "c2c.links_per_gpu": (MAX_C2C_LINKS, "no GPU has more NVLink-C2C links"),
+        "storage.os_drives": drives,
+        "storage.data_drives": drives,
+        "storage.gds.drives_per_switch": drives,
+    }
+
+
+def _below_counter_bound(probe: Layout, path: str, bad: Any) -> None:
+    """Each threshold of ``path`` fits the 64-bit counter it is compared with."""
+    from ..safe import printable
+
+    for key, v in (probe.get(path) or {}).items():
+        if v > MAX_COUNTER:
+            raise bad(f'"{path}.{printable(str(key))[:40]}" must be at most 2^64 - 1 '
+                      "(counters are 64-bit)")
 
 
 def validate(doc: Any, where: str) -> None:
@@ -243,18 +296,23 @@ def validate(doc: Any, where: str) -> None:
     for sec in _SECTIONS:
         if doc.get(sec) is not None and not isinstance(doc[sec], dict):
             raise bad(f'"{sec}" must be an object')
-    ints = ("gpus.count", "gpus.pcie.gen", "gpus.pcie.width", "nvlink.links_per_gpu",
-            "nvlink.nvswitch_count", "nvlink.pair_count", "nics.compute.count",
-            "nics.placement.gpus_per_compute_nic", "numa.nodes_with_gpus",
-            "c2c.links_per_gpu")
     probe = Layout(name=str(doc["name"]), data=doc)
-    for path in ints:
+    limits = hardware_limits()
+    for path, (top, why) in limits.items():
         v = probe.get(path)
-        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
-            raise bad(f'"{path}" must be a non-negative integer')
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0
+                              or v > top):
+            raise bad(f'"{path}" must be an integer from 0 to {top:,} ({why})')
     rate = probe.get("nics.compute.rate_gbps")
-    if rate is not None and (not isinstance(rate, (int, float)) or isinstance(rate, bool)):
-        raise bad('"nics.compute.rate_gbps" must be a number')
+    if rate is not None and (not isinstance(rate, (int, float)) or isinstance(rate, bool)
+                             or not 0 <= rate <= MAX_RATE_GBPS):
+        raise bad(f'"nics.compute.rate_gbps" must be a number from 0 to {MAX_RATE_GBPS:,} '
+                  "(Gb/s of one NIC port)")
+    prio = probe.get("selection.priority")
+    if prio is not None and (not isinstance(prio, int) or isinstance(prio, bool)
+                             or abs(prio) > MAX_PRIORITY):
+        raise bad(f'"selection.priority" must be an integer from -{MAX_PRIORITY:,} to '
+                  f"{MAX_PRIORITY:,}")
     pattern = probe.get("gpus.name_pattern")
     if pattern is not None:
         try:
@@ -267,6 +325,12 @@ def validate(doc: Any, where: str) -> None:
                 isinstance(k, str) and re.match(r"^[0-9]{1,6}-[0-9]{1,6}$", k) and isinstance(v, int)
                 for k, v in pairs.items()):
             raise bad('"nvlink.pairs" must map "A-B" GPU pairs to NVLink counts')
+        gpus, links = limits["gpus.count"][0], limits["nvlink.links_per_gpu"][0]
+        for k, v in pairs.items():
+            a, _, b = k.partition("-")
+            if int(a) >= gpus or int(b) >= gpus or v > links:
+                raise bad(f'"nvlink.pairs" must name GPUs below {gpus:,} and at most {links} '
+                          "NVLinks a pair (what hardware can have)")
         count = probe.get("gpus.count")
         seen = set()
         for k, v in pairs.items():
@@ -290,8 +354,9 @@ def validate(doc: Any, where: str) -> None:
         raise bad('"nics.per_gpu" must be an object whose "path" is PIX or PXB')
     gpu_nic = probe.get("nics.placement.gpu_nic")
     if gpu_nic is not None and (not isinstance(gpu_nic, dict) or not all(
-            re.match(r"^[0-9]{1,6}$", str(k)) and (isinstance(v, str) or (
-                isinstance(v, list) and all(isinstance(x, str) for x in v)))
+            re.match(r"^[0-9]{1,6}$", str(k)) and int(k) < limits["gpus.count"][0]
+            and (isinstance(v, str) or (isinstance(v, list)
+                                        and all(isinstance(x, str) for x in v)))
             for k, v in gpu_nic.items())):
         raise bad('"nics.placement.gpu_nic" must map GPU indexes to NIC names (or lists)')
     layer = probe.get("nics.compute.link_layer")
@@ -305,9 +370,6 @@ def validate(doc: Any, where: str) -> None:
     if sel is not None:
         if not isinstance(sel, dict):
             raise bad('"selection" must be an object')
-        prio = sel.get("priority")
-        if prio is not None and (not isinstance(prio, int) or isinstance(prio, bool)):
-            raise bad('"selection.priority" must be an integer')
         if sel.get("family") is not None and not isinstance(sel.get("family"), str):
             raise bad('"selection.family" must be a string')
         for key in ("auto", "requires_nic_names"):
@@ -318,12 +380,18 @@ def validate(doc: Any, where: str) -> None:
             isinstance(v, int) and not isinstance(v, bool) and v >= 0
             for v in thresholds.values())):
         raise bad('"nvlink.error_thresholds" must map counter names to non-negative integers')
+    _below_counter_bound(probe, "nvlink.error_thresholds", bad)
     thresholds = probe.get("nics.error_thresholds")
     if thresholds is not None and (not isinstance(thresholds, dict) or not all(
             isinstance(v, int) and not isinstance(v, bool) and v >= 0
             for v in thresholds.values())):
         raise bad('"nics.error_thresholds" must map counter names to non-negative integers')
+    _below_counter_bound(probe, "nics.error_thresholds", bad)
     numa = probe.get("numa.gpu_numa")
     if numa is not None and (not isinstance(numa, dict) or not all(
-            re.match(r"^[0-9]{1,6}$", str(k)) and isinstance(v, int) for k, v in numa.items())):
-        raise bad('"numa.gpu_numa" must map GPU indexes to NUMA node numbers')
+            re.match(r"^[0-9]{1,6}$", str(k)) and isinstance(v, int) and not isinstance(v, bool)
+            and int(k) < limits["gpus.count"][0] and 0 <= v < MAX_NUMA_NODES
+            for k, v in numa.items())):
+        raise bad('"numa.gpu_numa" must map GPU indexes (below '
+                  f'{limits["gpus.count"][0]:,}) to NUMA node numbers (0 to '
+                  f"{MAX_NUMA_NODES - 1:,})")

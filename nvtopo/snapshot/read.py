@@ -11,7 +11,8 @@ a pasted ``nvidia-smi topo -m`` matrix, pasted ``nvidia-smi nvlink``/``-q`` text
 texts in one paste, and pasted ``ibstat``/``ibv_devinfo``/``ibstatus`` text alone or beside
 them (``docs/ticket-inputs.md``).  Gzip-compressed input (``node.json.gz``; recognised by its magic bytes,
 whatever its name) is decompressed first, never past the bound plain input has
-(:func:`gunzip`), so a gzip bomb costs what a 64 MiB file does.
+(:func:`gunzip`), so a gzip bomb costs what a 64 MiB file does, and in time linear in its
+size, of at most :data:`MAX_GZIP_MEMBERS` members.
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ _FD_ALIAS = re.compile(r"/(?:dev/fd|proc/self/fd)/([0-9]+)")
 
 
 def read_bytes(path: str, option: str = "--from", limit: int = MAX_INPUT_BYTES,
-               what: str = "a snapshot or topo output") -> Tuple[bytes, str]:
+               what: str = "a snapshot or topo output", content: bool = True
+               ) -> Tuple[bytes, str]:
     """Read ``path`` (``-`` or ``/dev/stdin`` for stdin) as bytes; returns ``(data, where)``.
 
     Raises :class:`NvtopoError` for missing, unreadable or oversized input, and for
@@ -53,6 +55,11 @@ def read_bytes(path: str, option: str = "--from", limit: int = MAX_INPUT_BYTES,
     except standard input and descriptors handed to nvtopo (``<(cmd)``'s ``/dev/fd/63``).
     Never more than ``limit`` + 1 bytes are read.  ``option`` names the option in the
     error about an empty name, ``what`` the input expected in the one about a large file.
+    Every file nvtopo reads comes through here (``--from``, ``--layout-file``, ``--fabric``,
+    a directory's ``collect.json``).  ``content=False``: the bounds on snapshots' and
+    nvidia-smi texts' content (:func:`_check_bulk`) are left to the caller, which holds the
+    data to bounds of its own (an ``ibnetdiscover`` dump has more lines than any
+    nvidia-smi text; a manifest counts its JSON values with :func:`json_values_within`).
     """
     if path == "":
         raise NvtopoError("empty file name", where=option)
@@ -62,11 +69,11 @@ def read_bytes(path: str, option: str = "--from", limit: int = MAX_INPUT_BYTES,
     else:
         where = path
         data = _read_file(path, limit)
-    return within_bounds(data, where, limit, what), where
+    return within_bounds(data, where, limit, what, content=content), where
 
 
 def within_bounds(data: bytes, where: str, limit: int = MAX_INPUT_BYTES,
-                  what: str = "a snapshot or topo output") -> bytes:
+                  what: str = "a snapshot or topo output", content: bool = True) -> bytes:
     """Input bytes already read (at most ``limit`` + 1 of them), held to the bounds every
     input is held to: at most ``limit`` bytes, decompressed when gzip (never past
     ``limit``), and no more JSON values or text than any real input holds.  Returns the
@@ -75,7 +82,8 @@ def within_bounds(data: bytes, where: str, limit: int = MAX_INPUT_BYTES,
         raise NvtopoError(f"file is larger than {_size(limit)}; not {what}", where=where)
     if data.startswith(GZIP_MAGIC):
         data = gunzip(data, where, limit, what)
-    _check_bulk(data, where)
+    if content:
+        _check_bulk(data, where)
     return data
 
 
@@ -83,36 +91,56 @@ def within_bounds(data: bytes, where: str, limit: int = MAX_INPUT_BYTES,
 GZIP_MAGIC = b"\x1f\x8b"
 #: Bytes asked of the decompressor at a time.
 _GUNZIP_STEP = 1024 * 1024
+#: Compressed bytes given to the decompressor at a time: what it does not use of them (the
+#: start of the next member) is all that is copied when a member ends, so reading costs
+#: time in proportion to the input whatever its number of members.
+_GUNZIP_FEED = 64 * 1024
+#: The most gzip members read: ``gzip -c a b > c`` makes two, nvtopo writes one; a file of
+#: thousands of (empty) members is no snapshot, and each member costs a decompressor.
+MAX_GZIP_MEMBERS = 1024
 
 
 def gunzip(data: bytes, where: str, limit: int = MAX_INPUT_BYTES,
            what: str = "a snapshot or topo output") -> bytes:
     """The decompressed bytes of gzip ``data`` (one member or several, as ``gunzip``
-    reads them), never more than ``limit`` + 1 of them held: more is refused as plain input
-    that large is.  Truncated or corrupt data, and bytes after the last member that are
-    neither a member nor zero padding, are one-line errors naming ``where``."""
+    reads them, at most :data:`MAX_GZIP_MEMBERS`), never more than ``limit`` + 1 of them
+    held: more is refused as plain input that large is.  Truncated or corrupt data, and
+    bytes after the last member that are neither a member nor zero padding, are one-line
+    errors naming ``where``.  Time is linear in the size of ``data`` (the compressed bytes
+    are fed :data:`_GUNZIP_FEED` at a time, never the whole rest once per member)."""
+    view = memoryview(data)
+    size = len(data)
     out = bytearray()
-    rest = data
+    pos = 0  # compressed bytes given to a decompressor so far (less what it gave back)
+    members = 0
     while True:
+        members += 1
+        if members > MAX_GZIP_MEMBERS:
+            raise NvtopoError(f"more than {MAX_GZIP_MEMBERS:,} gzip members; not {what}",
+                              where=where)
         unzip = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        pending: bytes = b""
         try:
             while not unzip.eof:
-                chunk = unzip.decompress(rest, min(_GUNZIP_STEP, limit + 1 - len(out)))
+                if not pending and pos < size:
+                    pending = view[pos:pos + _GUNZIP_FEED]  # type: ignore[assignment]
+                    pos += len(pending)
+                chunk = unzip.decompress(pending, min(_GUNZIP_STEP, limit + 1 - len(out)))
                 out += chunk
                 if len(out) > limit:
                     raise NvtopoError(f"gzip data decompresses to more than {_size(limit)}; "
                                       f"not {what}", where=where)
-                rest = unzip.unconsumed_tail
-                if not chunk and not rest and not unzip.eof:
+                pending = unzip.unconsumed_tail
+                if not chunk and not pending and pos >= size and not unzip.eof:
                     raise NvtopoError("truncated gzip file (the compressed data ends early)",
                                       where=where)
         except zlib.error as exc:
             raise NvtopoError(f"corrupt gzip data ({exc})", where=where) from None
-        rest = unzip.unused_data
-        if not rest.startswith(GZIP_MAGIC):
+        pos -= len(unzip.unused_data)  # the start of what follows this member
+        if data[pos:pos + 2] != GZIP_MAGIC:
             break
-    if rest.strip(b"\0"):
-        raise NvtopoError(f"{len(rest):,} bytes after the gzip data are not gzip data",
+    if data.count(b"\0", pos) != size - pos:
+        raise NvtopoError(f"{size - pos:,} bytes after the gzip data are not gzip data",
                           where=where)
     return bytes(out)
 
@@ -148,9 +176,15 @@ def _read_file(path: str, limit: int) -> bytes:
             raise NvtopoError(f"not a regular file ({_kind_of(path, mode)})", where=path)
         if handed:  # a pipe handed to nvtopo: read it as standard input is read
             os.set_blocking(fd, True)
+        # a file's size, not the bound, is what a read sets aside first (a small file of a
+        # 64 MiB bound held 64 MiB); a file that grew, or says 0 (procfs), is read on
+        want = min(limit + 1, os.fstat(fd).st_size + 1) if not handed else limit + 1
         with os.fdopen(fd, "rb", closefd=True) as fh:
             fd = -1
-            return fh.read(limit + 1)
+            data = fh.read(want)
+            if len(data) == want and want <= limit:
+                data += fh.read(limit + 1 - want)
+            return data
     except OSError as exc:
         raise NvtopoError(f"cannot read: {exc.strerror or exc}", where=path) from None
     finally:
@@ -204,10 +238,7 @@ def _check_bulk(data: bytes, where: str) -> None:
             raise NvtopoError(f"JSON larger than {MAX_JSON_BYTES // (1024 * 1024)} MiB; not a "
                               "snapshot nvtopo wrote", where=where)
         if len(data) > _COUNT_PAST:
-            values = data.count(b",") + data.count(b"[") + data.count(b"{")
-            if values > MAX_JSON_VALUES:
-                raise NvtopoError(f"holds more than {MAX_JSON_VALUES:,} JSON values "
-                                  f"({values:,}); not a snapshot nvtopo wrote", where=where)
+            json_values_within(data, where, MAX_JSON_VALUES, "a snapshot nvtopo wrote")
     elif len(data) > MAX_TEXT_BYTES * width:
         raise NvtopoError(f"text is larger than {MAX_TEXT_BYTES // (1024 * 1024)} MiB; not "
                           "nvidia-smi output", where=where)
@@ -215,6 +246,15 @@ def _check_bulk(data: bytes, where: str) -> None:
         raise NvtopoError(f"text has more than {MAX_TEXT_LINES:,} lines; not nvidia-smi "
                           "output", where=where)
 
+
+
+def json_values_within(data: bytes, where: str, most: int, what: str) -> None:
+    """Refuse JSON ``data`` of more than ``most`` values (commas and brackets, counted
+    before decoding: a value costs up to ~100 bytes decoded), naming ``where``."""
+    values = data.count(b",") + data.count(b"[") + data.count(b"{")
+    if values > most:
+        raise NvtopoError(f"holds more than {most:,} JSON values ({values:,}); not {what}",
+                          where=where)
 
 
 def decode_bytes(data: bytes, where: str) -> str:

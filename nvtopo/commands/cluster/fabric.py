@@ -113,13 +113,15 @@ def parse(text: str, where: str) -> Fabric:
 
 
 def read(path: str) -> Fabric:
+    """The dump at ``path``, read through the one bounded reader every input has (a FIFO
+    or device refused, never more than :data:`MAX_BYTES`; gzip read as gzip)."""
+    from ...snapshot import read as read_input
+
     try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_BYTES + 1)
-    except OSError as e:
-        raise NvtopoError(f"cannot read the fabric dump: {e.strerror or e}", where=path)
-    if len(raw) > MAX_BYTES:
-        raise NvtopoError(f"fabric dump larger than {MAX_BYTES >> 20} MiB", where=path)
+        raw, path = read_input.read_bytes(path, option="--fabric", limit=MAX_BYTES,
+                                          what="an ibnetdiscover dump", content=False)
+    except NvtopoError as e:
+        raise NvtopoError(f"cannot read the fabric dump: {e.message}", where=e.where) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:

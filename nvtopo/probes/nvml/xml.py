@@ -9,9 +9,13 @@ they stand for, and :func:`derive_xml` gives that text to the one ``-q`` reader
 ``nvml-text``).
 
 The XML is untrusted.  It is parsed by expat with handlers only (no tree of the whole
-document is built), and refused with a one-line error when it declares an entity (a
-"billion laughs" document, an external entity: nothing nvidia-smi writes), nests deeper
-than :data:`MAX_DEPTH` or holds more than :data:`MAX_ELEMENTS` elements.  Nothing is ever
+document is built), and refused with a one-line error when it has a DTD of its own (an
+internal subset: entities, as a "billion laughs" or external-entity document declares them,
+attribute defaults, which expat copies into every element, element declarations; nvidia-smi
+names its DTD file and declares nothing), nests deeper than :data:`MAX_DEPTH`, holds more
+than :data:`MAX_ELEMENTS` elements or stands for more than :data:`MAX_LINES` lines of ``-q``
+text (every element read under ``<fabric>`` is a line: they count against the bound every
+pasted text has).  Nothing is ever
 fetched: external entities and DTDs are not loaded.  An XML document cut short (a truncated
 attachment) keeps the GPUs read before the cut, with a warning note; one that holds no GPU
 before its first error is refused.
@@ -31,6 +35,9 @@ MAX_DEPTH = 64
 MAX_ELEMENTS = 2_000_000
 #: Longest text kept of one element (a UUID is 40 characters).
 MAX_VALUE = 256
+#: The most lines of ``-q`` text the XML may stand for: the bound any pasted text has
+#: (``nvtopo.snapshot.read.MAX_TEXT_LINES``); 72 GPUs' real ``-q -x`` give about 2,000.
+MAX_LINES = 100_000
 
 #: Element -> the ``-q`` text's label, for the elements read; ``None``: a block read whole
 #: (its children keep their own labels where unmapped).
@@ -92,9 +99,15 @@ def _read(text: str) -> Tuple[List[Tuple[str, List[Tuple[int, str, Optional[str]
     gpus: List[Tuple[str, List[Tuple[int, str, Optional[str]]]]] = []
     stack: List[str] = []
     #: depth (in the stack) of the ``<gpu>`` element, and of the block being read
-    state = {"gpu": -1, "block": -1, "count": 0}
+    state = {"gpu": -1, "block": -1, "count": 0, "lines": 0}
     text_buf: List[str] = []
     pending: List[Optional[int]] = []  # index of each open element's line, or None
+
+    def line_read() -> None:
+        state["lines"] += 1
+        if state["lines"] > MAX_LINES:
+            raise _Refused(f"XML that stands for more than {MAX_LINES:,} lines of -q text; "
+                           "not nvidia-smi output")
 
     def start(name: str, attrs: Dict[str, str]) -> None:
         state["count"] += 1
@@ -108,20 +121,24 @@ def _read(text: str) -> Tuple[List[Tuple[str, List[Tuple[int, str, Optional[str]
         line: Optional[int] = None
         if name == "gpu" and state["gpu"] < 0:
             state["gpu"] = depth
+            line_read()
             gpus.append((str(attrs.get("id", ""))[:64], []))
         elif state["gpu"] >= 0:
             rel = depth - state["gpu"]
             lines = gpus[-1][1]
             if rel == 1 and name in BLOCKS:
                 state["block"] = depth
+                line_read()
                 lines.append((1, LABELS[name], None))
                 line = len(lines) - 1
             elif rel == 1 and name in GPU_LEAVES:
+                line_read()
                 lines.append((1, LABELS[name], ""))
                 line = len(lines) - 1
             elif state["block"] >= 0 and (stack[state["block"]] == "fabric"
                                           or name in _PCI_READ):
                 label = LABELS.get(name, name)
+                line_read()
                 lines.append((rel, label, None))
                 line = len(lines) - 1
         pending.append(line)
@@ -150,11 +167,25 @@ def _read(text: str) -> Tuple[List[Tuple[str, List[Tuple[int, str, Optional[str]
         raise _Refused("XML declaring entities is refused (nvidia-smi declares none: a "
                        "\"billion laughs\" or external-entity document?)")
 
+    def doctype(_name: str, _system: Optional[str], _public: Optional[str],
+                internal: int) -> None:
+        if internal:
+            raise _Refused("XML with a DTD of its own (<!DOCTYPE ... [ ... ]>) is refused "
+                           "(nvidia-smi only names its DTD file: declared entities or "
+                           "attribute defaults would be expanded into the document)")
+
+    def declared(*_args: object) -> None:
+        raise _Refused("XML declaring DTD elements or attributes is refused (nvidia-smi "
+                       "declares none)")
+
     parser = expat.ParserCreate()
     parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
     parser.StartElementHandler = start
     parser.EndElementHandler = end
     parser.CharacterDataHandler = chars
+    parser.StartDoctypeDeclHandler = doctype
+    parser.ElementDeclHandler = declared
+    parser.AttlistDeclHandler = declared
     parser.EntityDeclHandler = entity
     parser.UnparsedEntityDeclHandler = entity
     parser.ExternalEntityRefHandler = lambda *a: 0  # never fetched: an error
@@ -203,4 +234,5 @@ def derive_xml(text: str, where: str) -> Topology:
     return topo
 
 
-__all__ = ["looks_like", "to_q_text", "derive_xml", "MAX_DEPTH", "MAX_ELEMENTS", "LABELS"]
+__all__ = ["looks_like", "to_q_text", "derive_xml", "MAX_DEPTH", "MAX_ELEMENTS", "MAX_LINES",
+           "LABELS"]

@@ -42,4 +42,4 @@ def snapshot_cmd(
         for name, ev in doc["probes"].items():
             if ev.get("status") != "ok":
                 say(f"nvtopo: note: {name}: {ev.get('error')} (recorded)")
-    emit(snapshot.dumps(doc), output)
+    emit(snapshot.file_text(doc, opened.where), output)

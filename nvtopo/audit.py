@@ -386,15 +386,12 @@ def run(paths: Sequence[str], *, layout: Any = "auto", layout_file: Optional[str
         return
     import collections
     import concurrent.futures as cf
-    import multiprocessing
 
-    try:
-        ctx = multiprocessing.get_context("forkserver")
-    except ValueError:  # pragma: no cover - platforms without forkserver
-        ctx = multiprocessing.get_context("spawn")
+    from .pool import workers
+
     window = 4 * jobs
-    with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx,
-                                initializer=_warm) as pool:
+    # the pool ends with this process, whatever ends it (SIGTERM, SIGHUP, Ctrl-C: nvtopo/pool.py)
+    with workers(jobs, _warm) as pool:
         pending: "collections.deque[cf.Future]" = collections.deque()
         for batch in _batches(items, batch_size):
             pending.append(pool.submit(_work, batch, layout, layout_file, with_findings))

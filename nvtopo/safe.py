@@ -134,6 +134,17 @@ def printable(value: Any, *, keep_newlines: bool = False) -> str:
     return pattern.sub(_escape_char, text)
 
 
+def reversible(value: Any) -> str:
+    """``value`` made :func:`printable` one to one: a backslash is written ``\\\\`` first, so
+    an unsafe character's escape (ESC: ``\\x1b``) and the same four characters in the text
+    (``\\\\x1b``) stay two values.  For values that name things (Prometheus labels): two
+    different strings never become one label, so two series never collide."""
+    if value is None:
+        return ""
+    text = value if isinstance(value, str) else str(value)
+    return printable(text.replace("\\", "\\\\"))
+
+
 def markup(value: Any) -> str:
     """``value`` made :func:`printable`, then escaped for Rich console markup."""
     from rich.markup import escape

@@ -48,7 +48,7 @@ LAYERS: List[Tuple[str, int, Tuple[str, ...]]] = [
     ("checks", 4, ("nvtopo.checks",)),
     ("render", 4, ("nvtopo.render",)),
     ("commands", 5, ("nvtopo.commands", "nvtopo.audit", "nvtopo.diff", "nvtopo.simulate",
-                     "nvtopo.cluster", "nvtopo.collect")),
+                     "nvtopo.cluster", "nvtopo.collect", "nvtopo.pool")),
     ("cli", 6, ("nvtopo.cli", "nvtopo.__main__")),
 ]
 

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 from cli_runner import make_runner
 
@@ -176,10 +178,13 @@ def test_label_values_are_escaped():
     assert "\nslash" not in text  # no raw newline inside a label
     fams = assert_well_formed(text)
     got = {(lab["subject"], lab["hostname"]): v for lab, v in samples(fams, "nvtopo_finding")}
-    shown = nasty.replace("\n", "\\x0a")
-    assert got == {(shown, 'n"17\\\\x0a'): 2.0, ("a\\x0ab", 'n"17\\\\x0a'): 1.0}
-    assert samples(fams, "nvtopo_layout_info")[0][0]["layout"] == 'my "lay"\\out'
-    assert prom.escape_label_value('a"b\\c\nd') == 'a\\"b\\\\c\\\\x0ad'
+    # the label value is the text with a backslash doubled, then a newline shown as \x0a
+    # (nvtopo.safe.reversible): one to one, so unescape() gives the text back
+    shown = nasty.replace("\\", "\\\\").replace("\n", "\\x0a")
+    assert got == {(shown, 'n"17\\\\\\x0a'): 2.0, ("a\\x0ab", 'n"17\\\\\\x0a'): 1.0}
+    assert unescape(shown) == nasty and unescape('n"17\\\\\\x0a') == 'n"17\\\n'
+    assert samples(fams, "nvtopo_layout_info")[0][0]["layout"] == 'my "lay"\\\\out'
+    assert prom.escape_label_value('a"b\\c\nd') == 'a\\"b\\\\\\\\c\\\\x0ad'
     with pytest.raises(ValueError):
         prom.render_check(check, labels={"bad-name": "x"})
 
@@ -300,3 +305,58 @@ def test_live_probe_records_probe_durations(monkeypatch):
     down = {lab["device"] for lab, v in samples(fams, "nvtopo_port_up") if v == 0}
     assert down and all(any(f["subject"].startswith(d + " ") for f in doc["findings"])
                         for d in down)
+
+
+def unescape(value: str) -> str:
+    """The text a label value (as prometheus_client parsed it) was made from: the inverse
+    of nvtopo.safe.reversible (``\\\\`` a backslash, ``\\xNN``/``\\uNNNN`` a character)."""
+    out, i = [], 0
+    while i < len(value):
+        c = value[i]
+        if c != "\\":
+            out.append(c)
+            i += 1
+        elif value[i + 1] == "\\":
+            out.append("\\")
+            i += 2
+        else:
+            width = 2 if value[i + 1] == "x" else 4
+            assert value[i + 1] in "xu", value
+            out.append(chr(int(value[i + 2:i + 2 + width], 16)))
+            i += 2 + width
+    return "".join(out)
+
+
+def test_a_real_escape_and_its_text_are_two_series():
+    """ESC and the four characters ``\\x1b`` were one label value: two findings became one
+    series twice, which node_exporter rejects (duplicate series)."""
+    check = checks.Report(layout_name="l", reason="", findings=(
+        checks.finding("error", "nvlink.link_down", S.other("GPU\x1b"), "m"),
+        checks.finding("error", "nvlink.link_down", S.other("GPU\\x1b"), "m")))
+    text = prom.render_check(check)
+    fams = assert_well_formed(text)
+    got = sorted(lab["subject"] for lab, _v in samples(fams, "nvtopo_finding"))
+    assert len(got) == 2 and len(set(got)) == 2, text
+    assert sorted(unescape(g) for g in got) == sorted(["GPU\x1b", "GPU\\x1b"])
+    series = [line.rsplit(" ", 1)[0] for line in text.splitlines()
+              if line and not line.startswith("#")]
+    assert len(series) == len(set(series)), "duplicate series"
+
+
+_LABEL_TEXT = st.lists(st.sampled_from(
+    ["\\", "x", "1", "b", "u", "0", "\x1b", "\n", '"', "\u202e", "\ud800", "\x85", "a",
+     "\\x", "\u2028", "\x7f", "é"]), max_size=8).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(a=_LABEL_TEXT, b=_LABEL_TEXT)
+def test_label_escaping_is_one_to_one(a, b):
+    """Different texts are different label values, and each value gives its text back
+    (after the exposition format's own escaping, as prometheus_client reads it)."""
+    ea, eb = prom.escape_label_value(a), prom.escape_label_value(b)
+    assert (ea == eb) == (a == b)
+    for text, esc in ((a, ea), (b, eb)):
+        assert "\n" not in esc and esc.isprintable()
+        fam = prom.Family("nvtopo_x", "x", samples=[({"v": text}, 1.0)])
+        parsed = samples(assert_well_formed(prom.exposition([fam])), "nvtopo_x")
+        assert unescape(parsed[0][0]["v"]) == text

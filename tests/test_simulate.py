@@ -445,3 +445,42 @@ def test_a_72_gpu_nvlink_domain(tmp_path):
     assert len(topo.gpus) == 72 and len(topo.nics) == 72 and topo.disagreements == []
     assert topo.path("GPU70", "GPU1") == "NV17" and topo.path("GPU0", "GPU1") == "NV18"
     assert took < 20, took
+
+
+# --- any layout the layout reader accepts (issue 21, item 8) ---------------------------------
+
+def _layout_file(tmp_path, name: str, **change: Any) -> str:
+    """dgx-h100's layout with ``change`` ("gpus.count": 128 ...) applied, as a file."""
+    doc = json.loads(make_runner().invoke(app, ["layouts", "show", "dgx-h100"]).stdout)
+    doc["name"] = name
+    for key, value in change.items():
+        section, field = key.split(".")
+        doc[section][field] = value
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
+@pytest.mark.parametrize("change", [{"gpus.count": 128}, {"nvlink.nvswitch_count": 64},
+                                    {"gpus.count": 256, "nvlink.nvswitch_count": 64},
+                                    {"nics.compute": {"count": 300, "rate_gbps": 400,
+                                                      "link_layer": "InfiniBand"}}],
+                         ids=lambda c: ",".join(f"{k}={v if not isinstance(v, dict) else v['count']}"
+                                                for k, v in c.items()))
+def test_simulate_takes_any_layout_it_reads_or_refuses_it_in_one_line(tmp_path, change):
+    """128 GPUs ran out of PCI bus numbers (StopIteration), 64 NVSwitches out of device
+    numbers on bus 0 (ValueError): tracebacks.  Now: a snapshot `check` reads, or one line."""
+    runner = make_runner()
+    path = _layout_file(tmp_path, "big", **change)
+    out = tmp_path / "sim.json"
+    r = runner.invoke(app, ["simulate", "--layout-file", path, "-o", str(out)])
+    assert r.exception is None or isinstance(r.exception, SystemExit), repr(r.exception)
+    assert "Traceback" not in r.stderr
+    if r.exit_code == 0:
+        c = runner.invoke(app, ["check", "--from", str(out), "--layout-file", path])
+        assert c.exit_code in (0, 1), c.stderr
+    else:
+        assert r.exit_code == 2, (r.exit_code, r.stderr)
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and "big" in lines[0], r.stderr
+        assert not out.exists()

@@ -70,7 +70,35 @@ app.command("cluster")(cluster.cluster_cmd)
 
 def run() -> None:
     """Console-script entry point.  A usage error (an unknown option, ``--format xml``) is
-    one line on standard error and exit status 2, like every other bad input."""
+    one line on standard error and exit status 2, like every other bad input.  Standard
+    output and error are made safe first (:mod:`.streams`): any encoding (degraded to
+    ASCII), and a failed write to standard output is one line and exit status 2."""
+    from . import streams
+
+    streams.setup()
+    try:
+        _run()
+    except streams.OutputError as exc:  # help or a usage message that could not be written
+        _failed_output(exc)
+    except SystemExit as exc:
+        failed = streams.finish()
+        if failed is not None:
+            _failed_output(failed)
+        raise
+    failed = streams.finish()  # pragma: no cover - _run always exits
+    if failed is not None:  # pragma: no cover
+        _failed_output(failed)
+
+
+def _failed_output(exc: Exception) -> None:
+    from ..safe import printable
+
+    sys.stderr.write(f"nvtopo: error: {printable(str(exc))}\n")
+    sys.stderr.flush()
+    sys.exit(2)
+
+
+def _run() -> None:
     try:  # typer >= 0.20 bundles its own click
         from typer._click import exceptions as cx  # type: ignore[import-not-found]
     except ImportError:  # pragma: no cover - older typer, click installed beside it

@@ -18,7 +18,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 def say(line: str) -> None:
     """One line on stderr, flushed (test runners and pipes must see it).  One line
     whatever it quotes: file names and evidence may hold newlines and escapes."""
-    sys.stdout.flush()
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError, NvtopoError):  # said by the caller, or at exit (cli.streams)
+        pass
     sys.stderr.write(printable(line) + "\n")
     sys.stderr.flush()
 

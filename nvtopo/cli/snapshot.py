@@ -44,4 +44,4 @@ def snapshot_cmd(
             # interface): an answer, not a failure to note.
             if ev.get("status") not in ("ok", "absent"):
                 say(f"nvtopo: note: {name}: {ev.get('error') or ev.get('status')} (recorded)")
-    emit(snapshot.dumps(doc), output)
+    emit(snapshot.file_text(doc, opened.where), output)

@@ -7,7 +7,7 @@ import json
 from typing import IO, Any, Dict, Iterable, Iterator, List
 
 from ..audit import SHOWN_NODES, NodeResult, Summary
-from ..safe import printable
+from ..safe import printable, reversible
 
 #: Version of the ``nvtopo audit --format json`` document (docs/json.md).
 AUDIT_SCHEMA_VERSION = 1
@@ -253,7 +253,7 @@ def stream_json(results: Iterable[NodeResult], summary: Summary, out: IO[str]) -
 
 
 def _esc(v: Any) -> str:
-    return printable(v).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+    return reversible(v).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
 def _labels(d: Dict[str, Any]) -> str:

@@ -33,9 +33,10 @@ Public API (``nvtopo audit --format prometheus`` uses it for many nodes at once)
     probe_durations(doc) -> Dict[str, float]
         duration_s of every probe a snapshot document recorded.
     escape_label_value(text) -> str
-        The text made printable (nvtopo.safe.printable: control characters, bidirectional
-        controls and lone surrogates written as \\xNN / \\uNNNN), then backslash, double
-        quote and newline escaped as the exposition format requires.
+        The text made printable one to one (nvtopo.safe.reversible: a backslash doubled,
+        then control characters, bidirectional controls and lone surrogates written as
+        \\xNN / \\uNNNN), then backslash, double quote and newline escaped as the
+        exposition format requires.  Two different texts are never one label value.
 
 Metrics (all gauges; label values escaped): ``nvtopo_check_pass`` (1 no error finding, 0 at
 least one), ``nvtopo_check_findings{severity}`` (count per severity, all three always
@@ -59,7 +60,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from ..safe import printable
+from ..safe import reversible
 
 SEVERITIES = ("error", "warning", "info")
 
@@ -70,10 +71,11 @@ Sample = Tuple[Dict[str, str], float]
 
 
 def escape_label_value(text: Any) -> str:
-    """A label value as the exposition format writes it: made :func:`~nvtopo.safe.printable`
-    (no control character reaches a label, and a lone surrogate, which cannot be encoded,
-    is shown as ``\\ud800``), then ``\\``, ``"`` and newline escaped."""
-    return (printable(text).replace("\\", "\\\\").replace("\"", "\\\"")
+    """A label value as the exposition format writes it: made :func:`~nvtopo.safe.reversible`
+    (no control character reaches a label, a lone surrogate, which cannot be encoded, is
+    shown as ``\\ud800``, and a backslash of the text is doubled first, so that two
+    different texts are never one label value), then ``\\``, ``"`` and newline escaped."""
+    return (reversible(text).replace("\\", "\\\\").replace("\"", "\\\"")
             .replace("\n", "\\n"))
 
 

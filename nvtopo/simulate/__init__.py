@@ -20,9 +20,11 @@ document says it is simulated: ``"simulated": {"layout", "faults", "seed",
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence
+import functools
+from typing import Any, Callable, Dict, List, Optional, Sequence, TypeVar
 
 from .. import __version__
+from ..errors import NvtopoError
 from ..layouts import Layout
 from . import faults as faults_mod
 from . import machine as machine_mod
@@ -32,6 +34,37 @@ from . import sources, sysfs_tree, topo
 SIM_TIME = "2026-01-01T00:00:00+00:00"
 
 
+#: What the simulator raises when a layout is past what it can lay out (PCI bus numbers, or
+#: device numbers on a bus, run out: 128 GPUs, 64 NVSwitches): a layout the reader accepts.
+F = TypeVar("F", bound=Callable[..., Any])
+_NO_ROOM = (StopIteration, ValueError, IndexError, KeyError, RuntimeError, OverflowError,
+            RecursionError)
+
+
+def _simulable(fn: F) -> F:
+    """``fn`` (:func:`build`, :func:`snapshot`), with the simulator running out of room for
+    a layout made one line naming the layout (exit status 2), never a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except NvtopoError:
+            raise
+        except _NO_ROOM as exc:
+            first = args[0] if args else None
+            lay = getattr(first, "layout", first)
+            name = getattr(lay, "name", None) or "the layout"
+            why = str(exc) or "PCI bus numbers run out"
+            raise NvtopoError(f"cannot simulate a node of this layout: the simulated machine "
+                              f"has no room for it ({type(exc).__name__}: {why}); real "
+                              f"snapshots of such a node are still read and checked",
+                              where=f"layout {name}") from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+@_simulable
 def build(layout: Layout, fault_specs: Sequence[str] = (), seed: int = 0,
           hostname: Optional[str] = None, mesh: bool = False) -> machine_mod.Machine:
     """The machine of ``layout`` with the faults applied (specs checked first, all of them);
@@ -50,6 +83,7 @@ def build(layout: Layout, fault_specs: Sequence[str] = (), seed: int = 0,
     return m
 
 
+@_simulable
 def snapshot(m: machine_mod.Machine) -> Dict[str, Any]:
     """The snapshot document of a machine."""
     from . import nvml_record

@@ -34,6 +34,7 @@ from .read import (MAX_INPUT_BYTES, MAX_JSON_BYTES, MAX_JSON_VALUES, MAX_TEXT_BY
                    MAX_TEXT_LINES, STDIN_NAMES, decode_bytes, read_bytes)
 
 __all__ = ["Input", "Opened", "open_input", "load", "load_text", "load_document", "take",
+           "file_text",
            "derive", "dumps", "from_text_evidence", "parse_snapshot", "code_digest",
            "decode_bytes", "read_bytes", "SNAPSHOT_KIND", "SNAPSHOT_SCHEMA", "STDIN_NAMES",
            "MAX_INPUT_BYTES", "MAX_JSON_BYTES", "MAX_JSON_VALUES", "MAX_TEXT_BYTES",
@@ -229,6 +230,25 @@ def _model_of(doc: Dict[str, Any], raw: Optional[bytes], where: Optional[str]
     return document.derive(doc, where), False
 
 
+def file_text(doc: Dict[str, Any], where: str) -> str:
+    """The snapshot file's text for ``doc`` (:func:`dumps`), refused with a one-line error
+    naming ``where`` when ``--from`` would not read it back: whatever nvtopo writes as a
+    snapshot, it reads.  The written bytes go through the reader every input goes through
+    (its bounds on size, JSON values, text; the evidence's validation; the derivation), so
+    a bound added to the reader is a bound on what is written too."""
+    text = dumps(doc)
+    data = text.encode("utf-8", errors="surrogatepass")
+    try:
+        data = read.within_bounds(data, where)
+        if _fast_snapshot(data, where) is None:
+            parsed = parse_snapshot(decode_bytes(data, where), where)
+            _model_of(parsed, data, where)
+    except NvtopoError as exc:
+        raise NvtopoError(f"not kept as a snapshot: nvtopo would not read the file back "
+                          f"({exc.message})", where=where) from None
+    return text
+
+
 def load_text(text: str, where: str) -> Topology:
     """The model of input already decoded: a snapshot (JSON) or a bare nvidia-smi text."""
     if not text.strip():
@@ -331,10 +351,11 @@ def _document_of(text: str, where: str) -> Dict[str, Any]:
     if read.is_json(text):
         return parse_snapshot(text, where)
     kind = read.recognise(text)
-    if kind == read.NVML_XML:  # kept as the -q text it stands for
+    if kind == read.NVML_XML:  # kept as it is: the XML is the evidence (notes of a cut one too)
         from ..probes.nvml import xml as nvml_xml
 
-        text, kind = nvml_xml.to_q_text(text, where)[0], read.NVML_TEXT
+        nvml_xml.derive_xml(text, where)  # raises the one-line error of XML nvtopo refuses
+        kind = read.NVML_TEXT
     if kind in (read.DCGMI_TEXT, read.TOPO_AND_DCGMI_TEXT):  # kept as NVML text evidence
         from ..probes import dcgmi_text
 

@@ -103,15 +103,12 @@ def read(paths: Sequence[str], jobs: Optional[int] = None, batch_size: int = 16
         return
     import collections
     import concurrent.futures as cf
-    import multiprocessing
 
     from ...audit import _warm
+    from ...pool import workers
 
-    try:
-        ctx = multiprocessing.get_context("forkserver")
-    except ValueError:  # pragma: no cover - platforms without forkserver
-        ctx = multiprocessing.get_context("spawn")
-    with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_warm) as pool:
+    # the pool ends with this process, whatever ends it (SIGTERM, SIGHUP, Ctrl-C: nvtopo/pool.py)
+    with workers(jobs, _warm) as pool:
         pending: "collections.deque[cf.Future]" = collections.deque()
         for batch in _batches(items, batch_size):
             pending.append(pool.submit(_work, batch))

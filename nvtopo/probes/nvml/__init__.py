@@ -88,6 +88,10 @@ def derive(evidence: Dict[str, Any]) -> Topology:
 
         if dcgmi_text.looks_like(evidence["stdout"]) and dcgmi_text.has_gpus(evidence["stdout"]):
             return dcgmi_text.derive_text(evidence["stdout"])  # pasted dcgmi nvlink -s
+        from . import xml
+
+        if xml.looks_like(evidence["stdout"]):  # pasted nvidia-smi -q -x, kept as it was
+            return xml.derive_xml(evidence["stdout"], "nvml evidence")
         return derive_text(evidence["stdout"])
     status = evidence.get("status", "ok")
     if status not in ("ok", "timeout", "unavailable"):

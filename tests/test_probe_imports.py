@@ -129,6 +129,7 @@ def test_no_capture_code_imports_lazily():
         ("nvtopo/probes/nvml/__init__.py", ".live"),  # CAPTURE_IMPORTS
         ("nvtopo/probes/nvml/__init__.py", ".."),  # derive: pasted dcgmi text
         ("nvtopo/probes/nvml/__init__.py", ".text"),  # derive: pasted nvlink text
+        ("nvtopo/probes/nvml/__init__.py", "."),  # derive: pasted -q -x XML
         ("nvtopo/probes/nvml/xml.py", ".text"),  # derive
         ("nvtopo/probes/dcgmi_text.py", "..model"),  # derive
         ("nvtopo/probes/nvml/live.py", "pynvml"),  # CAPTURE_IMPORTS

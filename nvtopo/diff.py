@@ -25,6 +25,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from .model import GPU, Topology, pci_bdf
 from .model.rdma import ERROR_COUNTERS, Port
+from .model.vocab import int_runs
 from .safe import ascii_int
 
 #: Changes of the same kind and before/after on more subjects than this are grouped.
@@ -299,18 +300,6 @@ def _links(g: GPU) -> Dict[int, Any]:
     return {ln.link: ln for ln in g.nvml.nvlink.links} if g.nvml is not None else {}
 
 
-def _ranges(nums: Iterable[int]) -> str:
-    nums = sorted(nums)
-    parts, i = [], 0
-    while i < len(nums):
-        j = i
-        while j + 1 < len(nums) and nums[j + 1] == nums[j] + 1:
-            j += 1
-        parts.append(str(nums[i]) if i == j else f"{nums[i]}-{nums[j]}")
-        i = j + 1
-    return ",".join(parts)
-
-
 def _nvlink_links(ka: Dict[Any, GPU], kb: Dict[Any, GPU], out: List[Change]) -> None:
     items: List[Tuple[str, Any, Any, str]] = []
     for k in sorted(ka.keys() & kb.keys(), key=lambda k: kb[k].index):
@@ -328,7 +317,8 @@ def _nvlink_links(ka: Dict[Any, GPU], kb: Dict[Any, GPU], out: List[Change]) -> 
             _counter_deltas(f"{name} link {n}", la[n].errors if n in la else None,
                             lb[n].errors if n in lb else None, "nvlink", out)
         for (sa, sb), nums in by_change.items():
-            subj = f"{name} link{'s' if len(nums) > 1 else ''} {_ranges(nums)}"
+            runs = int_runs(nums, pairs=True, sep=",")
+            subj = f"{name} link{'s' if len(nums) > 1 else ''} {runs}"
             reason = next((lb[n].reason for n in nums if n in lb and lb[n].reason), None)
             items.append((subj, sa, sb, f"{subj}: {sa} → {sb}"
                           + (f" ({reason})" if reason else "")))

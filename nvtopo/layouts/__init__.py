@@ -17,6 +17,11 @@ from typing import Any, Dict, List, Tuple
 from ..errors import NvtopoError
 from ..safe import json_loads
 
+#: Nodes per NVLink domain for the layouts that are one tray of a multi-node NVLink domain
+#: (GB200 NVL72: 18 compute trays of 4 GPUs per rack; NVIDIA DGX GB200 User Guide): what
+#: ``cluster`` expects of a domain and what ``simulate --nodes`` builds.
+DOMAIN_NODES: Dict[str, int] = {"gb200-nvl72-tray": 18}
+
 #: Version of the layout file format.
 LAYOUT_SCHEMA = 1
 

@@ -98,10 +98,10 @@ def pci_bdf(bus_id: Any) -> Optional[Tuple[int, int, int, int]]:
 # --- runs of indices ---------------------------------------------------------
 
 
-def int_runs(ids: Sequence[int], prefix: str = "", pairs: bool = False) -> str:
+def int_runs(ids: Sequence[int], prefix: str = "", pairs: bool = False, sep: str = ", ") -> str:
     """Integers as runs, the way the tools print CPU and NUMA lists: ``0-3, 5, 7, 8``;
     ``prefix`` before each run (``GPU0-3, GPU6``); ``pairs``: two in a row as a run too
-    (``GPU0-1``)."""
+    (``GPU0-1``); ``sep`` between runs (``","``: ``0-3,5``)."""
     ids = sorted(ids)
     out: List[str] = []
     i = 0
@@ -114,6 +114,6 @@ def int_runs(ids: Sequence[int], prefix: str = "", pairs: bool = False) -> str:
         elif j > i + 1 or pairs:
             out.append(f"{prefix}{ids[i]}-{ids[j]}")
         else:
-            out.append(f"{prefix}{ids[i]}, {prefix}{ids[j]}")
+            out.append(f"{prefix}{ids[i]}{sep}{prefix}{ids[j]}")
         i = j + 1
-    return ", ".join(out)
+    return sep.join(out)

@@ -225,14 +225,6 @@ class TablePrinter:
                 style="dim"), 0, 2)
 
 
-def print_audit(rows: Iterable[NodeResult], summary: Summary, console: Any, *,
-                failed: bool = False, all_snapshots: bool = False) -> None:
-    """The whole table output for results already at hand (``summary`` already holds them)."""
-    printer = TablePrinter(console, failed=failed, all_snapshots=all_snapshots)
-    for r in rows:
-        printer.add(r)
-    printer.finish(summary)
-
 # --- JSON (streamed) ----------------------------------------------------------------------
 
 

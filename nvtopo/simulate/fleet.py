@@ -27,13 +27,11 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ..errors import NvtopoError
+from ..layouts import DOMAIN_NODES
 from ..safe import ascii_int, is_ascii_digits
 
 #: The most nodes one fleet may have.
 MAX_NODES = 100_000
-#: Nodes per NVLink domain for the layouts that are one tray of a multi-node NVLink domain
-#: (GB200 NVL72: 18 compute trays of 4 GPUs per rack; NVIDIA DGX GB200 User Guide).
-DOMAIN_NODES: Dict[str, int] = {"gb200-nvl72-tray": 18}
 #: Nodes per IB subnet of one rail (unicast LIDs are 0x0001-0xBFFF; the SM takes LID 1).
 LIDS_PER_SUBNET = 40_000
 #: The simulated fleet's kernel (all nodes).

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Set
 
-from ...simulate.fleet import DOMAIN_NODES
+from ...layouts import DOMAIN_NODES
 from .facts import NodeFacts
 from .finding import ClusterFinding, make, named
 from .majority import split

@@ -79,7 +79,7 @@ DERIVATION_MODULES = ("__init__.py", "errors.py", "model/__init__.py", "model/co
                       "model/spec.py", "model/storage.py", "model/topology.py", "model/vocab.py",
                       "snapshot/__init__.py", "snapshot/cache.py", "snapshot/document.py",
                       "snapshot/read.py", "probes/gds_text.py", "probes/dcgmi_text.py",
-                      "probes/__init__.py", "probes/deadline.py",
+                      "probes/__init__.py", "probes/deadline.py", "probes/run.py",
                       "probes/topo/__init__.py", "probes/topo/live.py",
                       "probes/topo/locate.py", "probes/topo/matrix.py", "probes/topo/scan.py",
                       "probes/topo/several.py",

@@ -174,7 +174,7 @@ def node_facts(path: str, engine_name: Optional[str] = None) -> NodeFacts:
 
 
 def facts_of(topo: Any, path: str, engine_name: Optional[str] = None) -> NodeFacts:
-    from ...checks import facts as F
+    from ...checks import facts as F, roles
     from ...checks.select import select
 
     host = topo.host or {}
@@ -211,7 +211,8 @@ def facts_of(topo: Any, path: str, engine_name: Optional[str] = None) -> NodeFac
         link = g.sysfs.link if g.sysfs is not None else None
         widths.append(link.current_width if link is not None else None)
         numa.append(g.numa_node)
-    compute, _how = F.compute_nics(topo, layout, present)
+    nic_roles = roles.resolve(topo, layout, present, ())
+    compute = nic_roles.compute
     nic_rates = []
     for name in compute:
         nic = topo.nic(name)

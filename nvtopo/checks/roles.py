@@ -15,7 +15,10 @@ PCIe links, layout selection, ``layouts capture``, the cluster's rails) takes th
     More such cards than the count lacks: which of them are compute cannot be told
     (unknown).
 ``link_layer``
-    a NIC on another link layer than the compute ports is not a compute NIC.
+    a NIC on another link layer than the compute ports is not a compute NIC.  With no
+    compute NIC placed to compare with (a pasted ``ibstat``), a port map name on another
+    link layer than the layout's compute ports is unknown: a compute port in another mode
+    and a renamed storage port look the same.
 ``sm_lid``
     an InfiniBand port whose subnet manager (SM LID) is none of the compute ports' is on
     another subnet: not a compute NIC; one on theirs, or (with no compute NIC to compare
@@ -241,11 +244,12 @@ def _resolve(topo: Topology, layout: Any, present: List[int], missing: List[int]
                 decided[x] = Role(x, STORAGE, "link_layer", [
                     f"runs {'/'.join(sorted(layers(topo, x)))} at {tok} to GPU{g}, beside "
                     f"{len(same)} {want_layer} NICs behind GPU switches ({count} compute "
-                    "NICs in the layout)"])
+                    "NICs in the layout)"], named=x in named)
             cands = [x for x in cands if x not in other]
     for x in cands:
         _, tok, g = best[x]  # type: ignore[misc]
-        decided[x] = Role(x, COMPUTE, "placement", [f"{tok} to GPU{g} (behind its PCIe switch)"])
+        decided[x] = Role(x, COMPUTE, "placement", [f"{tok} to GPU{g} (behind its PCIe switch)"],
+                          named=x in named)
     placed = list(cands)
 
     # -- the compute NICs' kind: card model, link layers, rates, subnet managers
@@ -313,8 +317,15 @@ def _resolve(topo: Topology, layout: Any, present: List[int], missing: List[int]
         if x in decided:
             continue
         why = against(x)
-        if why is not None:
+        if why is not None and placed:
             decided[x] = Role(x, STORAGE, why[0], [why[1]], named=x in named)
+            continue
+        if why is not None:
+            # nothing placed to compare with: the layout alone says what compute ports run,
+            # and a compute port in another mode looks the same as a storage port
+            decided[x] = Role(x, UNKNOWN, "none", [
+                ("the layout's port map names it a compute NIC, but it " if x in named else
+                 "no PCI placement to a GPU; it ") + why[1]], named=x in named)
             continue
         if placed:
             # a compute card off its place: single-function and its kind, where known

@@ -160,3 +160,18 @@ def test_one_node_of_many_rails_costs_its_rails_not_rails_times_nodes():
     assert [(f.severity, f.code, f.subject, tuple(f.nodes)) for f in got] == [
         ("error", "cluster.rail_mismatch", "rail 0", ("n08",))]
     assert took < 10, took  # a hang detector
+
+
+def test_a_nic_whose_role_is_unknown_is_not_storage_on_a_compute_rail():
+    """Roles come from nvtopo/checks/roles.py: a NIC it could not place (role unknown) on a
+    compute rail's subnet may be a compute NIC, so it is not called storage (issue 22)."""
+    ns = [_node(i, uuid=False, layout="dgx-h100") for i in range(3)]
+    for i, n in enumerate(ns):
+        n.rails = [_rail(0, prefix="fe80:0000:0000:0007")]
+        n.hcas = [("mlx5_0", "compute", None, None, "fe80:0000:0000:0007", 10 + i, "InfiniBand"),
+                  ("mlx5_9", "unknown", None, None, "fe80:0000:0000:0007", 20 + i,
+                   "InfiniBand")]
+    assert rails.check(ns) == []
+    ns[1].hcas[1] = ("mlx5_9", "storage", None, None, "fe80:0000:0000:0007", 21, "InfiniBand")
+    assert [(f.code, f.nodes) for f in rails.check(ns)] == [
+        ("cluster.storage_on_rail", ["n01"])]

@@ -3,9 +3,10 @@
 It answers the questions several families need the same answer to: which
 GPUs are present (seen by the driver), which are missing; the NVLink count
 of every GPU pair and who said it; which links NVML says are down; whether
-the NVLink fabric is down; which NICs are compute NICs; the path between a
-GPU and a NIC (:meth:`Topology.gpu_nic_path`) and a GPU's NUMA node
-(:attr:`GPU.numa_node`) are the model's own answers.
+the NVLink fabric is down; the path between a GPU and a NIC
+(:meth:`Topology.gpu_nic_path`) and a GPU's NUMA node (:attr:`GPU.numa_node`)
+are the model's own answers.  Which NICs are compute NICs is
+:mod:`nvtopo.checks.roles`'s answer, kept in the shared view's memo.
 """
 
 from __future__ import annotations
@@ -67,7 +68,8 @@ class View:
     has_nvml: bool = False
     has_sysfs: bool = False
     has_topo: bool = False
-    #: answers derived from this view by pure helpers (e.g. :func:`compute_nics`).
+    #: answers derived from this view by pure helpers (e.g. the NIC roles of
+    #: :func:`nvtopo.checks.roles.resolve`).
     memo: Dict[Any, Any] = field(default_factory=dict)
 
 
@@ -92,6 +94,11 @@ def shared_views() -> Iterator[None]:
         yield
     finally:
         _SHARED = outer
+
+
+def sharing() -> bool:
+    """Inside :func:`shared_views`: answers derived from a view may be kept in its memo."""
+    return _SHARED is not None
 
 
 def view(topo: Topology) -> View:
@@ -222,98 +229,6 @@ def nic_names(topo: Topology) -> List[str]:
 def has_nic_data(topo: Topology, v: View) -> bool:
     """NIC facts exist: sysfs looked, or a topo text listed NICs."""
     return v.has_sysfs or bool(topo.nics)
-
-
-def compute_nics(topo: Topology, layout: Any, present: List[int],
-                 missing: Sequence[int] = ()) -> Tuple[List[str], str]:
-    """Names of the compute NICs and how they were told apart.
-
-    By the layout's names (vendor port map) where it states them, else by
-    placement: a NIC at PIX or PXB from some GPU sits on a GPU's PCIe switch.
-    Never by mlx5 index.
-    """
-    if layout is not None:
-        named: List[str] = list(layout.get("nics.compute.names") or [])
-        for v in (layout.get("nics.placement.gpu_nic") or {}).values():
-            for x in ([v] if isinstance(v, str) else v):
-                if x not in named:
-                    named.append(x)
-        if named:
-            return [n for n in named if topo.nic(n) is not None], "names"
-    memo = None
-    if _SHARED is not None:  # the placement answer is pure: compute it once per view
-        memo = view(topo).memo
-        key = ("compute_nics", tuple(present), tuple(missing))
-        if key in memo:
-            names, how = memo[key]
-            return _by_role(topo, layout, list(names)), how
-    names, how = _compute_nics_by_placement(topo, present, missing)
-    if memo is not None:
-        memo[key] = (list(names), how)
-    return _by_role(topo, layout, names), how
-
-
-def _by_role(topo: Topology, layout: Any, names: List[str]) -> List[str]:
-    """Placement candidates less the NICs beyond the layout's compute count that run
-    another link layer than its compute NICs: a RoCE storage NIC behind a GPU's switch is
-    storage, not a compute NIC "running Ethernet" (nor one "below its peers")."""
-    want_layer = layout.get("nics.compute.link_layer") if layout is not None else None
-    count = layout.get("nics.compute.count") if layout is not None else None
-    if not want_layer or not isinstance(count, int):
-        return names
-
-    def layers(name: str) -> Set[str]:
-        nic = topo.nic(name)
-        h = nic.sysfs if nic is not None else None
-        return {str(p.link_layer) for p in (h.ports if h is not None else []) if p.link_layer}
-
-    same = [x for x in names if want_layer in layers(x)]
-    other = [x for x in names if layers(x) and want_layer not in layers(x)]
-    if other and len(same) >= count:
-        return [x for x in names if x not in other]
-    return names
-
-
-def _compute_nics_by_placement(topo: Topology, present: List[int], missing: Sequence[int]
-                               ) -> Tuple[List[str], str]:
-    out = []
-    for n in topo.nics:
-        best = None
-        for g in present:
-            tok, _ = topo.gpu_nic_path(g, n.name)
-            r = path_rank(tok)
-            if r is not None and (best is None or r < best):
-                best = r
-        if best is not None and best <= path_rank("PXB"):
-            out.append(n.name)
-    if missing and out:
-        # a missing GPU leaves its NIC with no GPU nearby: still a compute NIC when it is a
-        # single-function card on the same link layer as the others (storage cards are
-        # dual-function)
-        def hca(name: str) -> Any:
-            nic = topo.nic(name)
-            return nic.sysfs if nic is not None else None
-
-        def kind(name: str) -> Tuple[str, ...]:
-            h = hca(name)
-            return tuple(sorted(str(p.link_layer) for p in (h.ports if h is not None else [])))
-
-        def single(name: str) -> bool:
-            h = hca(name)
-            bdf = h.pci_address if h is not None else None
-            if not isinstance(bdf, str):
-                return False
-            stem = bdf.rsplit(".", 1)[0]
-            return not any(m.sysfs is not None and isinstance(m.sysfs.pci_address, str)
-                           and m.name != name
-                           and m.sysfs.pci_address.rsplit(".", 1)[0] == stem
-                           for m in topo.nics)
-
-        kinds = {kind(x) for x in out}
-        for n in topo.nics:
-            if n.name not in out and single(n.name) and kind(n.name) in kinds:
-                out.append(n.name)
-    return out, "placement"
 
 
 def layout_pairs(layout: Any, n: int) -> Dict[Tuple[int, int], int]:

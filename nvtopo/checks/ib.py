@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Set
 
 from ..model import Topology
-from . import Finding, demote, facts as F, finding
+from . import Finding, demote, facts as F, finding, roles as R
 from . import subject as S
 
 #: Error counters above these are errors (nonzero below is a warning); a saturated counter
@@ -39,16 +39,18 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                                "(nvtopo snapshot on the node records it)",
                                source=", ".join(topo.sources)))
         return out
-    comp, _ = F.compute_nics(topo, layout, v.present, F.missing_gpus(layout, v))
+    # one answer to "which NICs are compute NICs", by structure first (roles.py)
+    nic_roles = R.resolve(topo, layout)
     want_rate = layout.get("nics.compute.rate_gbps") if layout is not None else None
     want_layer = layout.get("nics.compute.link_layer") if layout is not None else None
     inferred = layout.inferred_only("nics.compute") if layout is not None else False
     thresholds = dict(ERROR_THRESHOLDS)
     if layout is not None and isinstance(layout.get("nics.error_thresholds"), dict):
         thresholds.update(layout.get("nics.error_thresholds"))
-    # peers: the best rate among active ports of the same role (compute or not), link layer
-    # and card model (a 25 Gb/s management port is not a 200 Gb/s storage card "below its
-    # peers"; a card of the same model that trained slower is)
+    # peers: the best rate among active ports of the same role (compute, or the others),
+    # link layer and card model (a 25 Gb/s management port
+    # is not a 200 Gb/s storage card "below its peers"; a card of the same model that trained
+    # slower is)
     def card(h: Any) -> Optional[str]:
         dev = h.pci.device_id if h.pci is not None else None
         return str(h.hca_type or dev or "") or None  # hca_type: read even without PCI
@@ -57,11 +59,15 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     for n, h in hcas:
         for p in h.ports:
             if p.state == "ACTIVE" and isinstance(p.rate_gbps, (int, float)) and not h.soft:
-                key = (p.link_layer, n.name in comp, card(h))
+                key = (p.link_layer, _peer_role(nic_roles.role(n.name)), card(h))
                 peer_best[key] = max(peer_best.get(key, 0), p.rate_gbps)
     unknown: List[str] = []
     for n, h in hcas:
-        is_comp = n.name in comp
+        role = nic_roles.get(n.name)
+        is_comp = role is not None and role.role == R.COMPUTE
+        unknown_role = role is None or role.role == R.UNKNOWN
+        # the port map names it a compute NIC and nothing confirms or denies it
+        maybe_comp = unknown_role and (role is None or role.named or role.maybe_compute)
         for p in h.ports:
             subj = S.port(n.name, p.port)
             state, phys = p.state, p.phys_state
@@ -74,7 +80,9 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                     "error" if is_comp else "warning", "ib.port_down", subj,
                     f"{subj} is {state}/{phys or 'phys state unknown'}"
                     + (" (a compute port: the GPU(s) behind it lose their RDMA path)"
-                       if is_comp else " (not a compute port: down may be by design)")
+                       if is_comp else f" (role unknown: {_unknown_why(role)}; down may be "
+                       "by design)" if unknown_role else
+                       " (not a compute port: down may be by design)")
                     + ("; phys state Disabled: administratively off" if phys == "Disabled"
                        else "; phys state Polling: no link partner (cable, transceiver or "
                        "switch port)" if phys == "Polling" else ""),
@@ -85,7 +93,8 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                 continue
             rate = p.rate_gbps
             layer = p.link_layer
-            wrong_layer = bool(is_comp and want_layer and layer and layer != want_layer)
+            wrong_layer = bool((is_comp or maybe_comp) and want_layer and layer
+                               and layer != want_layer)
             if wrong_layer:
                 # one cause, one finding: a port on the wrong link layer trains at that
                 # network's rates, not comparable with its InfiniBand peers' (no rate_low)
@@ -93,10 +102,12 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                 peers = f" at {want_rate:g} Gb/s" if isinstance(want_rate, (int, float)) \
                     else ""
                 out.append(finding(
-                    demote("error", inferred), "ib.link_layer", subj,
+                    demote("error", inferred) if is_comp else "warning", "ib.link_layer",
+                    subj,
                     f"{subj} runs {layer}{at}, the layout's compute ports run "
                     f"{want_layer}{peers}" + ("; its rate is not compared with theirs "
-                                              "(another network's rates)" if at else ""),
+                                              "(another network's rates)" if at else "")
+                    + ("" if is_comp else f" (role unknown: {_unknown_why(role)})"),
                     expected=want_layer, actual=layer, source=h.source or "sysfs",
                     hint="set the port type with mlxconfig (LINK_TYPE_P1) and reboot, or "
                          "use the layout for this network"))
@@ -108,7 +119,8 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
             elif is_comp and isinstance(want_rate, (int, float)):
                 expected_rate = want_rate
             elif not h.soft:  # software RDMA (rxe, siw) has no real link rate
-                best = peer_best.get((layer, is_comp, card(h)))
+                best = peer_best.get((layer, _peer_role(role.role if role else R.UNKNOWN),
+                                      card(h)))
                 if best:
                     expected_rate = best
             if isinstance(rate, (int, float)) and expected_rate and rate < expected_rate:
@@ -155,6 +167,17 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                            + (f" and {len(unknown) - 8} more" if len(unknown) > 8 else ""),
                            source=", ".join(sorted({h.source or "sysfs" for _, h in hcas}))))
     return out
+
+
+def _peer_role(role: str) -> str:
+    """The ports a port's rate is compared with (of its link layer and card model): compute
+    ports with compute ports, the others (storage, management, role unknown) together (the
+    card model tells a management port from a storage card)."""
+    return R.COMPUTE if role == R.COMPUTE else "other"
+
+
+def _unknown_why(role: Optional[R.Role]) -> str:
+    return role.why() if role is not None else "not a NIC the roles know"
 
 
 #: Notes of the pasted-text reader (nvtopo/probes/ib_text.py) on a device whose ports the

@@ -2,28 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from ..model import Topology, path_rank
-from . import Finding, demote, facts as F, finding
+from . import Finding, demote, facts as F, finding, roles as R
 from . import subject as S
-
-
-def _moved_cards(topo: Topology, comp: List[str]) -> List[str]:
-    """RDMA NICs off every GPU's switch of the same card model and link layer as the compute
-    NICs told apart by placement: a card in another slot, reported by the placement check
-    (the GPU without its NIC), not also as a missing card."""
-    def kind(name: str) -> Optional[tuple]:
-        nic = topo.nic(name)
-        h = nic.sysfs if nic is not None else None
-        if h is None:
-            return None
-        dev = h.pci.device_id if h.pci is not None else None
-        layers = tuple(sorted({str(p.link_layer) for p in h.ports if p.link_layer}))
-        return (h.hca_type or dev, layers) if (h.hca_type or dev) and layers else None
-
-    kinds = {k for k in (kind(x) for x in comp) if k is not None}
-    return [n.name for n in topo.nics if n.name not in comp and kind(n.name) in kinds]
 
 
 def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
@@ -57,7 +40,8 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                            "NIC columns; take a snapshot with sysfs)",
                            source=", ".join(topo.sources)))
         return out
-    comp, how = F.compute_nics(topo, layout, v.present, F.missing_gpus(layout, v))
+    nic_roles = R.resolve(topo, layout)
+    comp, how = nic_roles.compute, nic_roles.how
     inf_count = layout.inferred_only("nics.compute")
     inf_place = layout.inferred_only("nics.placement")
     src = "sysfs" if v.has_sysfs else ", ".join(s for s in topo.sources if s != "host")
@@ -135,7 +119,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
         missing_names = [x for x in missing_names if x not in renamed_only]
     elif isinstance(want, int) and len(comp) < want and len(comp) + len(
             F.missing_gpus(layout, v)) < want and len(comp) + len(
-            _moved_cards(topo, comp)) < want:
+            [x for x, r in nic_roles.roles.items() if r.maybe_compute]) < want:
         out.append(finding(
             demote("error", inf_count), "nic.missing", S.NODE,
             f"{len(comp)} compute NICs (told apart by {how}: PIX/PXB to a GPU), the layout "
@@ -311,7 +295,7 @@ def _one_per_gpu(topo: Topology, layout: Any, v: Any, per_gpu: Dict[str, Any]
             lacking.append((i, names[0], tok))
     if not lacking:
         return []
-    comp, _ = F.compute_nics(topo, None, present, F.missing_gpus(layout, v))
+    comp = R.resolve(topo, None, present, F.missing_gpus(layout, v)).compute
     gpus = ", ".join(f"GPU{i}" for i, _, _ in lacking)
     if not comp:
         return [finding("info", "nic.not_checked", S.NODE,
@@ -323,9 +307,9 @@ def _one_per_gpu(topo: Topology, layout: Any, v: Any, per_gpu: Dict[str, Any]
     # the NICs that could serve the GPUs: the compute NICs by placement and every other
     # RDMA device not known to run another link layer (a RoCE storage NIC beside
     # InfiniBand compute NICs is not a compute NIC moved off its GPU)
-    layers = {lay for x in comp for lay in _layers(topo, x)}
+    layers = {lay for x in comp for lay in R.layers(topo, x)}
     could = [n.name for n in topo.nics if n.name in comp or not layers
-             or not _layers(topo, n.name) or _layers(topo, n.name) & layers]
+             or not R.layers(topo, n.name) or R.layers(topo, n.name) & layers]
     if len(could) < len(present):
         per = len(present) / max(1, len(comp))
         return [finding("info", "nic.not_checked", S.NODE,
@@ -335,7 +319,7 @@ def _one_per_gpu(topo: Topology, layout: Any, v: Any, per_gpu: Dict[str, Any]
                         f"{gpus} ha{'s' if len(lacking) == 1 else 've'} no NIC at {want} or "
                         "closer (their GPUDirect RDMA traffic crosses the CPU)",
                         source=src)]
-    far = [x for x in could if x not in comp and not _dual_function(topo, x)]
+    far = [x for x in could if x not in comp and R.single_function(topo, x) is not False]
     if not far or len(comp) >= len(present):
         # as many compute NICs behind GPU switches as GPUs, some GPUs with two (dual-port
         # cards, NIC groups), or no other NIC that could be one moved off its place: the
@@ -367,21 +351,3 @@ def _near_known(topo: Topology, i: int) -> bool:
     """GPU ``i``'s nearest NIC and its path are known (a placement finding can name them)."""
     names, tok = topo.nearest_nics(i)
     return bool(names) and tok is not None
-
-
-def _layers(topo: Topology, name: str) -> Set[str]:
-    nic = topo.nic(name)
-    h = nic.sysfs if nic is not None else None
-    return {str(p.link_layer) for p in (h.ports if h is not None else []) if p.link_layer}
-
-
-def _dual_function(topo: Topology, name: str) -> bool:
-    """Another RDMA device on the same card (PCI function): a dual-port card, as storage
-    and management NICs are beside single-port compute NICs."""
-    nic = topo.nic(name)
-    bdf = nic.sysfs.pci_address if nic is not None and nic.sysfs is not None else None
-    if not isinstance(bdf, str):
-        return False
-    stem = bdf.rsplit(".", 1)[0]
-    return any(m.name != name and m.sysfs is not None and isinstance(m.sysfs.pci_address, str)
-               and m.sysfs.pci_address.rsplit(".", 1)[0] == stem for m in topo.nics)

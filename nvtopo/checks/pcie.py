@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ..model import Topology
 from ..model.pcie import PciPlacement, PcieHop
-from . import Finding, facts as F, finding
+from . import Finding, facts as F, finding, roles
 from . import subject as S
 
 BUSY_UTILISATION = 50
@@ -96,7 +96,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                 hint="re-check while the GPU is busy (nvidia-smi -q -d PCIE under load); if it "
                      "stays slow, check the BIOS PCIe speed setting, reseat, check for AER "
                      "errors", covers=[S.gpu(i)]))
-    comp_names, _ = F.compute_nics(topo, layout, v.present, F.missing_gpus(layout, v))
+    comp_names = roles.resolve(topo, layout).compute
     # one degraded PCIe link is one finding, whatever RDMA devices sit behind it (a RoCE
     # bond on a PF, a sub-function, both ports of a dual-port card): grouped by the link
     groups: Dict[Tuple[str, str, str], List[Any]] = {}

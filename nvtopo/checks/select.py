@@ -17,7 +17,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .. import layouts as layouts_pkg
 from ..model import Topology, path_rank
-from . import facts as F
+from . import facts as F, roles
 
 
 @plain
@@ -371,7 +371,7 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
                                        "its port map")
         want_layer = layout.get("nics.compute.link_layer")
         if want_layer and c.nic_contradiction is None:
-            comp, _ = F.compute_nics(topo, None, v.present)
+            comp = roles.resolve(topo, None, v.present).compute
             layers = set()
             for name in comp:
                 nic = topo.nic(name)
@@ -384,7 +384,7 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
                                        f"it has {want_layer}")
         count = layout.get("nics.compute.count")
         if isinstance(count, int):
-            comp, _ = F.compute_nics(topo, layout, v.present)
+            comp = roles.resolve(topo, layout, v.present, ()).compute
             if len(comp) != count:
                 c.score -= 1
                 c.nic_count_off = True

@@ -41,7 +41,7 @@ def _uniform(values: List[Any]) -> Optional[Any]:
 
 
 def capture(topo: Topology, name: str, where: str) -> Dict[str, Any]:
-    from ..checks import facts as F
+    from ..checks import facts as F, roles
 
     v = F.view(topo)
     ev = "[O: CAPTURE]"
@@ -108,7 +108,7 @@ def capture(topo: Topology, name: str, where: str) -> Dict[str, Any]:
             doc["nvlink"] = {"pairs": {}, "evidence": ev}
     # NICs
     if v.has_sysfs and topo.nics:
-        comp, _ = F.compute_nics(topo, None, present)
+        comp = roles.resolve(topo, None, present).compute
         nics: Dict[str, Any] = {}
         if comp:
             rates, layers = [], []

@@ -80,7 +80,8 @@ class NodeFacts:
     #: component -> comparable value (gpus, nvlink, pcie_width, numa, nics)
     shape: Dict[str, Any] = field(default_factory=dict)
     rails: List[Rail] = field(default_factory=list)
-    #: every RDMA device: (nic, role, node_guid, port_guid, prefix, lid, link_layer)
+    #: every RDMA device: (nic, role, node_guid, port_guid, prefix, lid, link_layer); role as
+    #: nvtopo/checks/roles.py decides it: compute, storage, management or unknown
     hcas: List[Tuple[str, str, Optional[str], Optional[str], Optional[str], Optional[int],
                      Optional[str]]] = field(default_factory=list)
     #: (board_id, fw_ver) per NIC with both
@@ -174,7 +175,7 @@ def node_facts(path: str, engine_name: Optional[str] = None) -> NodeFacts:
 
 
 def facts_of(topo: Any, path: str, engine_name: Optional[str] = None) -> NodeFacts:
-    from ...checks import facts as F
+    from ...checks import facts as F, roles
     from ...checks.select import select
 
     host = topo.host or {}
@@ -211,7 +212,8 @@ def facts_of(topo: Any, path: str, engine_name: Optional[str] = None) -> NodeFac
         link = g.sysfs.link if g.sysfs is not None else None
         widths.append(link.current_width if link is not None else None)
         numa.append(g.numa_node)
-    compute, _how = F.compute_nics(topo, layout, present)
+    nic_roles = roles.resolve(topo, layout, present, ())
+    compute = nic_roles.compute
     nic_rates = []
     for name in compute:
         nic = topo.nic(name)
@@ -245,7 +247,8 @@ def facts_of(topo: Any, path: str, engine_name: Optional[str] = None) -> NodeFac
         if h is None:
             continue
         port = h.ports[0] if h.ports else None
-        nf.hcas.append((nic.name, "compute" if nic.name in compute else "other", h.node_guid,
+        # the role (compute, storage, management, unknown) of nvtopo/checks/roles.py
+        nf.hcas.append((nic.name, nic_roles.role(nic.name), h.node_guid,
                         port.port_guid if port else None, port.gid_prefix if port else None,
                         port.lid if port else None, port.link_layer if port else None))
         if h.board_id and h.fw_ver:

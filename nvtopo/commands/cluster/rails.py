@@ -4,8 +4,9 @@ Per rank, over the nodes of one layout (nodes that match none are not compared):
 error), ACTIVE (``cluster.rail_down``, warning: ``check`` reports the port itself), one subnet
 prefix and SM LID (``cluster.rail_subnet``, warning).  Across every RDMA device of the fleet:
 ``cluster.duplicate_guid`` (node or port GUID, error) and ``cluster.duplicate_lid`` (one LID
-twice in one subnet, error).  Storage NICs are not ranks; one on a compute rail's subnet is
-``cluster.storage_on_rail`` (warning).
+twice in one subnet, error).  Roles are :mod:`nvtopo.checks.roles`'s (the node facts carry
+them): storage and management NICs are not ranks; one on a compute rail's subnet is
+``cluster.storage_on_rail`` (warning); a NIC whose role is unknown is not called storage.
 """
 
 from __future__ import annotations
@@ -73,7 +74,9 @@ def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
                 prev = first_lid.setdefault((prefix, lid), who)
                 if prev is not who:
                     dup_lid.setdefault((prefix, lid), [prev]).append(who)
-            if role != "compute" and layer == "InfiniBand" and prefix in rail_prefixes:
+            # a NIC whose role is unknown may be a compute NIC: not said to be storage
+            if role not in ("compute", "unknown") and layer == "InfiniBand" \
+                    and prefix in rail_prefixes:
                 storage_on_rail.append(n.name)
     del first_guid, first_lid
     for g, where in sorted(dup_guid.items())[:MAX_LISTED]:

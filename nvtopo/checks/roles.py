@@ -1,0 +1,417 @@
+"""NIC roles, decided once: compute, storage, management or unknown, with the evidence.
+
+Every family that asks "is this a compute NIC?" (NIC placement and count, InfiniBand ports,
+PCIe links, layout selection, ``layouts capture``, the cluster's rails) takes the answer from
+:func:`resolve`, so two families cannot answer differently.  The evidence, strongest first:
+
+``placement``
+    the NIC sits at PIX or PXB from a GPU the node shows (behind a GPU's PCIe switch): a
+    compute NIC.  Placement candidates beyond the layout's compute count that run another
+    link layer than its compute ports are storage (``link_layer``).
+``card``
+    a NIC off every GPU's switch, single-function, of the card model, link layer and rate
+    the compute NICs share (and on their subnet manager, where InfiniBand says): a compute
+    card whose GPU is missing, or moved to another slot, as many as the compute count lacks.
+    More such cards than the count lacks: which of them are compute cannot be told
+    (unknown).
+``link_layer``
+    a NIC on another link layer than the compute ports is not a compute NIC.  With no
+    compute NIC placed to compare with (a pasted ``ibstat``), a port map name on another
+    link layer than the layout's compute ports is unknown: a compute port in another mode
+    and a renamed storage port look the same.
+``sm_lid``
+    an InfiniBand port whose subnet manager (SM LID) is none of the compute ports' is on
+    another subnet: not a compute NIC; one on theirs, or (with no compute NIC to compare
+    with) any SM LID beside the layout's InfiniBand compute ports, supports a compute role.
+``port_map``
+    the layout's names (``nics.compute.names``, ``nics.placement.gpu_nic``): only where the
+    structure does not contradict them (names follow the OS, udev rules, driver and BIOS).
+    A name that structure contradicts decides nothing: the structure does, or, where there
+    is no other evidence, the role is unknown.
+
+Non-compute NICs are storage, or management where their card model tops out below
+100 Gb/s.  ``unknown`` is a role: nothing decided it (no placement, no port map name the
+structure agrees with).  A finding about a port whose role is unknown is at most a warning
+and says "role unknown", never "not a compute port".
+
+Pure, and computed once per check run: under :func:`facts.shared_views` the answer is kept
+in the model's shared view (keyed by the layout and the GPUs present and missing).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+
+from ..model import Topology, path_rank
+from ..plain import field, plain
+from . import facts as F
+
+COMPUTE, STORAGE, MANAGEMENT, UNKNOWN = "compute", "storage", "management", "unknown"
+ROLES = (COMPUTE, STORAGE, MANAGEMENT, UNKNOWN)
+#: The evidence kinds, strongest first (``none``: nothing decided the role).
+EVIDENCE = ("placement", "card", "link_layer", "sm_lid", "port_map", "none")
+#: A non-compute card model whose best port rate is below this is a management NIC.
+MANAGEMENT_BELOW_GBPS = 100
+
+
+@plain
+class Role:
+    """One NIC's role and why."""
+
+    nic: str
+    role: str
+    #: the kind of evidence that decided it (one of :data:`EVIDENCE`)
+    by: str
+    #: what decided it, in words (the first is the deciding one)
+    evidence: List[str] = field(default_factory=list)
+    #: the layout's port map names this NIC as a compute NIC
+    named: bool = False
+    #: not decided compute, yet of the compute NICs' kind (a compute card the count cannot
+    #: place: a moved card, or one of more candidates than the count lacks)
+    maybe_compute: bool = False
+
+    def why(self) -> str:
+        return "; ".join(self.evidence) if self.evidence else "no evidence"
+
+
+@plain
+class Roles:
+    """Every NIC's :class:`Role`, in the model's NIC order."""
+
+    roles: Dict[str, Role] = field(default_factory=dict)
+    #: how the compute NICs were told apart: ``placement`` (PCI structure), ``names`` (only
+    #: the layout's port map: no structure to go by), ``none``
+    how: str = "none"
+    #: the compute NICs: named ones in the port map's order, then the others in NIC order
+    compute: List[str] = field(default_factory=list)
+
+    def role(self, name: str) -> str:
+        r = self.roles.get(name)
+        return r.role if r is not None else UNKNOWN
+
+    def get(self, name: str) -> Optional[Role]:
+        return self.roles.get(name)
+
+    def of_role(self, role: str) -> List[str]:
+        return [n for n, r in self.roles.items() if r.role == role]
+
+
+# --- facts of one NIC ----------------------------------------------------------------------
+
+
+def _hca(topo: Topology, name: str) -> Any:
+    nic = topo.nic(name)
+    return nic.sysfs if nic is not None else None
+
+
+def card(topo: Topology, name: str) -> Optional[str]:
+    """The card model: ``hca_type`` (read even without PCI), else the PCI device id."""
+    h = _hca(topo, name)
+    if h is None:
+        return None
+    dev = h.pci.device_id if h.pci is not None else None
+    return str(h.hca_type or dev or "") or None
+
+
+def layers(topo: Topology, name: str) -> Set[str]:
+    h = _hca(topo, name)
+    return {str(p.link_layer) for p in (h.ports if h is not None else []) if p.link_layer}
+
+
+def _rate(p: Any) -> Optional[float]:
+    r = p.rate_gbps if isinstance(p.rate_gbps, (int, float)) else p.rate.gbps
+    return float(r) if isinstance(r, (int, float)) and not isinstance(r, bool) else None
+
+
+def rates(topo: Topology, name: str) -> Set[float]:
+    """Rates of the NIC's active ports (a port that is not up has no meaningful rate)."""
+    h = _hca(topo, name)
+    return {r for p in (h.ports if h is not None else [])
+            if p.state == "ACTIVE" for r in [_rate(p)] if r is not None}
+
+
+def sm_lids(topo: Topology, name: str) -> Set[int]:
+    """SM LIDs of the NIC's InfiniBand ports (0: no subnet manager answered)."""
+    h = _hca(topo, name)
+    return {int(p.sm_lid) for p in (h.ports if h is not None else [])
+            if p.link_layer == "InfiniBand" and isinstance(p.sm_lid, int) and p.sm_lid > 0}
+
+
+def single_function(topo: Topology, name: str) -> Optional[bool]:
+    """No other RDMA device on the same card (PCI function); None where the PCI address is
+    not known.  Storage and management cards are dual-port beside single-port compute
+    cards."""
+    h = _hca(topo, name)
+    bdf = h.pci_address if h is not None else None
+    if not isinstance(bdf, str):
+        return None
+    stem = bdf.rsplit(".", 1)[0]
+    return not any(m.name != name and m.sysfs is not None
+                   and isinstance(m.sysfs.pci_address, str)
+                   and m.sysfs.pci_address.rsplit(".", 1)[0] == stem for m in topo.nics)
+
+
+def _best_path(topo: Topology, name: str, present: Sequence[int]
+               ) -> Optional[Tuple[int, str, int]]:
+    """(rank, token, GPU) of the NIC's shortest path to a present GPU; None if none known."""
+    best = None
+    for g in present:
+        tok, _ = topo.gpu_nic_path(g, name)
+        r = path_rank(tok)
+        if r is not None and tok is not None and (best is None or r < best[0]):
+            best = (r, tok, g)
+    return best
+
+
+# --- the layout's NIC facts (read here only) ---------------------------------------------
+
+
+def port_map_names(layout: Any) -> List[str]:
+    """The NICs the layout names as compute NICs (``nics.compute.names``, then the GPU-NIC
+    port map's), in order."""
+    if layout is None:
+        return []
+    named: List[str] = [x for x in (layout.get("nics.compute.names") or [])
+                        if isinstance(x, str)]
+    gpu_nic = layout.get("nics.placement.gpu_nic")
+    for val in (gpu_nic.values() if isinstance(gpu_nic, dict) else []):
+        for x in ([val] if isinstance(val, str) else val if isinstance(val, list) else []):
+            if isinstance(x, str) and x not in named:
+                named.append(x)
+    return named
+
+
+def _want(layout: Any) -> Tuple[Optional[str], Optional[float], Optional[int]]:
+    if layout is None:
+        return None, None, None
+    layer = layout.get("nics.compute.link_layer")
+    rate = layout.get("nics.compute.rate_gbps")
+    count = layout.get("nics.compute.count")
+    return (layer if isinstance(layer, str) else None,
+            float(rate) if isinstance(rate, (int, float)) and not isinstance(rate, bool)
+            else None,
+            count if isinstance(count, int) and not isinstance(count, bool) else None)
+
+
+# --- the resolver --------------------------------------------------------------------------
+
+
+def resolve(topo: Topology, layout: Any = None, present: Optional[Sequence[int]] = None,
+            missing: Optional[Sequence[int]] = None) -> Roles:
+    """Every NIC's role (see the module docstring).  ``present``: the GPUs the node shows
+    (default: the shared view's); ``missing``: the GPUs the layout has and the node lacks
+    (default: :func:`facts.missing_gpus`).  Computed once per check run."""
+    v = F.view(topo)
+    pres = tuple(v.present if present is None else present)
+    miss = tuple(F.missing_gpus(layout, v) if missing is None and layout is not None
+                 else (missing or ()))
+    key = ("roles", id(layout), pres, miss)
+    memo = v.memo if F.sharing() else None
+    if memo is not None:
+        hit = memo.get(key)
+        if hit is not None and hit[0] is layout:
+            return hit[1]
+    out = _resolve(topo, layout, list(pres), list(miss))
+    if memo is not None:
+        memo[key] = (layout, out)
+    return out
+
+
+def compute_nics(topo: Topology, layout: Any = None, present: Optional[Sequence[int]] = None,
+                 missing: Optional[Sequence[int]] = None) -> Tuple[List[str], str]:
+    """The compute NICs and how they were told apart (the resolver's answer)."""
+    r = resolve(topo, layout, present, missing)
+    return list(r.compute), r.how
+
+
+def _resolve(topo: Topology, layout: Any, present: List[int], missing: List[int]) -> Roles:
+    want_layer, want_rate, count = _want(layout)
+    named = port_map_names(layout)
+    names = [n.name for n in topo.nics]
+    decided: Dict[str, Role] = {}
+    pxb = path_rank("PXB")
+    best = {x: _best_path(topo, x, present) for x in names}
+
+    # -- placement: behind a GPU's PCIe switch
+    cands = [x for x in names if best[x] is not None and best[x][0] <= pxb]  # type: ignore
+    # beyond the layout's compute count, a candidate on another link layer is storage
+    if want_layer and count is not None:
+        same = [x for x in cands if want_layer in layers(topo, x)]
+        other = [x for x in cands if layers(topo, x) and want_layer not in layers(topo, x)]
+        if other and len(same) >= count:
+            for x in other:
+                r, tok, g = best[x]  # type: ignore[misc]
+                decided[x] = Role(x, STORAGE, "link_layer", [
+                    f"runs {'/'.join(sorted(layers(topo, x)))} at {tok} to GPU{g}, beside "
+                    f"{len(same)} {want_layer} NICs behind GPU switches ({count} compute "
+                    "NICs in the layout)"], named=x in named)
+            cands = [x for x in cands if x not in other]
+    for x in cands:
+        _, tok, g = best[x]  # type: ignore[misc]
+        decided[x] = Role(x, COMPUTE, "placement", [f"{tok} to GPU{g} (behind its PCIe switch)"],
+                          named=x in named)
+    placed = list(cands)
+
+    # -- the compute NICs' kind: card model, link layers, rates, subnet managers
+    kinds = {(card(topo, x), tuple(sorted(layers(topo, x)))) for x in placed}
+    comp_rates: Set[float] = set().union(*(rates(topo, x) for x in placed)) if placed \
+        else ({want_rate} if want_rate else set())
+    comp_sms: Set[int] = set().union(*(sm_lids(topo, x) for x in placed)) if placed \
+        else set()
+    comp_single = any(single_function(topo, x) for x in placed)
+
+    def against(x: str) -> Optional[Tuple[str, str]]:
+        """Structure that says ``x`` is not a compute NIC: (evidence kind, words)."""
+        lay = layers(topo, x)
+        ref_layers = {lay_ for _, ls in kinds for lay_ in ls} if placed else (
+            {want_layer} if want_layer else set())
+        if lay and ref_layers and not lay & ref_layers:
+            return "link_layer", (f"runs {'/'.join(sorted(lay))}, the compute ports "
+                                  f"{'/'.join(sorted(ref_layers))}")
+        if placed:
+            model = card(topo, x)
+            models = {m for m, _ in kinds if m}
+            if model and models and model not in models:
+                return "card", (f"card model {model}, the compute NICs' "
+                                f"{'/'.join(sorted(models))}")
+            if comp_single and single_function(topo, x) is False:
+                return "card", "a dual-function card beside single-function compute cards"
+        sms = sm_lids(topo, x)
+        if sms and comp_sms and not sms & comp_sms:
+            return "sm_lid", (f"SM LID {'/'.join(str(s) for s in sorted(sms))}, the compute "
+                              f"ports' {'/'.join(str(s) for s in sorted(comp_sms))}: "
+                              "another subnet")
+        my_rates = rates(topo, x)
+        if my_rates and comp_rates and not my_rates & comp_rates and placed:
+            return "card", (f"runs at {'/'.join(_g(r) for r in sorted(my_rates))} Gb/s, the "
+                            f"compute ports at {'/'.join(_g(r) for r in sorted(comp_rates))}")
+        return None
+
+    def support(x: str) -> List[str]:
+        """Structure that agrees with a compute role for ``x`` (words)."""
+        out: List[str] = []
+        model, lay = card(topo, x), layers(topo, x)
+        if placed and model and any(model == m for m, _ in kinds):
+            out.append(f"card model {model} as the compute NICs")
+        if lay and (want_layer in lay if not placed and want_layer else
+                    any(set(ls) == lay for _, ls in kinds)):
+            out.append(f"link layer {'/'.join(sorted(lay))} as the compute ports")
+        if rates(topo, x) & comp_rates:
+            out.append(f"rate {'/'.join(_g(r) for r in sorted(rates(topo, x) & comp_rates))} "
+                       "Gb/s as the compute ports")
+        sms = sm_lids(topo, x)
+        if sms and (sms & comp_sms if comp_sms else
+                    (not placed and want_layer == "InfiniBand")):
+            out.append(f"SM LID {'/'.join(str(s) for s in sorted(sms))}"
+                       + (" as the compute ports (their subnet)" if comp_sms else
+                          " (on an InfiniBand subnet, as the layout's compute ports)"))
+        return out
+
+    # -- the rest: a compute card off its place (card), a port map name (port_map)
+    if count is not None:
+        lack: Optional[int] = max(0, count - len(placed))
+    else:
+        lack = None if missing and placed else 0  # None: as many as there are
+    pool: List[str] = []
+    for x in names:
+        if x in decided:
+            continue
+        why = against(x)
+        if why is not None and placed:
+            decided[x] = Role(x, STORAGE, why[0], [why[1]], named=x in named)
+            continue
+        if why is not None:
+            # nothing placed to compare with: the layout alone says what compute ports run,
+            # and a compute port in another mode looks the same as a storage port
+            decided[x] = Role(x, UNKNOWN, "none", [
+                ("the layout's port map names it a compute NIC, but it " if x in named else
+                 "no PCI placement to a GPU; it ") + why[1]], named=x in named)
+            continue
+        if placed:
+            # a compute card off its place: single-function and its kind, where known
+            if single_function(topo, x) is False or (
+                    (card(topo, x), tuple(sorted(layers(topo, x)))) not in kinds):
+                continue
+            pool.append(x)
+        elif x in named and layout is not None:
+            pool.append(x)
+    # named ones first: the port map's names decide among cards the structure allows
+    pool.sort(key=lambda x: (x not in named, names.index(x)))
+    if pool:
+        take: List[str] = []
+        if lack is None or len(pool) <= lack:
+            take = list(pool)
+        elif lack > 0:
+            nm = [x for x in pool if x in named]
+            if nm and len(nm) <= lack:
+                take = nm
+        for x in pool:
+            if x in take:
+                far = best[x]
+                where = (f"off every GPU's switch ({far[1]} to GPU{far[2]} at best)"
+                         if far is not None else "its PCI placement not known")
+                if placed:
+                    ev = [f"a compute card {where}: " + ", ".join(
+                        support(x) or ["of the compute NICs' kind"])]
+                    by = "card"
+                else:
+                    ev = [f"the layout's port map names it; {where}"] + support(x)
+                    by = "port_map"
+                if placed and x in named:
+                    ev.append("the layout's port map names it")
+                if lack is not None and placed:
+                    ev.append(f"{len(placed)} compute NICs placed of the layout's "
+                              f"{count}" if count is not None else
+                              f"{len(missing)} GPU(s) missing")
+                decided[x] = Role(x, COMPUTE, by, ev, named=x in named)
+            elif placed and not lack:
+                far = best[x]
+                decided[x] = Role(x, STORAGE, "placement", [
+                    "a card of the compute NICs' kind off every GPU's switch"
+                    + (f" ({far[1]} to GPU{far[2]} at best)" if far is not None else "")
+                    + (f", and the layout's {count} compute NICs are all placed"
+                       if count is not None else ", and no GPU is missing")],
+                    named=x in named)
+            else:
+                decided[x] = Role(x, UNKNOWN, "none", [
+                    f"a card of the compute NICs' kind off every GPU's switch, and "
+                    f"{len(pool)} such cards for {lack} compute place(s) left"
+                    if placed else
+                    "the layout's port map names it, and the compute count is full"],
+                    named=x in named, maybe_compute=bool(placed))
+    for x in names:
+        if x in decided:
+            continue
+        far = best[x]
+        if far is not None:
+            decided[x] = Role(x, STORAGE, "placement", [
+                f"off every GPU's switch ({far[1]} to GPU{far[2]} at best)"], named=x in named)
+        else:
+            decided[x] = Role(x, UNKNOWN, "none", [
+                "no PCI placement to a GPU, no port map name the structure agrees with"],
+                named=x in named)
+    # storage or management: by the best rate of the card model among non-compute NICs
+    best_rate: Dict[Optional[str], float] = {}
+    for x, r in decided.items():
+        if r.role == STORAGE:
+            for rate in rates(topo, x):
+                best_rate[card(topo, x)] = max(best_rate.get(card(topo, x), 0.0), rate)
+    for x, r in decided.items():
+        top = best_rate.get(card(topo, x))
+        if r.role == STORAGE and top is not None and top < MANAGEMENT_BELOW_GBPS:
+            r.role = MANAGEMENT
+            r.evidence.append(f"its card model tops out at {_g(top)} Gb/s")
+    roles = {x: decided[x] for x in names}
+    comp = [x for x in named if roles.get(x) is not None and roles[x].role == COMPUTE]
+    comp += [x for x in names if roles[x].role == COMPUTE and x not in comp]
+    how = "placement" if placed else "names" if comp else "none"
+    return Roles(roles=roles, how=how, compute=comp)
+
+
+def _g(x: float) -> str:
+    return f"{x:g}"
+
+
+__all__ = ["COMPUTE", "EVIDENCE", "MANAGEMENT", "ROLES", "Role", "Roles", "STORAGE",
+           "UNKNOWN", "card", "compute_nics", "layers", "port_map_names", "rates", "resolve",
+           "single_function", "sm_lids"]

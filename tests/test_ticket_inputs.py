@@ -270,6 +270,32 @@ def test_snapshot_of_ibstat_is_one_line_error():
     assert "ibstat" in r.stderr and "Traceback" not in r.stderr
 
 
+NVML_TEXT_DIR = os.path.join(HERE, "..", "fixtures", "nvml-text")
+
+
+@pytest.mark.parametrize("other", ["nvlink_s_a100_sxm4_excerpt.txt",
+                                   "nvidia_smi_q_h800_pci_and_fabric_excerpt.txt",
+                                   "dcgmi_nvlink_s_h100.txt"])
+@pytest.mark.parametrize("ib", ["ibstat_ib_hdr_cx6_mt4123_active_and_down.txt",
+                                "ibv_devinfo_ib_cx7_mt4129_port_down_lid65535.txt"])
+def test_snapshot_of_a_ticket_with_ibstat_is_refused_whatever_is_beside_it(tmp_path, other, ib):
+    """`check --from` reads the ibstat part of a ticket (its down port is an error), so a
+    snapshot of the ticket may not keep the rest and drop that part: a check of the snapshot
+    would pass where a check of the ticket fails.  Beside a topo matrix it was refused; beside
+    nvlink, -q or dcgmi text it was kept without its ports."""
+    with open(os.path.join(NVML_TEXT_DIR, other), encoding="utf-8") as fh:
+        paste = fh.read() + "\n" + fx(ib)
+    path = tmp_path / "ticket.txt"
+    path.write_text(paste, encoding="utf-8")
+    checked = run("check", "--from", str(path), "--format", "json")
+    assert "ib.port_down" in {f["code"] for f in json.loads(checked.stdout)["findings"]}
+    out = tmp_path / "snap.json"
+    r = run("snapshot", "--from", str(path), "-o", str(out))
+    assert r.exit_code == 2, r.output
+    assert "ibstat/ibv_devinfo text is read by" in r.stderr and "Traceback" not in r.stderr
+    assert not out.exists()
+
+
 # --- nvidia-smi -q -x XML -----------------------------------------------------------------
 
 XML = os.path.join(HERE, "..", "fixtures", "nvml-xml")

@@ -360,6 +360,7 @@ def _document_of(text: str, where: str) -> Dict[str, Any]:
         from ..probes import dcgmi_text
 
         _dcgmi_model(text, where, kind)  # raises the one-line error of a text with no GPU
+        _no_ib_text(text, where)
         doc = from_text_evidence(dcgmi_text.without_block(text) if kind != read.DCGMI_TEXT
                                  else text, where)
         if kind == read.DCGMI_TEXT:
@@ -369,14 +370,12 @@ def _document_of(text: str, where: str) -> Dict[str, Any]:
     if kind == read.GDS_TEXT:
         raise NvtopoError("a pasted gdscheck -p text is read by show and check (--from), but "
                           "not kept in a snapshot", where=where)
+    if kind != read.UNRECOGNISED:
+        _no_ib_text(text, where)
     if kind == read.NVML_TEXT:
         doc = from_text_evidence(text, where)
         doc["probes"] = {"nvml": document.nvml_text_evidence(text)}
         return doc
-    if kind == read.IB_TEXT or (kind != read.UNRECOGNISED and ib_text_in(text)):
-        raise NvtopoError("ibstat/ibv_devinfo text is read by `nvtopo ib --from` and `nvtopo "
-                          "check --from`, not kept as a snapshot (take one with `nvtopo "
-                          "snapshot` on the node)", where=where)
     if kind == read.UNRECOGNISED:
         load_text(text, where)  # raises the precise one-line error
     _one_node(text, where)
@@ -384,6 +383,15 @@ def _document_of(text: str, where: str) -> Dict[str, Any]:
     if kind == read.TOPO_AND_NVML_TEXT:
         doc["probes"]["nvml"] = document.nvml_text_evidence(text)
     return doc
+
+
+def _no_ib_text(text: str, where: str) -> None:
+    """Refuse to keep a paste whose ibstat part ``--from`` reads: a snapshot without it
+    would check clean where the paste does not."""
+    if ib_text_in(text):
+        raise NvtopoError("ibstat/ibv_devinfo text is read by `nvtopo ib --from` and `nvtopo "
+                          "check --from`, not kept as a snapshot (take one with `nvtopo "
+                          "snapshot` on the node)", where=where)
 
 
 def _one_node(text: str, where: str) -> None:

@@ -356,6 +356,9 @@ def _document_of(text: str, where: str) -> Dict[str, Any]:
 
         nvml_xml.derive_xml(text, where)  # raises the one-line error of XML nvtopo refuses
         kind = read.NVML_TEXT
+        whole = True  # the XML is the whole input: nothing beside it is read
+    else:
+        whole = False
     if kind in (read.DCGMI_TEXT, read.TOPO_AND_DCGMI_TEXT):  # kept as NVML text evidence
         from ..probes import dcgmi_text
 
@@ -370,7 +373,7 @@ def _document_of(text: str, where: str) -> Dict[str, Any]:
     if kind == read.GDS_TEXT:
         raise NvtopoError("a pasted gdscheck -p text is read by show and check (--from), but "
                           "not kept in a snapshot", where=where)
-    if kind != read.UNRECOGNISED:
+    if kind != read.UNRECOGNISED and not whole:
         _no_ib_text(text, where)
     if kind == read.NVML_TEXT:
         doc = from_text_evidence(text, where)

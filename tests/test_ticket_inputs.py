@@ -355,6 +355,25 @@ def test_q_x_reads_the_same_facts_as_q_text():
     assert by_xml["fabric"]["status"] == "insufficient_resources"
 
 
+def test_q_x_after_blank_lines_reads_the_same_facts(tmp_path):
+    """A pasted XML led by blank lines (a ticket's, or what is left once an ibstat paste
+    before it is taken out) is the XML looks_like recognises; expat refused it (`XML or
+    text declaration not at start of entity`).  An error in it still names its real line."""
+    plain = json.loads(run("links", "--from", HEALTHY_XML, "--format", "json").stdout)
+    path = tmp_path / "led.xml"
+    path.write_text("\n\n  \n" + xml_text(HEALTHY_XML), encoding="utf-8")
+    r = run("links", "--from", str(path), "--format", "json")
+    assert r.exit_code == 0, r.output
+    led = json.loads(r.stdout)
+    assert led["gpus"] == plain["gpus"] and len(led["gpus"]) == 2
+    broken = tmp_path / "broken.xml"
+    lines = xml_text(HEALTHY_XML).splitlines()
+    lines[5] = "<<<"
+    broken.write_text("\n\n" + "\n".join(lines), encoding="utf-8")
+    r = run("links", "--from", str(broken))
+    assert r.exit_code == 2 and "at line 8)" in r.stderr, r.stderr
+
+
 def test_check_q_x_faulty_and_healthy():
     r = run("check", "--from", FAULTY_XML, "--format", "json")
     doc = json.loads(r.output)

@@ -189,10 +189,15 @@ def _read(text: str) -> Tuple[List[Tuple[str, List[Tuple[int, str, Optional[str]
     parser.EntityDeclHandler = entity
     parser.UnparsedEntityDeclHandler = entity
     parser.ExternalEntityRefHandler = lambda *a: 0  # never fetched: an error
+    # blank lines before the document (a paste, the rest of a ticket) are what looks_like
+    # accepts; expat refuses any before the XML declaration, so they are skipped (and
+    # counted back into the line an error names)
+    body = text.lstrip("\ufeff \t\r\n")
+    skipped = text.count("\n", 0, len(text) - len(body))
     try:
-        parser.Parse(text, True)
+        parser.Parse(body, True)
     except expat.ExpatError as exc:
-        where = f"line {exc.lineno}"
+        where = f"line {exc.lineno + skipped}"
         if gpus:
             return gpus, f"{expat.ErrorString(exc.code)} at {where}"
         raise _Refused(f"not well-formed XML ({expat.ErrorString(exc.code)} at {where})"

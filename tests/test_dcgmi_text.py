@@ -25,7 +25,8 @@ from nvtopo.checks import select_and_run
 from nvtopo.cli import app
 from nvtopo.errors import NvtopoError
 from nvtopo.probes import dcgmi_text
-from nvtopo.snapshot import load_text, read
+from nvtopo.probes import readers
+from nvtopo.snapshot import load_text
 
 ROOT = Path(__file__).resolve().parent.parent
 FIX = ROOT / "fixtures" / "nvml-text" / "dcgmi_nvlink_s_h100.txt"
@@ -70,7 +71,7 @@ def test_fixture_is_the_corpus_sample() -> None:
 
 def test_real_sample_is_recognised_and_parsed_to_its_values() -> None:
     text = sample()
-    assert read.recognise(text) == read.DCGMI_TEXT
+    assert readers.names(text) == ["dcgmi-text"]
     topo = load_text(text, "dcgmi.txt")
     assert [g.index for g in topo.gpus] == list(range(8))
     assert topo.sources == ["nvml-text"]
@@ -185,7 +186,7 @@ def test_with_the_matrix_of_an_8x_h100_node(dcgmi_first: bool) -> None:
                        (with_letter(sample(), 3, 7, "D"),
                         {("nvlink.link_down", "error", "GPU3 link 7")})):
         paste = text + "\n" + topo_m if dcgmi_first else topo_m + "\n" + text
-        assert read.recognise(paste) == read.TOPO_AND_DCGMI_TEXT
+        assert readers.names(paste) == ["topo-text", "dcgmi-text"]
         topo = load_text(paste, "ticket.txt")
         assert set(topo.sources) >= {"topo-text", "nvml-text"}
         assert len(topo.gpus) == 8 and topo.matrix is not None
@@ -239,7 +240,7 @@ Key: Up=U, Down=D, Disabled=X, Not Supported=_
 
 
 def test_bordered_wrapped_rows_and_switch_blocks() -> None:
-    assert read.recognise(BORDERED) == read.DCGMI_TEXT
+    assert readers.names(BORDERED) == ["dcgmi-text"]
     topo = load_text(BORDERED, "b.txt")
     assert [g.index for g in topo.gpus] == [0, 1]
     assert states(topo, 0) == [(k, "active") for k in range(12)]
@@ -319,7 +320,7 @@ def test_no_gpu_row_is_one_line_naming_the_file(tmp_path: Path) -> None:
 def test_dcgmi_without_gpus_is_an_error_not_a_pass(tmp_path: Path, text: str) -> None:
     f = tmp_path / "dcgmi.txt"
     f.write_text(text, encoding="utf-8")
-    assert read.recognise(text) == read.DCGMI_TEXT
+    assert readers.names(text) == ["dcgmi-text"]
     with pytest.raises(NvtopoError, match="no GPU row"):
         load_text(text, str(f))
     res = runner.invoke(app, ["links", "--from", str(f)])
@@ -352,7 +353,7 @@ def test_snapshot_from_dcgmi_text_keeps_it_and_checks_the_same(tmp_path: Path,
 def test_nvidia_smi_text_that_mentions_dcgmi_stays_nvidia_smi_text() -> None:
     text = ("I also ran dcgmi nvlink -s, same thing\n"
             "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-x)\n\t Link 0: 26.562 GB/s\n")
-    assert read.recognise(text) == read.NVML_TEXT
+    assert readers.names(text) == ["nvml-text"]
 
 
 def test_nvidia_smi_text_beside_dcgmi_is_said_to_be_unread() -> None:

@@ -325,10 +325,10 @@ def _gds(name):
 
 
 def test_gdscheck_parsed_values():
-    from nvtopo.snapshot import read
+    from nvtopo.probes import readers
 
     text = (GDS_TEXT / "gdscheck-p.txt").read_text(encoding="utf-8")
-    assert read.recognise(text) == read.GDS_TEXT
+    assert readers.names(text) == ["gds-text"]
     g = _gds("gdscheck-p.txt").gds_text
     assert (g.gds_version, g.nvidia_fs_version, g.libcufile_version, g.platform) == (
         "1.7.2.10", "2.17", "2.12", "x86_64")

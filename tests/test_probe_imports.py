@@ -127,9 +127,9 @@ def test_no_capture_code_imports_lazily():
 
     allowed = {
         ("nvtopo/probes/nvml/__init__.py", ".live"),  # CAPTURE_IMPORTS
-        ("nvtopo/probes/nvml/__init__.py", ".."),  # derive: pasted dcgmi text
-        ("nvtopo/probes/nvml/__init__.py", ".text"),  # derive: pasted nvlink text
-        ("nvtopo/probes/nvml/__init__.py", "."),  # derive: pasted -q -x XML
+        # the readers' registry, asked on derive (pasted text) in the main thread
+        ("nvtopo/probes/readers.py", "."),
+        ("nvtopo/probes/readers.py", ".nvml"),
         ("nvtopo/probes/nvml/xml.py", ".text"),  # derive
         ("nvtopo/probes/dcgmi_text.py", "..model"),  # derive
         ("nvtopo/probes/nvml/live.py", "pynvml"),  # CAPTURE_IMPORTS

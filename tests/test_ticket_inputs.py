@@ -12,7 +12,7 @@ from cli_runner import make_runner
 
 from nvtopo.cli import app
 from nvtopo.probes import ib_text
-from nvtopo.snapshot import read
+from nvtopo.probes import readers
 
 runner = make_runner()
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -113,8 +113,11 @@ def test_ibstatus():
 def test_recognised_by_content():
     for name in os.listdir(IB):
         if name.startswith(("ibstat", "ibv_devinfo")):
-            assert read.recognise(fx(name)) == read.IB_TEXT, name
-    assert read.recognise(fx("ticket_topo_ibstat_q.txt")) == read.TOPO_AND_NVML_TEXT
+            assert readers.names(fx(name)) == ["ib-text"], name
+    # a ticket of three texts: the matrix and -q text share what is left once the ibstat
+    # blocks are cut out, and are merged first
+    assert readers.names(fx("ticket_topo_ibstat_q.txt")) == ["topo-text", "nvml-text",
+                                                             "ib-text"]
     # a line that merely looks like a header, with nothing of the kind under it, is none
     assert not ib_text.looks_like("CA 'mlx5_0'\n  something: else\n")
     assert not ib_text.looks_like("hca_id: x\n")
@@ -312,7 +315,7 @@ def test_q_x_reads_the_same_facts_as_q_text():
     from nvtopo.probes.nvml import text as nvml_text
     from nvtopo.probes.nvml import xml as nvml_xml
 
-    assert read.recognise(xml_text(FAULTY_XML)) == read.NVML_XML
+    assert readers.names(xml_text(FAULTY_XML)) == ["nvml-xml"]
     topo = nvml_xml.derive_xml(xml_text(FAULTY_XML), "f.xml")
     g1 = topo.gpus[1]
     assert g1.pci_bus_id == "00000000:2A:00.0"

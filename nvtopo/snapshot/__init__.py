@@ -7,10 +7,11 @@ NVML alone (``links``).  It returns one :class:`Opened`: the model, the snapshot
 and where they came from.  What a command cannot work without (GPU facts, sysfs evidence)
 is asked for in the request (:attr:`Input.require`) and refused here, in one way.
 
-A file is a snapshot or a bare ``nvidia-smi`` text, recognised by content
-(:func:`nvtopo.snapshot.read.recognise`), never by its name.  The package's parts:
+A file is a snapshot or pasted text (one tool's output, or a ticket holding several),
+recognised by content, never by its name: the one registry of readers
+(:mod:`nvtopo.probes.readers`) is asked once and says what each part is.  The package's parts:
 
-* :mod:`~nvtopo.snapshot.read`: reading bytes within bounds, decoding, recognising;
+* :mod:`~nvtopo.snapshot.read`: reading bytes within bounds, decoding;
 * :mod:`~nvtopo.snapshot.document`: the document, its validation, :func:`derive`;
 * :mod:`~nvtopo.snapshot.cache`: :func:`dumps` and the sealed model cache it writes;
 * :mod:`~nvtopo.snapshot.live`: probing this machine (:func:`take`).
@@ -18,7 +19,6 @@ A file is a snapshot or a bare ``nvidia-smi`` text, recognised by content
 
 from __future__ import annotations
 
-import json
 import re
 from collections import namedtuple
 from typing import Any, Dict, Optional, Tuple
@@ -190,12 +190,21 @@ def _open_file(path: str, want: str) -> Opened:
     if fast is not None:
         topo, doc, cached = fast
         return Opened(model=topo, document=doc, where=where, cached=cached)
-    text = decode_bytes(data, where)
-    if read.is_json(text):
+    return _read_text(decode_bytes(data, where), where)
+
+
+def _read_text(text: str, where: str) -> Opened:
+    """Decoded input, its parts named once by the readers' registry
+    (:mod:`nvtopo.probes.readers`): a snapshot (its document, its sealed cache where it may be
+    used), or pasted text, each part read by its reader and merged."""
+    from ..probes import readers
+
+    parts = readers.split(text)
+    if parts[0].reader.name == readers.SNAPSHOT:
         doc = parse_snapshot(text, where)
         topo, cached = _model_of(doc, text.encode("utf-8", errors="surrogatepass"), where)
         return Opened(model=topo, document=doc, where=where, cached=cached)
-    return Opened(model=_text_model(text, where), document={}, where=where)
+    return Opened(model=readers.model(parts, where), document={}, where=where)
 
 
 _JSON_START = re.compile(rb"[ \t\r\n]*\{")
@@ -250,169 +259,22 @@ def file_text(doc: Dict[str, Any], where: str) -> str:
 
 
 def load_text(text: str, where: str) -> Topology:
-    """The model of input already decoded: a snapshot (JSON) or a bare nvidia-smi text."""
+    """The model of input already decoded: a snapshot (JSON) or pasted text, its parts read
+    by the readers that recognise them (:mod:`nvtopo.probes.readers`)."""
     if not text.strip():
         raise NvtopoError("file is empty", where=where)
-    if read.is_json(text):
-        doc = parse_snapshot(text, where)
-        return _model_of(doc, text.encode("utf-8", errors="surrogatepass"), where)[0]
-    return _text_model(text, where)
-
-
-#: What a pasted text may be (docs/ticket-inputs.md), named when a text is none of them.
-READABLE = ("an nvtopo snapshot, nvidia-smi topo -m, nvidia-smi nvlink or -q text (or -q -x "
-            "XML), dcgmi nvlink -s, ibstat/ibv_devinfo/ibstatus or gdscheck -p")
-
-
-def _unread(kind: str, exc: Exception) -> str:
-    """Why a text was not read: a matrix found but unreadable says so (it is topo output);
-    a text with no matrix names what nvtopo reads."""
-    if not getattr(exc, "found", True):
-        return f"not an input nvtopo reads ({READABLE}): {exc}"
-    return f"an nvidia-smi topo matrix nvtopo cannot read: {exc}"
-
-
-def _text_model(text: str, where: str) -> Topology:
-    """The model of a pasted ``nvidia-smi topo -m`` and/or ``nvlink``/``-q`` text."""
-    from ..probes import topo as topo_text
-    from ..probes.nvml import text as nvml_text
-
-    from ..probes import ib_text
-
-    kind = read.recognise(text)
-    if kind == read.GDS_TEXT:  # pasted gdscheck -p (docs/storage.md)
-        from ..probes import gds_text
-
-        topo = gds_text.derive_text(text, where)
-        topo.origin = {"kind": "gds-text", "file": where}
-        return topo
-    if kind == read.NVML_XML:  # nvidia-smi -q -x: the -q facts
-        from ..probes.nvml import xml as nvml_xml
-
-        topo = nvml_xml.derive_xml(text, where)
-        topo.origin = {"kind": "nvml-text", "file": where}
-        return topo
-    ib = ib_text.derive_text(text) if ib_text.looks_like(text) else None
-    if ib is not None:  # ibstat / ibv_devinfo text: its devices, merged over the rest
-        if kind == read.IB_TEXT:
-            ib.origin = {"kind": ib.sources[0], "file": where}
-            return ib
-        text = ib_text.without_blocks(text)
-        topo = _text_model(text, where)
-        topo.merge(ib)
-        return topo
-    if kind in (read.DCGMI_TEXT, read.TOPO_AND_DCGMI_TEXT):
-        return _dcgmi_model(text, where, kind)
-    if kind == read.NVML_TEXT:
-        topo = nvml_text.derive_text(text)  # pasted nvidia-smi nvlink / -q text
-        topo.origin = {"kind": "nvml-text", "file": where}
-        return topo
-    try:
-        topo = topo_text.parse(text)
-    except topo_text.TopoParseError as exc:
-        raise NvtopoError(_unread(kind, exc), where=where) from None
-    if kind == read.TOPO_AND_NVML_TEXT:  # a topo matrix and nvlink text in one paste
-        topo.merge(nvml_text.derive_text(text))
-    topo.origin = {"kind": "topo-text", "file": where}
-    return topo
-
-
-def _dcgmi_model(text: str, where: str, kind: str) -> Topology:
-    """Pasted ``dcgmi nvlink -s``, alone or in one paste with a ``topo -m`` matrix: each
-    speaks for what it names (docs/ticket-inputs.md)."""
-    from ..probes import dcgmi_text
-    from ..probes import topo as topo_text
-
-    from ..probes.nvml import text as nvml_text
-
-    dcgmi = dcgmi_text.derive_text(text)
-    if nvml_text.looks_like(dcgmi_text.without_block(text)):  # not merged: said, not dropped
-        dcgmi.note("dcgmi_text.nvidia_smi_not_read", "nvidia-smi nvlink/-q text in the same "
-                   "paste as dcgmi nvlink -s is not read; paste it in a file of its own",
-                   source=dcgmi_text.SOURCE, level="warning")
-    if not dcgmi.gpus and kind == read.DCGMI_TEXT:
-        raise NvtopoError("dcgmi nvlink -s text with no GPU row (no `gpuId N:` followed by "
-                          "link letters)", where=where)
-    if kind == read.DCGMI_TEXT:
-        dcgmi.origin = {"kind": "nvml-text", "file": where}
-        return dcgmi
-    try:
-        topo = topo_text.parse(dcgmi_text.without_block(text))
-    except topo_text.TopoParseError as exc:
-        raise NvtopoError(_unread(read.TOPO_TEXT, exc), where=where) from None
-    topo.merge(dcgmi)
-    topo.origin = {"kind": "topo-text", "file": where}
-    return topo
+    return _read_text(text, where).model  # type: ignore[return-value]
 
 
 def _document_of(text: str, where: str) -> Dict[str, Any]:
-    """Decoded input as a snapshot document: a snapshot as it is, a bare text wrapped as
-    the evidence of the probe that prints it."""
-    if read.is_json(text):
+    """Decoded input as a snapshot document: a snapshot as it is, each part of a paste kept
+    as the evidence of the probe that prints it (:func:`document.kept_document`)."""
+    from ..probes import readers
+
+    parts = readers.split(text)
+    if parts[0].reader.name == readers.SNAPSHOT:
         return parse_snapshot(text, where)
-    kind = read.recognise(text)
-    if kind == read.NVML_XML:  # kept as it is: the XML is the evidence (notes of a cut one too)
-        from ..probes.nvml import xml as nvml_xml
-
-        nvml_xml.derive_xml(text, where)  # raises the one-line error of XML nvtopo refuses
-        kind = read.NVML_TEXT
-        whole = True  # the XML is the whole input: nothing beside it is read
-    else:
-        whole = False
-    if kind in (read.DCGMI_TEXT, read.TOPO_AND_DCGMI_TEXT):  # kept as NVML text evidence
-        from ..probes import dcgmi_text
-
-        _dcgmi_model(text, where, kind)  # raises the one-line error of a text with no GPU
-        _no_ib_text(text, where)
-        doc = from_text_evidence(dcgmi_text.without_block(text) if kind != read.DCGMI_TEXT
-                                 else text, where)
-        if kind == read.DCGMI_TEXT:
-            doc["probes"] = {}
-        doc["probes"]["nvml"] = document.nvml_text_evidence(text)
-        return doc
-    if kind == read.GDS_TEXT:
-        raise NvtopoError("a pasted gdscheck -p text is read by show and check (--from), but "
-                          "not kept in a snapshot", where=where)
-    if kind != read.UNRECOGNISED and not whole:
-        _no_ib_text(text, where)
-    if kind == read.NVML_TEXT:
-        doc = from_text_evidence(text, where)
-        doc["probes"] = {"nvml": document.nvml_text_evidence(text)}
-        return doc
-    if kind == read.UNRECOGNISED:
-        load_text(text, where)  # raises the precise one-line error
-    _one_node(text, where)
-    doc = from_text_evidence(text, where)
-    if kind == read.TOPO_AND_NVML_TEXT:
-        doc["probes"]["nvml"] = document.nvml_text_evidence(text)
-    return doc
-
-
-def _no_ib_text(text: str, where: str) -> None:
-    """Refuse to keep a paste whose ibstat part ``--from`` reads: a snapshot without it
-    would check clean where the paste does not."""
-    if ib_text_in(text):
-        raise NvtopoError("ibstat/ibv_devinfo text is read by `nvtopo ib --from` and `nvtopo "
-                          "check --from`, not kept as a snapshot (take one with `nvtopo "
-                          "snapshot` on the node)", where=where)
-
-
-def _one_node(text: str, where: str) -> None:
-    """Refuse, as check does, a paste of several matrices that are not one node's (two
-    different ``topo -m`` matrices): a snapshot would keep it and read nothing from it."""
-    from ..probes import topo as topo_text
-
-    if len(topo_text.matrix_starts(topo_text.clean_text(text))) > 1:
-        try:
-            topo_text.parse(text)
-        except topo_text.TopoParseError as exc:
-            raise NvtopoError(_unread(read.TOPO_TEXT, exc), where=where) from None
-
-
-def ib_text_in(text: str) -> bool:
-    from ..probes import ib_text
-
-    return ib_text.looks_like(text)
+    return document.kept_document(parts, where)
 
 
 def _open_example(name: str) -> Opened:

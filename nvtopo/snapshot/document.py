@@ -8,7 +8,7 @@ evidence into the model, so a parser fix also applies to snapshots taken before 
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import __version__
 from .. import probes as probes_pkg
@@ -151,6 +151,8 @@ def derive(doc: Dict[str, Any], where: Optional[str] = None) -> Topology:
     probes = doc.get("probes")
     if not isinstance(probes, dict):
         raise NvtopoError("corrupt snapshot: no \"probes\" object", where=where)
+    from ..probes import readers
+
     topo = Topology()
     for name in probes_pkg.PROBES:
         evidence = probes.get(name)
@@ -170,7 +172,9 @@ def derive(doc: Dict[str, Any], where: Optional[str] = None) -> Topology:
                       source=name, level="warning", subject=name)
             continue
         try:
-            fragment = probes_pkg.module(name).derive(evidence)
+            kept = readers.kept_text(name, evidence)  # a pasted text: read by its reader
+            fragment = (readers.read_kept(name, kept) if kept is not None
+                        else probes_pkg.module(name).derive(evidence))
         except NvtopoError as exc:
             raise NvtopoError(exc.message, where=where) from None
         except (TypeError, ValueError, KeyError, AttributeError, IndexError,
@@ -195,31 +199,66 @@ def derive(doc: Dict[str, Any], where: Optional[str] = None) -> Topology:
 # --- documents made from pasted text ---------------------------------------------------------
 
 
-def from_text_evidence(text: str, where: str) -> Dict[str, Any]:
-    """Wrap a pasted topo text as a snapshot document (host unknown)."""
-    from ..probes import topo as topo_text
-
+def text_document(probes: Dict[str, Any], where: str) -> Dict[str, Any]:
+    """A snapshot document (host unknown) holding ``probes``' evidence, made from a paste."""
     return {
         "kind": SNAPSHOT_KIND,
         "schema_version": SNAPSHOT_SCHEMA,
         "nvtopo_version": __version__,
         "host": {},
         "imported_from": where,
-        "probes": {
-            topo_text.SOURCE: {
-                "command": "nvidia-smi",
-                "args": list(topo_text.DEFAULT_ARGS),
-                "exit_status": None,
-                "stdout": text,
-                "stderr": None,
-                "duration_s": None,
-                "status": "ok",
-                "error": None,
-            }
-        },
+        "probes": probes,
     }
+
+
+def topo_text_evidence(text: str) -> Dict[str, Any]:
+    """A pasted topo text kept as the ``topo-text`` probe's evidence."""
+    from ..probes import topo as topo_text
+
+    return {
+        "command": "nvidia-smi",
+        "args": list(topo_text.DEFAULT_ARGS),
+        "exit_status": None,
+        "stdout": text,
+        "stderr": None,
+        "duration_s": None,
+        "status": "ok",
+        "error": None,
+    }
+
+
+def from_text_evidence(text: str, where: str) -> Dict[str, Any]:
+    """Wrap a pasted topo text as a snapshot document (host unknown)."""
+    from ..probes import topo as topo_text
+
+    return text_document({topo_text.SOURCE: topo_text_evidence(text)}, where)
 
 
 def nvml_text_evidence(text: str) -> Dict[str, Any]:
     """Pasted nvidia-smi nvlink / -q text kept as the NVML probe's evidence."""
     return {"source": "nvml-text", "status": "ok", "stdout": text, "error": None}
+
+
+#: How each probe that keeps pasted text keeps it (:attr:`nvtopo.probes.readers.Reader.keep`).
+_KEEPERS = {"topo-text": topo_text_evidence, "nvml": nvml_text_evidence}
+
+
+def kept_document(parts: Sequence[Any], where: str) -> Dict[str, Any]:
+    """The text parts of a paste (:func:`nvtopo.probes.readers.split`) kept as one snapshot
+    document, each as the evidence of the probe its reader names.  A part never kept
+    refuses the whole paste before anything is read (a snapshot without it would check
+    clean where the paste does not); then each part is vetted in order, a part no reader is
+    sure of read first, so its reader says precisely what is wrong."""
+    from ..probes import readers
+
+    for part in parts:
+        if part.reader.keep is None:
+            raise NvtopoError(part.reader.refused, where=where)
+    probes: Dict[str, Any] = {}
+    for part in parts:
+        if part.sure != readers.SURE:
+            readers.model([part], where)  # raises the reader's one-line error
+        if part.reader.vet is not None:
+            part.reader.vet(part.text, where)
+        probes[part.reader.keep] = _KEEPERS[part.reader.keep](part.text)
+    return text_document(probes, where)

@@ -1,4 +1,4 @@
-"""Reading input bytes, within bounds, and recognising what they are.
+"""Reading input bytes, within bounds, and decoding them.
 
 Every ``--from`` input (and a ``--layout-file``) is read here: a regular file, standard
 input (``-``), or a pipe handed to nvtopo (``<(cmd)``), never more than
@@ -6,10 +6,9 @@ input (``-``), or a pipe handed to nvtopo (``<(cmd)``), never more than
 (one would block, another never end).  Input whose decoding would cost far more than any
 real snapshot or nvidia-smi text is refused before it is decoded (:func:`_check_bulk`).
 
-Content, not the file name, says what an input is (:func:`recognise`): a snapshot (JSON),
-a pasted ``nvidia-smi topo -m`` matrix, pasted ``nvidia-smi nvlink``/``-q`` text, or both
-texts in one paste, and pasted ``ibstat``/``ibv_devinfo``/``ibstatus`` text alone or beside
-them (``docs/ticket-inputs.md``).  Gzip-compressed input (``node.json.gz``; recognised by its magic bytes,
+Content, not the file name, says what an input is: the one registry of readers
+(:mod:`nvtopo.probes.readers`) recognises a snapshot (JSON) and each text a ticket may
+hold (``docs/ticket-inputs.md``).  Gzip-compressed input (``node.json.gz``; recognised by its magic bytes,
 whatever its name) is decompressed first, never past the bound plain input has
 (:func:`gunzip`), so a gzip bomb costs what a 64 MiB file does, and in time linear in its
 size, of at most :data:`MAX_GZIP_MEMBERS` members.
@@ -29,16 +28,6 @@ from ..errors import NvtopoError
 
 #: Larger inputs are refused: no real snapshot or topo text comes near this.
 MAX_INPUT_BYTES = 64 * 1024 * 1024
-
-def read_input(path: str) -> Tuple[str, str]:
-    """Read ``path`` (``-`` for stdin) as text; returns ``(text, where)``.
-
-    Raises :class:`NvtopoError` for missing, unreadable, empty, binary or
-    oversized input.
-    """
-    data, where = read_bytes(path)
-    return decode_bytes(data, where), where
-
 
 #: Names of this process's standard input, read as ``-`` is.
 STDIN_NAMES = ("-", "/dev/stdin", "/proc/self/fd/0", "/dev/fd/0")
@@ -281,62 +270,10 @@ def decode_bytes(data: bytes, where: str) -> str:
     return text
 
 
-
 def is_json(text: str) -> bool:
-    """Whether decoded input is JSON (a snapshot, or JSON that is refused as not one)."""
-    return text.lstrip("\ufeff \t\r\n").startswith("{")
+    """Whether decoded input is JSON, as the readers' registry says it
+    (:func:`nvtopo.probes.readers.is_json`; imported here only when asked, so reading a
+    sealed snapshot imports no reader)."""
+    from ..probes import readers
 
-
-#: What :func:`recognise` tells apart.
-SNAPSHOT = "snapshot"
-TOPO_TEXT = "topo-text"
-NVML_TEXT = "nvml-text"
-TOPO_AND_NVML_TEXT = "topo-text+nvml-text"
-#: Pasted ``ibstat``/``ibv_devinfo``/``ibstatus`` text alone (beside a topo or nvlink text,
-#: the kinds above are given; :func:`nvtopo.probes.ib_text.without_blocks` parts them).
-IB_TEXT = "ib-text"
-#: ``nvidia-smi -q -x`` XML (read as the ``-q`` text it stands for: :mod:`nvtopo.probes.nvml.xml`).
-NVML_XML = "nvml-xml"
-#: Pasted ``gdscheck -p`` (GPUDirect Storage, docs/storage.md).
-GDS_TEXT = "gds-text"
-#: Pasted ``dcgmi nvlink -s`` (:mod:`nvtopo.probes.dcgmi_text`), alone or beside a matrix.
-DCGMI_TEXT = "dcgmi-text"
-TOPO_AND_DCGMI_TEXT = "topo-text+dcgmi-text"
-#: Neither text recognised: parsed as a topo text, whose parser says precisely what is wrong.
-UNRECOGNISED = "unrecognised"
-
-
-def recognise(text: str) -> str:
-    """What decoded input holds, by content: a snapshot (JSON), a pasted ``nvidia-smi topo
-    -m`` matrix, pasted ``nvidia-smi nvlink -s/-e/-c/-R`` or ``-q`` text, both texts in one
-    paste, or none of them."""
-    if is_json(text):
-        return SNAPSHOT
-    from ..probes import gds_text
-
-    if gds_text.looks_like(text):
-        return GDS_TEXT
-    from ..probes import topo as topo_text
-    from ..probes.nvml import text as nvml_text
-
-    from ..probes import ib_text
-    from ..probes.nvml import xml as nvml_xml
-
-    if nvml_xml.looks_like(text):
-        return NVML_XML
-    ib = ib_text.blocks(text)
-    if ib:  # the device blocks are no part of a matrix or nvlink text: judge the rest alone
-        text = ib_text.without_blocks(text)
-    from ..probes import dcgmi_text
-
-    if dcgmi_text.looks_like(text):  # its own vocabulary: the rest judged without it
-        rest = dcgmi_text.without_block(text)
-        rest_topo = topo_text.looks_like_topo(rest)
-        # a paste that only mentions dcgmi (no GPU row) is judged as if it did not
-        if dcgmi_text.has_gpus(text) or not (rest_topo or nvml_text.looks_like(rest)):
-            return TOPO_AND_DCGMI_TEXT if rest_topo else DCGMI_TEXT
-    topo = topo_text.looks_like_topo(text)
-    nvml = nvml_text.looks_like(text)
-    if topo:
-        return TOPO_AND_NVML_TEXT if nvml else TOPO_TEXT
-    return NVML_TEXT if nvml else IB_TEXT if ib else UNRECOGNISED
+    return readers.is_json(text)

@@ -74,7 +74,9 @@ def _corrupt(message: str) -> NvtopoError:
 
 
 def derive(evidence: Dict[str, Any]) -> Topology:
-    """Model fragment from the NVML evidence (or from pasted nvidia-smi nvlink/-q text).
+    """Model fragment from the NVML evidence (the recording).  Pasted text kept as this
+    probe's evidence (nvlink/``-q`` text, ``-q -x`` XML, dcgmi text) is read by the reader
+    that recognises it (:func:`nvtopo.probes.readers.read_kept`), not here.
 
     Pure.  A recorded value of the wrong type or range makes that fact unknown, with an
     ``nvml.bad_value`` note naming the call; evidence that is unusable as a whole (no
@@ -82,17 +84,6 @@ def derive(evidence: Dict[str, Any]) -> Topology:
     """
     if not isinstance(evidence, dict):
         raise _corrupt("not an object")
-    if isinstance(evidence.get("stdout"), str) and "calls" not in evidence:
-        from .. import dcgmi_text
-        from .text import derive_text
-
-        if dcgmi_text.looks_like(evidence["stdout"]) and dcgmi_text.has_gpus(evidence["stdout"]):
-            return dcgmi_text.derive_text(evidence["stdout"])  # pasted dcgmi nvlink -s
-        from . import xml
-
-        if xml.looks_like(evidence["stdout"]):  # pasted nvidia-smi -q -x, kept as it was
-            return xml.derive_xml(evidence["stdout"], "nvml evidence")
-        return derive_text(evidence["stdout"])
     status = evidence.get("status", "ok")
     if status not in ("ok", "timeout", "unavailable"):
         raise _corrupt(f"status {shown(status)} is not ok, timeout or unavailable")

@@ -8,7 +8,7 @@ evidence into the model, so a parser fix also applies to snapshots taken before 
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import __version__
 from .. import probes as probes_pkg
@@ -16,6 +16,9 @@ from ..errors import NvtopoError
 from ..model import Topology
 from ..safe import json_loads
 from .read import MAX_TEXT_BYTES, MAX_TEXT_LINES
+
+if TYPE_CHECKING:
+    from ..probes import readers
 
 SNAPSHOT_KIND = "nvtopo-snapshot"
 #: Version of the snapshot document layout.
@@ -243,7 +246,7 @@ def nvml_text_evidence(text: str) -> Dict[str, Any]:
 _KEEPERS = {"topo-text": topo_text_evidence, "nvml": nvml_text_evidence}
 
 
-def kept_document(parts: Sequence[Any], where: str) -> Dict[str, Any]:
+def kept_document(parts: Sequence["readers.Part"], where: str) -> Dict[str, Any]:
     """The text parts of a paste (:func:`nvtopo.probes.readers.split`) kept as one snapshot
     document, each as the evidence of the probe its reader names.  A part never kept
     refuses the whole paste before anything is read (a snapshot without it would check
@@ -251,14 +254,16 @@ def kept_document(parts: Sequence[Any], where: str) -> Dict[str, Any]:
     sure of read first, so its reader says precisely what is wrong."""
     from ..probes import readers
 
+    kept: List[Tuple["readers.Part", str]] = []
     for part in parts:
         if part.reader.keep is None:
             raise NvtopoError(part.reader.refused, where=where)
+        kept.append((part, part.reader.keep))
     probes: Dict[str, Any] = {}
-    for part in parts:
+    for part, probe in kept:
         if part.sure != readers.SURE:
             readers.model([part], where)  # raises the reader's one-line error
         if part.reader.vet is not None:
             part.reader.vet(part.text, where)
-        probes[part.reader.keep] = _KEEPERS[part.reader.keep](part.text)
+        probes[probe] = _KEEPERS[probe](part.text)
     return text_document(probes, where)

@@ -15,7 +15,8 @@ from nvtopo import examples, snapshot
 @pytest.mark.parametrize("name", ["dgx-h100-healthy", "dgx-h100-faulty"])
 def test_example_snapshot_cache_is_current(name):
     assert name in examples.snapshot_names()
-    opened = snapshot.open_input(snapshot.Input(example=name))
+    with examples.path(name) as path:  # as check --example opens it
+        opened = snapshot.open_input(snapshot.Input(path=path))
     assert opened.cached is True, (
         f"{name}: the sealed cache is stale (derivation code changed since it was written): "
         "run `python tests/regenerate_examples.py` and commit nvtopo/examples/")

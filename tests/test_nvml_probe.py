@@ -214,6 +214,25 @@ def test_consumer_gpu_without_nvlink_is_not_supported_not_down(probe):
     assert topo.nvml.to_dict()["p2p"]["read"]["cells"][0][1] == "GNS"
 
 
+@pytest.mark.parametrize("machine, at, status", [
+    # field 91 unanswered: lost while the probe walks the links' states
+    ("consumer-no-nvlink", "nvmlDeviceGetNvLinkState(gpu0,0)", "gpu_lost"),
+    # lost at the first field batch: the NVLink section was never reached
+    ("dgx-h100", "nvmlDeviceGetFieldValues(gpu0)", "unknown"),
+])
+def test_gpu_lost_before_its_link_count_reads_back(probe, machine, at, status):
+    # mypy found it: the NVLink status stayed None (null), which the model's own reader
+    # refuses (status is text), so such a node's snapshot could not be read back
+    desc = F.load_machine(machine)
+    desc["lose"] = {"gpu": 0, "at": at}
+    ev, topo, _ = probe(desc)
+    g0 = topo.gpu(0).nvml.to_dict()
+    assert g0["fault"]["kind"] == "lost"
+    assert g0["fault"]["call"].split("(")[0] == at.split("(")[0]
+    assert g0["nvlink"]["status"] == status and g0["nvlink"]["links"] == []
+    assert type(topo).from_dict(topo.to_dict()) == topo
+
+
 def test_mig_links_are_inactive_by_design(probe):
     _, topo, _ = probe("dgx-a100-mig")
     nv = links(topo, 0)

@@ -209,6 +209,7 @@ def _walk_gpu(g: _GpuWalk) -> None:
         for link in range(FALLBACK_MAX_LINKS):
             ans = g.call("nvmlDeviceGetNvLinkState", link)
             if g.lost:
+                nv["status"] = "gpu_lost"  # (a status is text: the model refuses null)
                 return
             if ans.meaning == "no_such" or (link == 0 and ans.meaning == "not_supported"):
                 break

@@ -67,6 +67,10 @@ def test_per_node_fault_applies_to_that_node_only():
     ({"nodes": 0}, "--nodes must be 1..100000"),
     ({"nodes": 100_001}, "--nodes must be 1..100000"),
     ({"nodes": 3, "fleet_faults": ["driver:3:550.1"]}, "node 3 is out of range"),
+    # more digits than nvtopo reads as a number: refused in one line, no TypeError
+    ({"nodes": 3, "fleet_faults": ["clique:1:" + "9" * 50]}, "number 99999999999999999999…"
+                                                             " is out of range"),
+    ({"nodes": 3, "node_faults": ["9" * 41 + ":gpu-missing:GPU7"]}, "is out of range"),
     ({"nodes": 3, "fleet_faults": ["bogus:1"]}, "unknown fleet fault"),
     ({"nodes": 3, "fleet_faults": ["outside-domain:1"]}, "no multi-node NVLink domain"),
     ({"nodes": 3, "fleet_faults": ["driver:1:5;rm"]}, "numbers and dots"),

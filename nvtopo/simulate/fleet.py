@@ -74,9 +74,10 @@ class Plan:
 def _index(text: str, what: str, bound: int, spec: str) -> int:
     if not is_ascii_digits(text):
         raise NvtopoError(f"{what} {text!r} is no number", where=f"fault {spec}")
-    value = ascii_int(text)
-    if not 0 <= value < bound:
-        raise NvtopoError(f"{what} {value} is out of range (0..{bound - 1})",
+    value = ascii_int(text)  # None past the digits nvtopo reads as a number
+    if value is None or not 0 <= value < bound:
+        shown = value if value is not None else text[:20] + "…"
+        raise NvtopoError(f"{what} {shown} is out of range (0..{bound - 1})",
                           where=f"fault {spec}")
     return value
 

@@ -12,7 +12,16 @@ not annotated in these classes (an annotation is a field).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple
+
+if TYPE_CHECKING:
+    # tells type checkers (PEP 681) what ``@plain`` generates: an ``__init__`` over the
+    # annotated fields (positional or keyword), ``field(...)`` declaring a field
+    from typing_extensions import dataclass_transform
+else:
+    def dataclass_transform(**_kw: Any) -> Callable[[Any], Any]:
+        """No-op at run time: nothing is imported for it on the start-up path."""
+        return lambda f: f
 
 _MISSING: Any = object()
 
@@ -42,7 +51,8 @@ def field(*, default: Any = _MISSING, default_factory: Any = _MISSING, init: boo
 
 def fields(obj: Any) -> Tuple[Field, ...]:
     """The fields of a plain class (or instance), in order."""
-    return (obj if isinstance(obj, type) else type(obj)).__plain_fields__
+    c: Any = obj if isinstance(obj, type) else type(obj)
+    return c.__plain_fields__
 
 
 def _frozen_setattr(self: Any, name: str, value: Any) -> None:
@@ -53,6 +63,7 @@ def _frozen_delattr(self: Any, name: str) -> None:
     raise FrozenInstanceError(f"cannot delete field {name!r}")
 
 
+@dataclass_transform(field_specifiers=(field,))
 def plain(cls: Optional[type] = None, *, frozen: bool = False, eq: bool = True) -> Any:
     """Make ``cls`` a plain record class (see the module docstring); used as ``@plain`` or
     ``@plain(frozen=True)``."""

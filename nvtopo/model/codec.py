@@ -32,11 +32,24 @@ starts fast), so reading a sealed DGX H100 model takes about a millisecond.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Tuple, Type, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple, Type, TypeVar
 
 from .spec import (  # noqa: F401  (ABSENT, LIMIT, MISSING: the codec's interface too)
     ABSENT, LIMIT, MISSING, _INT_N, _STR, _STR_N, _Bad, _MISS, _UNKNOWN, _all_ok, _describe,
     _leaf_ok, _non_null, _shown, _spec, _text_spec, is_record, where)
+
+if TYPE_CHECKING:
+    # tells type checkers (PEP 681) what ``@record`` gives a class: an ``__init__`` over
+    # its fields, positional or keyword, with their defaults.  ``fld`` is deliberately not
+    # declared a field specifier: a checker would then read ``fld("src")`` without
+    # ``default=``/``factory=`` as a required field, while ``fld`` always gives a default
+    # (``None`` or ABSENT); as a plain value, ``= fld(...)`` reads as "has a default", which
+    # is what it does
+    from typing_extensions import dataclass_transform
+else:
+    def dataclass_transform(**_kw: Any) -> Callable[[Any], Any]:
+        """No-op at run time: nothing is imported for it on the start-up path."""
+        return lambda f: f
 
 
 class Spec:
@@ -125,6 +138,7 @@ def fld(src: str = "", *, key: Optional[str] = None, omit: Any = None, missing: 
 R = TypeVar("R", bound="Record")
 
 
+@dataclass_transform()
 def record(cls: Any) -> Any:
     """Make ``cls`` (a :class:`Record` subclass) a record: its annotated attributes become
     fields, after those of its bases (a redefined field keeps its place); ``= fld(...)``
@@ -145,7 +159,8 @@ def record(cls: Any) -> Any:
 
 def fields(cls: Any) -> Tuple[Field, ...]:
     """The fields of a record class (or of a record), in order."""
-    return (cls if isinstance(cls, type) else type(cls)).__record_fields__
+    c: Any = cls if isinstance(cls, type) else type(cls)
+    return c.__record_fields__
 
 
 
@@ -264,7 +279,9 @@ def _spec_decoder(spec: Tuple[Any, ...]) -> Callable[[Any], Any]:
                 return v
             raise _Bad(_describe(spec), v)
     else:
-        fn = _container_decoder(spec)
+        made = _container_decoder(spec)
+        _DECODERS[spec] = made
+        return made
     _DECODERS[spec] = fn
     return fn
 
@@ -272,7 +289,7 @@ def _spec_decoder(spec: Tuple[Any, ...]) -> Callable[[Any], Any]:
 def _container_decoder(spec: Tuple[Any, ...]) -> Callable[[Any], Any]:
     """Lists and objects keyed by text (a JSON object's keys always are)."""
     kind, item, nullable = spec[0], spec[1], spec[2]
-    want = list if kind == "list" else dict
+    want: Any = list if kind == "list" else dict
     size = spec[3] if kind == "dict" else None
     leaf = item[0] == "leaf"
     every = _all_ok(item[1]) if leaf else None
@@ -462,7 +479,7 @@ def _record_decoder(cls: type) -> Callable[[Any], Any]:
     def fn(d: Any) -> Any:
         if type(d) is not dict:
             raise _Bad(what, d)
-        o = new(cls)
+        o: Any = new(cls)
         out = o.__dict__
         n = body(d, out)
         if extra is not None:
@@ -570,7 +587,7 @@ def _record_encoder(cls: type) -> Callable[[Any], Dict[str, Any]]:
     after = _encode_plan(top[at + 1:])
     inner = _encode_plan(nested)
 
-    def fn(o: Any) -> Dict[str, Any]:
+    def with_extra(o: Any) -> Dict[str, Any]:
         d: Dict[str, Any] = {}
         _write(before, o, d)
         x: Dict[str, Any] = {}
@@ -579,7 +596,7 @@ def _record_encoder(cls: type) -> Callable[[Any], Dict[str, Any]]:
         d["extra"] = x
         _write(after, o, d)
         return d
-    return fn
+    return with_extra
 
 
 def field_sources(cls: type) -> Dict[str, str]:

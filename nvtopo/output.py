@@ -110,6 +110,7 @@ def write(text: str, path: Optional[str]) -> bool:
         stream.write(text)
         stream.flush()
         return False
+    assert path is not None  # (None is standard output, above)
     data = text.encode("utf-8", errors="replace")
     if is_gzip_name(path):
         data = compress(data)

@@ -141,10 +141,11 @@ class Layout:
             nvs = None
         comp = self.get("nics.compute") or {}
         nics = None
+        layer: Any = comp.get("link_layer")  # (a layout's JSON value)
         if comp.get("count") is not None or comp.get("rate_gbps") is not None:
             parts = [str(comp["count"]) + "x" if comp.get("count") is not None else "",
                      f"{comp['rate_gbps']:g}G" if comp.get("rate_gbps") is not None else "",
-                     {"InfiniBand": "IB", "Ethernet": "RoCE/Eth"}.get(comp.get("link_layer"), "")]
+                     {"InfiniBand": "IB", "Ethernet": "RoCE/Eth"}.get(layer, "")]
             nics = " ".join(p for p in parts if p)
         return {"name": self.name, "title": self.title, "gpus": self.get("gpus.count"),
                 "nvlink": nvs, "nics": nics, "family": self.family, "origin": self.origin}

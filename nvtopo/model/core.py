@@ -133,8 +133,8 @@ class Matrix(Record):
         memo = self.__dict__.get("_pos")  # (a copy of the devices it indexes, the index)
         if memo is None or memo[0] != self.devices:
             pos: Dict[str, int] = {}
-            for i, lab in enumerate(self.devices):
-                pos.setdefault(lab, i)  # the first occurrence, as list.index finds it
+            for k, lab in enumerate(self.devices):
+                pos.setdefault(lab, k)  # the first occurrence, as list.index finds it
             memo = self.__dict__["_pos"] = (list(self.devices), pos)
         pos = memo[1]
         i, j = pos.get(a), pos.get(b)

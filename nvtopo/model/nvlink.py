@@ -74,13 +74,16 @@ class TextLink(Link):
 
     raw_state: str = fld("nvidia-smi nvlink -s: active, inactive (<inactive>)",
                          default="unknown")
-    rule: Optional[str] = fld("state (up), text (inactive) or family (down: a GPU of the "
-                              "same model in the paste uses every link it lists, this one "
-                              "among them); null where the text says nothing")
-    reason: Optional[str] = fld("why the state, in a sentence")
+    # the codec reads each annotation as the field's JSON type: a pasted link's rule and
+    # reason may be null, and its counters are never null (unlike Link's), on purpose
+    rule: Optional[str] = fld(  # type: ignore[assignment]
+        "state (up), text (inactive) or family (down: a GPU of the same model in the paste "
+        "uses every link it lists, this one among them); null where the text says nothing")
+    reason: Optional[str] = fld("why the state, in a sentence")  # type: ignore[assignment]
     version: None = fld("always null: the text does not say")
     version_raw: None = fld("always null")
-    errors: Dict[str, int] = fld("nvidia-smi nvlink -e counters by name", factory=dict)
+    errors: Dict[str, int] = fld(  # type: ignore[assignment]
+        "nvidia-smi nvlink -e counters by name", factory=dict)
     capabilities: Optional[Dict[str, bool]] = fld("nvidia-smi nvlink -c")
 
 

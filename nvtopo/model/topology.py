@@ -13,7 +13,7 @@ schema version, and reads back strictly (:meth:`Topology.from_dict`).
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from .codec import Record, decode, encoder, fld, record
 from .core import GPU, NIC, Disagreement, Matrix, Note, NVLinkPair
@@ -108,7 +108,7 @@ class Topology(Record):
         :meth:`numa_nodes` gives are known)."""
         from ..safe import ascii_int
 
-        nodes = set()
+        nodes: Set[int] = set()
         for aff in self.numa_nodes():
             for part in aff.split(","):
                 lo, sep, hi = part.strip().partition("-")

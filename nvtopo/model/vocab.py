@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, List, Literal, Optional, Sequence, Tuple, overload
 
 # --- path vocabulary -------------------------------------------------------
 
@@ -69,6 +69,11 @@ def nvlink_count(token: Optional[str]) -> Optional[int]:
     return int(m.group(1)) if m else None
 
 
+# a path kind spelled out always has a rank (``path_rank("PXB")`` is 3), for type checkers
+@overload
+def path_rank(token: Literal["X", "NV", "PIX", "PXB", "PHB", "NODE", "SYS", "SOC"]) -> int: ...
+@overload
+def path_rank(token: Optional[str]) -> Optional[int]: ...
 @lru_cache(maxsize=512)
 def path_rank(token: Optional[str]) -> Optional[int]:
     """Rank of a path token, 0 (self) … 6 (SYS); lower is closer."""

@@ -86,7 +86,7 @@ def blocks(text: str) -> List[Tuple[str, str, Optional[int], List[str], Tuple[in
     then indented) lines after it; a header is one only when a line of it confirms the
     kind (``CA type:`` after ``CA '...'``)."""
     lines = text.splitlines()
-    out = []
+    out: List[Tuple[str, str, Optional[int], List[str], Tuple[int, int]]] = []
     i = 0
     while i < len(lines) and len(out) < MAX_DEVICES:
         head = _which(lines[i])
@@ -331,6 +331,7 @@ def _cut_notes(topo: Topology, hca: Hca, declared: Optional[int]) -> None:
     device with no port (``ib_text.no_ports``), or fewer ports than it says it has, or a port
     block with no state line (``ib_text.ports_cut``).  Those ports' state and rate are
     unknown; ``check`` says so with a warning (``ib.ports_unknown``)."""
+    assert hca.source is not None  # (a parsed device names its text: _device)
     if not hca.ports:
         topo.note("ib_text.no_ports", f"{hca.name}: the {hca.source} names no port of it "
                   "(cut off?): its ports are unknown", source=hca.source,

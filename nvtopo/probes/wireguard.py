@@ -161,14 +161,15 @@ def _per_peer(text: Optional[str]) -> Dict[str, List[str]]:
 
 def _routes(text: Optional[str]) -> List[Tuple[str, int, int, int]]:
     """``(iface, destination, mask, metric)`` of the up routes of ``/proc/net/route``."""
-    out = []
+    out: List[Tuple[str, int, int, int]] = []
     for line in (text or "").splitlines()[1:16384]:
         f = line.split("\t")
         if len(f) < 8:
             continue
         dest, flags = ascii_int(f[1].strip(), 16), ascii_int(f[3].strip(), 16)
         metric, mask = ascii_int(f[6].strip()), ascii_int(f[7].strip(), 16)
-        if None in (dest, flags, metric, mask) or not flags & RTF_UP:
+        if dest is None or flags is None or metric is None or mask is None \
+                or not flags & RTF_UP:
             continue
         out.append((f[0].strip()[:32], dest, mask, metric))
     return out
@@ -245,7 +246,8 @@ def derive(evidence: Dict[str, Any]) -> Topology:
         name = printable(str(name))[:32]
         dev = WgDevice(name=name, status=str(e.get("status") or "failed")[:32],
                        error=printable(str(e["error"]))[:300] if e.get("error") else None)
-        fields = e.get("fields") if isinstance(e.get("fields"), dict) else {}
+        got = e.get("fields")
+        fields: Dict[str, Any] = got if isinstance(got, dict) else {}
         dev.public_key = _key(fields.get("public-key") or "")
         port = (fields.get("listen-port") or "").strip()
         dev.listen_port = ascii_int(port, hi=65535) if port else None

@@ -267,7 +267,7 @@ def build(layout: Layout, seed: int = 0, hostname: Optional[str] = None) -> Mach
             for rest in it:  # NICs beyond the GPU groups: alone on a host bridge
                 groups.append(([], [rest]))
     compute_names = [x for _, names in groups for x in names]
-    known = {_mlx_index(x) for x in compute_names} - {None}
+    known = {k for x in compute_names for k in [_mlx_index(x)] if k is not None}
     storage: List[List[str]] = []
     if known:
         gaps = [k for k in range(max(known)) if k not in known]
@@ -320,7 +320,7 @@ def build(layout: Layout, seed: int = 0, hostname: Optional[str] = None) -> Mach
                          f"{gnuma}")
         gpu_eps: List[Spec] = [("ep", [f"gpu:{m}"]) for m in members]
         nic_eps: List[Spec] = [("ep", [f"nic:slot:{x}"]) for x in names]
-        order_key = min([_mlx_index(x) if _mlx_index(x) is not None else 10**6 for x in names]
+        order_key = min([k if k is not None else 10**6 for x in names for k in [_mlx_index(x)]]
                         or [10**6])
         first_gpu = members[0] if members else n + gi
         nic_numa = gnuma
@@ -374,8 +374,8 @@ def build(layout: Layout, seed: int = 0, hostname: Optional[str] = None) -> Mach
         elif role.startswith("nvswitch:"):
             d.vendor, d.device, d.cls = NVIDIA, 0x22A3, CLS_SWITCH
             d.width = 2
-            bus = d.bdf.split(":")
-            switches[role[9:]] = f"{int(bus[0], 16):08X}:{bus[1].upper()}:{bus[2].upper()}"
+            dbf = d.bdf.split(":")
+            switches[role[9:]] = f"{int(dbf[0], 16):08X}:{dbf[1].upper()}:{dbf[2].upper()}"
     for nic in nics:
         bus = int(nic.bdf.split(":")[1], 16)
         fn = int(nic.bdf.rsplit(".", 1)[1])

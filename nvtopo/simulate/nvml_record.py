@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..probes.deadline import Deadline
 from ..probes.nvml import ERROR_CODES, ERROR_NAMES, U32, U64, Answer, Gpu, call_key, field_key
@@ -110,8 +110,9 @@ _VALUES = {
 }
 
 #: nvmlFieldValue_t value types: the member's C type, as a conversion.
-_FIELD_TYPES = {0: float, 1: _uint, 2: lambda v: int(v) & U64, 3: lambda v: int(v) & U64,
-                4: lambda v: _signed(int(v), 64), 5: _int32, 6: lambda v: int(v) & 0xFFFF}
+_FIELD_TYPES: Dict[int, Callable[[Any], Any]] = {
+    0: float, 1: _uint, 2: lambda v: int(v) & U64, 3: lambda v: int(v) & U64,
+    4: lambda v: _signed(int(v), 64), 5: _int32, 6: lambda v: int(v) & 0xFFFF}
 
 
 def _error(name: Any) -> Answer:

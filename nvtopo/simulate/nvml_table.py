@@ -182,7 +182,7 @@ def compile_machine(desc: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
                         if link_fields and name not in unsupported else _err("NotSupported"))
             fvals = {165: 1 if active else 0, 166: nvl["version"],
                      164: nvl["speed_mbps"] if active else 0,
-                     146: remote[2] if active else 0,
+                     146: remote[2] if remote is not None else 0,
                      161: errs["replay"], 162: errs["recovery"], 163: errs["crc_flit"]}
             if not link_fields and lk < 12:  # older drivers: the per-link speed fields
                 put(field_key(i, (84 + lk) if lk < 6 else (126 + lk), 0),
@@ -191,7 +191,7 @@ def compile_machine(desc: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
             for fid, v in fvals.items():
                 put(field_key(i, fid, lk), {"value": v} if link_fields
                     and dl.get(fid) not in unsupported else _err("NotSupported"))
-            if active:
+            if remote is not None:  # (active)
                 kind, bus_id, _ = remote
                 put(call_key("nvmlDeviceGetNvLinkRemoteDeviceType", [G, lk]),
                     {"value": {"gpu": 0, "switch": 2}[kind]})

@@ -23,7 +23,7 @@ def build(facts: Dict[str, Any], source: str, evidence: Optional[Dict[str, Any]]
     """The model fragment from walker facts."""
     topo = Topology(sources=[source])
     inc = facts.get("incomplete")
-    node = NvmlNode(status=facts.get("status"), reason=facts.get("reason"),
+    node = NvmlNode(status=facts["status"], reason=facts.get("reason"),
                     system=NvmlSystem(**(facts.get("system") or {})),
                     incomplete=Incomplete(**inc) if inc else None)
     for k in ("ncalls", "duration_s"):
@@ -225,7 +225,7 @@ def _nvlink_record(nv: Optional[Dict[str, Any]]) -> NvmlGpuLinks:
             "unavailable": dict(lr.get("unavailable") or {}),
         })
     return NvmlGpuLinks(
-        status=nv.get("status"),
+        status=nv["status"],  # (the walk always sets it: text)
         total=nv.get("count"),
         count_source=nv.get("count_source"),
         active=sum(1 for x in raw if x["state"] == "active"),

@@ -39,7 +39,7 @@ def cpulist(words: Any) -> Optional[str]:
     if not bits:
         return None
     out, start, prev = [], bits[0], bits[0]
-    for b in bits[1:] + [None]:  # type: ignore[list-item]
+    for b in bits[1:] + [None]:
         if b is not None and b == prev + 1:
             prev = b
             continue

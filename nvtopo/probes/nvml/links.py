@@ -272,7 +272,7 @@ def pair_counts(gpus: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
 def bandwidth_gbps(links: List[Dict[str, Any]]) -> Optional[float]:
     """GB/s per direction: the sum of the active links' speeds (``speed_mbps``), or None
     unless every active link has a known, non-zero speed (a partial sum would mislead)."""
-    speeds = [x.get("speed_mbps") for x in links if x.get("state") == "active"]
+    speeds: List[Any] = [x.get("speed_mbps") for x in links if x.get("state") == "active"]
     if not speeds or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
                              for v in speeds):
         return None

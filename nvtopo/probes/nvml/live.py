@@ -30,7 +30,7 @@ class LiveSource(Recorder):
 
     def _error(self, exc: BaseException) -> Answer:
         if isinstance(exc, self.nv.NVMLError):
-            code = getattr(exc, "value", None)
+            code: Any = getattr(exc, "value", None)  # (pynvml: untyped)
             return Answer(error=ERROR_NAMES.get(code, f"Error{code}"))
         if isinstance(exc, UnicodeDecodeError):
             return Answer(error="BadData", detail=f"undecodable bytes: {exc.reason}")

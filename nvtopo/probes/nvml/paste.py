@@ -81,11 +81,11 @@ class _Notes(list):
 
     def __init__(self) -> None:
         super().__init__()
-        self.count: Dict[str, int] = {}
+        self.per_code: Dict[str, int] = {}  # notes seen by code (not list.count)
 
     def add(self, note: Dict[str, str]) -> None:
-        n = self.count.get(note["code"], 0) + 1
-        self.count[note["code"]] = n
+        n = self.per_code.get(note["code"], 0) + 1
+        self.per_code[note["code"]] = n
         if n <= MAX_NOTES:
             self.append(note)
 
@@ -93,17 +93,17 @@ class _Notes(list):
         """Add the notes of ``other``, counting those it left out."""
         for note in other:
             self.add(note)
-        for code, n in other.count.items():
+        for code, n in other.per_code.items():
             if n > MAX_NOTES:
-                self.count[code] = self.count.get(code, 0) + n - MAX_NOTES
+                self.per_code[code] = self.per_code.get(code, 0) + n - MAX_NOTES
 
     def finish(self) -> None:
-        for code, n in self.count.items():
+        for code, n in self.per_code.items():
             if n > MAX_NOTES:
                 self.append({"code": code, "level": "warning",
                              "message": f"… and {n - MAX_NOTES} more {code} notes like the "
                                         f"ones above (only the first {MAX_NOTES} are listed)"})
-        self.count = {}
+        self.per_code = {}
 
 
 def _gpu_header(line: str) -> Optional[Tuple[str, str, str]]:

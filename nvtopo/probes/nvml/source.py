@@ -19,7 +19,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeGuard
 
 from .vocab import (BAD, ERROR_CODES, FI_C2C_LINK_COUNT, FI_C2C_LINK_GET_MAX_BW,
                     FI_C2C_LINK_GET_STATUS, MAX_C2C_LINKS, FI_NVLINK_ERROR_DL_CRC, FI_NVLINK_ERROR_DL_RECOVERY,
@@ -147,7 +150,7 @@ class Source:
 Check = Callable[[Any], Optional[str]]
 
 
-def is_int(v: Any) -> bool:
+def is_int(v: Any) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool)
 
 

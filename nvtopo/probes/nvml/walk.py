@@ -60,10 +60,10 @@ class _GpuWalk:
     def _check(self, key: Callable[[], str], ans: Answer) -> Answer:
         """``key`` makes the call's recording key (only needed when the GPU is lost)."""
         if ans.error in LOST and not self.lost:
-            key = key()
-            self.rec["fault"] = {"kind": "lost", "call": key,
+            call = key()
+            self.rec["fault"] = {"kind": "lost", "call": call,
                                  "message": f"GPU {self.index} fell off the bus (GpuIsLost) "
-                                            f"at {key}; later questions were not asked"}
+                                            f"at {call}; later questions were not asked"}
         return ans
 
     def call(self, fn: str, *args: Any) -> Answer:
@@ -327,7 +327,7 @@ def _walk_c2c(g: _GpuWalk) -> None:
         c2c["links"].append(lr)
 
 
-def _older_speeds(g: Checked, links: List[Dict[str, Any]]) -> None:
+def _older_speeds(g: _GpuWalk, links: List[Dict[str, Any]]) -> None:
     """Speeds of active links field 164 gave none for, from the older per-link fields
     (NVML_FI_DEV_NVLINK_SPEED_MBPS_Ln, else _COMMON): NVLink 1/2 GPUs answer only those.
     Asked only where needed, so recordings of newer GPUs do not change."""

@@ -65,6 +65,8 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
             facts.numa_unknown = f"numa_node is {raw_numa.strip()} (no NUMA information)"
         return facts
 
+    bdf: Optional[str]  # (an RDMA device's may be unknown, below)
+    dev: Optional[Dict[str, Any]]
     for bdf in sorted(pci, key=lambda b: sysfs_bdf(b) or (0, 0, 0, 0)):
         a = pci[bdf]["attrs"]
         for k in ("numa_node", "current_link_speed", "current_link_width", "max_link_speed",
@@ -232,9 +234,9 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
     for h in hcas:
         paths = {g.label: cells[at[g.label]][at[h.name]] for g in topo.gpus}
         h.gpu_paths = paths
-        ranked = [(path_rank(t), lab) for lab, t in paths.items() if path_rank(t) is not None]
+        ranked = [(r, lab) for lab, t in paths.items() for r in [path_rank(t)] if r is not None]
         if ranked:
-            best = min(r for r, _ in ranked)
+            best: Optional[int] = min(r for r, _ in ranked)
             h.nearest_gpus = [lab for r, lab in ranked if r == best]
             h.nearest_gpu_path = paths[h.nearest_gpus[0]]
         else:
@@ -333,7 +335,7 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
                       key=lambda d: sysfs_bdf(d["bdf"]) or (0, 0, 0, 0)):
         facts = pci_facts(dev)
         paths = {gpu_labels[g["bdf"]]: path_level(dev, g) for g in gpus}
-        ranked = [(path_rank(t), lab) for lab, t in paths.items() if path_rank(t) is not None]
+        ranked = [(r, lab) for lab, t in paths.items() for r in [path_rank(t)] if r is not None]
         best = min((r for r, _ in ranked), default=None)
         nvme.append(NvmeDrive(pci_address=dev["bdf"], numa_node=facts.numa_node,
                               link=facts.link, narrowest_hop=facts.narrowest_hop,
@@ -357,7 +359,8 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
             unknown = {k: reason(v) for k, v in nd["errors"].items()}
             if nd["distance"] is not None:
                 parts = [to_int(x) for x in nd["distance"].split()]
-                dist = parts if None not in parts else None
+                ints = [x for x in parts if x is not None]
+                dist = ints if len(ints) == len(parts) else None
                 if dist is None:
                     unknown["distance"] = f"not a value: {nd['distance']!r}"
             cpus = cpulist_count(cpul)

@@ -105,11 +105,11 @@ def pcie_hops(dev: Dict[str, Any], pci: Dict[str, Dict[str, Any]]
 def narrowest(hops: List[PcieHop]) -> Optional[NarrowestHop]:
     """The slowest hop (current speed × width) among those whose current link is known; of
     equals, the one nearest the device."""
-    known = [(i, h) for i, h in enumerate(hops)
+    known = [(h.current_gts * h.current_width, -i, h) for i, h in enumerate(hops)
              if h.current_gts is not None and h.current_width is not None]
     if not known:
         return None
-    _, h = min(known, key=lambda ih: (ih[1].current_gts * ih[1].current_width, -ih[0]))
+    _, _, h = min(known, key=lambda k: (k[0], k[1]))
     return NarrowestHop(**vars(h))
 
 

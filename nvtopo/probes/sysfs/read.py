@@ -53,6 +53,7 @@ def resolve_path(rel: str, readlink: Callable[[str], Optional[str]],
     if hit is not None:
         return hit
     # The common case, first: the parent is resolved and the last component is no link.
+    comp: Optional[str]  # a path component (None: a marker on the stack below)
     head, _, comp = rel.rpartition("/")
     cur = cache.get(head) if head else None
     if cur is not None and comp and comp != "." and comp != "..":

@@ -64,8 +64,8 @@ def capture(options: Optional["ProbeOptions"] = None, args: Sequence[str] = DEFA
         # Cut output is not parsed (status failed): a head is enough to see what it was,
         # and keeps the snapshot small.
         stdout, stderr = stdout[:bounded.KEEP_WHEN_CUT], stderr[:bounded.KEEP_WHEN_CUT]
-    evidence["stdout"] = _decode(stdout)
-    evidence["stderr"] = _decode(stderr)
+    evidence["stdout"] = text_out = _decode(stdout)
+    evidence["stderr"] = text_err = _decode(stderr)
     left = ""
     if out.left_behind:
         left = ("; processes " + ", ".join(map(str, out.left_behind[:8]))
@@ -83,7 +83,7 @@ def capture(options: Optional["ProbeOptions"] = None, args: Sequence[str] = DEFA
                              f"{bounded.size_text(bounded.KEEP_WHEN_CUT)} are kept){left}")
     elif out.returncode != 0:
         evidence["status"] = "failed"
-        first = (evidence["stderr"] or evidence["stdout"] or "").strip().splitlines()
+        first = (text_err or text_out or "").strip().splitlines()
         why = first[0].strip() if first else "no output"
         if len(why) > 300:  # one line, not a screenful
             why = why[:300] + "..."

@@ -151,12 +151,12 @@ def parse_lines(lines: List[str], first_line: int = 0) -> Topology:
         count = 0
         k = 1
         while k < len(toks) and count < n:
-            t = toks[k].text
-            if AFFINITY_LIKE_RE.match(t):
+            text = toks[k].text
+            if AFFINITY_LIKE_RE.match(text):
                 break
-            glued, many = scan_cells(t, n + 1)
+            glued, many = scan_cells(text, n + 1)
             if glued is None:
-                glued, many = [t], 1
+                glued, many = [text], 1
             row_cells.extend(glued[: n + 1 - len(row_cells)])
             count += many
             k += 1
@@ -412,7 +412,7 @@ def _report_cells(devices: List[str], cells: List[List[Optional[str]]], kind: st
 def _nvlink_pairs(devices: List[str], cells: List[List[Optional[str]]],
                   topo: Topology) -> List[NVLinkPair]:
     out = []
-    gpus = [(i, ascii_int(m.group(1))) for i, d in enumerate(devices)
+    gpus = [(i, int(m.group(1))) for i, d in enumerate(devices)  # (1 to 6 ASCII digits)
             for m in [_GPU_LABEL_RE.match(d)] if m]
     for x, (i, a) in enumerate(gpus):
         for j, b in gpus[x + 1:]:

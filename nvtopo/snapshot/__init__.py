@@ -138,7 +138,7 @@ def open_input(request: Input) -> Opened:
 
 def load(path: str) -> Topology:
     """The model of ``--from`` input: ``open_input(Input(path=path)).model``."""
-    return _open_file(path, MODEL).model  # type: ignore[return-value]
+    return _open_file(path, MODEL).model
 
 
 def load_document(path: str) -> Dict[str, Any]:

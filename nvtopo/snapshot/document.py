@@ -19,13 +19,14 @@ from .read import MAX_TEXT_BYTES, MAX_TEXT_LINES
 
 if TYPE_CHECKING:
     from ..probes import readers
+    from typing_extensions import TypeGuard
 
 SNAPSHOT_KIND = "nvtopo-snapshot"
 #: Version of the snapshot document layout.
 SNAPSHOT_SCHEMA = 1
 
 
-def is_int(x: Any) -> bool:
+def is_int(x: Any) -> TypeGuard[int]:
     return isinstance(x, int) and not isinstance(x, bool)
 
 

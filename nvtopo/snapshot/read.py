@@ -22,7 +22,7 @@ import os
 import re
 import sys
 import zlib
-from typing import Optional, Tuple
+from typing import Optional, Tuple, Union
 
 from ..errors import NvtopoError
 
@@ -108,11 +108,11 @@ def gunzip(data: bytes, where: str, limit: int = MAX_INPUT_BYTES,
             raise NvtopoError(f"more than {MAX_GZIP_MEMBERS:,} gzip members; not {what}",
                               where=where)
         unzip = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        pending: bytes = b""
+        pending: Union[bytes, memoryview] = b""
         try:
             while not unzip.eof:
                 if not pending and pos < size:
-                    pending = view[pos:pos + _GUNZIP_FEED]  # type: ignore[assignment]
+                    pending = view[pos:pos + _GUNZIP_FEED]
                     pos += len(pending)
                 chunk = unzip.decompress(pending, min(_GUNZIP_STEP, limit + 1 - len(out)))
                 out += chunk

@@ -80,8 +80,9 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
         if rec.enabled is None or rec.link_count is None or \
                 (rec.link_count and rec.links_active is None):
             unknown.append(f"GPU{i} " + ("C2C mode" if rec.enabled is None else "C2C links"))
-        if want.get("gpu_memory_numa") is True and g.gpu_numa_id is None \
-                and g.nvml.unavailable.get("numa_node_id") == "not_supported":
+        # (g is known here: rec is its C2C record)
+        if (want.get("gpu_memory_numa") is True and g.gpu_numa_id is None  # type: ignore[union-attr]
+                and g.nvml.unavailable.get("numa_node_id") == "not_supported"):  # type: ignore[union-attr]
             out.append(finding(
                 "warning", "c2c.gpu_numa_missing", subj,
                 f"GPU{i}'s memory is not a NUMA node (NVML has no NUMA node id for it): the "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional
 
 from ..model import Topology
 from . import Finding, Subject, demote, facts as F, finding
@@ -53,7 +53,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     if links_down:
         consequences.append(f"{links_down} link{'s' if links_down != 1 else ''} down")
     tail = ("; " + ", ".join(consequences) + " as a result") if consequences else ""
-    by_state = {}
+    by_state: Dict[str, List[int]] = {}
     for i, f in states.items():
         by_state.setdefault(f.state, []).append(i)
     if by_state.get("not_started"):

@@ -240,7 +240,7 @@ def layout_pairs(layout: Any, n: int) -> Dict[Tuple[int, int], int]:
     if isinstance(pairs, dict):
         for i in range(n):
             for j in range(i + 1, n):
-                out[(i, j)] = int(pairs.get(f"{i}-{j}", pairs.get(f"{j}-{i}", 0)))
+                out[(i, j)] = int(pairs.get(f"{i}-{j}", pairs.get(f"{j}-{i}", 0)))  # type: ignore[arg-type]  # (a layout's pair counts are integers)
         return out
     pc = nv.get("pair_count")
     if isinstance(pc, int):
@@ -311,7 +311,7 @@ def missing_gpus(layout: Any, v: View) -> List[int]:
     return sorted(out)
 
 
-def nic_by_placement(topo: Topology, present: Sequence[int], want_path: str,
+def nic_by_placement(topo: Topology, present: Sequence[int], want_path: Optional[str],
                      prefer: Optional[Dict[int, List[str]]] = None
                      ) -> Dict[int, Tuple[str, str]]:
     """GPU index -> (NIC name, path) for each present GPU that has a NIC at ``want_path``

@@ -112,7 +112,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
 
     assert isinstance(gds, dict) and layout is not None
     inferred = layout.inferred_only("storage.gds")
-    worst = gds.get("data_path") if gds.get("data_path") in LEVELS else "PXB"
+    worst: str = gds.get("data_path") if gds.get("data_path") in LEVELS else "PXB"  # type: ignore[assignment]  # (one of LEVELS)
     if storage is None or storage.nvme_class == "not recorded":
         out.append(finding("info", "gds.not_checked", S.NODE,
                            "GPUDirect Storage not checked: the sysfs evidence was taken before "

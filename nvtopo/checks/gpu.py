@@ -66,7 +66,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
             gone = [i for i in range(n_exp) if i not in present]
             gone = gone[: n_exp - have]
             renumber = bool(present) and max(present) < have
-            extra = layout.extra if isinstance(getattr(layout, "extra", None), dict) else {}
+            extra = layout.extra if isinstance(getattr(layout, "extra", None), dict) else {}  # type: ignore[union-attr]  # (n_exp only with a layout)
             # a mesh matched up to renumbering: the NVLink wiring tells which layout slot is
             # absent (the subject stays the index the tools leave out: the last ones)
             slots = extra.get("absent_slots") or []
@@ -79,7 +79,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
             if empty:
                 # the port map's NICs tell the slot, and that its card is on the bus with no
                 # GPU near it: the GPU is gone (the tools number the GPUs after it one lower)
-                orig = _slot_nics(layout, layout.get("nics.placement.gpu_nic"))
+                orig = _slot_nics(layout, layout.get("nics.placement.gpu_nic"))  # type: ignore[union-attr]  # (n_exp only with a layout)
                 # the subject stays the index the tools leave out (the last ones: the node's
                 # own GPU numbers are taken by the GPUs present); the message names the slot
                 for idx, slot in zip(gone, empty):
@@ -140,7 +140,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
         elif have > n_exp:
             out.append(finding(
                 "warning", "gpu.extra", S.NODE,
-                f"{have} GPUs listed, the layout {layout.name} has {n_exp}",
+                f"{have} GPUs listed, the layout {layout.name} has {n_exp}",  # type: ignore[union-attr]  # (n_exp only with a layout)
                 expected=n_exp, actual=have, source=src,
                 hint="is this the right layout? give --layout NAME or --layout-file FILE"))
     elif not topo.gpus:
@@ -158,7 +158,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
             g = bad[0]
             out.append(finding(
                 demote("error", inferred), "gpu.model", S.NODE if len(bad) > 1 else S.gpu(g.index, g.label),
-                f"{len(bad)} {'GPU is' if len(bad) == 1 else 'GPUs are'} {g.name!r}, not what {layout.name} has "
+                f"{len(bad)} {'GPU is' if len(bad) == 1 else 'GPUs are'} {g.name!r}, not what {layout.name} has "  # type: ignore[union-attr]  # (pattern only with a layout)
                 f"({pattern})", expected=pattern, actual=g.name,
                 source=g.sources.get("name", "nvml"),
                 hint="is this the right layout? give --layout NAME or --layout-file FILE"))

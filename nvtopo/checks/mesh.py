@@ -8,7 +8,7 @@ pass on peers.  Handshakes are aged against the capture time the snapshot record
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from . import Finding, finding
 from . import subject as S
@@ -62,8 +62,10 @@ def _peers(name: str, dev: Optional[WgDevice], captured: Optional[int]) -> List[
         return [finding("info", "mesh.peers_not_checked", S.nic(name),
                         f"{name}: handshakes not checked: the capture time is not recorded",
                         source="wireguard")]
-    stale = [(p, p.age_at(captured)) for p in dev.peers
-             if p.stale_at(captured, CLOCK_SLACK_S)]
+    # (a stale peer's age is known: stale_at is None where it is not)
+    stale: List[Tuple[Any, int]] = [
+        (p, p.age_at(captured)) for p in dev.peers  # type: ignore[misc]
+        if p.stale_at(captured, CLOCK_SLACK_S)]
     if not stale:
         return out
     def sev(peers: List[Any]) -> str:

@@ -15,14 +15,14 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     dropped = getattr(layout, "extra", {}).get("nics_dropped") if layout is not None else None
     if dropped:
         out.append(finding("info", "nic.not_checked", S.NODE,
-                           f"NICs not checked against {layout.name}: the node's NICs do not "
+                           f"NICs not checked against {layout.name}: the node's NICs do not "  # type: ignore[union-attr]  # (dropped only with a layout)
                            f"fit its NIC facts ({dropped}); only layout-independent NIC "
                            "checks ran (give --layout NAME to apply a layout's NIC facts)",
                            source=", ".join(topo.sources)))
     stated = layout is not None and any(
         k != "per_gpu" and x is not None for k, x in layout.section("nics").items())
     per_gpu = layout.get("nics.per_gpu") if layout is not None and not dropped else None
-    if per_gpu is not None and (not isinstance(per_gpu, dict) or layout.get("nics.placement")):
+    if per_gpu is not None and (not isinstance(per_gpu, dict) or layout.get("nics.placement")):  # type: ignore[union-attr]  # (per_gpu only with a layout)
         per_gpu = None  # a vendor port map (placement) says more: checked below
     if layout is not None and not stated and not dropped and isinstance(per_gpu, dict):
         return out + _one_per_gpu(topo, layout, v, per_gpu)
@@ -178,7 +178,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                     if tok is None:
                         continue
                     nearest = topo.nearest_nics(i)
-                    near = (nearest[0][0], nearest[1]) if nearest[0] and nearest[1] else None
+                    near = (nearest[0][0], nearest[1]) if nearest[0] and nearest[1] else None  # type: ignore[assignment]  # (the name is reused)
                     # the port map's name is another GPU's NIC here (by PCI placement): the
                     # names differ, so the GPU is reported by structure, not by that name
                     owners = sorted(j for j, (nm, _) in placed.items() if nm == w and j != i)
@@ -213,8 +213,8 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
             else:
                 if not comp:
                     continue
-                nearest = topo.nearest_compute_nic(i, comp)
-                if nearest and path_rank(nearest[1]) > path_rank(want_path):
+                nearest = topo.nearest_compute_nic(i, comp)  # type: ignore[assignment]  # (the name is reused)
+                if nearest and path_rank(nearest[1]) > path_rank(want_path):  # type: ignore[operator]  # (both are path tokens)
                     out.append(finding(
                         demote("error", inf_place), "nic.placement", S.gpu(i),
                         f"GPU{i}'s nearest compute NIC is {nearest[0]} at {nearest[1]}, "

@@ -30,7 +30,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
         g = topo.gpu(i)
         node = g.numa_node if g is not None else None
         if node is not None:
-            nodes[i] = (node, g.numa_node_source)
+            nodes[i] = (node, g.numa_node_source)  # type: ignore[union-attr]  # (node is set only where g is)
     if not nodes:
         out.append(finding("info", "numa.not_checked", S.NODE,
                            "NUMA placement not checked: the input gives no NUMA affinity "

@@ -102,7 +102,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                 rec = next((x for x in gl.links if x.link == link), None)
                 reason = (rec.reason if rec is not None else None) or "should be up"
                 if link in listed:
-                    reason = (f"nvidia-smi prints <inactive>; {layout.name} uses all "
+                    reason = (f"nvidia-smi prints <inactive>; {layout.name} uses all "  # type: ignore[union-attr]  # (listed is empty without a layout)
                               f"{links_per_gpu} links of every GPU (NVSwitch), and GPU{i} "
                               f"lists all {links_per_gpu}, {len(gl.links) - len(listed)} up")
                 short = [f"GPU{a}-GPU{b}" for (a, b) in pairs_of(i)

@@ -42,8 +42,8 @@ def _from_sysfs(facts: PciPlacement) -> Tuple[Optional[PcieHop], Optional[PcieHo
         hops = [facts.narrowest_hop]
     w = [h for h in hops if h.width_degraded]
     s = [h for h in hops if h.speed_below_expected]
-    return (min(w, key=lambda h: h.current_width) if w else None,
-            min(s, key=lambda h: h.current_gts) if s else None)
+    return (min(w, key=lambda h: h.current_width) if w else None,  # type: ignore[arg-type, return-value]  # (a narrowed hop's width is known)
+            min(s, key=lambda h: h.current_gts) if s else None)  # type: ignore[arg-type, return-value]  # (a slowed hop's speed is known)
 
 
 def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:

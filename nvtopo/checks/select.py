@@ -258,7 +258,7 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
         c.empty_slots = by_nic[1]
     if expected and observed:
         gn_map = layout.get("numa.gpu_numa")
-        numa_of = {i: (topo.gpu(i).numa_node if topo.gpu(i) is not None else None)
+        numa_of = {i: (topo.gpu(i).numa_node if topo.gpu(i) is not None else None)  # type: ignore[union-attr]  # (gpu(i) is checked first)
                    for i in v.present}
 
         def numa_misses(m: Dict[int, int]) -> int:
@@ -349,7 +349,7 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
                 for w in ([ws] if isinstance(ws, str) else ws):
                     tok, _ = topo.gpu_nic_path(i, w)
                     r = path_rank(tok)
-                    if r is not None and r <= path_rank(want_path):
+                    if r is not None and r <= path_rank(want_path):  # type: ignore[operator]  # (a layout's path is a path token)
                         good += 1
                     elif i in placed:
                         renamed += 1

@@ -131,7 +131,8 @@ def subject_of(topo: Topology, d: Disagreement) -> Subject:
     elif gpu_fact and idx is not None:
         return S.gpu(idx)
     elif nic_fact and topo.nic(text) is not None:
-        return S.nic(topo.nic(text).name)  # a matrix label (NIC0) resolved to its device
+        # a matrix label (NIC0) resolved to its device (checked just above)
+        return S.nic(topo.nic(text).name)  # type: ignore[union-attr]
     return S.other(text)
 
 

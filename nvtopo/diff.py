@@ -121,7 +121,8 @@ _UNUSABLE = ("failed", "skipped", "missing", "error", "unavailable")
 def source_states(t: Topology, doc: Optional[Dict[str, Any]] = None) -> Dict[str, str]:
     """Per fact source: ``ok``, or why it gave nothing (``absent``, ``failed``, ``skipped``…)."""
     if doc is not None:
-        probes = doc.get("probes") if isinstance(doc.get("probes"), dict) else {}
+        got = doc.get("probes")
+        probes: Dict[str, Any] = got if isinstance(got, dict) else {}
         res = {}
         for name in FACT_SOURCES:
             ev = probes.get(name)
@@ -233,12 +234,12 @@ def _nics(a: Topology, b: Topology, out: List[Change]) -> None:
             out.append(Change("nic.moved", x.name, pa, pb,
                               f"{x.name} is at another PCI address ({pa} → {pb}): moved, "
                               "or the devices were named in another order"))
-    ga = a.sysfs.gpudirect if a.sysfs is not None else None
-    gb = b.sysfs.gpudirect if b.sysfs is not None else None
-    if ga is not None and gb is not None and ga.peermem_loaded != gb.peermem_loaded:
-        out.append(Change("nic.gpudirect", "node", ga.peermem_loaded, gb.peermem_loaded,
+    da = a.sysfs.gpudirect if a.sysfs is not None else None
+    db = b.sysfs.gpudirect if b.sysfs is not None else None
+    if da is not None and db is not None and da.peermem_loaded != db.peermem_loaded:
+        out.append(Change("nic.gpudirect", "node", da.peermem_loaded, db.peermem_loaded,
                           "GPUDirect RDMA peer memory module "
-                          + ("loaded" if gb.peermem_loaded else "no longer loaded")
+                          + ("loaded" if db.peermem_loaded else "no longer loaded")
                           + " (nvidia_peermem / nv_peer_mem)"))
 
 
@@ -364,8 +365,9 @@ def _counter_deltas(subject: str, ca: Any, cb: Any, family: str, out: List[Chang
 def _fabric(ka: Dict[Any, GPU], kb: Dict[Any, GPU], out: List[Change]) -> None:
     items = []
     for k in sorted(ka.keys() & kb.keys(), key=lambda k: kb[k].index):
-        fa = ka[k].nvml.fabric if ka[k].nvml is not None else None
-        fb = kb[k].nvml.fabric if kb[k].nvml is not None else None
+        na, nb = ka[k].nvml, kb[k].nvml
+        fa = na.fabric if na is not None else None
+        fb = nb.fabric if nb is not None else None
         if fa is None or fb is None:
             continue
         sa = f"{fa.state}/{fa.health_summary}"
@@ -481,7 +483,7 @@ def verdicts(a: Topology, b: Topology, not_compared: Iterable[str] = ()) -> Dict
     from . import checks
 
     res: Dict[str, Any] = {}
-    found = {}
+    found: Dict[str, List[Any]] = {}  # side -> its errors and warnings (checks' findings)
     for side, t in (("before", a), ("after", b)):
         if not t.gpus and t.matrix is None and t.p2p is None:
             res[side] = None

@@ -100,7 +100,7 @@ def _failed_output(exc: Exception) -> None:
 
 def _run() -> None:
     try:  # typer >= 0.20 bundles its own click
-        from typer._click import exceptions as cx  # type: ignore[import-not-found]
+        from typer._click import exceptions as cx  # type: ignore[import-not-found, unused-ignore]
     except ImportError:  # pragma: no cover - older typer, click installed beside it
         from click import exceptions as cx  # type: ignore[no-redef]
 

@@ -29,14 +29,14 @@ def report(paths: Sequence[str], layout: Any, fmt: str, *, jobs: Optional[int] =
                                    TimeRemainingColumn)
 
         total = sum(1 for _ in audit.expand(paths))
-        progress = Progress(TextColumn("auditing"), BarColumn(), MofNCompleteColumn(),
-                            TimeRemainingColumn(), console=Console(stderr=True),
-                            transient=True, redirect_stdout=False, redirect_stderr=False)
-        task = progress.add_task("audit", total=total)
+        progress = bar = Progress(TextColumn("auditing"), BarColumn(), MofNCompleteColumn(),
+                                  TimeRemainingColumn(), console=Console(stderr=True),
+                                  transient=True, redirect_stdout=False, redirect_stderr=False)
+        task = bar.add_task("audit", total=total)
 
         def ticking(it: Any) -> Any:
             for r in it:
-                progress.advance(task)
+                bar.advance(task)
                 yield r
         results = ticking(results)
         progress.start()

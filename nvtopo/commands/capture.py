@@ -125,10 +125,10 @@ def capture(topo: Topology, name: str, where: str) -> Dict[str, Any]:
             compute["evidence"] = ev
             nics["compute"] = compute
             gpu_nic: Dict[str, Any] = {}
-            worst = None
+            worst, worst_rank = None, -1
             for i in present:
                 paths = [(topo.gpu_nic_path(i, nme)[0], nme) for nme in comp]
-                ranked = [(path_rank(t), t, nme) for t, nme in paths if path_rank(t) is not None]
+                ranked = [(r, t, nme) for t, nme in paths for r in [path_rank(t)] if r is not None]
                 if not ranked:
                     continue
                 best = min(r for r, _, _ in ranked)
@@ -137,8 +137,8 @@ def capture(topo: Topology, name: str, where: str) -> Dict[str, Any]:
                 near = sorted((nme for r, _, nme in ranked if r == best), key=_natural)
                 gpu_nic[str(i)] = near[0] if len(near) == 1 else near
                 tok = next(t for r, t, _ in ranked if r == best)
-                if worst is None or path_rank(tok) > path_rank(worst):
-                    worst = tok
+                if worst is None or best > worst_rank:  # (best is path_rank(tok))
+                    worst, worst_rank = tok, best
             if gpu_nic:
                 per = Counter(x for val in gpu_nic.values()
                               for x in ([val] if isinstance(val, str) else val))

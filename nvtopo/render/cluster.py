@@ -56,7 +56,7 @@ def hostlist(names: Iterable[str]) -> str:
             continue
         ranges: List[str] = []
         start = prev = nums[0]
-        for n in nums[1:] + [None]:  # type: ignore[list-item]
+        for n in nums[1:] + [None]:
             if n is not None and n == prev + 1:
                 prev = n
                 continue

@@ -63,7 +63,7 @@ def print_diff(doc: Dict[str, Any], console: Console) -> None:
                                             else [])
             t.add_row(*cells, text(f["message"]))
         console.print(Fitted(t))
-    compared = (doc.get("sources") or {}).get("compared")
+    compared = (doc.get("sources") or {}).get("compared") or []
     scope = ""
     if nc:
         scope = (f" in what both recorded (compared: {', '.join(compared) or 'nothing'}; "

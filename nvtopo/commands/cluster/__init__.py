@@ -173,7 +173,7 @@ def document(result: ClusterResult) -> Dict[str, Any]:
     from ... import __version__
 
     doms = result.domains()
-    in_domain = {n for d in doms.values() for n in d["nodes"]}  # type: ignore[union-attr]
+    in_domain = {n for d in doms.values() for n in d["nodes"]}
     rows = []
     for n in result.nodes:
         rails_up = [r for r in n.rails if r.rate is not None]

@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Set
+from typing import Any, Dict, List, Optional, Set
 
 from ...layouts import DOMAIN_NODES
 from .facts import NodeFacts
@@ -41,7 +41,7 @@ def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
                    "a zero ClusterUUID" if not f[0] else "clique 0")
             incomplete.setdefault(why, []).append(n.name)
             continue
-        uuids = {f[0] for f in n.fabric}
+        uuids = {f[0] for f in n.fabric if f[0]}  # (every one: none is bad)
         cliques = {f[1] for f in n.fabric}
         if len(uuids) > 1 or len(cliques) > 1:
             out.append(make("error", "cluster.node_split", n.name,
@@ -60,7 +60,7 @@ def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
                              "NVSwitch trays of the rack"))
     for uuid, ns in sorted(members.items()):
         names = [n.name for n in ns]
-        sizes = {expected_size(n.layout) for n in ns} - {None}
+        sizes = {s for n in ns for s in [expected_size(n.layout)] if s is not None}
         want = min(sizes) if sizes else None
         if want is not None and len(ns) > want:
             out.append(make("error", "cluster.domain_oversize", f"domain {uuid}",
@@ -85,16 +85,15 @@ def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
     return out
 
 
-def domains(nodes: List[NodeFacts]) -> Dict[str, Dict[str, object]]:
-    """Domain -> {"clique": ..., "nodes": [...]}, for the outputs (nodes in one domain)."""
-    out: Dict[str, Dict[str, object]] = {}
+def domains(nodes: List[NodeFacts]) -> Dict[str, Dict[str, List[Any]]]:
+    """Domain -> {"cliques": [...], "nodes": [...]}, for the outputs (nodes in one domain)."""
+    cliques: Dict[str, Set[int]] = {}
+    names: Dict[str, List[str]] = {}
     for n in nodes:
         d = n.domain
         if d is None or not n.fabric or any(f[2] != "completed" for f in n.fabric):
             continue
-        entry = out.setdefault(d, {"cliques": set(), "nodes": []})
-        cl: Set[int] = entry["cliques"]  # type: ignore[assignment]
-        cl.update(f[1] for f in n.fabric if f[1] is not None)
-        entry["nodes"].append(n.name)  # type: ignore[union-attr]
-    return {d: {"cliques": sorted(e["cliques"]), "nodes": sorted(e["nodes"])}  # type: ignore
-            for d, e in sorted(out.items())}
+        cliques.setdefault(d, set()).update(f[1] for f in n.fabric if f[1] is not None)
+        names.setdefault(d, []).append(n.name)
+    return {d: {"cliques": sorted(cliques[d]), "nodes": sorted(names[d])}
+            for d in sorted(names)}

@@ -19,7 +19,7 @@ no dump is a one-line error naming it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from ...errors import NvtopoError
 
@@ -129,7 +129,7 @@ def read(path: str) -> Fabric:
     return parse(text, path)
 
 
-def tree(fab: Fabric, desc_to_node: Dict[str, str]) -> Dict[str, object]:
+def tree(fab: Fabric, desc_to_node: Dict[str, str]) -> Dict[str, Any]:
     """The switch tree: ``switches`` (``name``, ``level``, ``nodes``, ``switches``, leaves
     first), ``unmatched`` (HCA descriptions no node claims), ``nodes_outside`` is filled by
     the caller."""

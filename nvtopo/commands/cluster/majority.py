@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, Hashable, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Hashable, Iterable, List, Optional, Tuple, TypeVar
+
+H = TypeVar("H", bound=Hashable)
 
 
-def split(values: Iterable[Tuple[str, Optional[Hashable]]]
-          ) -> Tuple[Optional[Hashable], Dict[Hashable, List[str]], List[str]]:
+def split(values: Iterable[Tuple[str, Optional[H]]]
+          ) -> Tuple[Optional[H], Dict[H, List[str]], List[str]]:
     """``(node, value)`` pairs -> (the majority value, minority value -> nodes, unknown nodes).
 
     ``None`` is unknown: never counted, never a minority.  A tie has no majority: every value
     is then a minority of the others, and the majority returned is ``None``.
     """
-    by: Dict[Hashable, List[str]] = {}
+    by: Dict[H, List[str]] = {}
     unknown: List[str] = []
     for node, value in values:
         if value is None:

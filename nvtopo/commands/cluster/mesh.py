@@ -110,11 +110,11 @@ def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
                         f"(wg needs CAP_NET_ADMIN; an older snapshot): {named(unknown)}; "
                         "their place in the mesh is not checked", unknown,
                         hint="take their snapshots as root or with CAP_NET_ADMIN"))
-    for key, names in sorted(dup.items()):
+    for key, holders in sorted(dup.items()):
         out.append(make("error", "cluster.mesh_duplicate_key", key,
-                        f"public key {key} on {len(names)} nodes: {named(sorted(names))} (a "
-                        "cloned image keeps its private key)", sorted(names),
-                        expected=1, actual=len(names),
+                        f"public key {key} on {len(holders)} nodes: {named(sorted(holders))} "
+                        "(a cloned image keeps its private key)", sorted(holders),
+                        expected=1, actual=len(holders),
                         hint="generate a key per node (wg genkey) and update the peers"))
     # who lacks whom, among nodes whose keys and peers are both known: indexed by key, never
     # pairwise (a fleet of 2,000 took 104 s so), in time linear in the peer lists' length

@@ -7,7 +7,7 @@ its nodes; nodes that do not say (no NVML, an older snapshot) are not counted.
 
 from __future__ import annotations
 
-from typing import Dict, List
+from typing import Dict, List, Set, Tuple
 
 from .facts import NodeFacts
 from .finding import ClusterFinding, make, named
@@ -23,7 +23,7 @@ def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
     for n in nodes:
         if n.domain is not None:
             in_domain.setdefault(n.domain, []).append(n)
-    flagged = set()
+    flagged: Set[Tuple[str, str]] = set()  # (attribute, node)
     for domain, ns in sorted(in_domain.items()):
         for attr, what in FIELDS[:2]:
             major, minor, _u = split((n.name, getattr(n, attr)) for n in ns)

@@ -48,7 +48,7 @@ STATUSES = {
 MAX_REASON = 400
 
 
-def one_line(text: str, limit: int = MAX_REASON) -> str:
+def one_line(text: Any, limit: int = MAX_REASON) -> str:
     """``text`` as one printable line of at most ``limit`` characters."""
     line = printable(" ".join(str(text).split())) or "?"
     return line if len(line) <= limit else line[:limit - 3] + "..."

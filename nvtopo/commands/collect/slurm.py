@@ -413,7 +413,7 @@ def _pump(proc: "subprocess.Popen[bytes]", reader: record.Reader, hints: Hints,
     SIGKILL at once).  Returns whether the collector ended it, and whether it took
     SIGKILL (then srun said nothing of the tasks it was running)."""
     sel = selectors.DefaultSelector()
-    splitters = {}
+    splitters: Dict[Any, _Lines] = {}  # by the selector's file object
     for stream, sink in ((proc.stdout, reader.feed), (proc.stderr, hints.feed)):
         assert stream is not None
         os.set_blocking(stream.fileno(), False)

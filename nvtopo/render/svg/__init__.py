@@ -74,9 +74,9 @@ def render(topo: Topology, report: Optional["Report"] = None) -> str:
             if la is not None and lb is not None and c >= min(la.active or 0, lb.active or 0):
                 continue  # the GPU edge (17/18) already says it
             arcs[(a, b)] = c
-    for k in faults.pairs:
-        if k not in arcs and k[0] in present and k[1] in present:
-            arcs[k] = pairs.get(k, 0)
+    for ab in faults.pairs:
+        if ab not in arcs and ab[0] in present and ab[1] in present:
+            arcs[ab] = pairs.get(ab, 0)
 
     # -- rows of groups
     rows: List[List[Group]] = []
@@ -93,7 +93,7 @@ def render(topo: Topology, report: Optional["Report"] = None) -> str:
     row_w = [sum(g.w for g in r) + 16 * (len(r) - 1) for r in rows]
 
     svg = _Svg()
-    y = MARGIN
+    y: float = MARGIN
     # -- title
     host = topo.host.get("hostname") or topo.origin.get("file") or "node"
     head = f"nvtopo · {host}"
@@ -121,7 +121,7 @@ def render(topo: Topology, report: Optional["Report"] = None) -> str:
         per_line = max(per_line, 8)
         if switches:
             for i, bus in enumerate(switches):
-                sx = left + (i % per_line) * SW_PITCH
+                sx: float = left + (i % per_line) * SW_PITCH
                 sy = y + (i // per_line) * (SW_H + 8)
                 sid = switch_ids[bus]
                 sev = faults.switches.get(sid)
@@ -379,12 +379,12 @@ def render(topo: Topology, report: Optional["Report"] = None) -> str:
     svg.add("</g>")
     y += ((len(items) + per - 1) // per) * 20 + MARGIN
     body = _unique_ids(svg.parts)
-    w, h = _num(width_all), _num(y)
+    wide, high = _num(width_all), _num(y)
     head_xml = (f'<?xml version="1.0" encoding="UTF-8"?>\n'
-                f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" '
-                f'viewBox="0 0 {w} {h}" font-family="{FONT}">\n'
+                f'<svg xmlns="http://www.w3.org/2000/svg" width="{wide}" height="{high}" '
+                f'viewBox="0 0 {wide} {high}" font-family="{FONT}">\n'
                 f'<title>{_esc(head)}</title>\n'
-                f'<rect x="0" y="0" width="{w}" height="{h}" fill="#ffffff"'
+                f'<rect x="0" y="0" width="{wide}" height="{high}" fill="#ffffff"'
                 + (f' stroke="{C_ERROR if faults.node == "error" else C_WARN}" '
                    f'stroke-width="4" class="node fault-{faults.node}"' if faults.node else "")
                 + "/>\n")

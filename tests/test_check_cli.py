@@ -217,3 +217,15 @@ def test_check_from_a_file_imports_no_nvml_or_psutil(tmp_path):
             "assert 'pynvml' not in sys.modules and 'psutil' not in sys.modules, "
             "[m for m in sys.modules if m in ('pynvml', 'psutil')]\n")
     subprocess.run([sys.executable, "-c", code, snap], check=True, capture_output=True)
+
+
+def test_check_from_a_file_imports_nothing_for_type_checkers(tmp_path):
+    # @record and @plain declare dataclass_transform for mypy only (docs/testing.md): the
+    # start-up path imports no typing_extensions (typer and Rich do not import it either)
+    snap = write_snapshot(tmp_path, "dgx-h100")
+    code = ("import sys; from nvtopo.cli import app\n"
+            "try:\n    app(['check', '--from', sys.argv[1]])\nexcept SystemExit as e:\n"
+            "    assert e.code == 0, e.code\n"
+            "import nvtopo.model.codec, nvtopo.plain\n"
+            "assert 'typing_extensions' not in sys.modules\n")
+    subprocess.run([sys.executable, "-c", code, snap], check=True, capture_output=True)

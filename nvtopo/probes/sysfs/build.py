@@ -33,7 +33,8 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
     """Turn collected raw values into a model fragment (GPUs, NICs, sysfs path matrix)."""
     topo = topo if topo is not None else Topology(sources=[SOURCE])
     pci: Dict[str, Dict[str, Any]] = raw["pci"]
-    info = SysfsNode(root=root)
+    # (a sysfs evidence names its root: snapshot.schema.json; the live probe always does)
+    info = SysfsNode(root=root)  # type: ignore[arg-type]
 
     if raw.get("pci_error"):
         topo.note("sysfs.no_pci", f"bus/pci/devices unreadable: {reason(raw['pci_error'])}; "
@@ -45,7 +46,9 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
         facts = PciPlacement(
             pci_address=dev["bdf"],
             device_id=dev["attrs"].get("device"),
-            class_=f"0x{dev['class']:06x}" if dev["class"] is not None else None,
+            # (None only for an RDMA device's function, whose class sysfs may not give: copied
+            # to its PciFunction, where null is allowed; a GPU's class is always known)
+            class_=f"0x{dev['class']:06x}" if dev["class"] is not None else None,  # type: ignore[arg-type]
             numa_node=numa_node(dev),
             local_cpulist=dev["attrs"].get("local_cpulist"),
             host_bridge=dev["host_bridge"],

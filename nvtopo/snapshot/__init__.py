@@ -263,7 +263,7 @@ def load_text(text: str, where: str) -> Topology:
     by the readers that recognise them (:mod:`nvtopo.probes.readers`)."""
     if not text.strip():
         raise NvtopoError("file is empty", where=where)
-    return _read_text(text, where).model  # type: ignore[return-value]
+    return _read_text(text, where).model
 
 
 def _document_of(text: str, where: str) -> Dict[str, Any]:

@@ -268,3 +268,23 @@ def test_roles_are_computed_once_per_check_run(monkeypatch):
     monkeypatch.setattr(R, "_resolve", counting)
     checks.run(node(), H100)
     assert len(calls) == 1
+
+
+def test_a_compute_card_running_slow_keeps_its_role_and_its_rate_fault(tmp_path):
+    """Rate is the fact ib.rate_low checks, so it cannot decide the role of a card of the
+    compute model: a DGX Station with GPU3 missing and mlx5_3 (GPU3's NIC, now next to no
+    GPU) at 56 of 100 Gb/s lost its ib.rate_low error (a false pass; found by the proof
+    test's random draw)."""
+    from cli_runner import make_runner
+    from nvtopo.cli import app
+
+    out = tmp_path / "s.json"
+    runner = make_runner()
+    r = runner.invoke(app, ["simulate", "dgx-station-v100", "--fault", "gpu-missing:GPU3",
+                            "--fault", "ib-rate:mlx5_3:56", "-o", str(out)])
+    assert r.exit_code == 0, r.stderr
+    r = runner.invoke(app, ["check", "--from", str(out), "--format", "json"])
+    errors = {(f["code"], f["message"].split(" ")[0])
+              for f in json.loads(r.stdout)["findings"] if f["severity"] == "error"}
+    assert ("ib.rate_low", "mlx5_3") in errors, errors
+    assert ("gpu.missing", "GPU3") in errors, errors

@@ -281,8 +281,13 @@ def _resolve(topo: Topology, layout: Any, present: List[int], missing: List[int]
             return "sm_lid", (f"SM LID {'/'.join(str(s) for s in sorted(sms))}, the compute "
                               f"ports' {'/'.join(str(s) for s in sorted(comp_sms))}: "
                               "another subnet")
+        # A rate is evidence only between card models nvtopo cannot tell apart: a card of the
+        # compute NICs' own model at another rate is a compute port running slow (the fault
+        # ib.rate_low reports), not another role (GPU3 missing on a DGX Station and its NIC
+        # at 56 of 100 Gb/s: the rate made it "storage" and the rate fault went unreported).
         my_rates = rates(topo, x)
-        if my_rates and comp_rates and not my_rates & comp_rates and placed:
+        same_model = card(topo, x) is not None and card(topo, x) in {m for m, _ in kinds if m}
+        if my_rates and comp_rates and not my_rates & comp_rates and placed and not same_model:
             return "card", (f"runs at {'/'.join(_g(r) for r in sorted(my_rates))} Gb/s, the "
                             f"compute ports at {'/'.join(_g(r) for r in sorted(comp_rates))}")
         return None

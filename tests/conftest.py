@@ -48,6 +48,9 @@ SLOW_TESTS = frozenset({
     "test_nvml_recording::test_simulated_recording_equals_the_live_capture_through_pynvml",
     "test_probe_imports::test_twenty_fresh_live_snapshots_lose_no_probe",
     "test_streams::test_every_help_prints_under_any_encoding",
+    "test_schemas::test_every_command_on_a_faulty_dgx_h100",
+    "test_layouts_select::test_every_bundled_layouts_healthy_simulation_passes_check_with_layout_auto",
+    "test_simulate::test_simulate_takes_any_layout_it_reads_or_refuses_it_in_one_line",
 })
 #: Words in a test's name that make it a sweep or a soak.
 SLOW_WORDS = ("fuzz", "mutated", "never_crash", "megabytes", "soak")

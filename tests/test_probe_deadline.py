@@ -41,6 +41,17 @@ def _nvml_timeout(options=None):
             "ncalls": 0, "pending": None, "calls": {}}
 
 
+def _stuck():
+    """A capture that never returns until the test lets it go: (the release event, capture)."""
+    release = threading.Event()
+
+    def stuck(options=None):
+        release.wait(30)
+        return {"status": "ok"}
+
+    return release, stuck
+
+
 def test_hanging_probes_share_one_deadline(monkeypatch):
     monkeypatch.setattr(topo_text, "capture", _honest(10))
     monkeypatch.setattr(nvml, "capture", _nvml_timeout)
@@ -57,12 +68,7 @@ def test_hanging_probes_share_one_deadline(monkeypatch):
 
 
 def test_a_probe_that_never_returns_is_recorded_unanswered(monkeypatch):
-    release = threading.Event()
-
-    def stuck(options=None):
-        release.wait(30)
-        return {"status": "ok"}
-
+    release, stuck = _stuck()
     monkeypatch.setattr(snapshot_live, "OVERRUN_GRACE_S", 0.2)
     monkeypatch.setattr(topo_text, "capture", _honest(0))
     monkeypatch.setattr(nvml, "capture", stuck)
@@ -117,12 +123,7 @@ def test_a_crashed_probe_is_an_error_that_check_reports(monkeypatch, tmp_path):
 
 
 def test_an_unanswered_probe_is_a_warning_that_check_reports(monkeypatch, tmp_path):
-    release = threading.Event()
-
-    def stuck(options=None):
-        release.wait(30)
-        return {"status": "ok"}
-
+    release, stuck = _stuck()
     monkeypatch.setattr(snapshot_live, "OVERRUN_GRACE_S", 0.2)
     monkeypatch.setattr(topo_text, "capture", _topo_missing)
     monkeypatch.setattr(sysfs, "capture", stuck)
@@ -150,12 +151,7 @@ def test_an_absent_wireguard_is_no_note(monkeypatch):
 
 
 def test_snapshot_command_with_an_unanswered_probe(monkeypatch, tmp_path):
-    release = threading.Event()
-
-    def stuck(options=None):
-        release.wait(30)
-        return {"status": "ok"}
-
+    release, stuck = _stuck()
     monkeypatch.setattr(snapshot_live, "OVERRUN_GRACE_S", 0.2)
     monkeypatch.setattr(topo_text, "capture", _topo_missing)
     monkeypatch.setattr(nvml, "capture", stuck)

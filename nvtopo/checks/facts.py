@@ -67,7 +67,6 @@ class View:
     switches: List[str] = field(default_factory=list)
     has_nvml: bool = False
     has_sysfs: bool = False
-    has_topo: bool = False
     #: answers derived from this view by pure helpers (e.g. the NIC roles of
     #: :func:`nvtopo.checks.roles.resolve`).
     memo: Dict[Any, Any] = field(default_factory=dict)
@@ -119,7 +118,6 @@ def _view(topo: Topology) -> View:
     v.has_nvml = nvml is not None and nvml.status != "unavailable" and any(
         g.nvml is not None for g in topo.gpus)
     v.has_sysfs = "sysfs" in srcs and topo.sysfs is not None
-    v.has_topo = "topo-text" in srcs
     driver = [s for s in srcs if s in DRIVER_SOURCES]
     # presence: a GPU one driver-level source does not list is missing
     for d in topo.disagreements:

@@ -31,6 +31,7 @@ import stat
 import sys
 from typing import Any, Dict, Optional, TextIO
 
+from . import signals
 from .errors import NvtopoError
 
 #: How the option is named in errors about its value.
@@ -251,10 +252,6 @@ def _sync_directory(directory: str) -> None:
         os.close(dfd)
 
 
-#: The signals that would end the process in the middle of a write.
-_SIGNALS = ("SIGTERM", "SIGHUP", "SIGINT")
-
-
 class _interruptible:
     """While a file is written, SIGTERM, SIGHUP and SIGINT exit as Ctrl-C does, by an
     exception, so the temporary file is removed on the way out; the previous handlers are
@@ -264,24 +261,11 @@ class _interruptible:
     (``collect``: it notes the signal and ends in order) is left to it."""
 
     def __enter__(self) -> "_interruptible":
-        self.old: Dict[int, Any] = {}
-        for name in _SIGNALS:
-            sig = getattr(signal, name, None)
-            if sig is None:
-                continue
-            try:
-                if signal.getsignal(sig) == signal.SIG_DFL:
-                    self.old[sig] = signal.signal(sig, _terminated)
-            except (ValueError, OSError):  # not the main thread
-                pass
+        self.old = signals.take(_terminated, replace=lambda h: h == signal.SIG_DFL)
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        for sig, old in self.old.items():
-            try:
-                signal.signal(sig, old if old is not None else signal.SIG_DFL)
-            except (ValueError, OSError):
-                pass
+        signals.give_back(self.old)
 
 
 def _terminated(signum: int, _frame: Any) -> None:

@@ -31,13 +31,14 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import threading
 from typing import Any, Callable, Iterator, List, Optional
+
+from . import signals
 
 #: Seconds a process is given to end after SIGTERM before SIGKILL.
 GRACE_S = 2.0
 #: The signals that end a pool's processes with this one.
-SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGHUP", "SIGINT") if hasattr(signal, n))
+SIGNALS = tuple(signals.ending().values())
 
 
 def _context() -> Any:
@@ -153,11 +154,7 @@ def workers(jobs: int, initializer: Optional[Callable[[], None]] = None) -> Iter
             raise KeyboardInterrupt
         raise SystemExit(128 + signum)
 
-    old = {}
-    if threading.current_thread() is threading.main_thread():
-        for sig in SIGNALS:
-            with contextlib.suppress(ValueError, OSError):
-                old[sig] = signal.signal(sig, on_signal)
+    old = signals.take(on_signal)
     try:
         pool = cf.ProcessPoolExecutor(max_workers=jobs, mp_context=_context(),
                                       initializer=functools.partial(_worker_start,
@@ -169,9 +166,7 @@ def workers(jobs: int, initializer: Optional[Callable[[], None]] = None) -> Iter
             raise
         pool.shutdown(wait=True)
     finally:
-        for sig, handler in old.items():
-            with contextlib.suppress(ValueError, OSError):
-                signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+        signals.give_back(old)
 
 
 __all__ = ["GRACE_S", "SIGNALS", "end_children", "workers"]

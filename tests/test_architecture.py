@@ -9,7 +9,7 @@ two packages of one layer may not import each other both ways):
     model (facts)  <  probes  <  snapshot, layouts  <  checks, render
                    <  commands (audit, diff, simulate, commands/)  <  cli
 
-``safe``, ``errors``, ``output``, ``plain`` (and the package itself, ``examples``: data) are
+``safe``, ``errors``, ``output``, ``signals``, ``plain`` (and the package itself, ``examples``: data) are
 utilities, usable from any layer, importing only each other.  A new module must be placed
 in :data:`LAYERS` (or :data:`UTILITIES`) before this passes.
 
@@ -36,7 +36,7 @@ PKG = Path(nvtopo.__file__).resolve().parent
 
 #: Usable from every layer; import only each other.
 UTILITIES = ("nvtopo", "nvtopo.errors", "nvtopo.safe", "nvtopo.output", "nvtopo.plain",
-             "nvtopo.examples")
+             "nvtopo.signals", "nvtopo.examples")
 
 #: (layer, rank, the packages and modules in it).  Lower ranks sit below.
 LAYERS: List[Tuple[str, int, Tuple[str, ...]]] = [

@@ -20,8 +20,7 @@ from __future__ import annotations
 import signal
 from typing import Any, Dict, Optional
 
-#: The signals that end a collection in order.
-SIGNALS = ("SIGTERM", "SIGHUP", "SIGINT")
+from ... import signals
 
 
 class Interrupted(Exception):
@@ -54,25 +53,12 @@ class Stop:
         self._old: Dict[int, Any] = {}
 
     def __enter__(self) -> "Stop":
-        for name in SIGNALS:
-            sig = getattr(signal, name, None)
-            if sig is None:
-                continue
-            try:
-                if signal.getsignal(sig) == signal.SIG_IGN:
-                    continue  # nohup and the like: the caller asked for it to be ignored
-                self._old[sig] = signal.signal(sig, self._noted)
-            except (ValueError, OSError):  # not the main thread
-                pass
+        # nohup and the like: a signal the caller asked to be ignored stays ignored
+        self._old = signals.take(self._noted, replace=lambda h: h != signal.SIG_IGN)
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        for sig, old in self._old.items():
-            try:
-                signal.signal(sig, old if old is not None else signal.SIG_DFL)
-            except (ValueError, OSError):
-                pass
-        self._old.clear()
+        signals.give_back(self._old)
 
     def _noted(self, signum: int, _frame: Any) -> None:
         if self.signum is None:

@@ -430,7 +430,7 @@ def test_userspace_wireguard_tun_is_neither_wireguard_nor_surely_not(wg_env):
     no DEVTYPE=wireguard. Before: ``net: {}`` ("listed, no WireGuard"), and ``nvtopo cluster``
     named the node as one that left the mesh (a false error)."""
     from nvtopo.commands.cluster.facts import facts_of
-    from nvtopo.commands.cluster.mesh import net_unsure
+    from nvtopo.commands.cluster.wgfacts import net_unsure
 
     doc, topo = wg_env(tree="wireguard-userspace")
     assert doc["probes"]["wireguard"]["status"] == "absent" and _calls(wg_env.log) == []
@@ -447,7 +447,7 @@ def test_userspace_wireguard_tun_is_neither_wireguard_nor_surely_not(wg_env):
 
 def test_kernel_wireguard_is_sure_and_a_plain_listing_is_sure_of_none(wg_env, monkeypatch):
     from nvtopo.commands.cluster.facts import facts_of
-    from nvtopo.commands.cluster.mesh import net_unsure
+    from nvtopo.commands.cluster.wgfacts import net_unsure
 
     _doc, topo = wg_env(tree="wireguard-healthy")
     wg0 = topo.sysfs.net["wg0"]

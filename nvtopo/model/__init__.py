@@ -7,7 +7,7 @@ is.  The package, one job per module:
   ids (:func:`pci_bdf`);
 * :mod:`.codec`: records <-> JSON, strict on the way in;
 * :mod:`.core`: GPU, NIC, Matrix, NVLinkPair, Note, Disagreement;
-* :mod:`.topology`: the node (:class:`Topology`) and :mod:`.merge`: how sources merge;
+* :mod:`.topology`: the node (:class:`Topology`) and how sources merge into it;
 * the per-source records by domain: :mod:`.nvlink`, :mod:`.nvml`, :mod:`.pcie`,
   :mod:`.rdma`, :mod:`.storage`, :mod:`.host`, :mod:`.node`.
 

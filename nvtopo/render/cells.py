@@ -9,14 +9,40 @@ model, the evidence or a file name through :func:`text` (or :func:`title`) inste
 
 from __future__ import annotations
 
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional
 
 from rich.style import StyleType
 from rich.text import Text
 
+from ..model.vocab import P2P_STATUS, path_kind
 from ..safe import printable
 
-__all__ = ["printable", "text", "title"]
+__all__ = ["printable", "text", "title", "cell_style"]
+
+#: Path quality on a neutral scale (near: bright, far: grey).  A far path is a fact of the
+#: wiring, not a fault: red is kept for faults (FAIL, a link down) so it stands out.
+PATH_STYLES: Dict[str, str] = {
+    "X": "dim",
+    "NV": "bold bright_cyan",
+    "PIX": "bright_cyan",
+    "PXB": "cyan",
+    "PHB": "steel_blue",
+    "NODE": "blue",
+    "SYS": "grey50",
+}
+P2P_STYLES: Dict[str, str] = {"X": "dim", "OK": "bold bright_cyan", "U": "yellow"}
+UNKNOWN_STYLE = "bold magenta"
+
+
+def cell_style(token: Optional[str], p2p: bool = False) -> str:
+    if token is None:
+        return "dim"
+    if p2p:
+        if token in P2P_STYLES:
+            return P2P_STYLES[token]
+        return "yellow" if token in P2P_STATUS else UNKNOWN_STYLE  # not supported: no fault
+    kind = path_kind(token)
+    return PATH_STYLES.get(kind, UNKNOWN_STYLE) if kind else UNKNOWN_STYLE
 
 
 def text(value: Any, style: StyleType = "") -> Text:

@@ -16,7 +16,7 @@ from rich.text import Text
 from ..model import Topology
 from .cells import printable, text
 from .layout import Fitted
-from .matrix import cell_style
+from .cells import cell_style
 
 #: Version of the ``nvtopo ib --format json`` document.
 IB_SCHEMA_VERSION = 1

@@ -18,34 +18,10 @@ from ..model import (P2P_STATUS, PATH_DESCRIPTIONS, Matrix, Topology, int_runs,
                      path_kind, path_rank)
 from ..model.pcie import PciPlacement
 from ..safe import is_ascii_digits
-from .cells import c2c_state, printable, text
+from .cells import UNKNOWN_STYLE, c2c_state, cell_style, printable, text
 from .layout import Fitted
 
-#: Path quality on a neutral scale (near: bright, far: grey).  A far path is a fact of the
-#: wiring, not a fault: red is kept for faults (FAIL, a link down) so it stands out.
-PATH_STYLES: Dict[str, str] = {
-    "X": "dim",
-    "NV": "bold bright_cyan",
-    "PIX": "bright_cyan",
-    "PXB": "cyan",
-    "PHB": "steel_blue",
-    "NODE": "blue",
-    "SYS": "grey50",
-}
-P2P_STYLES: Dict[str, str] = {"X": "dim", "OK": "bold bright_cyan", "U": "yellow"}
-UNKNOWN_STYLE = "bold magenta"
 MISSING = "?"
-
-
-def cell_style(token: Optional[str], p2p: bool = False) -> str:
-    if token is None:
-        return "dim"
-    if p2p:
-        if token in P2P_STYLES:
-            return P2P_STYLES[token]
-        return "yellow" if token in P2P_STATUS else UNKNOWN_STYLE  # not supported: no fault
-    kind = path_kind(token)
-    return PATH_STYLES.get(kind, UNKNOWN_STYLE) if kind else UNKNOWN_STYLE
 
 
 def _shown(token: Optional[str]) -> str:

@@ -12,7 +12,7 @@ from rich.text import Text
 from ..model import Topology, int_runs
 from .cells import printable, text
 from .layout import Fitted, id_column, text_column
-from .matrix import cell_style
+from .cells import cell_style
 
 
 def _size(n: Optional[int]) -> Text:

@@ -73,7 +73,7 @@ _ZERO_DIGEST = "0" * 64
 _SEAL_RE = re.compile(rb'"file_sha256"\s*:\s*"([0-9a-f]{64})"')
 #: The modules whose code decides what a snapshot derives to (a test keeps this complete).
 DERIVATION_MODULES = ("__init__.py", "errors.py", "model/__init__.py", "model/codec.py",
-                      "model/core.py", "model/host.py", "model/merge.py", "model/node.py",
+                      "model/core.py", "model/host.py", "model/node.py",
                       "model/net.py", "model/nvlink.py", "model/nvml.py", "model/pcie.py",
                       "model/rdma.py",
                       "model/spec.py", "model/storage.py", "model/topology.py", "model/vocab.py",

@@ -255,7 +255,7 @@ def facts_of(topo: Any, path: str, engine_name: Optional[str] = None) -> NodeFac
             nf.firmware.append((h.board_id, h.fw_ver))
         if h.node_desc and nic.name in compute:  # only compute NICs join a switch tree
             nf.node_desc[nic.name] = h.node_desc
-    from .mesh import mesh_facts, net_unsure
+    from .wgfacts import mesh_facts, net_unsure
 
     nf.mesh = mesh_facts(topo)
     nf.net_unsure = None if nf.mesh else net_unsure(topo)

@@ -95,7 +95,6 @@ LONG_ALLOWED: Dict[str, Tuple[int, str]] = {
     "probes/nvml/paste.py::parse": (182, _SPLITTING),
     "probes/nvml/walk.py::_walk_gpu": (122, _SPLITTING),
     "probes/nvml/xml.py::_read": (111, _SPLITTING),
-    "probes/sysfs/build.py::build": (374, _SPLITTING),
     "probes/sysfs/walk.py::collect": (136, _SPLITTING),
     "probes/topo/matrix.py::parse_lines": (227, _SPLITTING),
     "render/svg/__init__.py::render": (342, _SPLITTING),

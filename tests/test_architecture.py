@@ -91,13 +91,9 @@ LONG_ALLOWED: Dict[str, Tuple[int, str]] = {
     "plain.py::plain": (85, _SPLITTING),
     "probes/dcgmi_text.py::parse": (118, _SPLITTING),
     "probes/nvml/links.py::classify_links": (110, _SPLITTING),
-    "probes/nvml/paste.py::_attach_q": (88, _SPLITTING),
-    "probes/nvml/paste.py::parse": (182, _SPLITTING),
     "probes/nvml/walk.py::_walk_gpu": (122, _SPLITTING),
     "probes/nvml/xml.py::_read": (111, _SPLITTING),
     "probes/sysfs/walk.py::collect": (136, _SPLITTING),
-    "probes/topo/matrix.py::parse_lines": (227, _SPLITTING),
-    "render/svg/__init__.py::render": (342, _SPLITTING),
     "simulate/machine.py::build": (305, _REWRITTEN),
     "simulate/nvml_table.py::compile_machine": (174, _SPLITTING),
 }

@@ -196,179 +196,209 @@ def parse(text: str) -> Dict[str, Any]:
     resort, noted) to the next GPU of the nvlink output that has no ``-q``
     block yet; a block that matches nothing is a GPU of its own.
     """
-    gpus: Dict[int, Dict[str, Any]] = {}
-    qblocks: List[Dict[str, Any]] = []
-    sections: List[str] = []
-    notes = _Notes()
-    cur: Optional[Dict[str, Any]] = None
-    block: List[str] = []  # -q key path by indentation
-    indents: List[int] = []
-    dropped_q = 0
+    reader = _Reader()
+    for raw in _lines(text):
+        reader.feed(raw.rstrip())  # a CR of a CRLF goes here
+    gpus, notes = reader.gpus, reader.notes
+    if reader.dropped_q:
+        notes.add({"code": "nvml_text.too_many_blocks", "level": "warning",
+                   "message": f"the paste holds more than {MAX_Q_BLOCKS} nvidia-smi -q GPU "
+                              f"blocks; the last {reader.dropped_q} are ignored"})
+    _attach_q(gpus, reader.qblocks, notes)
+    for rec in gpus.values():
+        rec["notes"].finish()
+    notes.finish()
+    return {"gpus": gpus, "sections": reader.sections, "notes": notes}
 
-    def new_rec(**kw: Any) -> Dict[str, Any]:
-        return dict({"index": None, "s": {}, "r": [], "e": {}, "c": {},
-                     "all_inactive": False, "q": {}, "notes": _Notes()}, **kw)
 
-    def gpu(i: int) -> Dict[str, Any]:
-        return gpus.setdefault(i, new_rec(index=i))
+def _new_rec(**kw: Any) -> Dict[str, Any]:
+    """A GPU's record as read: link states, remote ends, errors, capabilities, -q keys."""
+    return dict({"index": None, "s": {}, "r": [], "e": {}, "c": {},
+                 "all_inactive": False, "q": {}, "notes": _Notes()}, **kw)
 
-    def seen(s: str) -> None:
-        if s not in sections:
-            sections.append(s)
 
-    def bad(what: str, value: str, then: str) -> None:
+class _Reader:
+    """The paste read line by line: the GPU (or -q block) the lines belong to, and the -q
+    key path by indentation."""
+
+    def __init__(self) -> None:
+        self.gpus: Dict[int, Dict[str, Any]] = {}
+        self.qblocks: List[Dict[str, Any]] = []
+        self.sections: List[str] = []
+        self.notes = _Notes()
+        self.cur: Optional[Dict[str, Any]] = None
+        self.block: List[str] = []  # -q key path by indentation
+        self.indents: List[int] = []
+        self.dropped_q = 0
+
+    def gpu(self, i: int) -> Dict[str, Any]:
+        return self.gpus.setdefault(i, _new_rec(index=i))
+
+    def seen(self, s: str) -> None:
+        if s not in self.sections:
+            self.sections.append(s)
+
+    def bad(self, what: str, value: str, then: str) -> None:
         """A number in the text that is not one nvtopo can use (``cur`` is set)."""
-        cur["notes"].add({"code": "nvml_text.bad_number", "level": "warning",  # type: ignore[index]
+        cur = self.cur
+        assert cur is not None
+        cur["notes"].add({"code": "nvml_text.bad_number", "level": "warning",
                           "message": f"{what} {_clip(value)!r} is not a number nvtopo reads; "
                                      + then})
 
-    def link_no(value: str) -> Optional[int]:
+    def link_no(self, value: str) -> Optional[int]:
         lk = ascii_int(value, hi=MAX_LINKS - 1)
         if lk is None:
-            bad("link number", value, "the line is ignored")
+            self.bad("link number", value, "the line is ignored")
         return lk
 
-    for raw in _lines(text):
-        line = raw.rstrip()  # a CR of a CRLF goes here
+    def feed(self, line: str) -> None:
         if not line.strip() or line.strip() in ("...", "......", "[...]"):
-            continue
+            return
         hdr = _gpu_header(line)
         if hdr:
-            i_raw, name, uuid = hdr[0], hdr[1].strip(), hdr[2].strip()
-            i = ascii_int(i_raw, hi=MAX_GPUS - 1)
-            have = gpus.get(i) if i is not None else None
-            if i is None:
-                notes.add({"code": "nvml_text.bad_number", "level": "warning",
-                           "message": f"GPU number {_clip(i_raw)!r} ({_clip(name)}) is not one "
-                                      "nvtopo reads (0 to "
-                                      f"{MAX_GPUS - 1}); the lines under it are ignored"})
-                cur = new_rec()  # read, then dropped
-            elif have is not None and "name" in have and (
-                    uuid.lower() != (have.get("uuid") or "").lower() if uuid and have.get("uuid")
-                    else name != have.get("name")):
-                notes.add({"code": "nvml_text.duplicate_gpu", "level": "warning",
-                           "subject": f"GPU{i}",
-                           "message": f"the paste numbers two different GPUs {i} "
-                                      f"({have.get('name')}, UUID {have.get('uuid') or '?'}; "
-                                      f"then {name}, UUID {uuid or '?'}): output of two "
-                                      "machines? the lines under the second are ignored"})
-                cur = new_rec(index=i)  # read, then dropped
-            else:
-                cur = gpu(i)
-                cur["name"], cur["uuid"] = name, uuid
-            block, indents = [], []
-            continue
+            self._gpu_header(hdr)
+            return
         m = _Q_HDR.match(line)
         if m:
-            cur = new_rec(bus_id=m.group(1))
-            if len(qblocks) < MAX_Q_BLOCKS:
-                qblocks.append(cur)
+            self.cur = _new_rec(bus_id=m.group(1))
+            if len(self.qblocks) < MAX_Q_BLOCKS:
+                self.qblocks.append(self.cur)
             else:
-                dropped_q += 1  # read, then dropped
-            block, indents = [], []
-            seen("-q")
-            continue
-        if cur is None:
+                self.dropped_q += 1  # read, then dropped
+            self.block, self.indents = [], []
+            self.seen("-q")
+            return
+        if self.cur is None:
             if _ANY_LINK.match(line):
-                cur = gpu(0)
+                self.cur = self.gpu(0)
             elif line.strip() in ("Fabric", "PCI"):  # a -q excerpt without its GPU header
-                cur = new_rec(headerless=True)
-                qblocks.append(cur)
+                self.cur = _new_rec(headerless=True)
+                self.qblocks.append(self.cur)
             else:
-                continue
-        assert cur is not None
+                return
+        if not self._state_line(self.cur, line) and not self._link_line(self.cur, line):
+            self._q_line(self.cur, line)
+
+    def _gpu_header(self, hdr: Tuple[str, str, str]) -> None:
+        """``GPU N: name (UUID: ...)``: the GPU the next lines are of."""
+        i_raw, name, uuid = hdr[0], hdr[1].strip(), hdr[2].strip()
+        i = ascii_int(i_raw, hi=MAX_GPUS - 1)
+        have = self.gpus.get(i) if i is not None else None
+        if i is None:
+            self.notes.add({"code": "nvml_text.bad_number", "level": "warning",
+                            "message": f"GPU number {_clip(i_raw)!r} ({_clip(name)}) is not "
+                                       "one nvtopo reads (0 to "
+                                       f"{MAX_GPUS - 1}); the lines under it are ignored"})
+            self.cur = _new_rec()  # read, then dropped
+        elif have is not None and "name" in have and (
+                uuid.lower() != (have.get("uuid") or "").lower() if uuid and have.get("uuid")
+                else name != have.get("name")):
+            self.notes.add({"code": "nvml_text.duplicate_gpu", "level": "warning",
+                            "subject": f"GPU{i}",
+                            "message": f"the paste numbers two different GPUs {i} "
+                                       f"({have.get('name')}, UUID {have.get('uuid') or '?'}; "
+                                       f"then {name}, UUID {uuid or '?'}): output of two "
+                                       "machines? the lines under the second are ignored"})
+            self.cur = _new_rec(index=i)  # read, then dropped
+        else:
+            self.cur = self.gpu(i)
+            self.cur["name"], self.cur["uuid"] = name, uuid
+        self.block, self.indents = [], []
+
+    def _state_line(self, cur: Dict[str, Any], line: str) -> bool:
+        """``nvlink -s``: a link's state and speed (True: the line was one)."""
         if _ALL_INACTIVE.search(line):
             cur["all_inactive"] = True
-            seen("nvlink -s")
-            continue
+            self.seen("nvlink -s")
+            return True
         m = _S_SPEED.match(line)
         if m:
-            lk = link_no(m.group(1))
+            lk = self.link_no(m.group(1))
             if lk is not None:
                 speed = ascii_float(m.group(2))
                 if speed is None or not 0 <= speed <= MAX_SPEED_GBPS:
                     speed = None
                     cur["notes"].add({
                         "code": "nvml_text.bad_number", "level": "warning",
-                        "message": f"link {lk}: speed {_clip(m.group(2))!r} GB/s is not a number; "
-                                   "the link is listed as up, its speed is unknown"})
+                        "message": f"link {lk}: speed {_clip(m.group(2))!r} GB/s is not a "
+                                   "number; the link is listed as up, its speed is unknown"})
                 cur["s"][lk] = {"state": "active", "speed": speed}
-            seen("nvlink -s")
-            continue
+            self.seen("nvlink -s")
+            return True
         m = _S_INACTIVE.match(line)
         if m:
-            lk = link_no(m.group(1))
+            lk = self.link_no(m.group(1))
             if lk is not None:
                 cur["s"][lk] = {"state": "inactive", "speed": None}
-            seen("nvlink -s")
-            continue
+            self.seen("nvlink -s")
+            return True
+        return False
+
+    def _link_line(self, cur: Dict[str, Any], line: str) -> bool:
+        """``nvlink -R``, ``-e``, ``-c``: a link's remote end, error counts, capabilities
+        (True: the line was one)."""
         m = _R_LINE.match(line)
         if m:
-            lk = link_no(m.group(1))
+            lk = self.link_no(m.group(1))
             if lk is not None and len(cur["r"]) < MAX_LINKS:
                 far = ascii_int(m.group(3), hi=MAX_LINKS - 1)
                 if far is None:
-                    bad(f"link {lk}: remote link number", m.group(3), "kept as unknown")
+                    self.bad(f"link {lk}: remote link number", m.group(3), "kept as unknown")
                 cur["r"].append((lk, m.group(2), far))
             elif lk is not None:
                 cur["notes"].add({"code": "nvml_text.too_many_lines", "level": "warning",
                                   "message": f"more than {MAX_LINKS} nvlink -R lines for one "
                                              "GPU; the others are ignored"})
-            seen("nvlink -R")
-            continue
+            self.seen("nvlink -R")
+            return True
         e = _e_line(line)
         if e:
-            lk = link_no(e[0])
+            lk = self.link_no(e[0])
             count = ascii_int(e[2], hi=2**64 - 1)
             if lk is not None and count is None:
-                bad(f"link {lk}: {_clip(e[1])} error count", e[2], "the line is ignored")
+                self.bad(f"link {lk}: {_clip(e[1])} error count", e[2], "the line is ignored")
             elif lk is not None:
                 name = _ERRORS.get(e[1].strip().lower(), slug(e[1]))
                 counters = cur["e"].setdefault(lk, {})
                 if name in counters or len(counters) < MAX_PER_LINK:
                     counters[name] = count
-            seen("nvlink -e")
-            continue
+            self.seen("nvlink -e")
+            return True
         m = _LINK_WORD.match(line)
         if m and not m.group(1).isascii() and any(ch.isdigit() for ch in m.group(1)):
-            link_no(m.group(1))  # Link ١: ... (a number, but not one nvtopo reads): noted
-            continue
+            self.link_no(m.group(1))  # Link ١: ... (a number, but not one nvtopo reads): noted
+            return True
         c = _c_line(line)
         if c:
-            lk = link_no(c[0])
+            lk = self.link_no(c[0])
             if lk is not None:
                 cap = _CAPS.get(c[1].strip().lower(), slug(c[1]))
                 caps = cur["c"].setdefault(lk, {})
                 if cap in caps or len(caps) < MAX_PER_LINK:
                     caps[cap] = c[2] == "true"
-            seen("nvlink -c")
-            continue
-        # -q: nested "Key : Value" blocks by indentation.
+            self.seen("nvlink -c")
+            return True
+        return False
+
+    def _q_line(self, cur: Dict[str, Any], line: str) -> None:
+        """-q: nested "Key : Value" blocks by indentation."""
         stripped = line.strip()
         indent = len(line) - len(line.lstrip())
-        while indents and indent <= indents[-1]:
-            indents.pop()
-            block.pop()
+        while self.indents and indent <= self.indents[-1]:
+            self.indents.pop()
+            self.block.pop()
         kv = _kv(line)
         if kv and kv[1] != "":
-            path = tuple(block) + (kv[0],)
+            path = tuple(self.block) + (kv[0],)
             key = " / ".join(path)
             if key in cur["q"] or len(cur["q"]) < MAX_Q_KEYS:
                 cur["q"][key] = kv[1]
             if path[0] == "Fabric":
-                seen("-q fabric")
+                self.seen("-q fabric")
         elif _TITLE.match(stripped):
-            block.append(stripped)
-            indents.append(indent)
-    if dropped_q:
-        notes.add({"code": "nvml_text.too_many_blocks", "level": "warning",
-                   "message": f"the paste holds more than {MAX_Q_BLOCKS} nvidia-smi -q GPU "
-                              f"blocks; the last {dropped_q} are ignored"})
-    _attach_q(gpus, qblocks, notes)
-    for rec in gpus.values():
-        rec["notes"].finish()
-    notes.finish()
-    return {"gpus": gpus, "sections": sections, "notes": notes}
+            self.block.append(stripped)
+            self.indents.append(indent)
 
 
 def _lines(text: str) -> Iterator[str]:
@@ -391,26 +421,43 @@ def _clip(text: str, limit: int = 80) -> str:
 def _attach_q(gpus: Dict[int, Dict[str, Any]], qblocks: List[Dict[str, Any]],
               notes: _Notes) -> None:
     """Give every ``-q`` block its GPU: by UUID, then bus id, then (noted) by order."""
-    # Each lookup is by index (a paste may hold thousands of blocks): the GPU with the
-    # lowest number that has the UUID (only nvlink headers give one), or the bus id (which
-    # attaching a block sets), or the next nvlink GPU without a block.
-    from_nvlink = sorted(gpus)
-    no_uuid = [i for i in from_nvlink if not gpus[i].get("uuid")]
-    next_any = next_no_uuid = 0
-    with_q: set = set()
-    by_uuid: Dict[str, int] = {}
-    for i in from_nvlink:
-        by_uuid.setdefault((gpus[i].get("uuid") or "").lower(), i)
-    by_bdf: Dict[Any, set] = {}
-
-    def bdf_of(i: int) -> Any:
-        return pci_bdf(gpus[i].get("bus_id"))
-
-    for i in gpus:
-        by_bdf.setdefault(bdf_of(i), set()).add(i)
-    top = max(gpus) if gpus else None
+    attach = _QAttach(gpus, notes)
     too_many = 0
     for k, blk in enumerate(qblocks):
+        if not attach.attach(k, blk):
+            too_many += 1
+    if too_many:
+        notes.add({"code": "nvml_text.too_many_blocks", "level": "warning",
+                   "message": f"{too_many} nvidia-smi -q GPU blocks match no GPU and would "
+                              f"make more than {MAX_GPUS} GPUs; they are ignored"})
+
+
+class _QAttach:
+    """Where each ``-q`` block goes.  Each lookup is by index (a paste may hold thousands of
+    blocks): the GPU with the lowest number that has the UUID (only nvlink headers give
+    one), or the bus id (which attaching a block sets), or the next nvlink GPU without a
+    block."""
+
+    def __init__(self, gpus: Dict[int, Dict[str, Any]], notes: _Notes) -> None:
+        self.gpus, self.notes = gpus, notes
+        self.from_nvlink = sorted(gpus)
+        self.no_uuid = [i for i in self.from_nvlink if not gpus[i].get("uuid")]
+        self.next_any = self.next_no_uuid = 0
+        self.with_q: set = set()
+        self.by_uuid: Dict[str, int] = {}
+        for i in self.from_nvlink:
+            self.by_uuid.setdefault((gpus[i].get("uuid") or "").lower(), i)
+        self.by_bdf: Dict[Any, set] = {}
+        for i in gpus:
+            self.by_bdf.setdefault(self.bdf_of(i), set()).add(i)
+        self.top = max(gpus) if gpus else None
+
+    def bdf_of(self, i: int) -> Any:
+        return pci_bdf(self.gpus[i].get("bus_id"))
+
+    def attach(self, k: int, blk: Dict[str, Any]) -> bool:
+        """The ``k``-th block to its GPU, or to a new one (False: none may be added)."""
+        gpus = self.gpus
         uuid = (na(blk["q"].get("GPU UUID", "")) or "").lower()
         if not blk.get("bus_id") and pci_bdf(blk["q"].get("PCI / Bus Id")) is not None:
             # an excerpt without its GPU header: the bus id it prints names the GPU
@@ -418,61 +465,70 @@ def _attach_q(gpus: Dict[int, Dict[str, Any]], qblocks: List[Dict[str, Any]],
         bdf = pci_bdf(blk.get("bus_id"))
         target: Optional[int] = None
         if uuid:
-            target = by_uuid.get(uuid)
-        if target is None and bdf is not None and by_bdf.get(bdf):
-            target = min(by_bdf[bdf])
+            target = self.by_uuid.get(uuid)
+        if target is None and bdf is not None and self.by_bdf.get(bdf):
+            target = min(self.by_bdf[bdf])
         what = f"the -q block of {blk.get('bus_id') or 'a GPU'}"
         if target is None:
-            # Last resort: the next nvlink GPU without a -q block, unless both UUIDs are
-            # known (and differ: then it is another GPU).
-            if uuid:
-                while next_no_uuid < len(no_uuid) and no_uuid[next_no_uuid] in with_q:
-                    next_no_uuid += 1
-                if next_no_uuid < len(no_uuid):
-                    target = no_uuid[next_no_uuid]
-            else:
-                while next_any < len(from_nvlink) and from_nvlink[next_any] in with_q:
-                    next_any += 1
-                if next_any < len(from_nvlink):
-                    target = from_nvlink[next_any]
-            if target is not None:
-                notes.add({"code": "nvml_text.q_by_order", "level": "warning",
-                              "subject": f"GPU{target}",
-                              "message": f"{what} names no GPU UUID or bus id the nvlink "
-                                         f"output knows; attached to GPU {target} by its "
-                                         "order in the paste"})
+            target = self._by_order(uuid, what)
         if target is None and len(gpus) >= MAX_GPUS:
-            too_many += 1
-            continue
+            return False
         if target is None:
-            target = k if top is None else top + 1
-            while target in gpus:
-                target += 1
-            top = target if top is None else max(top, target)
-            if blk.get("headerless") and not uuid and bdf is None:
-                notes.add({"code": "nvml_text.q_no_identity", "level": "info",
-                           "subject": f"GPU{target}",
-                           "message": "a -q excerpt without its GPU header, UUID or bus id: "
-                                      f"its facts are listed as GPU {target}, but which GPU "
-                                      "of the node it is, the paste does not say"})
-            if from_nvlink:
-                notes.add({"code": "nvml_text.q_unmatched", "level": "warning",
-                              "subject": f"GPU{target}",
-                              "message": f"{what} ({blk['q'].get('GPU UUID') or 'no UUID'}) "
-                                         "matches no GPU of the nvlink output; listed as GPU "
-                                         f"{target} (nvidia-smi -q prints no GPU index)"})
-            gpus[target] = dict(blk, index=target)
-            by_bdf.setdefault(bdf_of(target), set()).add(target)
+            target = self._new_gpu(k, blk, uuid, bdf, what)
         else:
             g = gpus[target]
             if blk.get("bus_id"):
-                by_bdf[bdf_of(target)].discard(target)
+                self.by_bdf[self.bdf_of(target)].discard(target)
                 g["bus_id"] = blk["bus_id"]
-                by_bdf.setdefault(bdf_of(target), set()).add(target)
+                self.by_bdf.setdefault(self.bdf_of(target), set()).add(target)
             g["q"].update(blk["q"])
             g["notes"].merge(blk["notes"])
-        with_q.add(target)
-    if too_many:
-        notes.add({"code": "nvml_text.too_many_blocks", "level": "warning",
-                   "message": f"{too_many} nvidia-smi -q GPU blocks match no GPU and would "
-                              f"make more than {MAX_GPUS} GPUs; they are ignored"})
+        self.with_q.add(target)
+        return True
+
+    def _by_order(self, uuid: str, what: str) -> Optional[int]:
+        """Last resort: the next nvlink GPU without a -q block, unless both UUIDs are known
+        (and differ: then it is another GPU)."""
+        target: Optional[int] = None
+        if uuid:
+            while (self.next_no_uuid < len(self.no_uuid)
+                   and self.no_uuid[self.next_no_uuid] in self.with_q):
+                self.next_no_uuid += 1
+            if self.next_no_uuid < len(self.no_uuid):
+                target = self.no_uuid[self.next_no_uuid]
+        else:
+            while (self.next_any < len(self.from_nvlink)
+                   and self.from_nvlink[self.next_any] in self.with_q):
+                self.next_any += 1
+            if self.next_any < len(self.from_nvlink):
+                target = self.from_nvlink[self.next_any]
+        if target is not None:
+            self.notes.add({"code": "nvml_text.q_by_order", "level": "warning",
+                            "subject": f"GPU{target}",
+                            "message": f"{what} names no GPU UUID or bus id the nvlink "
+                                       f"output knows; attached to GPU {target} by its "
+                                       "order in the paste"})
+        return target
+
+    def _new_gpu(self, k: int, blk: Dict[str, Any], uuid: str, bdf: Any, what: str) -> int:
+        """A block that matches no GPU: a GPU of its own, numbered after the others."""
+        gpus = self.gpus
+        target = k if self.top is None else self.top + 1
+        while target in gpus:
+            target += 1
+        self.top = target if self.top is None else max(self.top, target)
+        if blk.get("headerless") and not uuid and bdf is None:
+            self.notes.add({"code": "nvml_text.q_no_identity", "level": "info",
+                            "subject": f"GPU{target}",
+                            "message": "a -q excerpt without its GPU header, UUID or bus id: "
+                                       f"its facts are listed as GPU {target}, but which GPU "
+                                       "of the node it is, the paste does not say"})
+        if self.from_nvlink:
+            self.notes.add({"code": "nvml_text.q_unmatched", "level": "warning",
+                            "subject": f"GPU{target}",
+                            "message": f"{what} ({blk['q'].get('GPU UUID') or 'no UUID'}) "
+                                       "matches no GPU of the nvlink output; listed as GPU "
+                                       f"{target} (nvidia-smi -q prints no GPU index)"})
+        gpus[target] = dict(blk, index=target)
+        self.by_bdf.setdefault(self.bdf_of(target), set()).add(target)
+        return target

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import heapq
 import re
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 from ...model import GPU, NIC, Matrix, NVLinkPair, Topology, nvlink_count
 from ...model.node import TopoText
 from ...safe import ascii_int
 from .locate import TopoParseError, find_header, locate
-from .unwrap import untruncate, unwrap
+from .unwrap import Rejoined, untruncate, unwrap
 from .scan import (AFF_COL_RE, AFFINITY_LIKE_RE, MAX_DEVICES, MAX_LINE_CHARS, Notes, Tok,
                    clip, scan_cells, split_labels, split_tokens)
 
@@ -56,18 +56,7 @@ def parse_lines(lines: List[str], first_line: int = 0) -> Topology:
     topo = Topology(sources=[SOURCE])
     note = Notes(topo)
     info = TopoText()
-
-    if rejoined is not None:
-        width, how, joined = rejoined
-        note("topo.rejoined", f"the matrix was wrapped at {width} columns ("
-             + ("cut at the width" if how == "exact" else "at spaces")
-             + f"); {joined} continuation lines were re-joined to their rows",
-             level="warning")
-
-    if truncated is not None:
-        note("topo.truncated", f"the matrix lines are cut at {truncated} columns; the cut "
-             "last cell of each such row is not read (its mirrored cell, where printed, "
-             "gives the path)", level="warning")
+    _note_repairs(note, rejoined, truncated)
 
     # -- command line and P2P mode, when the paste kept the prompt
     command = None
@@ -79,111 +68,17 @@ def parse_lines(lines: List[str], first_line: int = 0) -> Topology:
         info.command = command
 
     # -- rows: labels first (the header may be glued and needs them)
-    row_labels = found.labels
-
-    # -- header
-    header_devices: List[str] = []
-    aff_cols: List[Tuple[str, int]] = []
-    if header_idx is not None:
-        hline = lines[header_idx]
-        for m in AFF_COL_RE.finditer(hline):
-            key = _SPACES_RE.sub("", m.group().lower())
-            aff_cols.append((AFFINITY_FIELDS[key], m.start()))
-        parts = AFF_COL_RE.split(hline)
-        dev_toks, _ = split_tokens(parts[0])
-        for t in dev_toks:
-            if t.text:
-                header_devices.extend(split_labels(t.text, row_labels))
-        extra_cols = [w for p in parts[1:] for w in p.split()]
-        if extra_cols:
-            note("topo.unknown_column", "header has columns nvtopo does not know: "
-                 + ", ".join(extra_cols) + " (ignored)", level="warning")
-    else:
-        note("topo.no_header", "no header line: columns assumed to follow the row order",
-             level="warning")
-
-    times: Dict[str, int] = {}
-    for d in header_devices:
-        times[d] = times.get(d, 0) + 1
-    dups = sorted(d for d, k in times.items() if k > 1)
-    if dups:
-        note("topo.duplicate_column", "header names these devices twice: "
-             + ", ".join(dups) + " (first one used)", level="warning")
-    devices = list(times)
-    row_only = []
-    known = set(devices)
-    for lab in row_labels:
-        if lab not in known:
-            known.add(lab)
-            devices.append(lab)
-            row_only.append(lab)
-    if header_idx is not None and row_only:
-        note("topo.missing_columns", "header has no column for "
-             + ", ".join(row_only) + "; their paths come from their own rows and the "
-             "rows of the other devices where those printed more cells", level="warning")
-
+    header_devices, aff_cols = _header(lines, header_idx, found.labels, note)
+    devices = _devices(header_devices, found.labels, header_idx is not None, note)
     n = len(devices)
     if n > MAX_DEVICES:
         raise TopoParseError(f"matrix names {n} devices, more than the {MAX_DEVICES} nvtopo reads")
-    position = {d: i for i, d in enumerate(devices)}
-    cells: List[List[Optional[str]]] = [[None] * n for _ in range(n)]
-    gpu_aff: Dict[str, Dict[str, Optional[str]]] = {}
-    nic_aff: Dict[str, Dict[str, Optional[str]]] = {}
-    seen_rows = set()
-    short: Dict[Tuple[int, Tuple[str, ...]], List[str]] = {}
+    rows = _Rows(devices)
     for line_no, label in found.rows:
-        if label in seen_rows:
-            note("topo.duplicate_row", f"row {label} appears twice (line "
-                 f"{first_line + line_no + 1}); the first one is used", level="warning",
-                 subject=label)
-            continue
-        seen_rows.add(label)
-        line = lines[line_no]
-        if len(line) > MAX_LINE_CHARS:
-            note("topo.long_row", f"row {clip(label)} (line {first_line + line_no + 1}) is "
-                 f"{len(line)} characters long, more than the {MAX_LINE_CHARS} nvtopo reads; "
-                 "its cells are not read", level="warning", subject=label)
-            toks: List[Tok] = [Tok(label, None)]
-            tabbed = False
-        else:
-            toks, tabbed = split_tokens(line)
-        row_cells: List[str] = []
-        count = 0
-        k = 1
-        while k < len(toks) and count < n:
-            text = toks[k].text
-            if AFFINITY_LIKE_RE.match(text):
-                break
-            glued, many = scan_cells(text, n + 1)
-            if glued is None:
-                glued, many = [text], 1
-            row_cells.extend(glued[: n + 1 - len(row_cells)])
-            count += many
-            k += 1
-        if count > n:
-            note("topo.extra_cells", f"row {label} has {count} cells for "
-                 f"{n} devices; the extra ones are ignored", level="warning", subject=label)
-            row_cells = row_cells[:n]
-        r = position[label]
-        for j, tok in enumerate(row_cells):
-            cells[r][j] = tok
-        if len(row_cells) < n:
-            short.setdefault((len(row_cells), tuple(devices[len(row_cells):])), []).append(label)
-        values = _assign_affinity(toks[k:], aff_cols, tabbed, note, label)
-        if _GPU_LABEL_RE.match(label):
-            gpu_aff[label] = values
-        elif any(v for v in values.values()):
-            nic_aff[label] = values
+        rows.read(lines[line_no], line_no, label, aff_cols, note, first_line)
     note.more("topo.duplicate_row", found.more_repeats, "warning")
-
-    for (count, missing), labels in short.items():
-        note("topo.short_row", f"row{'s' if len(labels) > 1 else ''} {', '.join(labels)} "
-             f"{'have' if len(labels) > 1 else 'has'} {count} of {n} cells; nothing printed "
-             "for " + ", ".join(missing), level="warning", subject=labels[0])
-    for lab in devices:
-        if lab not in seen_rows:
-            note("topo.missing_row", f"no row for {lab}: its paths come only from its "
-                 "column", level="warning", subject=lab)
+    rows.note_gaps(note)
+    cells = rows.cells
 
     kind = _matrix_kind(cells, lines)
     info.kind = kind
@@ -196,61 +91,9 @@ def parse_lines(lines: List[str], first_line: int = 0) -> Topology:
         info.legend = legend
     info.legend_style = style
 
-    nic_names: Dict[str, str] = {}
-    stray: Dict[str, None] = {}
-    more_stray = 0
-    for line in lines:
-        m = _NIC_MAP_RE.match(line)
-        if m:
-            if m.group(1) in known:
-                nic_names[m.group(1)] = m.group(2)
-            elif m.group(1) in stray or len(stray) < _MAX_STRAY_NICS:
-                stray[m.group(1)] = None
-            else:
-                more_stray += 1
-
-    # -- devices into the model
-    gpu_index: Dict[int, str] = {}
-    for lab in devices:
-        m = _GPU_LABEL_RE.match(lab)
-        index = ascii_int(m.group(1)) if m else None
-        if index is not None and index in gpu_index:
-            note("topo.duplicate_gpu", f"{lab} has the same GPU index as "
-                 f"{gpu_index[index]}; only the first is listed as a GPU",
-                 level="warning", subject=lab)
-        elif index is not None:
-            gpu_index[index] = lab
-            gpu = GPU(index=index, label=lab)
-            values = gpu_aff.get(lab, {})
-            for fld, _ in aff_cols:
-                raw = values.get(fld)
-                gpu.sources[fld] = SOURCE
-                if fld == "gpu_numa_id":
-                    numa = (ascii_int(raw) if raw is not None and _NUMA_ID_RE.match(raw)
-                            else None)
-                    if raw is not None and numa is None:
-                        note("topo.bad_value", f"GPU NUMA ID {raw!r} of {lab} is not a "
-                             "number; kept as unknown", level="warning", subject=lab)
-                    gpu.gpu_numa_id = numa
-                else:
-                    setattr(gpu, fld, raw)
-            topo.gpus.append(gpu)
-        else:
-            name = nic_names.get(lab, lab)
-            nic = NIC(label=lab, name=name, sources={"name": SOURCE, "label": SOURCE})
-            if lab in nic_aff:
-                nic.affinity = nic_aff[lab]
-            topo.nics.append(nic)
-    nic_labels = [x.label for x in topo.nics]
-    unnamed = [lab for lab in nic_labels if _NIC_LABEL_RE.match(lab) and lab not in nic_names]
-    if unnamed:
-        note("topo.no_nic_legend", "no NIC Legend for " + ", ".join(unnamed)
-             + ": device names unknown, labels used as names")
-    if stray:
-        note("topo.stray_nic_legend", "NIC Legend names devices not in the matrix: "
-             + ", ".join(sorted(stray))
-             + (f" and {more_stray} more lines like these" if more_stray else ""),
-             level="warning")
+    nic_names, stray, more_stray = _nic_legend(lines, set(devices))
+    _add_devices(topo, devices, rows, aff_cols, nic_names, note)
+    _note_nic_legend(topo, nic_names, stray, more_stray, note)
 
     matrix = Matrix(devices=devices, cells=cells, source=SOURCE)
     if kind == "p2p":
@@ -266,6 +109,226 @@ def parse_lines(lines: List[str], first_line: int = 0) -> Topology:
     note.finish()
     topo.topo_text = info
     return topo
+
+
+def _note_repairs(note: Notes, rejoined: Optional[Rejoined],
+                  truncated: Optional[int]) -> None:
+    """Notes for a matrix re-joined after wrapping, or whose lines were cut."""
+    if rejoined is not None:
+        width, how, joined = rejoined
+        note("topo.rejoined", f"the matrix was wrapped at {width} columns ("
+             + ("cut at the width" if how == "exact" else "at spaces")
+             + f"); {joined} continuation lines were re-joined to their rows",
+             level="warning")
+
+    if truncated is not None:
+        note("topo.truncated", f"the matrix lines are cut at {truncated} columns; the cut "
+             "last cell of each such row is not read (its mirrored cell, where printed, "
+             "gives the path)", level="warning")
+
+
+def _header(lines: List[str], header_idx: Optional[int], row_labels: List[str], note: Notes
+            ) -> Tuple[List[str], List[Tuple[str, int]]]:
+    """The header's devices, and its affinity columns: (field, where the title starts)."""
+    header_devices: List[str] = []
+    aff_cols: List[Tuple[str, int]] = []
+    if header_idx is None:
+        note("topo.no_header", "no header line: columns assumed to follow the row order",
+             level="warning")
+        return header_devices, aff_cols
+    hline = lines[header_idx]
+    for m in AFF_COL_RE.finditer(hline):
+        key = _SPACES_RE.sub("", m.group().lower())
+        aff_cols.append((AFFINITY_FIELDS[key], m.start()))
+    parts = AFF_COL_RE.split(hline)
+    dev_toks, _ = split_tokens(parts[0])
+    for t in dev_toks:
+        if t.text:
+            header_devices.extend(split_labels(t.text, row_labels))
+    extra_cols = [w for p in parts[1:] for w in p.split()]
+    if extra_cols:
+        note("topo.unknown_column", "header has columns nvtopo does not know: "
+             + ", ".join(extra_cols) + " (ignored)", level="warning")
+    return header_devices, aff_cols
+
+
+def _devices(header_devices: List[str], row_labels: List[str], has_header: bool,
+             note: Notes) -> List[str]:
+    """The matrix's devices: the header's (each once), then those only a row names."""
+    times: Dict[str, int] = {}
+    for d in header_devices:
+        times[d] = times.get(d, 0) + 1
+    dups = sorted(d for d, k in times.items() if k > 1)
+    if dups:
+        note("topo.duplicate_column", "header names these devices twice: "
+             + ", ".join(dups) + " (first one used)", level="warning")
+    devices = list(times)
+    row_only = []
+    known = set(devices)
+    for lab in row_labels:
+        if lab not in known:
+            known.add(lab)
+            devices.append(lab)
+            row_only.append(lab)
+    if has_header and row_only:
+        note("topo.missing_columns", "header has no column for "
+             + ", ".join(row_only) + "; their paths come from their own rows and the "
+             "rows of the other devices where those printed more cells", level="warning")
+    return devices
+
+
+class _Rows:
+    """The matrix rows as read: cells, affinities, which rows were seen or cut short."""
+
+    def __init__(self, devices: List[str]) -> None:
+        self.devices = devices
+        n = len(devices)
+        self.position = {d: i for i, d in enumerate(devices)}
+        self.cells: List[List[Optional[str]]] = [[None] * n for _ in range(n)]
+        self.gpu_aff: Dict[str, Dict[str, Optional[str]]] = {}
+        self.nic_aff: Dict[str, Dict[str, Optional[str]]] = {}
+        self.seen: Set[str] = set()
+        self.short: Dict[Tuple[int, Tuple[str, ...]], List[str]] = {}
+
+    def read(self, line: str, line_no: int, label: str, aff_cols: List[Tuple[str, int]],
+             note: Notes, first_line: int) -> None:
+        """One row: its cells, then its affinity columns."""
+        devices, n = self.devices, len(self.devices)
+        if label in self.seen:
+            note("topo.duplicate_row", f"row {label} appears twice (line "
+                 f"{first_line + line_no + 1}); the first one is used", level="warning",
+                 subject=label)
+            return
+        self.seen.add(label)
+        if len(line) > MAX_LINE_CHARS:
+            note("topo.long_row", f"row {clip(label)} (line {first_line + line_no + 1}) is "
+                 f"{len(line)} characters long, more than the {MAX_LINE_CHARS} nvtopo reads; "
+                 "its cells are not read", level="warning", subject=label)
+            toks: List[Tok] = [Tok(label, None)]
+            tabbed = False
+        else:
+            toks, tabbed = split_tokens(line)
+        row_cells, count, k = _row_cells(toks, n)
+        if count > n:
+            note("topo.extra_cells", f"row {label} has {count} cells for "
+                 f"{n} devices; the extra ones are ignored", level="warning", subject=label)
+            row_cells = row_cells[:n]
+        r = self.position[label]
+        for j, tok in enumerate(row_cells):
+            self.cells[r][j] = tok
+        if len(row_cells) < n:
+            self.short.setdefault((len(row_cells), tuple(devices[len(row_cells):])),
+                                  []).append(label)
+        values = _assign_affinity(toks[k:], aff_cols, tabbed, note, label)
+        if _GPU_LABEL_RE.match(label):
+            self.gpu_aff[label] = values
+        elif any(v for v in values.values()):
+            self.nic_aff[label] = values
+
+    def note_gaps(self, note: Notes) -> None:
+        """Rows cut short, devices with no row."""
+        n = len(self.devices)
+        for (count, missing), labels in self.short.items():
+            note("topo.short_row", f"row{'s' if len(labels) > 1 else ''} {', '.join(labels)} "
+                 f"{'have' if len(labels) > 1 else 'has'} {count} of {n} cells; nothing "
+                 "printed for " + ", ".join(missing), level="warning", subject=labels[0])
+        for lab in self.devices:
+            if lab not in self.seen:
+                note("topo.missing_row", f"no row for {lab}: its paths come only from its "
+                     "column", level="warning", subject=lab)
+
+
+def _row_cells(toks: List[Tok], n: int) -> Tuple[List[str], int, int]:
+    """A row's cells (at most ``n + 1``), how many it printed, and the index of its first
+    token after them (its affinity columns)."""
+    row_cells: List[str] = []
+    count = 0
+    k = 1
+    while k < len(toks) and count < n:
+        text = toks[k].text
+        if AFFINITY_LIKE_RE.match(text):
+            break
+        glued, many = scan_cells(text, n + 1)
+        if glued is None:
+            glued, many = [text], 1
+        row_cells.extend(glued[: n + 1 - len(row_cells)])
+        count += many
+        k += 1
+    return row_cells, count, k
+
+
+def _nic_legend(lines: List[str], known: Set[str]) -> Tuple[Dict[str, str], Dict[str, None],
+                                                             int]:
+    """The NIC Legend (``NIC0: mlx5_0``): names of the matrix's NICs; labels it names that
+    the matrix lacks (the first :data:`_MAX_STRAY_NICS`), and how many more."""
+    nic_names: Dict[str, str] = {}
+    stray: Dict[str, None] = {}
+    more_stray = 0
+    for line in lines:
+        m = _NIC_MAP_RE.match(line)
+        if m:
+            if m.group(1) in known:
+                nic_names[m.group(1)] = m.group(2)
+            elif m.group(1) in stray or len(stray) < _MAX_STRAY_NICS:
+                stray[m.group(1)] = None
+            else:
+                more_stray += 1
+    return nic_names, stray, more_stray
+
+
+def _add_devices(topo: Topology, devices: List[str], rows: _Rows,
+                 aff_cols: List[Tuple[str, int]], nic_names: Dict[str, str],
+                 note: Notes) -> None:
+    """The devices into the model: GPUs (by index, with their affinities), NICs."""
+    gpu_index: Dict[int, str] = {}
+    for lab in devices:
+        m = _GPU_LABEL_RE.match(lab)
+        index = ascii_int(m.group(1)) if m else None
+        if index is not None and index in gpu_index:
+            note("topo.duplicate_gpu", f"{lab} has the same GPU index as "
+                 f"{gpu_index[index]}; only the first is listed as a GPU",
+                 level="warning", subject=lab)
+        elif index is not None:
+            gpu_index[index] = lab
+            topo.gpus.append(_gpu(index, lab, rows.gpu_aff.get(lab, {}), aff_cols, note))
+        else:
+            name = nic_names.get(lab, lab)
+            nic = NIC(label=lab, name=name, sources={"name": SOURCE, "label": SOURCE})
+            if lab in rows.nic_aff:
+                nic.affinity = rows.nic_aff[lab]
+            topo.nics.append(nic)
+
+
+def _gpu(index: int, lab: str, values: Dict[str, Optional[str]],
+         aff_cols: List[Tuple[str, int]], note: Notes) -> GPU:
+    gpu = GPU(index=index, label=lab)
+    for fld, _ in aff_cols:
+        raw = values.get(fld)
+        gpu.sources[fld] = SOURCE
+        if fld == "gpu_numa_id":
+            numa = (ascii_int(raw) if raw is not None and _NUMA_ID_RE.match(raw)
+                    else None)
+            if raw is not None and numa is None:
+                note("topo.bad_value", f"GPU NUMA ID {raw!r} of {lab} is not a "
+                     "number; kept as unknown", level="warning", subject=lab)
+            gpu.gpu_numa_id = numa
+        else:
+            setattr(gpu, fld, raw)
+    return gpu
+
+
+def _note_nic_legend(topo: Topology, nic_names: Dict[str, str], stray: Dict[str, None],
+                     more_stray: int, note: Notes) -> None:
+    nic_labels = [x.label for x in topo.nics]
+    unnamed = [lab for lab in nic_labels if _NIC_LABEL_RE.match(lab) and lab not in nic_names]
+    if unnamed:
+        note("topo.no_nic_legend", "no NIC Legend for " + ", ".join(unnamed)
+             + ": device names unknown, labels used as names")
+    if stray:
+        note("topo.stray_nic_legend", "NIC Legend names devices not in the matrix: "
+             + ", ".join(sorted(stray))
+             + (f" and {more_stray} more lines like these" if more_stray else ""),
+             level="warning")
 
 
 def _assign_affinity(rest: List[Tok], cols: List[Tuple[str, int]], tabbed: bool,

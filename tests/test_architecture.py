@@ -95,7 +95,6 @@ LONG_ALLOWED: Dict[str, Tuple[int, str]] = {
     "probes/nvml/xml.py::_read": (111, _SPLITTING),
     "probes/sysfs/walk.py::collect": (136, _SPLITTING),
     "simulate/machine.py::build": (305, _REWRITTEN),
-    "simulate/nvml_table.py::compile_machine": (174, _SPLITTING),
 }
 
 

@@ -17,7 +17,7 @@ fake NVML C library serves the same table to the real ``pynvml`` wrappers.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Set, Tuple
 
 from ..probes.nvml import ERROR_CODES, LEGACY_COUNTER_FIELDS, call_key, field_key
 
@@ -52,6 +52,11 @@ def _err(name: str) -> Dict[str, Any]:
     return {"error": name}
 
 
+_Put = Callable[[str, Dict[str, Any]], None]
+#: links[g][l] = (remote kind, remote bus id, remote port); a link not listed is inactive.
+_Links = Dict[int, Dict[int, Tuple[str, str, int]]]
+
+
 def compile_machine(desc: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
     """A declarative machine description -> the recording the fake serves."""
     calls: Dict[str, Dict[str, Any]] = {}
@@ -66,9 +71,21 @@ def compile_machine(desc: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
     defaults = desc.get("gpu_defaults", {})
     gpus = [dict(defaults, **g) for g in desc["gpus"]]
     put("nvmlDeviceGetCount()", {"value": len(gpus)})
+    links = _link_tables(desc, gpus)
+    switch_attached = {i for i, g in enumerate(gpus)
+                       if any(r[0] == "switch" for r in links[i].values())}
+    for i, g in enumerate(gpus):
+        _gpu_calls(put, desc, i, g, links[i])
+    _pair_calls(put, desc, gpus, switch_attached)
+    for k, v in desc.get("calls", {}).items():
+        put(k, v)
+    return calls
+
+
+def _link_tables(desc: Dict[str, Any], gpus: List[Dict[str, Any]]) -> _Links:
+    """Every GPU's NVLinks: to GPUs (counted pairs, then explicit links), to switches."""
     switches = desc.get("switches", {})
-    # Link tables: links[g][l] = (remote kind, remote bus id, remote port) or None (inactive).
-    links: Dict[int, Dict[int, Tuple[str, str, int]]] = {i: {} for i in range(len(gpus))}
+    links: _Links = {i: {} for i in range(len(gpus))}
     next_link = {i: 0 for i in range(len(gpus))}
     for a, b, n in desc.get("nvlinks", []):
         for _ in range(n):
@@ -90,116 +107,135 @@ def compile_machine(desc: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
             links[i].pop(lk, None)
         if isinstance(g.get("mig_mode"), list) and g["mig_mode"][0]:
             links[i].clear()
-    switch_attached = {i for i, g in enumerate(gpus)
-                       if any(r[0] == "switch" for r in links[i].values())}
-    for i, g in enumerate(gpus):
-        G = f"gpu{i}"
-        if g.get("handle_error"):
-            put(f"nvmlDeviceGetHandleByIndex({i})", _err(g["handle_error"]))
-            continue
-        put(f"nvmlDeviceGetHandleByIndex({i})", {"value": None})
+    return links
 
-        def scalar(fn: str, value: Any, *extra: Any) -> None:
-            key = call_key(fn, [G, *extra])
-            put(key, _err(value) if isinstance(value, str) and value in ERROR_CODES
-                else {"value": value})
 
-        scalar("nvmlDeviceGetName", g["name"])
-        scalar("nvmlDeviceGetUUID", g["uuid"])
-        scalar("nvmlDeviceGetSerial", g.get("serial", f"165{i:010d}"))
-        put(call_key("nvmlDeviceGetPciInfo", [G]),
-            {"value": _pci(g["bus_id"], int(g.get("pci_device_id", "0x233010DE"), 16),
-                           int(g.get("pci_subsystem_id", "0x16C110DE"), 16))})
-        scalar("nvmlDeviceGetMinorNumber", g.get("minor", i))
-        scalar("nvmlDeviceGetArchitecture", g["architecture"])
-        scalar("nvmlDeviceGetCudaComputeCapability", g["compute_capability"])
-        total = g.get("memory_total", 85520809984)
-        put(call_key("nvmlDeviceGetMemoryInfo", [G]),
-            {"value": {"total": total, "free": total - 600 * 2**20, "used": 600 * 2**20}})
-        scalar("nvmlDeviceGetCpuAffinity", _words(g["cpus"]), 64)
-        scalar("nvmlDeviceGetMemoryAffinity", _words(str(g["numa"])), 4, 0)
-        scalar("nvmlDeviceGetNumaNodeId", g.get("numa_node_id", "NotSupported"))
-        pcie = g.get("pcie", {})
-        scalar("nvmlDeviceGetCurrPcieLinkGeneration", pcie.get("current_gen", 5))
-        scalar("nvmlDeviceGetMaxPcieLinkGeneration", pcie.get("max_gen", 5))
-        scalar("nvmlDeviceGetGpuMaxPcieLinkGeneration", pcie.get("gpu_max_gen", 5))
-        scalar("nvmlDeviceGetCurrPcieLinkWidth", pcie.get("current_width", 16))
-        scalar("nvmlDeviceGetMaxPcieLinkWidth", pcie.get("max_width", 16))
-        scalar("nvmlDeviceGetPcieReplayCounter", pcie.get("replay", 0))
-        put(field_key(i, 94, 0), {"value": pcie.get("replay", 0)})
-        scalar("nvmlDeviceGetMigMode", g.get("mig_mode", "NotSupported"))
-        scalar("nvmlDeviceGetPersistenceMode", g.get("persistence_mode", 1))
-        scalar("nvmlDeviceGetGpuFabricInfoV", g.get("fabric", "NotSupported"))
-        c2c = g.get("c2c")  # Grace superchips: {"enabled", "count", "down", "max_bw_mbps"}
-        if isinstance(c2c, dict):
-            scalar("nvmlDeviceGetC2cModeInfoV", {"isC2cEnabled": int(bool(c2c["enabled"]))})
-            put(field_key(i, 170, 0), {"value": c2c["count"]})
-            for lk in range(c2c["count"]):
-                put(field_key(i, 171, lk), {"value": 0 if lk in c2c.get("down", ()) else 1})
-                put(field_key(i, 172, lk), {"value": c2c.get("max_bw_mbps", 44712)})
-        elif isinstance(c2c, str):  # an error name: NotSupported ...
-            scalar("nvmlDeviceGetC2cModeInfoV", c2c)
-            put(field_key(i, 170, 0), _err(c2c))
-        nvl = g.get("nvlink", "NotSupported")
-        if nvl == "NotSupported":
-            put(field_key(i, 91, 0), _err("NotSupported"))
-            put(field_key(i, 147, 0), _err("NotSupported"))
-            put(call_key("nvmlDeviceGetNvLinkState", [G, 0]), _err("NotSupported"))
-            continue
-        count = nvl["count"]
-        link_fields = nvl.get("link_fields", True)
-        put(field_key(i, 91, 0), {"value": count} if nvl.get("count_field", True)
-            else _err("NotSupported"))
-        # Field 147: links wired to NVSwitch ("total", default) or those of them up ("active",
-        # as NVIDIA's mock counts); which one NVML means is an open point (docs/nvml.md §8).
-        sw_links = {"total": len(g.get("link_switches") or []),
-                    "active": sum(r[0] == "switch" for r in links[i].values())}
-        meaning = desc.get("nvswitch_link_count", "total")
-        put(field_key(i, 147, 0), {"value": sw_links[meaning]}
-            if link_fields and meaning in sw_links else _err("NotSupported"))
-        errors = g.get("link_errors", {})
-        if not link_fields:  # older drivers: NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON
-            put(field_key(i, 90, 0), {"value": nvl["speed_mbps"]})
-        for lk in range(count + 1):
-            if lk == count:
-                for fn in ("nvmlDeviceGetNvLinkState", "nvmlDeviceGetNvLinkVersion"):
-                    put(call_key(fn, [G, lk]), _err("InvalidArgument"))
-                continue
-            remote = links[i].get(lk)
-            active = remote is not None
-            put(call_key("nvmlDeviceGetNvLinkState", [G, lk]), {"value": 1 if active else 0})
-            put(call_key("nvmlDeviceGetNvLinkVersion", [G, lk]), {"value": nvl["version"]})
-            errs = {"replay": 0, "recovery": 0, "crc_flit": 0, "crc_data": 0, "ecc": 0}
-            errs.update(errors.get(str(lk), {}))
-            unsupported = nvl.get("unsupported_counters", [])  # e.g. ["crc_data", "ecc"]
-            for c, name in enumerate(("replay", "recovery", "crc_flit", "crc_data", "ecc")):
-                put(call_key("nvmlDeviceGetNvLinkErrorCounter", [G, lk, c]),
-                    _err("NotSupported") if name in unsupported else {"value": errs[name]})
-            # Per-link field ids of the CRC-data and ECC counters (links 0-11 only).
-            for name, fids in LEGACY_COUNTER_FIELDS.items():
-                if lk < len(fids):
-                    put(field_key(i, fids[lk], 0), {"value": errs[name]}
-                        if link_fields and name not in unsupported else _err("NotSupported"))
-            fvals = {165: 1 if active else 0, 166: nvl["version"],
-                     164: nvl["speed_mbps"] if active else 0,
-                     146: remote[2] if remote is not None else 0,
-                     161: errs["replay"], 162: errs["recovery"], 163: errs["crc_flit"]}
-            if not link_fields and lk < 12:  # older drivers: the per-link speed fields
-                put(field_key(i, (84 + lk) if lk < 6 else (126 + lk), 0),
-                    {"value": nvl["speed_mbps"] if active else 0})
-            dl = {161: "replay", 162: "recovery", 163: "crc_flit"}
-            for fid, v in fvals.items():
-                put(field_key(i, fid, lk), {"value": v} if link_fields
-                    and dl.get(fid) not in unsupported else _err("NotSupported"))
-            if remote is not None:  # (active)
-                kind, bus_id, _ = remote
-                put(call_key("nvmlDeviceGetNvLinkRemoteDeviceType", [G, lk]),
-                    {"value": {"gpu": 0, "switch": 2}[kind]})
-                dev_id = int(g.get("pci_device_id", "0x233010DE"), 16) if kind == "gpu" \
-                    else int(desc.get("switch_device_id", "0x22A310DE"), 16)
-                put(call_key("nvmlDeviceGetNvLinkRemotePciInfo", [G, lk]),
-                    {"value": _pci(bus_id, dev_id)})
-    # GPU pairs.
+def _gpu_calls(put: _Put, desc: Dict[str, Any], i: int, g: Dict[str, Any],
+               links: Dict[int, Tuple[str, str, int]]) -> None:
+    """One GPU's calls: its handle, device facts, C2C, NVLinks."""
+    G = f"gpu{i}"
+    if g.get("handle_error"):
+        put(f"nvmlDeviceGetHandleByIndex({i})", _err(g["handle_error"]))
+        return
+    put(f"nvmlDeviceGetHandleByIndex({i})", {"value": None})
+
+    def scalar(fn: str, value: Any, *extra: Any) -> None:
+        key = call_key(fn, [G, *extra])
+        put(key, _err(value) if isinstance(value, str) and value in ERROR_CODES
+            else {"value": value})
+
+    scalar("nvmlDeviceGetName", g["name"])
+    scalar("nvmlDeviceGetUUID", g["uuid"])
+    scalar("nvmlDeviceGetSerial", g.get("serial", f"165{i:010d}"))
+    put(call_key("nvmlDeviceGetPciInfo", [G]),
+        {"value": _pci(g["bus_id"], int(g.get("pci_device_id", "0x233010DE"), 16),
+                       int(g.get("pci_subsystem_id", "0x16C110DE"), 16))})
+    scalar("nvmlDeviceGetMinorNumber", g.get("minor", i))
+    scalar("nvmlDeviceGetArchitecture", g["architecture"])
+    scalar("nvmlDeviceGetCudaComputeCapability", g["compute_capability"])
+    total = g.get("memory_total", 85520809984)
+    put(call_key("nvmlDeviceGetMemoryInfo", [G]),
+        {"value": {"total": total, "free": total - 600 * 2**20, "used": 600 * 2**20}})
+    scalar("nvmlDeviceGetCpuAffinity", _words(g["cpus"]), 64)
+    scalar("nvmlDeviceGetMemoryAffinity", _words(str(g["numa"])), 4, 0)
+    scalar("nvmlDeviceGetNumaNodeId", g.get("numa_node_id", "NotSupported"))
+    pcie = g.get("pcie", {})
+    scalar("nvmlDeviceGetCurrPcieLinkGeneration", pcie.get("current_gen", 5))
+    scalar("nvmlDeviceGetMaxPcieLinkGeneration", pcie.get("max_gen", 5))
+    scalar("nvmlDeviceGetGpuMaxPcieLinkGeneration", pcie.get("gpu_max_gen", 5))
+    scalar("nvmlDeviceGetCurrPcieLinkWidth", pcie.get("current_width", 16))
+    scalar("nvmlDeviceGetMaxPcieLinkWidth", pcie.get("max_width", 16))
+    scalar("nvmlDeviceGetPcieReplayCounter", pcie.get("replay", 0))
+    put(field_key(i, 94, 0), {"value": pcie.get("replay", 0)})
+    scalar("nvmlDeviceGetMigMode", g.get("mig_mode", "NotSupported"))
+    scalar("nvmlDeviceGetPersistenceMode", g.get("persistence_mode", 1))
+    scalar("nvmlDeviceGetGpuFabricInfoV", g.get("fabric", "NotSupported"))
+    c2c = g.get("c2c")  # Grace superchips: {"enabled", "count", "down", "max_bw_mbps"}
+    if isinstance(c2c, dict):
+        scalar("nvmlDeviceGetC2cModeInfoV", {"isC2cEnabled": int(bool(c2c["enabled"]))})
+        put(field_key(i, 170, 0), {"value": c2c["count"]})
+        for lk in range(c2c["count"]):
+            put(field_key(i, 171, lk), {"value": 0 if lk in c2c.get("down", ()) else 1})
+            put(field_key(i, 172, lk), {"value": c2c.get("max_bw_mbps", 44712)})
+    elif isinstance(c2c, str):  # an error name: NotSupported ...
+        scalar("nvmlDeviceGetC2cModeInfoV", c2c)
+        put(field_key(i, 170, 0), _err(c2c))
+    _nvlink_calls(put, desc, i, g, links)
+
+
+def _nvlink_calls(put: _Put, desc: Dict[str, Any], i: int, g: Dict[str, Any],
+                  links: Dict[int, Tuple[str, str, int]]) -> None:
+    """A GPU's NVLink count fields and each link's calls (one past the last: invalid)."""
+    G = f"gpu{i}"
+    nvl = g.get("nvlink", "NotSupported")
+    if nvl == "NotSupported":
+        put(field_key(i, 91, 0), _err("NotSupported"))
+        put(field_key(i, 147, 0), _err("NotSupported"))
+        put(call_key("nvmlDeviceGetNvLinkState", [G, 0]), _err("NotSupported"))
+        return
+    count = nvl["count"]
+    link_fields = nvl.get("link_fields", True)
+    put(field_key(i, 91, 0), {"value": count} if nvl.get("count_field", True)
+        else _err("NotSupported"))
+    # Field 147: links wired to NVSwitch ("total", default) or those of them up ("active",
+    # as NVIDIA's mock counts); which one NVML means is an open point (docs/nvml.md §8).
+    sw_links = {"total": len(g.get("link_switches") or []),
+                "active": sum(r[0] == "switch" for r in links.values())}
+    meaning = desc.get("nvswitch_link_count", "total")
+    put(field_key(i, 147, 0), {"value": sw_links[meaning]}
+        if link_fields and meaning in sw_links else _err("NotSupported"))
+    if not link_fields:  # older drivers: NVML_FI_DEV_NVLINK_SPEED_MBPS_COMMON
+        put(field_key(i, 90, 0), {"value": nvl["speed_mbps"]})
+    for lk in range(count):
+        _link_calls(put, desc, i, g, lk, links.get(lk))
+    for fn in ("nvmlDeviceGetNvLinkState", "nvmlDeviceGetNvLinkVersion"):
+        put(call_key(fn, [G, count]), _err("InvalidArgument"))
+
+
+def _link_calls(put: _Put, desc: Dict[str, Any], i: int, g: Dict[str, Any], lk: int,
+                remote: Any) -> None:
+    """One NVLink's calls: state, version, error counters (calls and fields), remote end."""
+    G = f"gpu{i}"
+    nvl = g["nvlink"]
+    link_fields = nvl.get("link_fields", True)
+    active = remote is not None
+    put(call_key("nvmlDeviceGetNvLinkState", [G, lk]), {"value": 1 if active else 0})
+    put(call_key("nvmlDeviceGetNvLinkVersion", [G, lk]), {"value": nvl["version"]})
+    errs = {"replay": 0, "recovery": 0, "crc_flit": 0, "crc_data": 0, "ecc": 0}
+    errs.update(g.get("link_errors", {}).get(str(lk), {}))
+    unsupported = nvl.get("unsupported_counters", [])  # e.g. ["crc_data", "ecc"]
+    for c, name in enumerate(("replay", "recovery", "crc_flit", "crc_data", "ecc")):
+        put(call_key("nvmlDeviceGetNvLinkErrorCounter", [G, lk, c]),
+            _err("NotSupported") if name in unsupported else {"value": errs[name]})
+    # Per-link field ids of the CRC-data and ECC counters (links 0-11 only).
+    for name, fids in LEGACY_COUNTER_FIELDS.items():
+        if lk < len(fids):
+            put(field_key(i, fids[lk], 0), {"value": errs[name]}
+                if link_fields and name not in unsupported else _err("NotSupported"))
+    fvals = {165: 1 if active else 0, 166: nvl["version"],
+             164: nvl["speed_mbps"] if active else 0,
+             146: remote[2] if remote is not None else 0,
+             161: errs["replay"], 162: errs["recovery"], 163: errs["crc_flit"]}
+    if not link_fields and lk < 12:  # older drivers: the per-link speed fields
+        put(field_key(i, (84 + lk) if lk < 6 else (126 + lk), 0),
+            {"value": nvl["speed_mbps"] if active else 0})
+    dl = {161: "replay", 162: "recovery", 163: "crc_flit"}
+    for fid, v in fvals.items():
+        put(field_key(i, fid, lk), {"value": v} if link_fields
+            and dl.get(fid) not in unsupported else _err("NotSupported"))
+    if remote is not None:  # (active)
+        kind, bus_id, _ = remote
+        put(call_key("nvmlDeviceGetNvLinkRemoteDeviceType", [G, lk]),
+            {"value": {"gpu": 0, "switch": 2}[kind]})
+        dev_id = int(g.get("pci_device_id", "0x233010DE"), 16) if kind == "gpu" \
+            else int(desc.get("switch_device_id", "0x22A310DE"), 16)
+        put(call_key("nvmlDeviceGetNvLinkRemotePciInfo", [G, lk]),
+            {"value": _pci(bus_id, dev_id)})
+
+
+def _pair_calls(put: _Put, desc: Dict[str, Any], gpus: List[Dict[str, Any]],
+                switch_attached: Set[int]) -> None:
+    """Every ordered GPU pair: P2P status by mode, the common ancestor."""
     paths = desc.get("paths", {})
     p2p = desc.get("p2p", {"read": "OK", "write": "OK", "nvlink": "auto", "atomics": "OK"})
     direct = {}
@@ -223,9 +259,6 @@ def compile_machine(desc: Dict[str, Any]) -> Dict[str, Dict[str, Any]]:
                 tok = paths.get("same_numa", "NODE") if same else paths.get("other", "SYS")
             put(call_key("nvmlDeviceGetTopologyCommonAncestor", [f"gpu{a}", f"gpu{b}"]),
                 {"value": LEVELS[tok]})
-    for k, v in desc.get("calls", {}).items():
-        put(k, v)
-    return calls
 
 
 __all__ = ["compile_machine", "LEVELS", "P2P"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import settings
 
 settings.register_profile("ci", derandomize=True, print_blob=True)
@@ -62,11 +63,58 @@ def slow_tier(module: str, name: str) -> bool:
             or any(w in name for w in SLOW_WORDS))
 
 
-def pytest_collection_modifyitems(config, items):  # noqa: ARG001 - pytest's hook signature
-    import pytest
+#: Examples a hypothesis test draws in the core tier, at most.  A test that asks for more gets
+#: a twin in the slow tier (``test_x_all_examples``) that draws all of them.
+CORE_EXAMPLES = 20
 
+
+def _hypothesis_settings(item):
+    """The settings of a hypothesis test item (None for any other test)."""
+    fn = getattr(getattr(item, "obj", None), "__func__", getattr(item, "obj", None))
+    return getattr(fn, "_hypothesis_internal_use_settings", None)
+
+
+def _all_examples_twin(item):
+    """The same test, parameters and fixtures, named ``test_x_all_examples[params]``."""
+    base = f"{item.originalname}_all_examples"
+    params = item.name[len(item.originalname):]  # "" or "[...]"
+    twin = pytest.Function.from_parent(
+        item.parent, name=base + params, callspec=getattr(item, "callspec", None),
+        callobj=item.obj, fixtureinfo=item._fixtureinfo, originalname=base)
+    twin.add_marker(pytest.mark.slow)
+    return twin
+
+
+def pytest_collection_modifyitems(config, items):  # noqa: ARG001 - pytest's hook signature
+    twins = []
     for item in items:
         module = os.path.splitext(os.path.basename(str(item.fspath)))[0]
         name = getattr(item, "originalname", None) or item.name.split("[", 1)[0]
         if slow_tier(module, name):
             item.add_marker(pytest.mark.slow)
+            continue
+        found = _hypothesis_settings(item)
+        if found is not None and found.max_examples > CORE_EXAMPLES:
+            item.stash[_CORE_CAP] = CORE_EXAMPLES
+            twins.append(_all_examples_twin(item))
+    items.extend(twins)
+
+
+#: On a core-tier item: the examples it may draw.
+_CORE_CAP = pytest.StashKey[int]()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    """A core-tier hypothesis test draws at most CORE_EXAMPLES (its twin draws them all)."""
+    cap = item.stash.get(_CORE_CAP, None)
+    if cap is None:
+        yield
+        return
+    fn = getattr(item.obj, "__func__", item.obj)
+    full = fn._hypothesis_internal_use_settings
+    fn._hypothesis_internal_use_settings = settings(full, max_examples=cap)
+    try:
+        yield
+    finally:
+        fn._hypothesis_internal_use_settings = full

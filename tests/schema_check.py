@@ -1,8 +1,10 @@
 """Validate a JSON document nvtopo wrote against its JSON Schema (docs/schemas/).
 
 One schema per document; schemas refer to each other by file name
-(``model.schema.json#/$defs/gpu``), resolved from docs/schemas/ only (nothing is
-fetched).  Each validator is compiled once per process.
+(``model.schema.json#/$defs/gpu``), a reference relative to the referring schema's ``$id``
+(``https://nvtopo.invalid/schemas/<file>``): the validators find each schema by its ``$id``
+only, in a registry of docs/schemas/ (nothing is fetched).  Each validator is compiled once
+per process.
 
 :func:`check_cli` is what the CLI runner of the test suite (``cli_runner.make_runner``)
 calls after every invocation: the JSON document a command printed (or wrote with
@@ -43,6 +45,11 @@ def schema(name: str) -> Dict[str, Any]:
     return json.loads((SCHEMA_DIR / SCHEMAS[name]).read_text(encoding="utf-8"))
 
 
+#: Every schema's ``$id`` is this and its file name: an identifier, not an address (the
+#: reserved ``.invalid`` domain: a validator that fetches what it cannot find fails at once).
+ID_BASE = "https://nvtopo.invalid/schemas/"
+
+
 def schema_path(name: str) -> str:
     """The schema's path as the repository names it (for messages)."""
     return f"docs/schemas/{SCHEMAS[name]}"
@@ -50,16 +57,17 @@ def schema_path(name: str) -> str:
 
 @functools.lru_cache(maxsize=None)
 def validator(name: str) -> Any:
-    """A compiled Draft 2020-12 validator for one document (made once per process)."""
+    """A compiled Draft 2020-12 validator for one document (made once per process), its
+    references resolved through the schemas' ``$id`` (no file name, no path)."""
     cls = jsonschema.Draft202012Validator
     root = schema(name)
     cls.check_schema(root)
-    store = {SCHEMAS[n]: schema(n) for n in SCHEMAS}
+    store = {schema(n)["$id"]: schema(n) for n in SCHEMAS}
     try:  # jsonschema >= 4.18 resolves references through `referencing`
         from referencing import Registry, Resource
         from referencing.jsonschema import DRAFT202012
     except ImportError:  # older jsonschema 4.x: its own resolver, same store
-        resolver = jsonschema.RefResolver(base_uri="", referrer=root, store=store)
+        resolver = jsonschema.RefResolver(base_uri=root["$id"], referrer=root, store=store)
         return cls(root, resolver=resolver)
     registry = Registry().with_resources(
         (uri, Resource.from_contents(doc, default_specification=DRAFT202012))

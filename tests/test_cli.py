@@ -364,18 +364,18 @@ def test_live_with_fake_nvidia_smi(fake_smi, tmp_path):
 
 
 def test_live_timeout(fake_smi, tmp_path):
-    fake_smi(f"{shlex.quote(SLEEP)} 10")  # not exec: the grandchild keeps the pipes open
+    fake_smi(f"{shlex.quote(SLEEP)} 300")  # not exec: the grandchild keeps the pipes open
     start = time.monotonic()
     result = invoke(["show", "--timeout", "0.5"])
     took = time.monotonic() - start
     line = assert_one_line_error(result, r"did not finish|timed? ?out|timeout")
     assert "0.5" in line, line
-    assert took < 5, f"show --timeout 0.5 took {took:.1f} s"
+    assert took < 30, f"show --timeout 0.5 took {took:.1f} s"  # a hang detector
 
     out = tmp_path / "hung.json"
     start = time.monotonic()
     result = invoke(["snapshot", "--timeout", "0.5", "-o", str(out)])
-    assert time.monotonic() - start < 5
+    assert time.monotonic() - start < 30
     assert result.exit_code == 0, result.stderr
     ev = json.loads(out.read_text(encoding="utf-8"))["probes"]["topo-text"]
     assert ev["status"] == "timeout"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import builtins
 import json
 import sys
+import time
 import types
 from pathlib import Path
 from typing import Any, Dict, List
@@ -61,7 +62,9 @@ class Ref:
 class FakeRay:
     """``ray`` as the collector uses it.  ``behaviour``: node id -> ``"run"`` (run the task
     body for real, pretending to be on that node), ``"hang"`` (never ready), or an
-    exception to raise from ``get``."""
+    exception to raise from ``get``.  ``wait`` waits its timeout when nothing is ready, as
+    Ray's does; with ``fast_clock`` it moves the collector's clock on instead (``skipped``
+    seconds), so a long deadline passes at once."""
 
     exceptions = types.SimpleNamespace(
         RayError=RayError, TaskUnschedulableError=TaskUnschedulableError,
@@ -77,6 +80,9 @@ class FakeRay:
         self.remote_options: Dict[str, Any] = {}
         self.shut = False
         self._here = None
+        self.fast_clock = False
+        self.skipped = 0.0
+        self.on_first_wait: Any = None  # called once, when the collector first waits
 
     def init(self, **kw):
         if kw.get("address") == "nowhere:1":
@@ -116,7 +122,15 @@ class FakeRay:
         return wrap
 
     def wait(self, refs, num_returns=1, timeout=None):
+        if self.on_first_wait is not None:
+            call, self.on_first_wait = self.on_first_wait, None
+            call()
         ready = [r for r in refs if r.outcome != "hang"]
+        if not ready and timeout:
+            if self.fast_clock:
+                self.skipped += timeout
+            else:
+                time.sleep(timeout)
         return ready, [r for r in refs if r not in ready]
 
     def get(self, ref):
@@ -149,6 +163,8 @@ def fake_ray(monkeypatch, tmp_path):
     def install(nodes, behaviour):
         made["ray"] = FakeRay(nodes, behaviour)
         monkeypatch.setattr(ray_engine, "import_ray", lambda: (made["ray"], Affinity))
+        monkeypatch.setattr(ray_engine, "time", types.SimpleNamespace(
+            monotonic=lambda: time.monotonic() + made["ray"].skipped))
         monkeypatch.setitem(sys.modules, "ray", made["ray"])
         return made["ray"]
     return install
@@ -182,7 +198,7 @@ def test_every_alive_node_answers_and_dead_ones_are_named(fake_ray, tmp_path):
 def test_ray_s_errors_become_reasons(fake_ray, tmp_path):
     nodes = [_node(i) for i in range(1, 9)]
     ids = [n["NodeID"] for n in nodes]
-    fake_ray(nodes, {
+    ray = fake_ray(nodes, {
         ids[1]: "hang",
         ids[2]: TaskUnschedulableError("The node specified via NodeAffinitySchedulingStrategy "
                                        "doesn't exist any more"),
@@ -194,14 +210,16 @@ def test_ray_s_errors_become_reasons(fake_ray, tmp_path):
         ids[7]: {"node_id": ids[0], "returncode": 0, "timed_out": False, "cut": None,
                  "stdout": b"", "stderr": ""},
     })
+    ray.fast_clock = True  # gpu2 never answers: its deadline passes without waiting for it
     out = tmp_path / "fleet"
+    # gpu1's real node command has 30 s (a loaded machine took more than 1 s)
     res = make_runner().invoke(app, ["collect", "ray", "-o", str(out), "--timeout", "5",
-                                     "--node-limit", "1", "--launch-wait", "1"])
+                                     "--node-limit", "30", "--launch-wait", "1"])
     assert res.exit_code == 1
     nodes = {n["node"]: (n["status"], n.get("reason")) for n in _manifest(out)["nodes"]}
     assert nodes == {
         "gpu1": ("answered", None),
-        "gpu2": ("timeout", "no answer within 1 s (+1 s to start); the task was cancelled"),
+        "gpu2": ("timeout", "no answer within 30 s (+1 s to start); the task was cancelled"),
         "gpu3": ("node-gone", "Ray could not place the task on the node: The node specified "
                               "via NodeAffinitySchedulingStrategy doesn't exist any more"),
         "gpu4": ("node-died", "NodeDiedError: The node running the task died"),
@@ -307,20 +325,19 @@ def test_a_signal_cancels_the_tasks_and_leaves_the_manifest_of_what_came(fake_ra
     the signal went to it, and the collection waited on for its deadline.)"""
     import os
     import signal
-    import threading
 
     nodes = [_node(1), _node(2)]
     ray = fake_ray(nodes, {nodes[1]["NodeID"]: "hang"})
+    # sent once the tasks are launched and the collector waits on them (a timer of 1 s
+    # could fire before that on a loaded machine)
+    ray.on_first_wait = lambda: os.kill(os.getpid(), signal.SIGTERM)
     seen = []
     old = signal.signal(signal.SIGTERM, lambda *_: seen.append("test"))
-    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGTERM))
     try:
-        timer.start()
         out = tmp_path / "fleet"
         res = make_runner().invoke(app, ["collect", "ray", "-o", str(out), "--timeout", "5",
                                          "--node-limit", "60", "--launch-wait", "60"])
     finally:
-        timer.cancel()
         signal.signal(signal.SIGTERM, old)
     assert not seen, "the collector did not take the signal"
     assert res.exit_code == 128 + signal.SIGTERM, (res.stdout, res.stderr)

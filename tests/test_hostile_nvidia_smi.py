@@ -45,8 +45,9 @@ PROCS = {"hang.py": 1, "hang_ignore_term.py": 1, "hang_shell_child.sh": 3,
          "big_exit0.py": 1, "background_child.py": 2, "exit9.sh": 1, "healthy.py": 1,
          "pathological.py": 1}
 
-#: Seconds the clean-up may add to a timeout: SIGTERM grace, SIGKILL wait, a loaded machine.
-MARGIN = bounded.TERM_GRACE + bounded.KILL_WAIT + 1.5
+#: Seconds the clean-up may add to a timeout (SIGTERM grace, SIGKILL wait: about 2 s) on a
+#: loaded machine: a hang detector, the fakes hang for 1000 s.
+MARGIN = 30.0
 
 
 # --- helpers -------------------------------------------------------------------------------
@@ -257,7 +258,7 @@ def test_ten_mib_printed_at_once_is_cut_and_not_parsed(smi):
     fake.assert_ran_and_left_nothing()
     start = time.monotonic()
     topo = topo_text.derive(ev)
-    assert time.monotonic() - start < 1  # nothing to parse
+    assert time.monotonic() - start < 10  # nothing to parse (a hang detector)
     assert topo.gpus == []
 
 
@@ -277,11 +278,11 @@ def test_background_child_holding_stdout_is_still_success(smi):
     """nvidia-smi exited 0 with its matrix; a child it left keeps the pipe open.  That used to
     look like a hang (status timeout, nothing parsed) and left the child running."""
     fake = smi("background_child.py")
-    ev = capture(10)
+    ev = capture(120)
     assert ev["status"] == "ok" and ev["error"] is None
     assert ev["exit_status"] == 0
     assert ev["stdout"] == MATRIX.read_text(encoding="utf-8")
-    assert ev["duration_s"] < bounded.EXIT_GRACE + MARGIN  # not the 10 s deadline
+    assert ev["duration_s"] < bounded.EXIT_GRACE + MARGIN  # not the 120 s deadline
     fake.assert_ran_and_left_nothing()
     assert_healthy_matrix(topo_text.derive(ev))
 

@@ -186,10 +186,10 @@ def test_hostile_attribute_is_refused_in_bounded_memory_and_time(tmp_path, kind)
     else:
         os.mkfifo(str(target))
         why = "refused: not a regular file (FIFO); not read"
-    m = measure(root, timeout=5)
+    m = measure(root, timeout=60)
     # before: /dev/zero and the sparse file grew past 1 GiB (MemoryError here), the FIFO
     # blocked until the deadline (status "timeout"), the big file went into the evidence
-    assert m["status"] == "ok" and m["took"] < 5, m
+    assert m["status"] == "ok" and m["took"] < 30, m  # a hang detector: not the deadline
     assert m["rss_mib"] < 200, m
     assert m["errors"][f"{PORT}/counters/port_rcv_data"] == why
     assert m["json_bytes"] < 20_000, m
@@ -409,18 +409,18 @@ def test_slow_listings_and_reads_stop_at_the_budget(monkeypatch):
     root, faults = sysfs_trees.tree("dgx-h100")
     real_list, real_read = sysfs.list_dir, sysfs.read_file
 
-    def slow_list(path, limit=None):
-        time.sleep(0.02)
+    def slow_list(path, limit=None):  # the whole walk: 95 listings, 1220 reads, about 40 s
+        time.sleep(0.1)
         return real_list(path, limit)
 
     def slow_read(path):
-        time.sleep(0.005)
+        time.sleep(0.025)
         return real_read(path)
     monkeypatch.setattr(sysfs.read, "list_dir", slow_list)
     t0 = time.monotonic()
     ev = capture(root, timeout=0.4, faults=faults, reader=slow_read)
     took = time.monotonic() - t0
-    assert took < 0.4 + 0.4 + 1.0, took  # the budget, the grace for the walk, slack
+    assert took < 15, took  # the budget, the grace for the walk, a loaded machine: not 40 s
     assert ev["status"] == "timeout"
     for topo in (sysfs.derive(ev), sysfs.derive(json.loads(json.dumps(ev)))):
         assert warnings(topo, "sysfs.timeout")
@@ -446,7 +446,7 @@ def test_a_hung_listing_is_named_as_pending(monkeypatch):
     t0 = time.monotonic()
     try:
         ev = capture(root, timeout=0.3, faults=faults)
-        assert time.monotonic() - t0 < 0.3 + 0.3 + 0.5
+        assert time.monotonic() - t0 < 15  # a hang detector: the listing hangs 30 s
         assert ev["status"] == "timeout" and ev["pending"]["path"] == "class/infiniband"
         assert ev["errors"]["class/infiniband"] == sysfs.DEADLINE
         topo = sysfs.derive(ev)

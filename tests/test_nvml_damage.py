@@ -187,7 +187,7 @@ def test_huge_link_count_is_bounded_not_a_hang(recordings):
     ev["calls"]["nvmlDeviceGetFieldValues(gpu0,91:0)"] = {"value": 10**7}
     started = time.monotonic()
     topo = nvml.derive(ev)
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 10  # a hang detector: not ten million links
     nv = topo.gpu(0).nvml.to_dict()["nvlink"]
     assert nv["status"] == "unknown" and nv["links"] == []
     assert topo.nvml.to_dict()["nvlink_pairs"][0]["count"] is None  # unknown, not "none"

@@ -824,7 +824,7 @@ def test_regression_snapshot_with_huge_integer():
 
 def test_regression_legend_line_is_not_quadratic():
     """A long run of blanks inside a legend-like line must not hang the parser."""
-    text = "GPU0 X\nX = a" + " " * 20_000 + "b\n"  # about 2 ms if linear
+    text = "GPU0 X\nX = a" + " " * 200_000 + "b\n"  # about 20 ms if linear, hours if not
     start = time.monotonic()
     parse(text)
-    assert time.monotonic() - start < 0.5
+    assert time.monotonic() - start < 10  # a hang detector

@@ -119,6 +119,7 @@ def gpu_count(model: Dict[str, Any]) -> int:
 def test_schema_is_a_valid_draft_2020_12_schema(name):
     doc = S.schema(name)
     assert doc["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    assert doc["$id"] == S.ID_BASE + S.SCHEMAS[name]  # references resolve against it
     S.validator(name)  # check_schema() inside: raises on an invalid schema
 
 
@@ -161,7 +162,9 @@ def test_json_md_documents_every_schema_and_top_level_key():
             props = S.schema(name)["$defs"]["model"]["properties"]
         for key in props:
             assert f"`{key}`" in text, f"{file}: top-level key {key!r} not in docs/json.md"
-    assert "http://" not in text and "https://" not in text  # no links outside the repository
+    # no links outside the repository (the schemas' $id is an identifier, not a link)
+    text = text.replace(S.ID_BASE, "")
+    assert "http://" not in text and "https://" not in text
 
 
 # --- layouts ------------------------------------------------------------------------------
@@ -619,6 +622,53 @@ def test_schema_rejects_a_broken_document(case, samples):
     found = str(err.value).splitlines()
     assert S.schema_path(name) in found[0]
     assert any(p.strip().startswith(path) for p in found[1:]), found
+
+
+#: A document broken where the validator must follow a reference into another schema file
+#: (``other.schema.json#/...``); schemas without one: their first mutation above.
+ACROSS_FILES = {
+    "ib": ("", _set("origin", {"kind": "ib"}), "$.origin"),  # model.schema.json origin
+    "snapshot": ("", _set("host", {"hostname": 5}), "$.host"),  # model.schema.json host
+    "links": ("gpus/3/links/5", _set("state", "broken"), "$.gpus[3].links[5].state"),
+    "diff": ("verdict/new/0", _set("severity", "info"), "$.verdict.new[0].severity"),
+    "audit": ("nodes/1/findings/0", _set("severity", "fatal"), "$.nodes[1].findings[0]"),
+    "layouts": ("0", _set("name", "no spaces allowed"), "$[0].name"),
+}
+
+
+def _standard_validator(name: str, leave_out: str = "") -> Any:
+    """A Draft 2020-12 validator as any user builds one: every file of docs/schemas/ in a
+    `referencing` registry under its own ``$id`` (``resources @ Registry()`` refuses a schema
+    without one), no retrieval, no base URI, no file names: references resolve through the
+    ``$id``s or not at all."""
+    import jsonschema
+    from referencing import Registry, Resource
+
+    resources = [Resource.from_contents(json.loads(p.read_text(encoding="utf-8")))
+                 for p in sorted(S.SCHEMA_DIR.glob("*.schema.json")) if p.name != leave_out]
+    registry = resources @ Registry()
+    root = json.loads((S.SCHEMA_DIR / S.SCHEMAS[name]).read_text(encoding="utf-8"))
+    return jsonschema.Draft202012Validator(root, registry=registry)
+
+
+@pytest.mark.parametrize("name", sorted(S.SCHEMAS))
+def test_a_standard_validator_resolves_every_reference_through_the_ids(name, samples):
+    import referencing.exceptions
+
+    validator = _standard_validator(name)
+    validator.validate(samples[name])  # the real document passes
+    where, how, path = ACROSS_FILES.get(name) or next(
+        m[1:] for m in MUTATIONS if m[0] == name)
+    bad = copy.deepcopy(samples[name])
+    how(_at(bad, where))
+    errors = list(validator.iter_errors(bad))
+    assert errors, f"{name}: the broken document passed"
+    assert any(S._where(e.absolute_path).startswith(path) for e in errors), errors
+    targets = {ref.partition("#")[0] for ref in _refs(S.schema(name))} - {""}
+    assert (name in ACROSS_FILES) == bool(targets), targets
+    for target in targets:  # the other file is really used: without it, unresolvable
+        with pytest.raises(referencing.exceptions.Unresolvable):
+            _standard_validator(name, leave_out=target).validate(bad)
 
 
 # --- the hook every CLI test goes through -------------------------------------------------

@@ -155,7 +155,6 @@ def _counters(name: str, link: Optional[NetLink]) -> List[Finding]:
 
 
 def check(topo: Topology, sel: Selection) -> List[Finding]:
-    layout = sel.layout
     names = _wg_names(topo)
     if not names:
         return []

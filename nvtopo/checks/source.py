@@ -15,7 +15,6 @@ PAIR_FACTS = ("path", "p2p", "nvlink_count")
 
 
 def check(topo: Topology, sel: Selection) -> List[Finding]:
-    layout = sel.layout
     """One finding per typed subject: a pair's path and p2p disagreements, or a NIC named
     by its matrix label (``GPU0-NIC0``) and by its device name (``GPU0-mlx5_0``), are one
     disagreement about one thing."""

@@ -200,7 +200,7 @@ def test_mode_enabled_with_no_links_is_an_error(tmp_path, layout):
     assert (c["enabled"], c["link_count"], c["links"]) == (True, 0, [])
     doc = check(path)
     assert doc["verdict"] == "fail"
-    want = layouts.load(layout).get("c2c.links_per_gpu") or "at least 1"
+    want = layouts.load(layout).c2c.links_per_gpu or "at least 1"
     assert c2c_findings(doc) == [("error", "c2c.no_links", "GPU0", want, 0)]
     out = run("show", "--from", path).output
     assert "GPU0: mode enabled · 0 links" in out and "?/0" not in out
@@ -234,9 +234,9 @@ def test_unknown_link_count_is_said_so_not_a_fault(tmp_path):
 
 def test_gh200_layout_states_ten_links_from_inferred_evidence():
     lay = layouts.load("gh200-4")
-    assert lay.get("c2c.links_per_gpu") == 10
-    assert lay.inferred_only("c2c.links_per_gpu") and not lay.inferred_only("c2c")
-    assert layouts.load("gb200-nvl72-tray").get("c2c.links_per_gpu") is None  # no source
+    assert lay.c2c.links_per_gpu == 10
+    assert lay.c2c.inferred("links_per_gpu") and not lay.c2c.inferred()
+    assert layouts.load("gb200-nvl72-tray").c2c.links_per_gpu is None  # no source
 
 
 @pytest.mark.parametrize("evidence,inferred", [
@@ -245,7 +245,7 @@ def test_gh200_layout_states_ten_links_from_inferred_evidence():
     ("[S: CSCS; XI for links_per_gpu]", False), ("[S: CSCS]", False)])
 def test_i_for_key_names_that_key_as_a_whole_word(tmp_path, evidence, inferred):
     lay = layouts.load_file(str(_with_links(tmp_path, 10, evidence)))
-    assert lay.inferred_only("c2c.links_per_gpu") is inferred
+    assert lay.c2c.inferred("links_per_gpu") is inferred
 
 
 def _with_links(tmp_path, count, evidence):
@@ -299,7 +299,7 @@ def _findings(topo, level=("error", "warning")):
     sel = select.select(topo, "auto")
     assert sel.layout is not None and sel.layout.name == "gh200-4"
     return sorted((f.severity, f.code, str(f.subject), f.expected, f.actual)
-                  for f in checks.run(topo, sel.layout).findings if f.severity in level)
+                  for f in checks.run(topo, sel).findings if f.severity in level)
 
 
 def test_gh200_fixture_records_c2c_and_numa_through_pynvml():
@@ -317,7 +317,7 @@ def test_gh200_fixture_records_c2c_and_numa_through_pynvml():
     # The C2C figures the simulator states for the layout (10 links of 44,712 MB/s).
     from nvtopo.simulate import build, sources
     sim = [g["c2c"] for g in sources.nvml_description(build(layouts.load("gh200-4")))["gpus"]]
-    want_links = layouts.load("gh200-4").get("c2c.links_per_gpu")
+    want_links = layouts.load("gh200-4").c2c.links_per_gpu
     assert len(topo.gpus) == len(real.gpus) == 4
     for g, r, s in zip(topo.gpus, real.gpus, sim):
         c = g.nvml.to_dict()["c2c"]

@@ -81,7 +81,7 @@ def test_no_layout_fits_runs_layout_independent_checks(cli):
 def test_permuted_mesh_reports_the_mapping(cli, tmp_path):
     from nvtopo import layouts
 
-    pairs = layouts.load("dgx-1-v100").get("nvlink.pairs")
+    pairs = layouts.load("dgx-1-v100").nvlink.pairs
     perm = [7, 1, 2, 3, 4, 5, 6, 0]  # layout GPU i printed as GPU perm[i]: 0 and 7 swapped
     cells = [["X" if a == b else "SYS" for b in range(8)] for a in range(8)]
     for key, c in pairs.items():

@@ -2,11 +2,13 @@
 finding, unknown facts at most info."""
 
 import copy
+import json
 
 import pytest
 
 from nvtopo import checks, layouts
 from nvtopo.checks import fabric, gpu, ib, nic, numa, nvlink, p2p, pcie, source
+from nvtopo.checks.select import given
 from nvtopo.model import GPU, NIC, Disagreement, Matrix, NVLinkPair, Topology
 from nvtopo.model.nvlink import Fabric, NvmlGpuLinks, NvmlLink, Remote
 from nvtopo.model.nvml import Fault, GpuPcie, NvmlGpu, NvmlNode, P2PMatrix, Utilization
@@ -112,9 +114,9 @@ def test_every_family_is_pure_and_returns_findings():
     topo = healthy()
     before = copy.deepcopy(topo.to_dict())
     for mod in (gpu, fabric, nvlink, p2p, pcie, nic, ib, numa, source):
-        assert mod.check(topo, LAY) == []
-        assert mod.check(topo, None) == [] or all(
-            f.severity == "info" for f in mod.check(topo, None))
+        assert mod.check(topo, given(LAY)) == []
+        assert mod.check(topo, given(None)) == [] or all(
+            f.severity == "info" for f in mod.check(topo, given(None)))
     assert topo.to_dict() == before
 
 
@@ -354,7 +356,7 @@ def test_source_disagreement_is_a_warning():
 def test_inferred_expectation_is_at_most_a_warning():
     data = copy.deepcopy(LAY.data)
     data["numa"]["evidence"] = "[I]"
-    lay = layouts.Layout("x", data)
+    lay = layouts.parse(json.dumps(dict(data, name="x")), "x")
     topo = healthy()
     topo.gpu(2).numa_affinity = "1"
     found = [(f.code, f.severity) for f in checks.run(topo, lay).findings if f.severity != "info"]
@@ -393,10 +395,10 @@ def test_cloud_layout_with_inferred_nvlink_still_fails_on_what_the_node_shows(na
     from nvtopo.simulate import simulate
 
     lay = _layouts.load(name)
-    assert lay.inferred_only("nvlink")
+    assert lay.nvlink.inferred()
     doc = _json.loads(_json.dumps(simulate(lay, (fault,), seed=5)))
     topo = _snapshot.derive(doc, where=name)
-    found = _checks.run(topo, select(topo, name).layout).findings
+    found = _checks.run(topo, select(topo, name)).findings
     assert any(f.code == code and f.severity == "error" for f in found), \
         [(f.severity, f.code, str(f.subject)) for f in found]
     assert _checks.verdict(found) == "fail"

@@ -30,7 +30,7 @@ def doc(machine=None, tree=None, topo_text=False):
 def found(d, layout="auto", level=("error", "warning")):
     topo = snapshot.derive(d, "node.json")
     sel = S.select(topo, layout)
-    return sel, [(f.code, str(f.subject), f.severity) for f in checks.run(topo, sel.layout).findings
+    return sel, [(f.code, str(f.subject), f.severity) for f in checks.run(topo, sel).findings
                  if f.severity in level]
 
 

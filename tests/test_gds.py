@@ -55,7 +55,7 @@ def stated(name="dgx-h100"):
     lay = layouts.load(name)
     data = copy.deepcopy(lay.data)
     data["storage"]["gds"]["evidence"] = "[S: H100UG] stated for the test"
-    return layouts.Layout(name=lay.name, data=data)
+    return layouts.parse(json.dumps(data), where=lay.name)
 
 
 # --- reading ------------------------------------------------------------------------------------

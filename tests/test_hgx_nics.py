@@ -60,9 +60,9 @@ def _move_behind_cpu(text: str, gpu: int, nic: int, token: str = "NODE") -> str:
 def test_every_hgx_8_layout_states_one_nic_per_gpu_as_inferred():
     for name in HGX:
         lay = layouts.load(name)
-        assert lay.get("nics.per_gpu.path") == "PXB", name
-        assert lay.inferred_only("nics.per_gpu"), name  # no primary source: warnings only
-        assert not lay.get("nics.placement"), name
+        assert lay.nics.per_gpu.path == "PXB", name
+        assert lay.nics.inferred("per_gpu"), name  # no primary source: warnings only
+        assert not lay.nics.placement.stated, name
 
 
 def test_healthy_hgx_h100_real_paste_is_clean():
@@ -295,7 +295,7 @@ def test_nic_groups_on_half_the_gpus_with_a_far_bond_are_a_note():
 
 def test_dgx_port_map_checks_are_unchanged():
     """dgx-h100 keeps its port map (nics.placement): per_gpu does not apply there."""
-    assert layouts.load("dgx-h100").get("nics.per_gpu") is None
+    assert layouts.load("dgx-h100").nics.per_gpu is None
     text = _move_behind_cpu(H100.read_text(encoding="utf-8"), gpu=3, nic=3)
     nic = _nic_findings(_run(text, "dgx-h100"))
     assert all(f.message.find("sits off the GPU switches") < 0 for f in nic)

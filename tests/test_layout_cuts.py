@@ -64,7 +64,7 @@ def board_name(path):
     sel = S.select(snapshot.load(str(path)))
     if sel.layout is None:
         return None
-    pat = sel.layout.get("gpus.name_pattern")
+    pat = sel.layout.gpus.name_pattern
     for name in ("NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3", "NVIDIA A800-SXM4-80GB",
                  "Tesla V100-SXM2-32GB"):
         if layouts.name_matches(pat, name):
@@ -91,7 +91,7 @@ def test_every_cut_of_a_healthy_board_has_no_error_and_is_a_subset(path, tmp_pat
                     if k <= 4:
                         if r.layout_name == "none":
                             if full_layout is not None and (
-                                    k >= 3 or named or full_layout.get("nvlink.nvswitch")):
+                                    k >= 3 or named or full_layout.nvlink.nvswitch):
                                 # the board's own layout says what it is part of (two
                                 # unnamed GPUs over NV1/NV2 could be a bridged pair too)
                                 assert f"{k} GPUs, a subset of" in r.reason, (what, r.reason)
@@ -99,7 +99,7 @@ def test_every_cut_of_a_healthy_board_has_no_error_and_is_a_subset(path, tmp_pat
                         # only a layout of exactly k GPUs that fits every pair and NUMA
                         # node by shape (4 NV18 GPUs on two sockets: a GB200 tray's shape)
                         pairs = k * (k - 1) // 2
-                        assert not named and r.layout.get("gpus.count") == k, (what, r.reason)
+                        assert not named and r.layout.gpus.count == k, (what, r.reason)
                         assert f"{pairs}/{pairs} GPU pairs as expected" in r.reason
                         assert not re.search(r"NUMA (\d+)/(?!\1\b)", r.reason), r.reason
                     elif r.layout_name != "none":

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from nvtopo import layouts
+from nvtopo.layouts.doc import Section
 from nvtopo.errors import NvtopoError
 
 
@@ -18,14 +19,15 @@ def test_bundled_layouts_are_valid_and_named_after_their_file(name):
     assert lay.name == name
     assert lay.title
     for sec in ("gpus", "nvlink", "nics", "numa"):
-        if lay.section(sec):
-            assert lay.evidence(sec) or all(
-                isinstance(v, dict) and "evidence" in v for v in lay.section(sec).values()
-                if isinstance(v, dict)), f"{name}: section {sec} without evidence"
+        section = getattr(lay, sec)
+        if section.stated:
+            subs = [x for x in vars(section).values() if isinstance(x, Section) and x.stated]
+            assert section.evidence or (subs and all(x.evidence for x in subs)), \
+                f"{name}: section {sec} without evidence"
 
 
 def test_dgx1_v100_cube_mesh_as_printed():
-    pairs = layouts.load("dgx-1-v100").get("nvlink.pairs")
+    pairs = layouts.load("dgx-1-v100").nvlink.pairs
     nv2 = sorted(k for k, v in pairs.items() if v == 2)
     assert nv2 == sorted(["0-3", "0-4", "1-2", "1-5", "2-3", "4-7", "5-6", "6-7"])
     links = {g: 0 for g in range(8)}
@@ -38,13 +40,14 @@ def test_dgx1_v100_cube_mesh_as_printed():
 
 def test_lookup_helpers():
     lay = layouts.load("dgx-h100")
-    assert lay.get("nics.compute.rate_gbps") == 400
-    assert lay.get("nvlink.pairs") is None
-    assert lay.get("no.such.key", "d") == "d"
-    assert "H100UG" in lay.evidence("gpus.pcie.gen")
-    inferred = layouts.Layout("x", {"numa": {"gpu_numa": {}, "evidence": "[I]"}})
-    assert inferred.inferred_only("numa.gpu_numa")
-    assert not lay.inferred_only("numa")
+    assert lay.nics.compute.rate_gbps == 400
+    assert lay.nvlink.pairs is None
+    assert lay.domain.nodes is None and layouts.load("gb200-nvl72-tray").domain.nodes == 18
+    assert "H100UG" in lay.gpus.evidence
+    inferred = layouts.parse('{"schema": 1, "name": "x", "numa": {"gpu_numa": {}, '
+                             '"evidence": "[I]"}}', "x")
+    assert inferred.numa.inferred("gpu_numa")
+    assert not lay.numa.inferred()
 
 
 @pytest.mark.parametrize("text,needle", [

@@ -31,9 +31,9 @@ def sim(name, *faults, seed=2):
 ])
 def test_a_model_name_inside_another_does_not_match_it(gpu, want, not_):
     for name in want:
-        assert layouts.name_matches(layouts.load(name).get("gpus.name_pattern"), gpu), name
+        assert layouts.name_matches(layouts.load(name).gpus.name_pattern, gpu), name
     for name in not_:
-        assert not layouts.name_matches(layouts.load(name).get("gpus.name_pattern"), gpu), name
+        assert not layouts.name_matches(layouts.load(name).gpus.name_pattern, gpu), name
 
 
 def test_simulate_dgx_b200_is_b200_on_x86_and_picks_its_own_layout():
@@ -138,7 +138,7 @@ def test_device_id_table_names_match_their_layouts():
     assert "device_ids" not in layouts.names()
     for dev, name in table.items():
         assert dev == dev.lower() and dev.startswith("0x") and int(dev, 16) < 0x10000
-    pats = {n: layouts.load(n).get("gpus.name_pattern") for n in layouts.names()}
+    pats = {n: layouts.load(n).gpus.name_pattern for n in layouts.names()}
     # every bundled layout's GPU is named by some id
     for lay, pat in pats.items():
         assert any(layouts.name_matches(pat, nm) for nm in table.values()), lay
@@ -150,7 +150,7 @@ def test_a_renumbered_mesh_with_a_degraded_link_is_mapped_the_way_numa_says():
     import random
     from nvtopo.checks import facts as F
     lay = layouts.load("dgx-1-v100")
-    exp, gn = F.layout_pairs(lay, 8), lay.get("numa.gpu_numa")
+    exp, gn = F.layout_pairs(lay, 8), lay.numa.gpu_numa
     rng = random.Random(7)
     for _ in range(25):
         perm = list(range(8))
@@ -193,4 +193,4 @@ BOARD_NAMES = [
 
 @pytest.mark.parametrize("layout,name,board", BOARD_NAMES)
 def test_board_name_patterns_leave_out_the_nvl_and_pcie_cards(layout, name, board):
-    assert layouts.name_matches(layouts.load(layout).get("gpus.name_pattern"), name) is board
+    assert layouts.name_matches(layouts.load(layout).gpus.name_pattern, name) is board

@@ -67,7 +67,7 @@ def test_corpus_picks_its_layout_and_healthy_ones_check_clean(path):
     else:
         assert sel.layout.family == family
         assert sel.reason.startswith("auto: ")
-    errors = [(f.code, str(f.subject)) for f in checks.run(topo, sel.layout).findings
+    errors = [(f.code, str(f.subject)) for f in checks.run(topo, sel).findings
               if f.severity == "error"]
     if healthy:
         assert errors == []
@@ -96,7 +96,7 @@ def _mesh_topo(pairs, n=8, perm=None):
 
 
 def test_permuted_dgx1_v100_mesh_matches_with_the_mapping():
-    pairs = layouts.load("dgx-1-v100").get("nvlink.pairs")
+    pairs = layouts.load("dgx-1-v100").nvlink.pairs
     perm = [3, 6, 0, 5, 1, 7, 2, 4]  # layout GPU i is printed as GPU perm[i]
     topo = _mesh_topo(pairs, perm=perm)
     sel = S.select(topo)
@@ -108,16 +108,16 @@ def test_permuted_dgx1_v100_mesh_matches_with_the_mapping():
         pa, pb = perm[a], perm[b]
         assert pairs.get(f"{min(sel.mapping[pa], sel.mapping[pb])}-"
                          f"{max(sel.mapping[pa], sel.mapping[pb])}") == c
-    assert [f for f in checks.run(topo, sel.layout).findings if f.severity == "error"] == []
+    assert [f for f in checks.run(topo, sel).findings if f.severity == "error"] == []
 
 
 def test_identity_mesh_needs_no_mapping_and_a_missing_link_is_one_pair_finding():
-    pairs = dict(layouts.load("dgx-1-v100").get("nvlink.pairs"))
+    pairs = dict(layouts.load("dgx-1-v100").nvlink.pairs)
     pairs["0-3"] = 1
     topo = _mesh_topo(pairs)
     sel = S.select(topo)
     assert sel.layout.family == "dgx-1" and sel.mapping is None
-    errs = [(f.code, str(f.subject)) for f in checks.run(topo, sel.layout).findings
+    errs = [(f.code, str(f.subject)) for f in checks.run(topo, sel).findings
             if f.severity == "error"]
     assert errs == [("nvlink.pair_degraded", "GPU0-GPU3")]
 
@@ -146,7 +146,7 @@ def test_degraded_h100_node_keeps_its_layout():
     topo = _h100_nvswitch(n=7, names="NVIDIA H100 80GB HBM3")
     sel = S.select(topo)
     assert sel.layout.family == "h100-8"
-    got = [(f.severity, f.code, str(f.subject)) for f in checks.run(topo, sel.layout).findings
+    got = [(f.severity, f.code, str(f.subject)) for f in checks.run(topo, sel).findings
            if f.code == "gpu.missing"]
     # a pasted matrix alone cannot tell a GPU gone from a VM given 7: one warning
     assert got == [("warning", "gpu.missing", "node")]
@@ -173,7 +173,7 @@ def test_explicit_layout_and_user_file(tmp_path):
     assert sel.layout.name == "dgx-h100" and sel.reason.startswith("--layout dgx-h100")
     # the DGX port map's names do not hold on this OEM board, but every GPU has a NIC at
     # PIX (placement, not names): one renaming warning, no error
-    found = checks.run(topo, sel.layout).findings
+    found = checks.run(topo, sel).findings
     assert [f.code for f in found if f.severity == "error"] == []
     assert [f.code for f in found if f.code.startswith("nic.")
             and f.severity != "info"] == ["nic.names_differ"]
@@ -197,9 +197,9 @@ def test_required_layouts_exist():
 @pytest.mark.parametrize("name", layouts.names())
 def test_every_layout_is_consistent(name):
     lay = layouts.load(name)
-    n = lay.get("gpus.count")
+    n = lay.gpus.count
     assert isinstance(n, int) and n > 0
-    pairs = lay.get("nvlink.pairs")
+    pairs = lay.nvlink.pairs
     if pairs:
         links = {g: 0 for g in range(n)}
         for k, c in pairs.items():
@@ -207,22 +207,21 @@ def test_every_layout_is_consistent(name):
             assert 0 <= a < b < n
             links[a] += c
             links[b] += c
-        if lay.get("nvlink.links_per_gpu"):
-            assert set(links.values()) == {lay.get("nvlink.links_per_gpu")}
-    for key in ("numa.gpu_numa", "nics.placement.gpu_nic"):
-        m = lay.get(key)
+        if lay.nvlink.links_per_gpu:
+            assert set(links.values()) == {lay.nvlink.links_per_gpu}
+    for m in (lay.numa.gpu_node, lay.nics.placement.port_map):
         if m:
-            assert {int(k) for k in m} <= set(range(n))
+            assert set(m) <= set(range(n))
     for sec in ("gpus", "nvlink", "numa"):
-        if lay.section(sec):
-            assert lay.evidence(sec), f"{name}: {sec} without evidence"
+        if getattr(lay, sec).stated:
+            assert getattr(lay, sec).evidence, f"{name}: {sec} without evidence"
     s = lay.summary()
     assert s["name"] == name and s["gpus"] == n
 
 
 def test_inferred_only_sections_give_warnings_not_errors():
     lay = layouts.load("dgx-station-v100")
-    assert lay.inferred_only("nvlink") and lay.inferred_only("numa")
+    assert lay.nvlink.inferred() and lay.numa.inferred()
     topo = _mesh_topo({"0-1": 2, "0-2": 1, "0-3": 2, "1-2": 2, "1-3": 2, "2-3": 2}, n=4)
     found = checks.run(topo, lay).findings
     assert [f.severity for f in found if f.code == "nvlink.pair_degraded"] == ["warning"]
@@ -230,7 +229,7 @@ def test_inferred_only_sections_give_warnings_not_errors():
 
 
 def test_dgx1_p100_mesh_is_two_quads_plus_cross_links():
-    pairs = layouts.load("dgx-1-p100").get("nvlink.pairs")
+    pairs = layouts.load("dgx-1-p100").nvlink.pairs
     assert len(pairs) == 16 and set(pairs.values()) == {1}
     assert {"0-4", "1-5", "2-6", "3-7"} <= set(pairs)
 
@@ -260,8 +259,9 @@ def test_an_oem_h200_node_picks_the_generic_hgx_h200_layout():
     doc = json.loads(json.dumps(simulate(layouts.load("gcp-a3-ultragpu-8g"), (), seed=3)))
     topo = snapshot.derive(doc, where="a3")
     sel = S.select(topo)
-    assert sel.name == "hgx-h200-8" and set(sel.layout.section("nics")) == {"per_gpu"}
-    found = checks.run(topo, sel.layout).findings
+    assert sel.name == "hgx-h200-8" and sel.layout.nics.per_gpu is not None \
+        and not sel.layout.nics.facts_stated
+    found = checks.run(topo, sel).findings
     assert checks.verdict(found) == "pass"
     assert not [f for f in found if f.severity != "info"]
 
@@ -276,8 +276,8 @@ def test_auto_does_not_apply_a_port_map_the_nics_contradict(monkeypatch):
     doc = json.loads(json.dumps(simulate(layouts.load("gcp-a3-ultragpu-8g"), (), seed=3)))
     topo = snapshot.derive(doc, where="a3")
     sel = S.select(topo)
-    assert sel.name == "dgx-h200" and sel.layout.section("nics") == {}
+    assert sel.name == "dgx-h200" and not sel.layout.nics.stated and sel.nics_dropped
     assert "NIC expectations are not applied" in sel.reason
-    found = checks.run(topo, sel.layout).findings
+    found = checks.run(topo, sel).findings
     assert checks.verdict(found) == "pass"
     assert any(f.code == "nic.not_checked" and f.severity == "info" for f in found)

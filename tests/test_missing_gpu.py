@@ -35,7 +35,7 @@ def sim(layout, *faults, seed=3):
 
 def run(topo):
     sel = S.select(topo)
-    return sel, checks.run(topo, sel.layout)
+    return sel, checks.run(topo, sel)
 
 
 def got(rep, codes=("gpu.missing",)):
@@ -77,7 +77,7 @@ def test_a_missing_gpu_is_placed_in_its_empty_slot(slot):
     assert got(rep) == [("error", "gpu.missing", "GPU7")]
     msg = [f for f in rep.findings if f.code == "gpu.missing"][0].message
     assert f"the empty slot is the layout's GPU{slot} " in msg
-    nic = layouts.load("dgx-h100").get("nics.placement.gpu_nic")[str(slot)]
+    nic = layouts.load("dgx-h100").nics.placement.gpu_nic[str(slot)]
     assert f"its NIC {nic} is on the bus" in msg
     # the GPUs present keep their NIC and NUMA checks, in their own slots
     assert not [f for f in rep.findings if f.code in ("nic.not_checked", "numa.not_checked")]
@@ -86,8 +86,8 @@ def test_a_missing_gpu_is_placed_in_its_empty_slot(slot):
     # the node's GPU numbering is mapped onto the slots, skipping the empty one
     want = {i: (i if i < slot else i + 1) for i in range(7)}
     assert (sel.mapping or {i: i for i in range(7)}) == want
-    gn = sel.layout.get("nics.placement.gpu_nic")
-    full = layouts.load("dgx-h100").get("nics.placement.gpu_nic")
+    gn = sel.layout.nics.placement.gpu_nic
+    full = layouts.load("dgx-h100").nics.placement.gpu_nic
     assert {int(k): v for k, v in gn.items() if int(k) < 7} == {
         i: full[str(want[i])] for i in range(7)}
 
@@ -126,5 +126,5 @@ def test_a_card_swap_next_to_a_missing_gpu_is_not_taken_for_a_slot():
     them (the count-based finding and the renumbered note stay)."""
     topo = sim("dgx-h100", "gpu-missing:GPU0", "nic-affinity-swap:mlx5_4:mlx5_5")
     sel, rep = run(topo)
-    assert not sel.layout.extra.get("slots_known")
+    assert not sel.slots_known
     assert [c for _, c, _ in got(rep)] == ["gpu.missing"]

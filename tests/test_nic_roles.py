@@ -107,7 +107,7 @@ def _problems(topo):
 
     sel = S.select(topo)
     assert sel.name == "dgx-a100", sel.reason
-    return [(f.severity, f.code, str(f.subject)) for f in checks.run(topo, sel.layout).findings
+    return [(f.severity, f.code, str(f.subject)) for f in checks.run(topo, sel).findings
             if f.severity != "info"]
 
 

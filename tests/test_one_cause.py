@@ -11,6 +11,7 @@ from test_checks_families import LAY, healthy
 
 from nvtopo import checks, layouts, snapshot
 from nvtopo.checks import source, subject as S
+from nvtopo.checks.select import given
 from nvtopo.model import Disagreement
 from nvtopo.model.nvml import P2PMatrix
 from nvtopo.simulate import simulate
@@ -75,7 +76,7 @@ def test_disagreements_about_one_pair_are_one_finding():
         Disagreement("GPU0-GPU1", "path", {"topo-text": "NV18", "nvml": "NV17"}, "differ"),
     ]
     # the family itself (checks.run folds these under nvlink.pair_degraded besides)
-    got = source.check(topo, LAY)
+    got = source.check(topo, given(LAY))
     assert sorted(str(f.subject) for f in got) == ["GPU0-GPU1", "GPU2-GPU6"]
     both = next(f for f in got if f.subject == S.pair(2, 6))
     assert set(both.actual) == {"path", "p2p"} and "p2p" in both.message
@@ -90,7 +91,7 @@ def test_a_nic_by_matrix_label_and_by_device_name_is_one_disagreement():
         Disagreement(f"GPU0-{nic.name}", "path", {"topo-text": "PIX", "sysfs": "PXB"},
                      "differ"),
     ]
-    got = source.check(topo, LAY)
+    got = source.check(topo, given(LAY))
     assert keys(got) == [("warning", "source.disagreement", f"GPU0-{nic.name}")]
     assert got[0].subject == S.gpu_nic(0, nic.name)
 
@@ -126,7 +127,7 @@ def test_gpus_hidden_from_a_job_are_one_warning_not_one_per_gpu(tmp_path):
     p.write_text(json.dumps(_job_given_two_gpus()))
     topo = snapshot.load(str(p))
     assert len(topo.gpus) == 8
-    found = [f for f in source.check(topo, None) if f.severity != "info"]
+    found = [f for f in source.check(topo, given(None)) if f.severity != "info"]
     assert [(f.code, f.severity, str(f.subject)) for f in found] == [
         ("source.gpus_not_listed", "warning", "node")]
     for bdf in ("0000:14:00.0", "0000:2f:00.0"):
@@ -139,4 +140,4 @@ def test_gpus_hidden_from_a_job_are_one_warning_not_one_per_gpu(tmp_path):
 def test_a_gpu_listed_by_every_source_gives_no_not_listed_finding():
     topo = snapshot.derive(json.loads(snapshot.dumps(simulate(layouts.load("dgx-h100"), [],
                                                               seed=1))), where="s")
-    assert not [f for f in source.check(topo, None) if f.code == "source.gpus_not_listed"]
+    assert not [f for f in source.check(topo, given(None)) if f.code == "source.gpus_not_listed"]

@@ -122,7 +122,7 @@ def test_check_prometheus_values_match_the_check_result(faulty):
     assert active == {str(g["index"]): g["extra"]["nvml"]["nvlink"]["active"]
                       for g in model["gpus"]}
     assert active["3"] == 17 and active["0"] == 18
-    assert expected == {str(g["index"]): lay.get("nvlink.links_per_gpu") for g in model["gpus"]}
+    assert expected == {str(g["index"]): lay.nvlink.links_per_gpu for g in model["gpus"]}
     info = {lab["gpu"]: lab for lab, _ in samples(fams, "nvtopo_gpu_info")}
     assert {g: (lab["uuid"], lab["numa"]) for g, lab in info.items()} == {
         str(g["index"]): (g["uuid"], g["numa_affinity"]) for g in model["gpus"]}

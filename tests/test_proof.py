@@ -91,8 +91,8 @@ def findings(name: str, faults: Tuple[str, ...]):
     # as `nvtopo check --layout NAME` does: the selection renumbers a mesh to the node
     from nvtopo.checks.select import select
 
-    lay = select(topo, name).layout
-    return tuple(f for f in checks.run(topo, lay).findings if f.severity in ("error", "warning"))
+    sel = select(topo, name)
+    return tuple(f for f in checks.run(topo, sel).findings if f.severity in ("error", "warning"))
 
 
 @functools.lru_cache(maxsize=None)
@@ -132,19 +132,19 @@ def candidates(name: str) -> Dict[str, List[str]]:
                                                            n.port.rate_gbps / 2)
         out["ib-rate"].append(f"ib-rate:{n.name}:{low:g}")
         out["counters"].append(f"counters:{n.name}:symbol_error=1000")
-    if isinstance(lay.get("nics.placement.gpu_nic"), dict):
+    if isinstance(lay.nics.placement.gpu_nic, dict):
         nics = m.nics_in_order()
         for i, a in enumerate(nics):
             for b in nics[i + 1:]:
                 if a.link_layer == b.link_layer and moved_gpus(m, a.name, b.name):
                     out["nic-affinity-swap"].append(f"nic-affinity-swap:{a.name}:{b.name}")
-        for k, val in sorted(lay.get("nics.placement.gpu_nic").items()):
+        for k, val in sorted(lay.nics.placement.gpu_nic.items()):
             for x in ([val] if isinstance(val, str) else val)[:1]:
                 if m.nic(x) is not None:
                     out["nic-rename"].append(f"nic-rename:{x}:ibp{k}s0")
     if m.nvswitch:
         out["fabric-not-started"].append("fabric-not-started")
-    if lay.get("nics.gpudirect_rdma") is True:
+    if lay.nics.gpudirect_rdma is True:
         out["peermem-missing"].append("peermem-missing")
     return {k: v for k, v in out.items() if v}
 
@@ -172,7 +172,8 @@ def allowed_severities(name: str, spec: str) -> Set[str]:
     kind = parse(spec).kind
     _, sev, section = CONTRACT[kind]
     ok = {sev}
-    if sev == "error" and section and layout(name).inferred_only(section):
+    head, _, key = section.partition(".")
+    if sev == "error" and section and getattr(layout(name), head).inferred(key or None):
         ok.add("warning")
     return ok
 

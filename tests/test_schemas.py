@@ -346,7 +346,7 @@ def fault_specs(name: str) -> Dict[str, str]:
         out["nic-rename"] = f"nic-rename:{n.name}:ibp12s0"
         if len(m.pci[n.bdf].chain) > 1:
             out["nic-far"] = f"nic-far:{n.name}"
-    if isinstance(lay.get("nics.placement.gpu_nic"), dict):
+    if isinstance(lay.nics.placement.gpu_nic, dict):
         nics = m.nics_in_order()
         swap = next((f"nic-affinity-swap:{a.name}:{b.name}" for i, a in enumerate(nics)
                      for b in nics[i + 1:]
@@ -355,12 +355,12 @@ def fault_specs(name: str) -> Dict[str, str]:
             out["nic-affinity-swap"] = swap
     if m.nvswitch:
         out["fabric-not-started"] = "fabric-not-started"
-    if lay.get("nics.gpudirect_rdma") is True:
+    if lay.nics.gpudirect_rdma is True:
         out["peermem-missing"] = "peermem-missing"
     if gpus[0].c2c_links:  # Grace superchips
         out["c2c-down"] = f"c2c-down:GPU{gpus[0].ident}"
         out["c2c-links"] = f"c2c-links:GPU{gpus[-1].ident}:{gpus[-1].c2c_links // 2}"
-    if lay.get("storage.gds.expected") is True:
+    if (lay.storage.gds is not None and lay.storage.gds.expected is True):
         out.update({"nvme-far": "nvme-far:1", "nvme-bunched": "nvme-bunched:2",
                     "nvme-missing": "nvme-missing:3", "iommu-on": "iommu-on",
                     "no-nvidia-fs": "no-nvidia-fs"})
@@ -384,7 +384,7 @@ def simulated(path: Path, name: str, *faults: str) -> Dict[str, Any]:
 def test_simulated_healthy_node_of_every_layout(name, tmp_path):
     doc = simulated(tmp_path / "sim.json", name)
     out = every_command(tmp_path / "sim.json", resnapshot=False)
-    assert gpu_count(out["show"]) == layouts.load(name).get("gpus.count")
+    assert gpu_count(out["show"]) == layouts.load(name).gpus.count
     assert out["check"]["verdict"] == "pass"
     assert out["show"]["host"]["hostname"] == doc["host"]["hostname"]
 

@@ -37,10 +37,10 @@ def per_source(doc: Dict[str, Any]):
 
 
 def expected_pairs(lay, n: int) -> Dict[tuple, int]:
-    pairs = lay.get("nvlink.pairs")
+    pairs = lay.nvlink.pairs
     if isinstance(pairs, dict):
         return {(i, j): pairs.get(f"{i}-{j}", 0) for i in range(n) for j in range(i + 1, n)}
-    pc = lay.get("nvlink.pair_count")
+    pc = lay.nvlink.pair_count
     return {(i, j): pc or 0 for i in range(n) for j in range(i + 1, n)}
 
 
@@ -64,7 +64,7 @@ def test_there_are_layouts_to_simulate():
 def test_healthy_node_every_source_derives_and_agrees(healthy, name):
     doc = healthy[name]
     lay = layouts.load(name)
-    n = lay.get("gpus.count")
+    n = lay.gpus.count
     assert doc["kind"] == "nvtopo-snapshot" and doc["simulated"]["layout"] == name
     assert doc["simulated"]["faults"] == [] and isinstance(doc["simulated"]["assumptions"], list)
     t_topo, t_nvml, t_sysfs = per_source(doc)
@@ -81,7 +81,7 @@ def test_healthy_node_every_source_derives_and_agrees(healthy, name):
         assert (nvlink_count(tok) or 0) == c, (name, a, b, tok)
         assert (t_nvml.nvlink(a, b) or 0) == c, (name, a, b)
     # NUMA, as the layout has it, in every source
-    numa = lay.get("numa.gpu_numa") or {}
+    numa = lay.numa.gpu_numa or {}
     for i in range(n):
         if str(i) in numa:
             for frag in (t_topo, t_nvml, t_sysfs):
@@ -91,7 +91,7 @@ def test_healthy_node_every_source_derives_and_agrees(healthy, name):
         label = topo.nic(nic.name).label
         for g in range(n):
             assert nic.sysfs.to_dict()["gpu_paths"][f"GPU{g}"] == t_topo.path(f"GPU{g}", label)
-    count = lay.get("nics.compute.count")
+    count = lay.nics.compute.count
     if isinstance(count, int):
         active = [p for x in t_sysfs.nics for p in x.sysfs.to_dict()["ports"]
                   if p["state"] == "ACTIVE"]
@@ -102,10 +102,10 @@ def test_healthy_node_every_source_derives_and_agrees(healthy, name):
 def test_healthy_nics_sit_where_the_layout_places_them(healthy, name):
     lay = layouts.load(name)
     topo = derive(healthy[name])
-    best = lay.get("nics.placement.gpu_to_nearest_compute_nic")
-    gpu_nic = lay.get("nics.placement.gpu_nic") or {}
-    rate = lay.get("nics.compute.rate_gbps")
-    layer = lay.get("nics.compute.link_layer")
+    best = lay.nics.placement.gpu_to_nearest_compute_nic
+    gpu_nic = lay.nics.placement.gpu_nic or {}
+    rate = lay.nics.compute.rate_gbps
+    layer = lay.nics.compute.link_layer
     for g, names in gpu_nic.items():
         for x in names if isinstance(names, list) else [names]:
             nic = topo.nic(x)

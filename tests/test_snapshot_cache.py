@@ -333,7 +333,7 @@ def test_bundled_layouts_load_when_nvtopo_is_imported_from_a_zip(tmp_path):
                 zf.write(f, f.relative_to(pkg.parent).as_posix())
     code = ("from nvtopo import layouts\n"
             "names = layouts.names()\n"
-            "assert len(names) > 20 and layouts.load('dgx-h100').get('gpus.count') == 8\n"
+            "assert len(names) > 20 and layouts.load('dgx-h100').gpus.count == 8\n"
             "print(len(names))\n")
     env = dict(os.environ, PYTHONPATH=str(z))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

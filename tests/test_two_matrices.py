@@ -45,7 +45,7 @@ def m_block(body):
 
 def report(path, layout="auto"):
     topo = snapshot.load(str(path))
-    return topo, checks.run(topo, S.select(topo, layout).layout)
+    return topo, checks.run(topo, S.select(topo, layout))
 
 
 def errors(rep):

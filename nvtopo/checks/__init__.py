@@ -1,9 +1,10 @@
 """Checks: is the wiring what the layout says it should be?
 
-Every check family is a module with one pure function ``check(model, layout)``
+Every check family is a module with one pure function ``check(model, selection)``
 returning a list of :class:`Finding`, each about a typed
-:class:`~nvtopo.checks.subject.Subject`.  ``layout`` is ``None`` when no layout
-fits the node: the families then run only their layout-independent parts
+:class:`~nvtopo.checks.subject.Subject`; the selection
+(:class:`~nvtopo.checks.select.Selection`) carries the typed layout and how it was chosen.
+Its ``layout`` is ``None`` when no layout fits the node: the families then run only their layout-independent parts
 (links down, ports down, counters, PCIe hops, disagreements).
 
 Root causes, not echoes: one fault gives one error finding.  The families
@@ -65,25 +66,28 @@ def fold(findings: List[Finding]) -> List[Finding]:
     return out
 
 
-def run(model: Any, layout: Optional[Any], reason: str = "",
-        mapping: Optional[Dict[int, int]] = None) -> Report:
-    """Every family's findings against ``layout`` (None: the layout-independent parts),
-    folded, ordered by severity then family, as a :class:`Report`.  ``reason`` and
-    ``mapping``: what the layout selection said (:func:`select_and_run` passes them)."""
+def run(model: Any, chosen: Any) -> Report:
+    """Every family's findings against what selection decided (a
+    :class:`~nvtopo.checks.select.Selection`; a layout or None is taken as given, None
+    meaning the layout-independent parts), folded, ordered by severity then family, as a
+    :class:`Report`."""
     from .facts import shared_views
+    from .select import Selection, given
 
+    sel = chosen if isinstance(chosen, Selection) else given(chosen)
+    layout = sel.layout
     found: List[Finding] = []
     with shared_views():
         for fam in FAMILIES:
             mod = importlib.import_module(f"{__name__}.{fam}")
-            found.extend(mod.check(model, layout))
+            found.extend(mod.check(model, sel))
     found = fold(found)
     order = {s: i for i, s in enumerate(SEVERITIES)}
     fam_order = {f: i for i, f in enumerate(FAMILIES)}
     found.sort(key=lambda f: (order[f.severity],
                               fam_order.get(f.code.split(".")[0], len(FAMILIES))))
-    return Report(layout_name=layout.name if layout is not None else "none", reason=reason,
-                  findings=tuple(found), mapping=mapping, layout=layout)
+    return Report(layout_name=layout.name if layout is not None else "none",
+                  reason=sel.reason, findings=tuple(found), mapping=sel.mapping, layout=layout)
 
 
 def select_and_run(model: Any, layout: str = "auto", layout_file: Optional[str] = None
@@ -95,4 +99,4 @@ def select_and_run(model: Any, layout: str = "auto", layout_file: Optional[str] 
 
     with shared_views():
         sel = selection.select(model, layout, layout_file)
-        return run(model, sel.layout, sel.reason, sel.mapping)
+        return run(model, sel)

@@ -14,6 +14,7 @@ from typing import Any, List, Optional
 
 from . import Finding, demote, facts as F, finding
 from . import subject as S
+from .select import Selection
 from ..model import Topology
 
 _HINT_DOWN = ("C2C links are inside the superchip module: check nvidia-smi -q (C2C mode) and "
@@ -21,14 +22,15 @@ _HINT_DOWN = ("C2C links are inside the superchip module: check nvidia-smi -q (C
               "a reset or a service call")
 
 
-def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
+def check(topo: Topology, sel: Selection) -> List[Finding]:
+    layout = sel.layout
     v = F.view(topo)
     out: List[Finding] = []
-    want = layout.section("c2c") if layout is not None else {}
-    expects = want.get("enabled") is True
-    inferred = layout.inferred_only("c2c") if layout is not None and want else True
+    want = layout.c2c if layout is not None else None
+    expects = want is not None and want.enabled is True
+    inferred = want.inferred() if want is not None and want.stated else True
     sev = demote("error", inferred) if expects else "warning"
-    want_links = want.get("links_per_gpu")
+    want_links = want.links_per_gpu if want is not None else None
     unknown: List[str] = []
     for i in v.present:
         g = topo.gpu(i)
@@ -72,7 +74,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
         elif isinstance(want_links, int) and isinstance(rec.link_count, int) \
                 and rec.link_count < want_links:
             out.append(finding(
-                demote(sev, layout is not None and layout.inferred_only("c2c.links_per_gpu")),
+                demote(sev, want is not None and want.inferred("links_per_gpu")),
                 "c2c.links_low", subj,
                 f"GPU{i} has {rec.link_count} NVLink-C2C links, the layout has {want_links}",
                 expected=want_links, actual=rec.link_count, source="nvml",
@@ -81,7 +83,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                 (rec.link_count and rec.links_active is None):
             unknown.append(f"GPU{i} " + ("C2C mode" if rec.enabled is None else "C2C links"))
         # (g is known here: rec is its C2C record)
-        if (want.get("gpu_memory_numa") is True and g.gpu_numa_id is None  # type: ignore[union-attr]
+        if (want is not None and want.gpu_memory_numa is True and g.gpu_numa_id is None  # type: ignore[union-attr]
                 and g.nvml.unavailable.get("numa_node_id") == "not_supported"):  # type: ignore[union-attr]
             out.append(finding(
                 "warning", "c2c.gpu_numa_missing", subj,

@@ -7,6 +7,7 @@ from typing import Any, Dict, List, Optional
 from ..model import Topology
 from . import Finding, Subject, demote, facts as F, finding
 from . import subject as S
+from .select import Selection
 
 HINT_FM = ("check the fabric manager: systemctl status nvidia-fabricmanager (its version "
            "must match the driver), journalctl -u nvidia-fabricmanager; on NVL72 racks check "
@@ -31,15 +32,16 @@ def _fabric_source(topo: Topology, i: int) -> str:
         else "nvml-text"
 
 
-def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
+def check(topo: Topology, sel: Selection) -> List[Finding]:
+    layout = sel.layout
     v = F.view(topo)
     out: List[Finding] = []
     # without a layout, a GPU that reports a fabric state (NVML, or a pasted -q Fabric
     # block) is on an NVLink fabric: its state is a fact to check
-    nvswitch = bool(layout.get("nvlink.nvswitch")) if layout is not None else bool(
+    nvswitch = bool(layout.nvlink.nvswitch) if layout is not None else bool(
         topo.nvswitch) or any(i in v.fabric for i in v.present)
-    want_fabric = bool(layout.get("nvlink.fabric")) if layout is not None else nvswitch
-    inferred = layout.inferred_only("nvlink") if layout is not None else True
+    want_fabric = bool(layout.nvlink.fabric) if layout is not None else nvswitch
+    inferred = layout.nvlink.inferred() if layout is not None else True
     if not nvswitch:
         return out
     present = [i for i in v.present]
@@ -95,7 +97,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
             f"({layout.name if layout is not None else 'NVSwitch'}): the NVLink fabric is "
             "down (Fabric Manager not running or failed)"
             + ("" if states else "; fabric state unknown (no NVML fabric data)"),
-            expected=f"NV{layout.get('nvlink.pair_count') if layout is not None else '#'}",
+            expected=f"NV{layout.nvlink.pair_count if layout is not None else '#'}",
             actual="no NV#", source=", ".join(src), hint=HINT_FM, covers=_all_pairs(v)))
         return out
     unhealthy = {i: f.health_summary for i, f in states.items()
@@ -110,7 +112,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
             expected="healthy", actual=worst, source=fsrc, hint=HINT_FM))
     no_uuid = [i for i, f in states.items() if f.state == "completed"
                and f.status == "success" and not f.cluster_uuid]
-    if no_uuid and want_fabric and layout is not None and layout.get("nvlink.nvswitch_count") is None:
+    if no_uuid and want_fabric and layout is not None and layout.nvlink.nvswitch_count is None:
         # multi-node NVLink (NVL72): a zero cluster UUID means the GPU joined no partition
         out.append(finding(
             demote("error", inferred), "fabric.no_clique", S.NODE,
@@ -121,7 +123,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                            "fabric state not checked: no NVML fabric data in the input "
                            "(A100 and older report none; a topo text has none)",
                            source=", ".join(topo.sources)))
-    want_sw = layout.get("nvlink.nvswitch_count") if layout is not None else None
+    want_sw = layout.nvlink.nvswitch_count if layout is not None else None
     if isinstance(want_sw, int) and want_sw and v.switches:
         if len(v.switches) < want_sw:
             out.append(finding(

@@ -231,17 +231,19 @@ def has_nic_data(topo: Topology, v: View) -> bool:
 
 def layout_pairs(layout: Any, n: int) -> Dict[Tuple[int, int], int]:
     """Expected NV# per GPU pair of an ``n``-GPU node (0 = no NVLink expected)."""
-    nv = layout.section("nvlink") if layout is not None else {}
     out: Dict[Tuple[int, int], int] = {}
-    pairs = nv.get("pairs")
+    if layout is None:
+        return out
+    nv = layout.nvlink
     # {} states "no NVLink between any pair" (every pair expected 0); null states nothing
-    if isinstance(pairs, dict):
+    if nv.pairs is not None:
+        pairs = nv.pair_map()
         for i in range(n):
             for j in range(i + 1, n):
-                out[(i, j)] = int(pairs.get(f"{i}-{j}", pairs.get(f"{j}-{i}", 0)))  # type: ignore[arg-type]  # (a layout's pair counts are integers)
+                out[(i, j)] = pairs.get((i, j), 0)
         return out
-    pc = nv.get("pair_count")
-    if isinstance(pc, int):
+    pc = nv.pair_count
+    if pc is not None:
         for i in range(n):
             for j in range(i + 1, n):
                 out[(i, j)] = pc
@@ -249,8 +251,8 @@ def layout_pairs(layout: Any, n: int) -> Dict[Tuple[int, int], int]:
 
 
 def expected_gpus(layout: Any, v: View) -> int:
-    c = layout.get("gpus.count") if layout is not None else None
-    if isinstance(c, int):
+    c = layout.gpus.count if layout is not None else None
+    if c is not None:
         return c
     return max([i + 1 for i in v.present] + [0])
 
@@ -264,7 +266,7 @@ def fabric_down(v: View, layout: Any) -> Optional[str]:
               not in (None, "success")}
     if bad or failed:
         return "fabric"
-    if layout is not None and layout.get("nvlink.nvswitch") and len(v.present) >= 2:
+    if layout is not None and layout.nvlink.nvswitch and len(v.present) >= 2:
         known = [c for (a, b), (c, _) in v.pairs.items()]
         if known and len(known) == len(v.present) * (len(v.present) - 1) // 2 \
                 and all(c == 0 for c in known):
@@ -272,12 +274,13 @@ def fabric_down(v: View, layout: Any) -> Optional[str]:
     return None
 
 
-def renumbered(layout: Any, v: View) -> bool:
+def renumbered(layout: Any, v: View, slots_known: bool = False) -> bool:
     """GPUs are missing by count and the rest are numbered 0..n-1: which physical GPU is
-    gone is unknown, so per-index expectations (NUMA slot, NIC map) may be shifted."""
-    n_exp = layout.get("gpus.count") if layout is not None else None
-    if layout is not None and getattr(layout, "extra", {}).get("slots_known"):
-        return False  # the port map's NICs placed each GPU: the layout is renumbered
+    gone is unknown, so per-index expectations (NUMA slot, NIC map) may be shifted.
+    ``slots_known``: the port map's NICs placed each GPU (the layout is renumbered)."""
+    n_exp = layout.gpus.count if layout is not None else None
+    if slots_known:
+        return False
     have = sorted(set(v.present) | set(v.lost) | set(v.absent_in))
     return isinstance(n_exp, int) and 0 < len(have) < n_exp \
         and have == list(range(len(have)))
@@ -300,8 +303,7 @@ def missing_gpus(layout: Any, v: View) -> List[int]:
     """GPUs the layout has and the node does not show: absent from a driver-level source,
     or (by count) the highest indices not listed."""
     out = set(v.absent_in)
-    n_exp = layout.get("gpus.count") if layout is not None and lists_every_gpu(v.topo) \
-        else None
+    n_exp = layout.gpus.count if layout is not None and lists_every_gpu(v.topo) else None
     have = set(v.present) | set(v.lost) | set(v.absent_in)
     if isinstance(n_exp, int) and len(have) < n_exp:
         gone = [i for i in range(n_exp) if i not in have]
@@ -358,20 +360,18 @@ def slots_by_nic(topo: Topology, layout: Any, present: Sequence[int]
     with no GPU near it: the slot's card is there and its GPU is not (evidence that the
     GPU is gone, where a count alone cannot tell a lost GPU from a VM given a subset).
     """
-    gpu_nic = layout.get("nics.placement.gpu_nic") if layout is not None else None
-    n_exp = layout.get("gpus.count") if layout is not None else None
-    if not isinstance(gpu_nic, dict) or not isinstance(n_exp, int) \
-            or not 0 < len(present) < n_exp:
+    gpu_nic = layout.nics.placement.port_map if layout is not None else None
+    n_exp = layout.gpus.count if layout is not None else None
+    if gpu_nic is None or n_exp is None or not 0 < len(present) < n_exp:
         return None
-    limit = path_rank(layout.get("nics.placement.gpu_to_nearest_compute_nic") or "PIX")
+    limit = path_rank(layout.nics.placement.gpu_to_nearest_compute_nic or "PIX")
     if limit is None:
         return None
     slot_nics: Dict[int, List[str]] = {}
-    for k, val in gpu_nic.items():
-        s = gpu_index(f"GPU{k}")
-        if s is None or s >= n_exp:
+    for s, names in gpu_nic.items():
+        if s >= n_exp:
             return None
-        slot_nics[s] = [val] if isinstance(val, str) else [x for x in val if isinstance(x, str)]
+        slot_nics[s] = names
     if len(slot_nics) != n_exp:
         return None
     owner: Dict[str, int] = {}

@@ -24,6 +24,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from . import Finding, demote, facts as F, finding
 from . import subject as S
+from .select import Selection
 from ..model import Topology
 
 #: Path levels from best to worst (the PCI-tree vocabulary of ``nvidia-smi topo -m``).
@@ -70,14 +71,15 @@ def split(drives: List[Any], os_drives: Optional[int], worst: str = "PXB"
         "neither size nor placement tells the OS drives from the data drives")
 
 
-def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
+def check(topo: Topology, sel: Selection) -> List[Finding]:
+    layout = sel.layout
     out: List[Finding] = []
     sysfs = topo.sysfs
-    gds = layout.get("storage.gds") if layout is not None else None
-    expect = isinstance(gds, dict) and gds.get("expected") is True
+    gds = layout.storage.gds if layout is not None else None
+    expect = gds is not None and gds.expected is True
     if topo.gds_text is not None:
         out += _gdscheck(topo.gds_text, expect,
-                         expect and layout is not None and layout.inferred_only("storage.gds"))
+                         expect and layout is not None and layout.storage.inferred("gds"))
     if sysfs is None:
         if expect:
             out.append(finding("info", "gds.not_checked", S.NODE,
@@ -110,9 +112,9 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                                     "installation guide says"))
         return out
 
-    assert isinstance(gds, dict) and layout is not None
-    inferred = layout.inferred_only("storage.gds")
-    worst: str = gds.get("data_path") if gds.get("data_path") in LEVELS else "PXB"  # type: ignore[assignment]  # (one of LEVELS)
+    assert gds is not None and layout is not None
+    inferred = layout.storage.inferred("gds")
+    worst: str = gds.data_path if gds.data_path in LEVELS and gds.data_path else "PXB"
     if storage is None or storage.nvme_class == "not recorded":
         out.append(finding("info", "gds.not_checked", S.NODE,
                            "GPUDirect Storage not checked: the sysfs evidence was taken before "
@@ -134,7 +136,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                                 "modprobe nvidia_fs; gdscheck -p says what GDS sees"))
 
     # -- drives: OS vs data, placement, spread
-    want_os, want_data = layout.get("storage.os_drives"), layout.get("storage.data_drives")
+    want_os, want_data = layout.storage.os_drives, layout.storage.data_drives
     has_gpus = any(d.gpu_paths for d in drives)
     if not drives:
         if storage is not None and storage.nvme_class in ("read", "absent"):
@@ -186,8 +188,8 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
             expected=worst, actual=d.best_path, source=SOURCE,
             hint="move the drive to a bay behind a GPU's PCIe switch (the vendor's slot map), "
                  "or check the drive bay cabling"))
-    per = gds.get("drives_per_switch")
-    if isinstance(per, int) and os_set is not None:
+    per = gds.drives_per_switch
+    if per is not None and os_set is not None:
         groups: Dict[Tuple[str, ...], List[Any]] = {}
         for d in data:
             if _near(d, worst):

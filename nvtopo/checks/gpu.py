@@ -5,33 +5,22 @@ from __future__ import annotations
 from typing import Any, List, Optional
 
 from ..layouts import name_matches
-from ..safe import is_ascii_digits
 from ..model import Topology
 from . import Finding, Subject, demote, facts as F, finding
 from . import subject as S
+from .select import Selection
 
 
 def _pair_subjects(idx: int, n: int) -> List[Subject]:
     return [S.pair(min(idx, j), max(idx, j)) for j in range(max(n, idx + 1)) if j != idx]
 
 
-def _slot_nics(layout: Any, gpu_nic: Any) -> dict:
-    """Layout slot -> its port-map NIC names, as the layout file states them (before the
-    layout was renumbered to the node's GPUs)."""
-    orig = getattr(layout, "extra", {}).get("port_map") if layout is not None else None
-    src = orig if isinstance(orig, dict) else gpu_nic if isinstance(gpu_nic, dict) else {}
-    out = {}
-    for k, val in src.items():
-        if is_ascii_digits(str(k)):
-            out[int(k)] = [val] if isinstance(val, str) else list(val)
-    return out
-
-
-def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
+def check(topo: Topology, sel: Selection) -> List[Finding]:
     v = F.view(topo)
     out: List[Finding] = []
-    n_exp = layout.get("gpus.count") if layout is not None else None
-    inferred = layout.inferred_only("gpus") if layout is not None else False
+    layout = sel.layout
+    n_exp = layout.gpus.count if layout is not None else None
+    inferred = layout.gpus.inferred() if layout is not None else False
     n_all = max([g.index + 1 for g in topo.gpus] + [n_exp or 0])
     src = ", ".join(s for s in topo.sources if s != "host") or "input"
     for idx, why in sorted(v.lost.items()):
@@ -66,20 +55,22 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
             gone = [i for i in range(n_exp) if i not in present]
             gone = gone[: n_exp - have]
             renumber = bool(present) and max(present) < have
-            extra = layout.extra if isinstance(getattr(layout, "extra", None), dict) else {}  # type: ignore[union-attr]  # (n_exp only with a layout)
             # a mesh matched up to renumbering: the NVLink wiring tells which layout slot is
             # absent (the subject stays the index the tools leave out: the last ones)
-            slots = extra.get("absent_slots") or []
-            empty = extra.get("empty_slots") or []
+            slots = sel.absent_slots
+            empty = sel.empty_slots
             if not empty and not slots and not v.absent_in and not v.lost \
-                    and "mapping" not in extra:
+                    and not sel.mapping:
                 # a layout given directly (not through select): the same NIC evidence
                 placed = F.slots_by_nic(topo, layout, sorted(present))
                 empty = placed[1] if placed is not None else []
             if empty:
                 # the port map's NICs tell the slot, and that its card is on the bus with no
                 # GPU near it: the GPU is gone (the tools number the GPUs after it one lower)
-                orig = _slot_nics(layout, layout.get("nics.placement.gpu_nic"))  # type: ignore[union-attr]  # (n_exp only with a layout)
+                # the layout slot -> its port-map NICs, as the layout file states them
+                # (before the layout was renumbered to the node's GPUs)
+                assert layout is not None  # (n_exp only with a layout)
+                orig = sel.port_map or layout.nics.placement.port_map or {}
                 # the subject stays the index the tools leave out (the last ones: the node's
                 # own GPU numbers are taken by the GPUs present); the message names the slot
                 for idx, slot in zip(gone, empty):
@@ -98,15 +89,15 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                 # (the NVLink mesh tells which slot is absent, not that its GPU is gone:
                 # a container given 6 of a DGX-1's 8 GPUs shows the same mesh)
                 for k, idx in enumerate(gone):
-                    slot = (f"; by the NVLink mesh the absent GPU is the layout's "
-                            f"GPU{slots[k]}" if len(slots) == len(gone)
-                            and slots[k] != idx else "")
+                    where = (f"; by the NVLink mesh the absent GPU is the layout's "
+                             f"GPU{slots[k]}" if len(slots) == len(gone)
+                             and slots[k] != idx else "")
                     out.append(finding(
                         demote("error", inferred), "gpu.missing", S.gpu(idx),
                         f"GPU{idx} is missing: {have} of {n_exp} GPUs are listed"
                         + (" (GPUs are numbered after the ones present, so the missing GPU "
                            "may be another slot; compare PCI bus ids)" if renumber
-                           and idx >= have else "") + slot
+                           and idx >= have else "") + where
                         + ("" if len(slots) == len(gone) else
                            "; sysfs shows the board's PCIe switches (bare metal, not a VM's "
                            "flat bus)")
@@ -151,7 +142,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                            "GPUs missing/lost not checked: no GPU list from nvidia-smi or "
                            "NVML (sysfs sees the PCI devices, not whether the driver can "
                            "use them)", source=src))
-    pattern = layout.get("gpus.name_pattern") if layout is not None else None
+    pattern = layout.gpus.name_pattern if layout is not None else None
     if pattern:
         bad = [g for g in topo.gpus if g.name and not name_matches(pattern, g.name)]
         if bad:

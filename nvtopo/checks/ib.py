@@ -7,6 +7,7 @@ from typing import Any, Dict, List, Optional, Set
 from ..model import Topology
 from . import Finding, demote, facts as F, finding, roles as R
 from . import subject as S
+from .select import Selection
 
 #: Error counters above these are errors (nonzero below is a warning); a saturated counter
 #: (stuck at its width's maximum) is always an error.  ``nics.error_thresholds`` overrides.
@@ -18,7 +19,8 @@ ERROR_THRESHOLDS = {"symbol_error": 100, "link_error_recovery": 10, "link_downed
                     "VL15_dropped": 1000}
 
 
-def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
+def check(topo: Topology, sel: Selection) -> List[Finding]:
+    layout = sel.layout
     v = F.view(topo)
     out: List[Finding] = []
     for note in topo.notes:
@@ -33,7 +35,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     cut = _pasted_damage(topo, out)
     hcas = [(n, n.sysfs) for n in topo.nics if n.sysfs is not None]
     if not hcas:
-        if layout is not None and layout.section("nics") and v.present:
+        if layout is not None and layout.nics.stated and v.present:
             out.append(finding("info", "ib.not_checked", S.NODE,
                                "InfiniBand/RoCE ports not checked: no sysfs data in the input "
                                "(nvtopo snapshot on the node records it)",
@@ -41,12 +43,12 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
         return out
     # one answer to "which NICs are compute NICs", by structure first (roles.py)
     nic_roles = R.resolve(topo, layout)
-    want_rate = layout.get("nics.compute.rate_gbps") if layout is not None else None
-    want_layer = layout.get("nics.compute.link_layer") if layout is not None else None
-    inferred = layout.inferred_only("nics.compute") if layout is not None else False
+    want_rate = layout.nics.compute.rate_gbps if layout is not None else None
+    want_layer = layout.nics.compute.link_layer if layout is not None else None
+    inferred = layout.nics.inferred("compute") if layout is not None else False
     thresholds = dict(ERROR_THRESHOLDS)
-    if layout is not None and isinstance(layout.get("nics.error_thresholds"), dict):
-        thresholds.update(layout.get("nics.error_thresholds"))
+    if layout is not None and layout.nics.error_thresholds is not None:
+        thresholds.update(layout.nics.error_thresholds)
     # peers: the best rate among active ports of the same role (compute, or the others),
     # link layer and card model (a 25 Gb/s management port
     # is not a 200 Gb/s storage card "below its peers"; a card of the same model that trained

@@ -12,6 +12,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from . import Finding, finding
 from . import subject as S
+from .select import Selection
 from ..model import Topology
 from ..model.net import HANDSHAKE_STALE_S, OVERHEAD, TROUBLE_COUNTERS, NetLink, WgDevice
 
@@ -153,7 +154,7 @@ def _counters(name: str, link: Optional[NetLink]) -> List[Finding]:
     return out
 
 
-def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
+def check(topo: Topology, sel: Selection) -> List[Finding]:
     names = _wg_names(topo)
     if not names:
         return []

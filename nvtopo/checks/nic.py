@@ -7,24 +7,27 @@ from typing import Any, Dict, List, Optional, Tuple
 from ..model import Topology, path_rank
 from . import Finding, demote, facts as F, finding, roles as R
 from . import subject as S
+from ..layouts.doc import PerGpu
+from .select import Selection
 
 
-def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
+def check(topo: Topology, sel: Selection) -> List[Finding]:
     v = F.view(topo)
     out: List[Finding] = []
-    dropped = getattr(layout, "extra", {}).get("nics_dropped") if layout is not None else None
+    layout = sel.layout
+    dropped = sel.nics_dropped if layout is not None else None
     if dropped:
         out.append(finding("info", "nic.not_checked", S.NODE,
                            f"NICs not checked against {layout.name}: the node's NICs do not "  # type: ignore[union-attr]  # (dropped only with a layout)
                            f"fit its NIC facts ({dropped}); only layout-independent NIC "
                            "checks ran (give --layout NAME to apply a layout's NIC facts)",
                            source=", ".join(topo.sources)))
-    stated = layout is not None and any(
-        k != "per_gpu" and x is not None for k, x in layout.section("nics").items())
-    per_gpu = layout.get("nics.per_gpu") if layout is not None and not dropped else None
-    if per_gpu is not None and (not isinstance(per_gpu, dict) or layout.get("nics.placement")):  # type: ignore[union-attr]  # (per_gpu only with a layout)
+    nics = layout.nics if layout is not None else None
+    stated = nics is not None and nics.facts_stated
+    per_gpu = nics.per_gpu if nics is not None and not dropped else None
+    if per_gpu is not None and nics is not None and nics.placement.stated:
         per_gpu = None  # a vendor port map (placement) says more: checked below
-    if layout is not None and not stated and not dropped and isinstance(per_gpu, dict):
+    if layout is not None and not stated and not dropped and per_gpu is not None:
         return out + _one_per_gpu(topo, layout, v, per_gpu)
     if layout is not None and not stated and not dropped and topo.nics:
         out.append(finding("info", "nic.not_checked", S.NODE,
@@ -32,7 +35,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                            "(an HGX board leaves the NICs to the server maker); only "
                            "layout-independent NIC checks ran",
                            source=", ".join(topo.sources)))
-    if layout is None or not stated:
+    if layout is None or nics is None or not stated:
         return out
     if not F.has_nic_data(topo, v):
         out.append(finding("info", "nic.not_checked", S.NODE,
@@ -42,30 +45,25 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
         return out
     nic_roles = R.resolve(topo, layout)
     comp, how = nic_roles.compute, nic_roles.how
-    inf_count = layout.inferred_only("nics.compute")
-    inf_place = layout.inferred_only("nics.placement")
+    inf_count = nics.inferred("compute")
+    inf_place = nics.inferred("placement")
     src = "sysfs" if v.has_sysfs else ", ".join(s for s in topo.sources if s != "host")
     missing_names: List[str] = []
     # -- count
-    want = layout.get("nics.compute.count")
-    named: List[str] = list(layout.get("nics.compute.names") or [])
-    for val in (layout.get("nics.placement.gpu_nic") or {}).values():
-        for x in ([val] if isinstance(val, str) else val):
-            if x not in named:
-                named.append(x)
-    gpu_nic = layout.get("nics.placement.gpu_nic")
-    want_path = layout.get("nics.placement.gpu_to_nearest_compute_nic") or (
-        "PIX" if gpu_nic else None)
+    want = nics.compute.count
+    named: List[str] = list(nics.compute.names or [])
+    for x in nics.placement.port_names:
+        if x not in named:
+            named.append(x)
+    gpu_nic = nics.placement.port_map
+    want_path = nics.placement.gpu_to_nearest_compute_nic or ("PIX" if gpu_nic else None)
     # GPUs matched to NICs by PCI placement, not by name (names change with OS, udev,
     # driver and BIOS): a named NIC that is absent or far while its GPU has another NIC
     # at the expected path is a renaming, reported once with the mapping
-    prefer: Dict[int, List[str]] = {}
-    if isinstance(gpu_nic, dict):
-        for k, val in gpu_nic.items():
-            if F.gpu_index(f"GPU{k}") is not None:
-                prefer[int(k)] = [val] if isinstance(val, str) else list(val)
+    prefer: Dict[int, List[str]] = dict(gpu_nic or {})
+    renumbered = F.renumbered(layout, v, sel.slots_known)
     placed = F.nic_by_placement(topo, v.present, want_path, prefer) \
-        if want_path is not None and not F.renumbered(layout, v) else {}
+        if want_path is not None and not renumbered else {}
     # NIC functions on the bus with no RDMA device: a "missing" NIC may be one of them
     driverless = [n.subject for n in topo.notes if n.code == "sysfs.no_rdma_driver"
                   and n.subject]
@@ -74,14 +72,13 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                  "be there with mlx5_ib unbound") if driverless else ""
     if named:
         missing_names = [x for x in named if topo.nic(x) is None]
-        users_of = {x: [k for k, val in (gpu_nic or {}).items()
-                        if x == val or (isinstance(val, list) and x in val)]
+        users_of = {x: [k for k, val in (gpu_nic or {}).items() if x in val]
                     for x in missing_names}
         renamed_only = [x for x in missing_names if users_of[x] and all(
-            F.gpu_index(f"GPU{k}") is not None and int(k) in placed for k in users_of[x])]
+            k in placed for k in users_of[x])]
         unnamed_near: List[str] = []
         near_any = placed
-        renum = want_path is not None and F.renumbered(layout, v)
+        renum = want_path is not None and renumbered
         if renum:
             # which slot each GPU is cannot be told: NICs the port map does not name that
             # sit at its path from some GPU stand for as many absent names (a renaming)
@@ -110,7 +107,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
             out.append(finding(
                 demote("error", inf_count), "nic.missing", S.nic(x),
                 f"compute NIC {x} is missing"
-                + (f" (GPU{', GPU'.join(users)} lose their GPUDirect RDMA path)" if users
+                + (f" (GPU{', GPU'.join(str(u) for u in users)} lose their GPUDirect RDMA path)" if users
                    else "") + bare_note, expected="present", actual="absent", source=src,
                 hint="check lspci and dmesg (mlx5_core) for the card; reseat or replace it; "
                      "check that the driver (MLNX_OFED/inbox mlx5) is loaded",
@@ -136,7 +133,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                        f"{want_path} or closer to a GPU" + (
                            f" (the other {shy} may belong to the GPUs not shown)"
                            if shy > 0 else ""))
-    if want_path is not None and isinstance(gpu_nic, dict) and F.renumbered(layout, v):
+    if want_path is not None and gpu_nic is not None and renumbered:
         out.append(finding("info", "nic.not_checked", S.NODE,
                            "GPU-to-NIC map not checked by name: GPUs are missing and the rest "
                            "are renumbered, so which slot each index is cannot be told; each "
@@ -158,11 +155,11 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                      "moved card)", covers=[S.gpu(i)]))
     elif want_path is not None:
         for i in v.present:
-            wants = (gpu_nic or {}).get(str(i)) if isinstance(gpu_nic, dict) else None
-            if isinstance(gpu_nic, dict):
+            wants = gpu_nic.get(i) if gpu_nic is not None else None
+            if gpu_nic is not None:
                 if wants is None:
                     continue
-                for w in ([wants] if isinstance(wants, str) else wants):
+                for w in wants:
                     if w in missing_names:
                         continue
                     tok, psrc = topo.gpu_nic_path(i, w)
@@ -238,7 +235,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                  "GPUs to NICs by name must use the names shown (names follow the OS, udev "
                  "rules, driver and BIOS)"))
     # -- GPUDirect RDMA
-    if layout.get("nics.gpudirect_rdma") and topo.nics:
+    if nics.gpudirect_rdma and topo.nics:
         gd = topo.sysfs.gpudirect if v.has_sysfs and topo.sysfs is not None else None
         if gd is None:
             out.append(finding("info", "nic.not_checked", S.NODE,
@@ -253,19 +250,19 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                 source="sysfs", hint="modprobe nvidia_peermem (and add it to "
                                      "/etc/modules-load.d); or confirm NCCL uses dmabuf "
                                      "(NCCL_DMABUF_ENABLE=1, kernel >= 5.12)"))
-    if isinstance(per_gpu, dict):
+    if per_gpu is not None:
         out.extend(_one_per_gpu(topo, layout, v, per_gpu))
     return out
 
 
 
-def _one_per_gpu(topo: Topology, layout: Any, v: Any, per_gpu: Dict[str, Any]
+def _one_per_gpu(topo: Topology, layout: Any, v: Any, per_gpu: PerGpu
                  ) -> List[Finding]:
     """``nics.per_gpu``: where the platform's reference design gives each GPU a compute NIC
     behind its own PCIe switch, every GPU needs one at ``path`` or closer (GPUDirect RDMA,
     NCCL).  Told by PCI placement, never by name.  A node with no RDMA NICs, or with fewer
     NICs than GPUs (shared NICs by design), is not a wiring fault: a note says so."""
-    want = per_gpu.get("path") if per_gpu.get("path") in ("PIX", "PXB") else "PXB"
+    want = per_gpu.path or "PXB"
     srcs = ", ".join(topo.sources)
     src = "sysfs" if v.has_sysfs else ", ".join(s for s in topo.sources if s != "host")
     if not F.has_nic_data(topo, v):
@@ -332,7 +329,7 @@ def _one_per_gpu(topo: Topology, layout: Any, v: Any, per_gpu: Dict[str, Any]
                         f"reference design; {gpus} ha{'s' if len(lacking) == 1 else 've'} no "
                         f"NIC at {want} or closer (their GPUDirect RDMA traffic crosses the "
                         "CPU)", source=src)]
-    inferred = layout.inferred_only("nics.per_gpu")
+    inferred = layout.nics.inferred("per_gpu")
     nearest = "; ".join(f"GPU{i}: nearest {n} at {t}" for i, n, t in lacking)
     return [finding(
         demote("error", inferred), "nic.placement", S.NODE,

@@ -6,25 +6,26 @@ from typing import Any, List, Optional
 
 from . import Finding, demote, facts as F, finding
 from . import subject as S
+from .select import Selection
 from ..model import Topology
 
 
-def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
+def check(topo: Topology, sel: Selection) -> List[Finding]:
     v = F.view(topo)
     out: List[Finding] = []
-    if layout is None or not layout.section("numa"):
+    layout = sel.layout
+    if layout is None or not layout.numa.stated:
         return out
-    inferred = layout.inferred_only("numa")
+    inferred = layout.numa.inferred()
     # auto picked the layout by NVLink shape among equal fits, and one of those states no
     # NUMA map: the map is this layout's, maybe not the node's (a warning, not an error)
-    extra = layout.extra if isinstance(getattr(layout, "extra", None), dict) else {}
-    unsure = list(extra.get("numa_unsure") or [])
+    unsure = list(sel.numa_unsure)
     inferred = inferred or bool(unsure)
     why = (f" (the layout {layout.name} was picked by NVLink shape; "
            f"{', '.join(unsure)} fit{'s' if len(unsure) == 1 else ''} as well and state"
            f"{'s' if len(unsure) == 1 else ''} no NUMA map: give --layout NAME to check "
            "against the node's own)") if unsure else ""
-    gn = layout.get("numa.gpu_numa")
+    gn = layout.numa.gpu_node
     nodes = {}
     for i in v.present:
         g = topo.gpu(i)
@@ -38,14 +39,14 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                            source=", ".join(topo.sources)))
         return out
     wrong = []
-    if isinstance(gn, dict) and F.renumbered(layout, v):
+    if gn is not None and F.renumbered(layout, v, sel.slots_known):
         out.append(finding("info", "numa.not_checked", S.NODE,
                            "NUMA slot per GPU not checked: GPUs are missing and the rest are "
                            "renumbered, so which slot each index is cannot be told",
                            source=", ".join(topo.sources)))
-    elif isinstance(gn, dict):
-        off = [(i, node, src, gn.get(str(i))) for i, (node, src) in sorted(nodes.items())
-               if gn.get(str(i)) is not None and node != gn.get(str(i))]
+    elif gn is not None:
+        off = [(i, node, src, gn.get(i)) for i, (node, src) in sorted(nodes.items())
+               if gn.get(i) is not None and node != gn.get(i)]
         wrong = [i for i, _, _, _ in off]
         if len(off) >= 2:
             # one cause, one finding: several GPUs off their NUMA node is the BIOS NUMA
@@ -71,7 +72,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                 expected=want, actual=node, source=src,
                 hint="check the BIOS NUMA settings (NPS/SNC mode) and that the GPU sits in "
                      "the slot the vendor's map says", covers=[S.gpu(i)]))
-    want_nodes = layout.get("numa.nodes_with_gpus")
+    want_nodes = layout.numa.nodes_with_gpus
     have = len({n for n, _ in nodes.values()})
     complete = len(nodes) == len(v.present) and len(v.present) == F.expected_gpus(layout, v)
     if isinstance(want_nodes, int) and have != want_nodes and not wrong and complete:

@@ -15,6 +15,7 @@ from .. import layouts
 from ..model import Topology, int_runs
 from . import Finding, Subject, demote, facts as F, finding
 from . import subject as S
+from .select import Selection
 
 #: NVLink error counters: above these (cumulative since the driver loaded) it is an error;
 #: nonzero below is a warning.  A layout may override them (``nvlink.error_thresholds``).
@@ -44,27 +45,26 @@ def _listed_inactive(topo: Topology, i: int, gl: Any, layout: Optional[Any], nvs
     if any(x.remote is not None and x.remote.type == "gpu" for x in gl.links):
         return []
     g = topo.gpu(i)
-    pattern = layout.get("gpus.name_pattern")
-    if not g or not g.name or not isinstance(pattern, str) \
+    pattern = layout.gpus.name_pattern
+    if not g or not g.name or pattern is None \
             or not layouts.name_matches(pattern, g.name):
         return []
     return [x.link for x in gl.links if x.state == "inactive"]
 
 
-def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
+def check(topo: Topology, sel: Selection) -> List[Finding]:
     v = F.view(topo)
     out: List[Finding] = []
+    layout = sel.layout
     down_fabric = F.fabric_down(v, layout)
-    inferred = layout.inferred_only("nvlink") if layout is not None else False
-    nvswitch = bool(layout.get("nvlink.nvswitch")) if layout is not None else bool(
-        topo.nvswitch)
+    inferred = layout.nvlink.inferred() if layout is not None else False
+    nvswitch = bool(layout.nvlink.nvswitch) if layout is not None else bool(topo.nvswitch)
     n_exp = F.expected_gpus(layout, v)
     expected = F.layout_pairs(layout, n_exp) if layout is not None else {}
-    links_per_gpu = layout.get("nvlink.links_per_gpu") if layout is not None else None
+    links_per_gpu = layout.nvlink.links_per_gpu if layout is not None else None
     present = v.present
     missing = F.missing_gpus(layout, v)
-    to_absent = (layout.extra.get("links_to_absent") or {}) if layout is not None and \
-        isinstance(getattr(layout, "extra", None), dict) else {}
+    to_absent = sel.links_to_absent
 
     def pairs_of(i: int) -> List[Tuple[int, int]]:
         return [k for k in v.pairs if i in k]
@@ -132,13 +132,13 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                     covers=gpu_and_pairs(i)))
                 deficit[i] = links_per_gpu - gl.active
             # generation
-            want = layout.get("nvlink.generation") if layout is not None else None
+            want_gen = layout.nvlink.generation if layout is not None else None
             vers = {x.version for x in gl.links if x.state == "active" and x.version}
-            if want and vers and all(_major(x) != _major(want) for x in vers):
+            if want_gen and vers and all(_major(x) != _major(want_gen) for x in vers):
                 out.append(finding(
                     "warning", "nvlink.generation", S.gpu(i),
-                    f"GPU{i} NVLinks are version {sorted(vers)[0]}, the layout has {want}",
-                    expected=want, actual=sorted(vers)[0], source="nvml",
+                    f"GPU{i} NVLinks are version {sorted(vers)[0]}, the layout has {want_gen}",
+                    expected=want_gen, actual=sorted(vers)[0], source="nvml",
                     hint="is this the right layout?"))
     # -- pasted nvlink -s: a GPU that prints "all links are inActive" states no link; on a
     # GPU the layout expects NVLink on that is its links down (by design only on a card
@@ -149,7 +149,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
             tx = g.nvml_text if g is not None else None
             if tx is None or i in v.links or tx.nvlink.status != "inactive":
                 continue
-            want = sum(c for (a, b), c in expected.items() if i in (a, b) and c)
+            want: Optional[int] = sum(c for (a, b), c in expected.items() if i in (a, b) and c)
             if not want and not (nvswitch and isinstance(links_per_gpu, int)
                                  and links_per_gpu > 0):
                 continue
@@ -163,8 +163,8 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                 hint=HINT_LINK, covers=gpu_and_pairs(i)))
     # -- error counters (independent of layouts)
     thresholds = dict(ERROR_THRESHOLDS)
-    if layout is not None and isinstance(layout.get("nvlink.error_thresholds"), dict):
-        thresholds.update(layout.get("nvlink.error_thresholds"))
+    if layout is not None and layout.nvlink.error_thresholds is not None:
+        thresholds.update(layout.nvlink.error_thresholds)
     for i in present:
         gl = v.links.get(i)
         if gl is None:

@@ -7,6 +7,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from ..model import Topology
 from . import Finding, Subject, demote, facts as F, finding
 from . import subject as S
+from .select import Selection
 
 
 def _matrices(topo: Topology) -> Dict[str, Any]:
@@ -23,7 +24,8 @@ def _matrices(topo: Topology) -> Dict[str, Any]:
     return out
 
 
-def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
+def check(topo: Topology, sel: Selection) -> List[Finding]:
+    layout = sel.layout
     v = F.view(topo)
     out: List[Finding] = []
     if layout is None or F.fabric_down(v, layout) is not None:
@@ -38,7 +40,7 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
                            "P2P not checked: no P2P status in the input (NVML records it; "
                            "nvidia-smi topo -p2p prints it)", source=", ".join(topo.sources)))
         return out
-    inferred = layout.inferred_only("nvlink")
+    inferred = layout.nvlink.inferred()
     present = set(v.present)
     bad: Dict[Tuple[int, int], Dict[str, str]] = {}
     srcs: Dict[Tuple[int, int], str] = {}

@@ -16,6 +16,7 @@ from ..model import Topology
 from ..model.pcie import PciPlacement, PcieHop
 from . import Finding, facts as F, finding, roles
 from . import subject as S
+from .select import Selection
 
 BUSY_UTILISATION = 50
 
@@ -46,7 +47,8 @@ def _from_sysfs(facts: PciPlacement) -> Tuple[Optional[PcieHop], Optional[PcieHo
             min(s, key=lambda h: h.current_gts) if s else None)  # type: ignore[arg-type, return-value]  # (a slowed hop's speed is known)
 
 
-def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
+def check(topo: Topology, sel: Selection) -> List[Finding]:
+    layout = sel.layout
     v = F.view(topo)
     out: List[Finding] = []
     checked = 0

@@ -171,26 +171,19 @@ def port_map_names(layout: Any) -> List[str]:
     port map's), in order."""
     if layout is None:
         return []
-    named: List[str] = [x for x in (layout.get("nics.compute.names") or [])
-                        if isinstance(x, str)]
-    gpu_nic = layout.get("nics.placement.gpu_nic")
-    for val in (gpu_nic.values() if isinstance(gpu_nic, dict) else []):
-        for x in ([val] if isinstance(val, str) else val if isinstance(val, list) else []):
-            if isinstance(x, str) and x not in named:
-                named.append(x)
+    named: List[str] = list(layout.nics.compute.names or [])
+    for x in layout.nics.placement.port_names:
+        if x not in named:
+            named.append(x)
     return named
 
 
 def _want(layout: Any) -> Tuple[Optional[str], Optional[float], Optional[int]]:
     if layout is None:
         return None, None, None
-    layer = layout.get("nics.compute.link_layer")
-    rate = layout.get("nics.compute.rate_gbps")
-    count = layout.get("nics.compute.count")
-    return (layer if isinstance(layer, str) else None,
-            float(rate) if isinstance(rate, (int, float)) and not isinstance(rate, bool)
-            else None,
-            count if isinstance(count, int) and not isinstance(count, bool) else None)
+    comp = layout.nics.compute
+    return (comp.link_layer, float(comp.rate_gbps) if comp.rate_gbps is not None else None,
+            comp.count)
 
 
 # --- the resolver --------------------------------------------------------------------------

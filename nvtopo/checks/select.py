@@ -11,11 +11,11 @@ so and picks the most common (the layout's ``selection.priority``).
 
 from __future__ import annotations
 
-import copy
 from ..plain import field, plain
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .. import layouts as layouts_pkg
+from ..layouts.doc import Nics, copy_section
 from ..model import Topology, path_rank
 from . import facts as F, roles
 
@@ -49,16 +49,51 @@ class Candidate:
     nic_count_off: bool = False
 
 
+#: How the layout was chosen (:attr:`Selection.how`).
+HOW = ("user", "auto", "ambiguous", "none")
+
+
 @plain
 class Selection:
-    layout: Optional[Any]
-    reason: str
+    """What selection decided, for the checks: the layout (typed, renumbered to the node's
+    GPUs), how it was chosen, and what the checks must know of the choice."""
+
+    #: the layout the checks run against (None: no layout fits; layout-independent checks).
+    layout: Optional[layouts_pkg.Layout]
+    reason: str = ""
+    #: ``user`` (``--layout NAME``/``--layout-file``), ``auto`` (the one best fit),
+    #: ``ambiguous`` (auto, several fit equally: :attr:`ties`), ``none`` (nothing fits).
+    how: str = "user"
+    #: the layouts that fit equally (auto, ambiguous), the picked one first.
+    ties: List[str] = field(default_factory=list)
+    #: node GPU -> layout GPU where the layout was renumbered (a mesh, slots told by NICs).
     mapping: Optional[Dict[int, int]] = None
+    #: layout slots no node GPU maps to (a GPU missing from a mesh).
+    absent_slots: List[int] = field(default_factory=list)
+    #: node GPU -> the NVLinks it had to the absent slots (links gone with the GPU).
+    links_to_absent: Dict[int, int] = field(default_factory=dict)
+    #: layout slots the port map's NICs show empty (their NIC on the bus, no GPU near it).
+    empty_slots: List[int] = field(default_factory=list)
+    #: the port map's NICs placed each GPU in its slot (per-index expectations hold).
+    slots_known: bool = False
+    #: the layout's port map as written, before renumbering (GPU slot -> NIC names).
+    port_map: Optional[Dict[int, List[str]]] = None
+    #: why the layout's NIC section is not applied (auto: the node's NICs contradict it).
+    nics_dropped: Optional[str] = None
+    #: layouts that fit as well as the pick and state no NUMA map (its map may not be the
+    #: node's: NUMA findings are warnings).
+    numa_unsure: List[str] = field(default_factory=list)
     candidates: List[Candidate] = field(default_factory=list)
 
     @property
     def name(self) -> str:
         return self.layout.name if self.layout is not None else "none"
+
+
+def given(layout: Optional[layouts_pkg.Layout], reason: str = "") -> Selection:
+    """A selection of a layout given as it is (``None``: no layout): nothing renumbered,
+    nothing dropped."""
+    return Selection(layout=layout, reason=reason, how="user" if layout is not None else "none")
 
 
 def best_mapping(observed: Dict[Tuple[int, int], int], nodes: Sequence[int],
@@ -145,43 +180,45 @@ def best_mapping(observed: Dict[Tuple[int, int], int], nodes: Sequence[int],
     return best_map, best
 
 
-def remap(layout: Any, mapping: Dict[int, int]) -> Any:
-    """The layout renumbered to the node's GPU indices (``mapping``: node -> layout)."""
+def remap(layout: layouts_pkg.Layout, mapping: Dict[int, int]) -> layouts_pkg.Layout:
+    """The layout renumbered to the node's GPU indices (``mapping``: node -> layout): its
+    NVLink pairs, port map and NUMA map (slots no node GPU maps to are left out)."""
     if all(k == v for k, v in mapping.items()):
         return layout
-    data = copy.deepcopy(layout.data)
     inv = {v: k for k, v in mapping.items()}
-    pairs = (data.get("nvlink") or {}).get("pairs")
-    if isinstance(pairs, dict):
-        new = {}
-        for key, c in pairs.items():
-            a, b = (int(x) for x in key.split("-"))
+    doc = layout.doc
+    nv, place, numa = doc.nvlink, doc.nics.placement, doc.numa
+    if nv.pairs is not None:
+        new: Dict[str, int] = {}
+        for (a, b), c in nv.pair_map().items():
             if a in inv and b in inv:
                 x, y = sorted((inv[a], inv[b]))
                 new[f"{x}-{y}"] = c
-        data["nvlink"]["pairs"] = new
-    for path in (("nics", "placement", "gpu_nic"), ("numa", "gpu_numa")):
-        node: Any = data
-        for p in path[:-1]:
-            node = node.get(p) if isinstance(node, dict) else None
-        if isinstance(node, dict) and isinstance(node.get(path[-1]), dict):
-            node[path[-1]] = {str(inv[int(k)]): v for k, v in node[path[-1]].items()
-                              if int(k) in inv}
-    out = layouts_pkg.Layout(name=layout.name, data=data, origin=layout.origin,
-                             title=layout.title)
-    out.extra = dict(layout.extra, mapping={f"GPU{k}": v for k, v in mapping.items()})
-    n_layout = layout.get("gpus.count")
-    if isinstance(pairs, dict) and isinstance(n_layout, int):
-        # layout slots no node GPU maps to (a GPU missing from a mesh), and how many NVLinks
-        # each node GPU had to them: links the missing GPU took down with it
-        absent = sorted(set(range(n_layout)) - set(mapping.values()))
-        if absent:
-            orig = F.layout_pairs(layout, n_layout)
-            out.extra["absent_slots"] = absent
-            out.extra["links_to_absent"] = {
-                k: sum(orig.get((min(t, s), max(t, s)), 0) for s in absent)
-                for k, t in mapping.items()}
-    return out
+        nv = copy_section(nv, pairs=new)
+    if place.gpu_nic is not None:
+        place = copy_section(place, gpu_nic={str(inv[int(k)]): v for k, v in
+                                             place.gpu_nic.items() if int(k) in inv})
+    if numa.gpu_numa is not None:
+        numa = copy_section(numa, gpu_numa={str(inv[int(k)]): v for k, v in
+                                            numa.gpu_numa.items() if int(k) in inv})
+    nics = copy_section(doc.nics, placement=place)
+    return layout.with_doc(copy_section(doc, nvlink=nv, nics=nics, numa=numa))
+
+
+def absent_links(layout: layouts_pkg.Layout, mapping: Dict[int, int]
+                 ) -> Tuple[List[int], Dict[int, int]]:
+    """Layout slots no node GPU maps to (a GPU missing from a mesh), and how many NVLinks
+    each node GPU had to them: links the missing GPU took down with it."""
+    n_layout = layout.gpus.count
+    if layout.nvlink.pairs is None or n_layout is None or \
+            all(k == v for k, v in mapping.items()):
+        return [], {}
+    absent = sorted(set(range(n_layout)) - set(mapping.values()))
+    if not absent:
+        return [], {}
+    orig = F.layout_pairs(layout, n_layout)
+    return absent, {k: sum(orig.get((min(t, s), max(t, s)), 0) for s in absent)
+                    for k, t in mapping.items()}
 
 
 def gpu_names(topo: Topology) -> Tuple[List[str], str]:
@@ -206,9 +243,9 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
     c = Candidate(layout=layout)
     n = len(v.present) + len(v.lost)
     missing_count = len(v.absent_in)
-    n_exp = layout.get("gpus.count")
+    n_exp = layout.gpus.count
     names, by_id = gpu_names(topo)
-    pattern = layout.get("gpus.name_pattern")
+    pattern = layout.gpus.name_pattern
     name_ok = False
     if names and pattern:
         if all(layouts_pkg.name_matches(pattern, nm) for nm in names):
@@ -257,19 +294,19 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
     if by_nic is not None:
         c.empty_slots = by_nic[1]
     if expected and observed:
-        gn_map = layout.get("numa.gpu_numa")
+        gn_map = layout.numa.gpu_node
         numa_of = {i: (topo.gpu(i).numa_node if topo.gpu(i) is not None else None)  # type: ignore[union-attr]  # (gpu(i) is checked first)
                    for i in v.present}
 
         def numa_misses(m: Dict[int, int]) -> int:
-            if not isinstance(gn_map, dict):
+            if gn_map is None:
                 return 0
             return sum(1 for i, t in m.items() if numa_of.get(i) is not None
-                       and gn_map.get(str(t)) is not None and gn_map.get(str(t)) != numa_of[i])
+                       and gn_map.get(t) is not None and gn_map.get(t) != numa_of[i])
 
         mapping, _ = (dict(by_nic[0]), 0) if by_nic is not None else best_mapping(
-            observed, v.present, expected, n_lay, numa_misses) if layout.get(
-            "nvlink.pairs") else ({a: a for a in v.present}, 0)
+            observed, v.present, expected, n_lay, numa_misses) if layout.nvlink.pairs \
+            else ({a: a for a in v.present}, 0)
         if len(mapping) == len(v.present):
             c.mapping = mapping
         matched = short = wrong = 0
@@ -285,7 +322,7 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
                 wrong += 1
         if c.mapping is not None:
             allzero = all(o == 0 for o in observed.values())
-            if allzero and layout.get("nvlink.nvswitch"):
+            if allzero and layout.nvlink.nvswitch:
                 c.why.append("no NV# between any GPU pair (NVLink fabric down?)")
             else:
                 c.score += 2 * matched + short - 3 * wrong
@@ -310,14 +347,14 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
     if by_nic is not None and c.mapping is None:
         c.mapping = dict(by_nic[0])
     # NUMA
-    gn = layout.get("numa.gpu_numa")
-    if isinstance(gn, dict):
+    gn = layout.numa.gpu_node
+    if gn is not None:
         m = c.mapping or {a: a for a in v.present}
         good = bad = 0
         for i in v.present:
             g = topo.gpu(i)
             node = g.numa_node if g else None
-            want = gn.get(str(m.get(i, i)))
+            want = gn.get(m.get(i, i))
             if node is None or want is None:
                 continue
             if node == want:
@@ -334,19 +371,16 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
     # NICs
     if F.has_nic_data(topo, v) and topo.nics:
         lay_nic = remap(layout, c.mapping) if c.mapping else layout
-        gpu_nic = lay_nic.get("nics.placement.gpu_nic")
-        want_path = lay_nic.get("nics.placement.gpu_to_nearest_compute_nic") or "PIX"
-        if isinstance(gpu_nic, dict):
+        gpu_nic = lay_nic.nics.placement.port_map
+        want_path = lay_nic.nics.placement.gpu_to_nearest_compute_nic or "PIX"
+        if gpu_nic is not None:
             good = bad = renamed = 0
             # by PCI placement, not by name: a GPU with another NIC at the port map's path
             # does not contradict the port map (its NICs renamed: nic.names_differ), but
             # names as the vendor's map are what tell this layout from a generic one
             placed = F.nic_by_placement(topo, v.present, want_path)
             for i in v.present:
-                ws = gpu_nic.get(str(i))
-                if ws is None:
-                    continue
-                for w in ([ws] if isinstance(ws, str) else ws):
+                for w in gpu_nic.get(i, []):
                     tok, _ = topo.gpu_nic_path(i, w)
                     r = path_rank(tok)
                     if r is not None and r <= path_rank(want_path):  # type: ignore[operator]  # (a layout's path is a path token)
@@ -369,7 +403,7 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
             if bad > good + renamed:
                 c.nic_contradiction = (f"only {good} of {good + bad} GPU-NIC pairs as "
                                        "its port map")
-        want_layer = layout.get("nics.compute.link_layer")
+        want_layer = layout.nics.compute.link_layer
         if want_layer and c.nic_contradiction is None:
             comp = roles.resolve(topo, None, v.present).compute
             layers = set()
@@ -382,8 +416,8 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
             if layers and want_layer not in layers:
                 c.nic_contradiction = (f"compute NICs run {'/'.join(sorted(layers))}, "
                                        f"it has {want_layer}")
-        count = layout.get("nics.compute.count")
-        if isinstance(count, int):
+        count = layout.nics.compute.count
+        if count is not None:
             comp = roles.resolve(topo, layout, v.present, ()).compute
             if len(comp) != count:
                 c.score -= 1
@@ -397,7 +431,7 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
         # shape alone a few GPUs fit many boards; two GPUs over a bridge, NV4 or NV2, fit a
         # 4-GPU board's pair, so two need an NVSwitch board's counts; and they must be one
         # NVLink-connected group: two NV2 pairs (an IBM Minsky) are a board of their own)
-        by_shape = c.exact and (n >= 3 or bool(layout.get("nvlink.nvswitch"))) \
+        by_shape = c.exact and (n >= 3 or bool(layout.nvlink.nvswitch)) \
             and _connected(v.present, observed)
         if c.fits and nv_exact and (name_ok or by_shape):
             c.excluded, c.subset_of = subset_text(n, [n_exp]), n_exp
@@ -432,8 +466,8 @@ def select(topo: Topology, choice: Any = "auto", layout_file: Optional[str] = No
         # the GPUs fit a larger board as a subset (their pairs say nothing against it): a
         # smaller board fitting only with GPUs gone is no better evidence, so neither wins
         n = len(v.present)
-        fit = [c for c in fit if not (isinstance(c.layout.get("gpus.count"), int)
-                                      and n < c.layout.get("gpus.count"))]
+        fit = [c for c in fit if not (c.layout.gpus.count is not None
+                                      and n < c.layout.gpus.count)]
         if any(c.exact for c in cands if c.subset_of is not None):
             # the pairs are exactly a larger board's (a container given part of it): a
             # layout of this GPU count wins only by name, or by shape where it explains
@@ -449,13 +483,14 @@ def select(topo: Topology, choice: Any = "auto", layout_file: Optional[str] = No
                 c.excluded = (f"its pairs are a larger board's exactly; {c.layout.name} "
                               "fits only with a fault (" + "; ".join(c.why) + ")")
         for c in cands:
-            cnt = c.layout.get("gpus.count")
-            if c.fits and c.subset_of is None and isinstance(cnt, int) and n < cnt \
+            cnt = c.layout.gpus.count
+            if c.fits and c.subset_of is None and cnt is not None and n < cnt \
                     and not any(str(w).endswith(" short") or " different" in str(w)
                                 for w in c.why):
                 c.subset_of = cnt
     if not fit:
-        return Selection(layout=None, reason=_none_reason(topo, v, cands), candidates=cands)
+        return Selection(layout=None, reason=_none_reason(topo, v, cands), how="none",
+                         candidates=cands)
     # a layout whose NIC facts fit is preferred to one the NICs contradict
     fit.sort(key=lambda c: (c.nic_contradiction is not None, -c.score, -c.layout.priority,
                             c.numa_bad, c.layout.name))
@@ -476,55 +511,50 @@ def select(topo: Topology, choice: Any = "auto", layout_file: Optional[str] = No
     # picked by shape among layouts that disagree on NUMA: the GPUs misfit the pick's map
     # and an equal fit states none, so the misfit is reported, not failed
     unsure = [c.layout.name for c in ties if c.numa_bad == 0
-              and not isinstance(c.layout.get("numa.gpu_numa"), dict)] if top.numa_bad else []
-    return _chosen(top, reason, cands, numa_unsure=unsure)
+              and c.layout.numa.gpu_numa is None] if top.numa_bad else []
+    return _chosen(top, reason, cands, how="ambiguous" if len(ties) > 1 else "auto",
+                   ties=[c.layout.name for c in ties] if len(ties) > 1 else [],
+                   numa_unsure=unsure)
 
 
 def _auto_candidate(topo: Topology, layout: Any) -> bool:
     """Layouts that cannot be recognised from inside the node (a cloud SKU without its own
     device names) are only used when named; ``requires_nic_names`` ones need their names."""
-    if layout.get("selection.auto") is False:
+    if layout.choice.auto is False:
         return False
-    if layout.get("selection.requires_nic_names"):
-        names = layout.get("nics.compute.names") or []
+    if layout.choice.requires_nic_names:
+        names = layout.nics.compute.names or []
         return any(topo.nic(n) is not None for n in names)
     return True
 
 
-def _chosen(cand: Candidate, reason: str, cands: List[Candidate],
-            numa_unsure: Sequence[str] = ()) -> Selection:
+def _chosen(cand: Candidate, reason: str, cands: List[Candidate], how: str = "user",
+            ties: Sequence[str] = (), numa_unsure: Sequence[str] = ()) -> Selection:
     lay = cand.layout
     mapping = cand.mapping
     if reason.startswith("--"):
         reason += ": " + ("; ".join(cand.why) if cand.why else "chosen by the user")
         if cand.excluded:
             reason += f" (does not fit: {cand.excluded})"
+    sel = Selection(layout=lay, reason=reason, how=how, ties=list(ties), candidates=cands,
+                    numa_unsure=list(numa_unsure))
     if mapping and any(k != v for k, v in mapping.items()):
-        lay = remap(lay, mapping)
-    else:
-        mapping = None
+        sel.layout = remap(lay, mapping)
+        sel.mapping = mapping
+        sel.absent_slots, sel.links_to_absent = absent_links(lay, mapping)
     if cand.empty_slots:
         # the port map's NICs tell which slots are empty: the checks see the layout
         # numbered as the node numbers its GPUs, and gpu.missing names the empty slots
-        lay = _with_extra(lay, lay.data, empty_slots=list(cand.empty_slots), slots_known=True,
-                          port_map=cand.layout.get("nics.placement.gpu_nic"))
-    if cand.nic_contradiction is not None and not reason.startswith("--"):
+        sel.empty_slots, sel.slots_known = list(cand.empty_slots), True
+        sel.port_map = lay.nics.placement.port_map
+    if cand.nic_contradiction is not None and how != "user":
         # auto: the NIC evidence contradicts this layout's NIC facts; its other sections
         # still apply, the NICs get only the layout-independent checks
-        data = copy.deepcopy(lay.data)
-        data.pop("nics", None)
-        lay = _with_extra(lay, data, nics_dropped=cand.nic_contradiction)
-    if numa_unsure:
-        lay = _with_extra(lay, lay.data, numa_unsure=list(numa_unsure))
-    return Selection(layout=lay, reason=reason, mapping=mapping, candidates=cands)
-
-
-def _with_extra(lay: Any, data: Dict[str, Any], **extra: Any) -> Any:
-    """A copy of the layout with ``data`` and facts of this selection added to its
-    ``extra`` (the bundled layout itself is shared and never changed)."""
-    out = layouts_pkg.Layout(name=lay.name, data=data, origin=lay.origin, title=lay.title)
-    out.extra = dict(lay.extra, **extra)
-    return out
+        shown = sel.layout
+        assert shown is not None
+        sel.layout = shown.with_doc(copy_section(shown.doc, nics=Nics()))
+        sel.nics_dropped = cand.nic_contradiction
+    return sel
 
 
 def _connected(nodes: Sequence[int], pairs: Dict[Tuple[int, int], int]) -> bool:

@@ -7,13 +7,14 @@ from typing import Any, Dict, List, Optional
 from ..model import GPU_FACTS, NIC_FACTS, Disagreement, Topology
 from . import Finding, Subject, facts as F, finding
 from . import subject as S
+from .select import Selection
 
 #: Facts whose disagreement subject is two matrix labels joined by ``-`` (``GPU0-GPU1``,
 #: ``GPU0-mlx5_0``); ``nvlink_count``'s are always two GPUs.
 PAIR_FACTS = ("path", "p2p", "nvlink_count")
 
 
-def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
+def check(topo: Topology, sel: Selection) -> List[Finding]:
     """One finding per typed subject: a pair's path and p2p disagreements, or a NIC named
     by its matrix label (``GPU0-NIC0``) and by its device name (``GPU0-mlx5_0``), are one
     disagreement about one thing."""

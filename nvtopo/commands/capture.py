@@ -13,6 +13,7 @@ reads the model through the checks' view of its facts, and ``layouts`` sits belo
 
 from __future__ import annotations
 
+import copy
 import re
 from collections import Counter
 from typing import Any, Dict, List, Optional
@@ -25,13 +26,13 @@ def layout_of(topo: Topology, name: Optional[str] = None) -> Dict[str, Any]:
     """The layout ``nvtopo layouts capture`` writes for ``topo``, validated: named ``name``,
     else the host name, else ``captured`` (as a layout name: letters, digits, ``.``,
     ``_``, ``-``)."""
-    from ..layouts import validate
+    from ..layouts import decode_doc
 
     nm = name or str(topo.host.get("hostname") or "captured")
     # ASCII only: a layout name starts with a letter or digit (``\w`` would keep "ñ")
     nm = re.sub(r"[^A-Za-z0-9_.-]", "-", nm).lstrip(".-_") or "captured"
     doc = capture(topo, nm, topo.origin.get("file") or "live probe")
-    validate(doc, "captured layout")
+    decode_doc(copy.deepcopy(doc), "captured layout")
     return doc
 
 

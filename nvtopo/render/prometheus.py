@@ -221,7 +221,7 @@ def _nvlink_record(g: Any) -> Optional[Any]:
 
 def _expected_links(nv: Any, layout: Any) -> Optional[int]:
     if layout is not None:
-        lpg = layout.get("nvlink.links_per_gpu")
+        lpg = layout.nvlink.links_per_gpu
         if isinstance(lpg, int) and not isinstance(lpg, bool):
             return lpg
     if nv.links:

@@ -77,7 +77,7 @@ def rate_text(gbps: Union[int, float]) -> str:
 
 
 def family_of(layout: Layout, notes: List[str]) -> Family:
-    pattern = layout.get("gpus.name_pattern")
+    pattern = layout.gpus.name_pattern
     if isinstance(pattern, str):
         rx = re.compile(pattern, re.I)
         for fam in FAMILIES:
@@ -100,7 +100,7 @@ def family_of(layout: Layout, notes: List[str]) -> Family:
 
 
 def _family_by_generation(layout: Layout) -> Family:
-    gen = layout.get("nvlink.generation")
+    gen = layout.nvlink.generation
     by_gen = {"1.0": 0, "2.0": 1, "3.0": 4, "3.1": 4, "4.0": 6, "5.0": 12}
     return FAMILIES[by_gen.get(str(gen), 6)]
 

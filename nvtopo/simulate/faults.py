@@ -243,8 +243,7 @@ def _nic_swap(m: Machine, f: Fault, where: str) -> None:
     if a.link_layer != b.link_layer:
         raise NvtopoError(f"{a.name} ({a.link_layer}) and {b.name} ({b.link_layer}) are "
                           "different kinds of device: swap two of one kind", where=where)
-    gpu_nic = m.layout.get("nics.placement.gpu_nic")
-    if not isinstance(gpu_nic, dict):
+    if m.layout.nics.placement.gpu_nic is None:
         raise NvtopoError(f"the {m.layout.name} layout does not name each GPU's NIC "
                           "(nics.placement.gpu_nic): a swap cannot be told apart", where=where)
     if not moved_gpus(m, a.name, b.name):
@@ -295,11 +294,10 @@ def moved_gpus(m: Machine, a: str, b: str) -> List[Tuple[int, str]]:
     A NIC moves away from a GPU unless the other NIC of the swap is expected
     for that GPU as well (then the GPU still has both at the same places).
     """
-    gpu_nic = m.layout.get("nics.placement.gpu_nic") or {}
+    gpu_nic = m.layout.nics.placement.port_map or {}
     out = []
     for g in sorted(m.gpus, key=lambda x: x.ident):
-        v = gpu_nic.get(str(g.ident))
-        names = v if isinstance(v, list) else ([v] if isinstance(v, str) else [])
+        names = gpu_nic.get(g.ident, [])
         for x in names:
             other = b if x == a else a if x == b else None
             if other is not None and other not in names:
@@ -331,7 +329,7 @@ def _counters(m: Machine, f: Fault, where: str) -> None:
 
 
 def _peermem(m: Machine, f: Fault, where: str) -> None:
-    if m.layout.get("nics.gpudirect_rdma") is not True:
+    if m.layout.nics.gpudirect_rdma is not True:
         raise NvtopoError(f"the {m.layout.name} layout does not expect GPUDirect RDMA "
                           "(nics.gpudirect_rdma)", where=where)
     m.peermem = False
@@ -356,7 +354,7 @@ def _c2c(m: Machine, f: Fault, where: str) -> None:
 def _storage(m: Machine, f: Fault, where: str) -> None:
     from .storage import counts
 
-    if m.layout.get("storage.gds.expected") is not True:
+    if m.layout.storage.gds is None or m.layout.storage.gds.expected is not True:
         raise NvtopoError(f"the {m.layout.name} layout does not expect GPUDirect Storage "
                           "(storage.gds.expected)", where=where)
     if f.kind in ("nvme-far", "nvme-bunched", "nvme-missing"):

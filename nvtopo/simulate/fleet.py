@@ -7,7 +7,7 @@ what a fleet shares and what it keeps distinct:
   ``"<hostname> <device>"``) to match;
 * node GUIDs made from the node index and the NIC's rank (distinct by construction); GPU
   UUIDs from the node's own seed;
-* NVLink domains of the layout's size (:data:`DOMAIN_NODES`: a GB200 NVL72 rack holds 18
+* NVLink domains of the layout's size (the layout's ``domain.nodes``: a GB200 NVL72 rack holds 18
   trays): every GPU of domain *d* reports the same ClusterUUID and clique id;
 * rails: compute NIC rank *r* of every node on subnet ``fe80:0000:<block>:<r>`` (``block``:
   one subnet per :data:`LIDS_PER_SUBNET` nodes, since unicast LIDs end at 0xBFFF) with the
@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ..errors import NvtopoError
-from ..layouts import DOMAIN_NODES
 from ..safe import ascii_int, is_ascii_digits
 
 #: The most nodes one fleet may have.
@@ -149,7 +148,10 @@ def plan(layout: Any, nodes: int, *, seed: int = 0, prefix: str = "node",
 
 
 def domain_size(layout: Any) -> Optional[int]:
-    return DOMAIN_NODES.get(layout.name)
+    """Nodes per NVLink domain: the layout's ``domain.nodes`` (None: not a multi-node
+    domain)."""
+    nodes: Optional[int] = layout.domain.nodes
+    return nodes
 
 
 def _domain_count(layout: Any, nodes: int) -> int:
@@ -250,5 +252,5 @@ def write(p: Plan, directory: str) -> Iterator[str]:
         yield path
 
 
-__all__ = ["MAX_NODES", "DOMAIN_NODES", "FLEET_FAULTS", "Plan", "plan", "node_document",
+__all__ = ["MAX_NODES", "FLEET_FAULTS", "Plan", "plan", "node_document",
            "write", "hostname", "domain_size"]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import random
 import re
 import uuid as uuid_mod
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..errors import NvtopoError
 from ..layouts import Layout
@@ -92,15 +92,15 @@ def build(layout: Layout, seed: int = 0, hostname: Optional[str] = None) -> Mach
     fam = family_of(layout, notes)
 
     # -- GPUs and NUMA
-    n = layout.get("gpus.count")
+    n = layout.gpus.count
     if not isinstance(n, int) or n < 1:
         n = 8
         notes.append("layout states no GPU count: 8 GPUs simulated")
-    gpu_numa_map = layout.get("numa.gpu_numa")
-    if isinstance(gpu_numa_map, dict) and all(str(i) in gpu_numa_map for i in range(n)):
-        gpu_numa = [int(gpu_numa_map[str(i)]) for i in range(n)]
+    gpu_numa_map = layout.numa.gpu_node
+    if gpu_numa_map is not None and all(i in gpu_numa_map for i in range(n)):
+        gpu_numa = [gpu_numa_map[i] for i in range(n)]
     else:
-        want = layout.get("numa.nodes_with_gpus")
+        want = layout.numa.nodes_with_gpus
         nodes = want if isinstance(want, int) and want >= 1 else (2 if n >= 4 else 1)
         nodes = min(nodes, n)
         gpu_numa = [i * nodes // n for i in range(n)]
@@ -115,8 +115,8 @@ def build(layout: Layout, seed: int = 0, hostname: Optional[str] = None) -> Mach
         notes.append("Grace system: GPU NUMA IDs simulated as "
                      + ", ".join(str(x) for x in gpu_numa_ids)
                      + "; NUMA Affinity printed as the CPU node only")
-    pcie_gen = layout.get("gpus.pcie.gen")
-    pcie_width = layout.get("gpus.pcie.width")
+    pcie_gen = layout.gpus.pcie.gen
+    pcie_width = layout.gpus.pcie.width
     if not isinstance(pcie_gen, int) or not isinstance(pcie_width, int):
         notes.append(f"layout states no GPU PCIe link: Gen{fam.pcie_gen} x16 simulated")
         pcie_gen = pcie_gen if isinstance(pcie_gen, int) else fam.pcie_gen
@@ -127,27 +127,27 @@ def build(layout: Layout, seed: int = 0, hostname: Optional[str] = None) -> Mach
                 cpus=numa_cpus[gpu_numa[i]], gpu_numa_id=gpu_numa_ids[i],
                 pcie_max_gen=pcie_gen, pcie_max_width=pcie_width) for i in range(n)]
     if fam.grace:  # NVLink-C2C to the Grace CPU: the layout's link count, else 10 (GH200)
-        c2c = layout.get("c2c.links_per_gpu")
+        c2c = layout.c2c.links_per_gpu
         for g in gpus:
             g.c2c_links = c2c if isinstance(c2c, int) and c2c > 0 else 10
 
     # -- NVLink
-    nvswitch = bool(layout.get("nvlink.nvswitch"))
-    gen = layout.get("nvlink.generation")
+    nvswitch = bool(layout.nvlink.nvswitch)
+    gen = layout.nvlink.generation
     nvlink_version = NVLINK_ENUM.get(str(gen), fam.nvlink_version) if gen else fam.nvlink_version
     switches: Dict[str, str] = {}
-    has_nvlink = layout.section("nvlink") != {} and (
-        nvswitch or layout.get("nvlink.pairs") or layout.get("nvlink.pair_count")
-        or layout.get("nvlink.links_per_gpu"))
+    has_nvlink = layout.nvlink.stated and bool(
+        nvswitch or layout.nvlink.pairs or layout.nvlink.pair_count
+        or layout.nvlink.links_per_gpu)
     if nvswitch:
-        per_pair = layout.get("nvlink.pair_count")
-        links = layout.get("nvlink.links_per_gpu")
+        per_pair = layout.nvlink.pair_count
+        links = layout.nvlink.links_per_gpu
         sw_links = per_pair if isinstance(per_pair, int) else links
         if not isinstance(sw_links, int):
             sw_links = 18
             notes.append("layout states no NVLink count: 18 links per GPU simulated")
         total = links if isinstance(links, int) and links >= sw_links else sw_links
-        count = layout.get("nvlink.nvswitch_count")
+        count = layout.nvlink.nvswitch_count
         if not isinstance(count, int) or count < 1:
             # the board's own count where the GPU model fixes it (an HGX A100 baseboard has
             # 6 NVSwitches, as hgx-a100-8 states); 4 (HGX H100/H200) otherwise
@@ -175,14 +175,13 @@ def build(layout: Layout, seed: int = 0, hostname: Optional[str] = None) -> Mach
             notes.append(f"{total - sw_links} of {total} NVLinks per GPU not connected to a "
                          "switch (NVML counts them, inactive by design)")
     elif has_nvlink:
-        pairs = layout.get("nvlink.pairs")
-        per_pair = layout.get("nvlink.pair_count")
+        pairs = layout.nvlink.pair_map() if layout.nvlink.pairs is not None else None
+        per_pair = layout.nvlink.pair_count
         edges: List[Tuple[int, int, int]] = []
-        if isinstance(pairs, dict):
-            for k, v in pairs.items():
-                a, b = (int(x) for x in k.split("-"))
+        if pairs is not None:
+            for (a, b), v in pairs.items():
                 if a < n and b < n and v > 0:
-                    edges.append((min(a, b), max(a, b), int(v)))
+                    edges.append((a, b, v))
         elif isinstance(per_pair, int):
             edges = [(a, b, per_pair) for a in range(n) for b in range(a + 1, n)]
         edges.sort()
@@ -196,29 +195,28 @@ def build(layout: Layout, seed: int = 0, hostname: Optional[str] = None) -> Mach
                 gpus[b].links.append(Link(lb, "gpu", a, la))
         for g in gpus:
             g.link_count = len(g.links)
-        per_gpu = layout.get("nvlink.links_per_gpu")
+        per_gpu = layout.nvlink.links_per_gpu
         if isinstance(per_gpu, int) and any(g.link_count != per_gpu for g in gpus):
             notes.append(f"layout says {per_gpu} NVLinks per GPU but its pairs wire "
                          + "/".join(sorted({str(g.link_count) for g in gpus}))
                          + ": NVML counts only the wired links")
-    fabric = bool(layout.get("nvlink.fabric")) and nvswitch
+    fabric = bool(layout.nvlink.fabric) and nvswitch
     for g in gpus:
         g.fabric_state = 3 if fabric else None
 
     # -- RDMA devices: compute NICs grouped with the GPUs they serve, storage NICs in the gaps
-    compute_count = layout.get("nics.compute.count")
-    rate = layout.get("nics.compute.rate_gbps")
-    layer = layout.get("nics.compute.link_layer")
-    placement = layout.get("nics.placement.gpu_to_nearest_compute_nic")
-    per_nic = layout.get("nics.placement.gpus_per_compute_nic")
-    gpu_nic = layout.get("nics.placement.gpu_nic")
-    if not {k: x for k, x in layout.section("nics").items() if k != "per_gpu"}:
+    compute_count = layout.nics.compute.count
+    rate: Any = layout.nics.compute.rate_gbps
+    layer = layout.nics.compute.link_layer
+    placement = layout.nics.placement.gpu_to_nearest_compute_nic
+    per_nic = layout.nics.placement.gpus_per_compute_nic
+    gpu_nic = layout.nics.placement.port_map
+    if not layout.nics.facts_stated:
         compute_count, placement = n, "PIX"
         notes.append("layout states no NICs: one compute NIC per GPU simulated, behind the "
                      "GPU's PCIe switch (PIX)")
     if not isinstance(compute_count, int):
-        compute_count = len({x for v in (gpu_nic or {}).values()
-                             for x in (v if isinstance(v, list) else [v])}) or n
+        compute_count = len({x for v in (gpu_nic or {}).values() for x in v}) or n
         notes.append(f"layout states no compute NIC count: {compute_count} simulated")
     if not isinstance(rate, (int, float)):
         rate = {3: 100, 4: 200, 5: 400, 6: 800}.get(fam.pcie_gen, 400)
@@ -232,13 +230,11 @@ def build(layout: Layout, seed: int = 0, hostname: Optional[str] = None) -> Mach
             notes.append("layout states no GPU-to-NIC placement: PIX simulated")
 
     groups: List[Tuple[List[int], List[str]]] = []  # (GPU idents, compute NIC names)
-    pool = layout.get("nics.compute.names")
-    pool = [x for x in pool if isinstance(x, str)] if isinstance(pool, list) else []
-    if isinstance(gpu_nic, dict) and gpu_nic:
+    pool = list(layout.nics.compute.names or [])
+    if gpu_nic:
         owner: Dict[str, int] = {}
         for i in range(n):
-            v = gpu_nic.get(str(i))
-            names = v if isinstance(v, list) else ([v] if isinstance(v, str) else [])
+            names = gpu_nic.get(i, [])
             hit = next((owner[x] for x in names if x in owner), None)
             if hit is None:
                 groups.append(([i], list(names)))
@@ -282,7 +278,7 @@ def build(layout: Layout, seed: int = 0, hostname: Optional[str] = None) -> Mach
             notes.append("RDMA devices between the compute NICs' names simulated as storage "
                          "NICs (dual-port ConnectX in Ethernet mode, 200 Gb/s, RoCE): "
                          + ", ".join("/".join(s) for s in storage))
-    if layout.get("nics.gpudirect_rdma") is None:
+    if layout.nics.gpudirect_rdma is None:
         notes.append("layout states no GPUDirect RDMA expectation: nvidia_peermem simulated "
                      "as loaded")
 
@@ -387,7 +383,7 @@ def build(layout: Layout, seed: int = 0, hostname: Optional[str] = None) -> Mach
     machine = Machine(
         layout=layout, seed=seed, hostname=host, family=fam, gpus=gpus, nics=nics, pci=pci,
         numa_cpus=numa_cpus, switches=switches, nvswitch=nvswitch, fabric=fabric,
-        peermem=layout.get("nics.gpudirect_rdma") is not False,
+        peermem=layout.nics.gpudirect_rdma is not False,
         nvlink_version=nvlink_version, assumptions=notes, healthy_gpu_count=n)
     return machine
 

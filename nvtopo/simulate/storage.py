@@ -24,7 +24,7 @@ U2_SECTORS, M2_SECTORS = 7501476528, 3750748848
 
 def counts(m: Any) -> "tuple[int, int]":
     """``(OS drives, data drives)`` the layout states (0 where it states none)."""
-    os_n, data_n = m.layout.get("storage.os_drives"), m.layout.get("storage.data_drives")
+    os_n, data_n = m.layout.storage.os_drives, m.layout.storage.data_drives
     return (os_n if isinstance(os_n, int) else 0, data_n if isinstance(data_n, int) else 0)
 
 
@@ -95,7 +95,7 @@ def add(t: Tree, m: Any) -> None:
             t.iommu_group(path, group[0], iommu)
             group[0] += 1
         t.f("class/iommu/dmar0/intel-iommu/version", "1:0")
-    if m.layout.get("storage.gds.expected") is True and not st.get("no_nvidia_fs"):
+    if m.layout.storage.gds is not None and m.layout.storage.gds.expected is True and not st.get("no_nvidia_fs"):
         t.module("nvidia_fs")
 
 

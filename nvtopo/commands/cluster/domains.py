@@ -15,14 +15,14 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Set
 
-from ...layouts import DOMAIN_NODES
+from ...layouts import domain_nodes
 from .facts import NodeFacts
 from .finding import ClusterFinding, make, named
 from .majority import split
 
 
 def expected_size(layout: str) -> Optional[int]:
-    return DOMAIN_NODES.get(layout)
+    return domain_nodes(layout)
 
 
 def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:

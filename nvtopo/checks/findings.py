@@ -50,5 +50,8 @@ def finding(severity: str, code: str, subject: Subject, message: str, *, expecte
 
 
 def demote(severity: str, inferred: bool) -> str:
-    """An expectation whose evidence is only ``[I]`` gives at most a warning."""
-    return "warning" if inferred and severity == "error" else severity
+    """An expectation whose evidence is only ``[I]`` gives at most a warning: the catalog's
+    ladder (:func:`nvtopo.checks.catalog.cap`) for a severity written at the call site."""
+    from .catalog import cap
+
+    return cap(severity, "inferred" if inferred else "observed")

@@ -5,17 +5,12 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Set
 
 from ..model import Topology
-from . import Finding, demote, facts as F, finding, roles as R
+from . import Finding, catalog, demote, facts as F, finding, roles as R
 from . import subject as S
 
 #: Error counters above these are errors (nonzero below is a warning); a saturated counter
-#: (stuck at its width's maximum) is always an error.  ``nics.error_thresholds`` overrides.
-ERROR_THRESHOLDS = {"symbol_error": 100, "link_error_recovery": 10, "link_downed": 10,
-                    "port_rcv_errors": 100, "port_rcv_remote_physical_errors": 100,
-                    "port_rcv_switch_relay_errors": 1000, "port_xmit_discards": 1000,
-                    "port_xmit_constraint_errors": 100, "port_rcv_constraint_errors": 100,
-                    "local_link_integrity_errors": 10, "excessive_buffer_overrun_errors": 10,
-                    "VL15_dropped": 1000}
+#: (stuck at its width's maximum) is always an error.  Declared in the catalog.
+ERROR_THRESHOLDS = catalog.IB_THRESHOLDS
 
 
 def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
@@ -44,9 +39,8 @@ def check(topo: Topology, layout: Optional[Any]) -> List[Finding]:
     want_rate = layout.get("nics.compute.rate_gbps") if layout is not None else None
     want_layer = layout.get("nics.compute.link_layer") if layout is not None else None
     inferred = layout.inferred_only("nics.compute") if layout is not None else False
-    thresholds = dict(ERROR_THRESHOLDS)
-    if layout is not None and isinstance(layout.get("nics.error_thresholds"), dict):
-        thresholds.update(layout.get("nics.error_thresholds"))
+    thresholds = catalog.thresholds("ib", layout.get("nics.error_thresholds")
+                                    if layout is not None else None)
     # peers: the best rate among active ports of the same role (compute, or the others),
     # link layer and card model (a 25 Gb/s management port
     # is not a 200 Gb/s storage card "below its peers"; a card of the same model that trained

@@ -174,3 +174,58 @@ def test_thresholds_merge_catalog_layout_then_file() -> None:
         assert (t["replay"], t["ecc"], t["crc_data"]) == (7, 1, 100)
         assert catalog.thresholds("ib")["symbol_error"] == 100
     assert catalog.thresholds("nvlink")["replay"] == 1000
+
+
+# --- nvtopo checks, docs/checks.md -----------------------------------------------------------
+
+def _invoke(*args: str):  # type: ignore[no-untyped-def]
+    from cli_runner import make_runner
+
+    from nvtopo.cli import app
+
+    return make_runner().invoke(app, list(args))
+
+
+def test_checks_lists_every_code_as_json() -> None:
+    import json
+
+    r = _invoke("checks", "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert [d["code"] for d in doc] == list(catalog.CATALOG)
+    link = next(d for d in doc if d["code"] == "nvlink.errors")
+    assert link["severities"] == ["error", "warning"]
+    assert link["thresholds"]["crc_data"] == 100
+
+
+def test_checks_table_names_every_code() -> None:
+    r = _invoke("checks")
+    assert r.exit_code == 0, r.stderr
+    flat = "".join(r.stdout.split())
+    assert all(code in flat for code in catalog.CATALOG)
+
+
+@pytest.mark.parametrize("code", ["ib.port_down", "cluster.duplicate_guid", "nic.not_checked"])
+def test_checks_code_explains_one(code: str) -> None:
+    c = catalog.CATALOG[code]
+    r = _invoke("checks", code)
+    assert r.exit_code == 0, r.stderr
+    flat = " ".join(r.stdout.split())
+    for part in (c.meaning, c.evidence, c.ladder.describe(), c.action, c.example()):
+        assert " ".join(part.split()) in flat
+
+
+def test_checks_unknown_code_is_one_line_and_status_2() -> None:
+    r = _invoke("checks", "nvlink.nope\x1b[31m")
+    assert r.exit_code == 2
+    assert r.stdout == ""
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and "unknown code" in lines[0] and "\x1b" not in lines[0]
+
+
+def test_checks_page_is_the_catalog() -> None:
+    from nvtopo.render.catalog import markdown
+
+    page = pathlib.Path(__file__).resolve().parent.parent / "docs" / "checks.md"
+    assert page.read_text(encoding="utf-8") == markdown(), \
+        "docs/checks.md differs from the catalog: run python tests/regenerate_checks_doc.py"

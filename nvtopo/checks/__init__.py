@@ -66,14 +66,19 @@ def fold(findings: List[Finding]) -> List[Finding]:
 
 
 def run(model: Any, layout: Optional[Any], reason: str = "",
-        mapping: Optional[Dict[int, int]] = None) -> Report:
+        mapping: Optional[Dict[int, int]] = None, thresholds: Optional[Any] = None) -> Report:
     """Every family's findings against ``layout`` (None: the layout-independent parts),
     folded, ordered by severity then family, as a :class:`Report`.  ``reason`` and
-    ``mapping``: what the layout selection said (:func:`select_and_run` passes them)."""
+    ``mapping``: what the layout selection said (:func:`select_and_run` passes them);
+    ``thresholds``: a ``--thresholds`` file (:class:`.thresholds.Thresholds`), applied for
+    the node class ``layout`` names."""
+    from .catalog import using_thresholds
     from .facts import shared_views
 
     found: List[Finding] = []
-    with shared_views():
+    given = thresholds.for_class(layout.name if layout is not None else None) \
+        if thresholds is not None else None
+    with shared_views(), using_thresholds(given):
         for fam in FAMILIES:
             mod = importlib.import_module(f"{__name__}.{fam}")
             found.extend(mod.check(model, layout))
@@ -86,13 +91,13 @@ def run(model: Any, layout: Optional[Any], reason: str = "",
                   findings=tuple(found), mapping=mapping, layout=layout)
 
 
-def select_and_run(model: Any, layout: str = "auto", layout_file: Optional[str] = None
-                   ) -> Report:
+def select_and_run(model: Any, layout: str = "auto", layout_file: Optional[str] = None,
+                   thresholds: Optional[Any] = None) -> Report:
     """Choose the layout (:func:`nvtopo.checks.select.select`) and run every family against
-    it, reading the model's facts once for both."""
+    it, reading the model's facts once for both (``thresholds``: see :func:`run`)."""
     from . import select as selection
     from .facts import shared_views
 
     with shared_views():
         sel = selection.select(model, layout, layout_file)
-        return run(model, sel.layout, sel.reason, sel.mapping)
+        return run(model, sel.layout, sel.reason, sel.mapping, thresholds)

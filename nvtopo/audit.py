@@ -113,11 +113,13 @@ class Summary:
                 cc.shown.append(node_name(r))
 
     def exit_status(self) -> int:
-        from .errors import ExitStatus
+        """2 when no file could be checked, 1 when a node fails, else 0 (the one rule:
+        :func:`nvtopo.checks.findings.exit_status`)."""
+        from .checks.findings import exit_status
 
         if self.verdicts.get("pass", 0) + self.verdicts.get("fail", 0) == 0:
-            return int(ExitStatus.ERROR)
-        return int(ExitStatus.FINDINGS if self.verdicts.get("fail") else ExitStatus.OK)
+            return exit_status(None)
+        return exit_status("fail" if self.verdicts.get("fail") else "pass")
 
     def to_dict(self) -> Dict[str, Any]:
         order = {"error": 0, "warning": 1}

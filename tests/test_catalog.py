@@ -16,7 +16,7 @@ from nvtopo.checks import source as source_family
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "nvtopo"
 #: the functions that make a finding, and where their code argument is
-MAKERS = {"finding": 1, "make": 1, "_counted": 1, "Finding": 1, "ClusterFinding": 1}
+MAKERS = {"finding": 1, "make": 1, "_counted": 1, "Finding": 1}
 CODE_RE = re.compile(r"[a-z0-9]+\.[a-z0-9_]+")
 #: codes written as f-strings, each with the values it takes (read from the module)
 F_STRINGS = {"f'source.probe_{status}'": [f"source.probe_{s}"
@@ -229,3 +229,31 @@ def test_checks_page_is_the_catalog() -> None:
     page = pathlib.Path(__file__).resolve().parent.parent / "docs" / "checks.md"
     assert page.read_text(encoding="utf-8") == markdown(), \
         "docs/checks.md differs from the catalog: run python tests/regenerate_checks_doc.py"
+
+
+# --- one Finding, one exit-status rule ------------------------------------------------------
+
+def test_one_exit_status_rule() -> None:
+    from nvtopo.checks.findings import exit_status
+
+    assert (exit_status(None), exit_status("fail"), exit_status("pass")) == (2, 1, 0)
+
+
+def test_cluster_findings_are_findings_with_their_nodes() -> None:
+    from nvtopo.checks import subject as S
+    from nvtopo.checks.findings import Finding
+    from nvtopo.commands.cluster import ClusterResult, evaluate
+    from nvtopo.commands.cluster.facts import NodeFacts
+
+    bad = NodeFacts(file="a.json", name="a", engine_name=None, error="a.json: broken")
+    found = evaluate([], [bad])
+    assert [type(f) for f in found] == [Finding]
+    assert found[0].subject == S.fleet("snapshots") and found[0].subject != S.other("snapshots")
+    assert found[0].to_dict() == {
+        "severity": "warning", "code": "cluster.unreadable", "subject": "snapshots",
+        "expected": None, "actual": None, "message": found[0].message, "hint": "",
+        "source": "cluster", "nodes": ["a"], "node_count": 1}
+    result = ClusterResult(unreadable=[bad], findings=found)
+    assert (result.verdict, result.exit_status()) == ("pass", 2)
+    result.nodes.append(bad)
+    assert result.exit_status() == 0

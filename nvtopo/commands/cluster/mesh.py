@@ -34,7 +34,9 @@ from collections import Counter
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 from .facts import NodeFacts
-from .finding import SHOWN, ClusterFinding, make, named
+from ...checks import subject as S
+from ...checks.findings import Finding
+from .finding import SHOWN, make, named
 from .majority import split
 
 #: At most this many per-key findings (the rest summed up in one).
@@ -83,11 +85,11 @@ def net_unsure(topo: Any) -> Optional[str]:
     return "; ".join(why) or None
 
 
-def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
+def check(nodes: List[NodeFacts]) -> List[Finding]:
     meshed = [n for n in nodes if n.mesh]
     if len(meshed) < 2:
         return []
-    out: List[ClusterFinding] = []
+    out: List[Finding] = []
     owner: Dict[str, str] = {}
     dup: Dict[str, Set[str]] = {}
     keys: Dict[str, Set[str]] = {}
@@ -105,13 +107,13 @@ def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
         if n.name not in keys or n.name not in peers:
             unknown.append(n.name)
     if unknown:
-        out.append(make("info", "cluster.mesh_not_checked", "WireGuard mesh",
+        out.append(make("info", "cluster.mesh_not_checked", S.fleet("WireGuard mesh"),
                         f"{len(unknown)} meshed node(s) whose peers or own key are unknown "
                         f"(wg needs CAP_NET_ADMIN; an older snapshot): {named(unknown)}; "
                         "their place in the mesh is not checked", unknown,
                         hint="take their snapshots as root or with CAP_NET_ADMIN"))
     for key, holders in sorted(dup.items()):
-        out.append(make("error", "cluster.mesh_duplicate_key", key,
+        out.append(make("error", "cluster.mesh_duplicate_key", S.fleet(key),
                         f"public key {key} on {len(holders)} nodes: {named(sorted(holders))} "
                         "(a cloned image keeps its private key)", sorted(holders),
                         expected=1, actual=len(holders),
@@ -127,19 +129,19 @@ def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
             strays.setdefault(k, []).append(a)
     out += _no_interface(nodes, meshed, known, strays)
     for k, names in sorted(strays.items())[:MAX_KEY_FINDINGS]:
-        out.append(make("warning", "cluster.mesh_unknown_peer", k,
+        out.append(make("warning", "cluster.mesh_unknown_peer", S.fleet(k),
                         f"peer key {k} matches no node in this view; listed by "
                         f"{len(names)} node(s): {named(names)}", names,
                         hint="a node gone or re-keyed: remove the stale peer; or a node "
                              "whose snapshot is not in this view"))
     if len(strays) > MAX_KEY_FINDINGS:
         more = sorted(strays)[MAX_KEY_FINDINGS:]
-        out.append(make("warning", "cluster.mesh_unknown_peer", "peer keys",
+        out.append(make("warning", "cluster.mesh_unknown_peer", S.fleet("peer keys"),
                         f"{len(more)} more peer keys match no node", []))
     major, minor, _u = split((n.name, n.mesh[0][2]) for n in meshed)
     if major is not None:
         for mtu, names in sorted(minor.items(), key=lambda kv: str(kv[0])):
-            out.append(make("warning", "cluster.mesh_mtu", f"MTU {mtu}",
+            out.append(make("warning", "cluster.mesh_mtu", S.fleet(f"MTU {mtu}"),
                             f"{len(names)} node(s) with tunnel MTU {mtu}, the others "
                             f"{major}: {named(names)}", names, expected=major, actual=mtu,
                             hint="one MTU across the mesh (wg-quick: MTU =)"))
@@ -147,7 +149,7 @@ def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
 
 
 def _lacks(known: List[str], keys: Dict[str, Set[str]], peers: Dict[str, Set[str]]
-           ) -> List[ClusterFinding]:
+           ) -> List[Finding]:
     """``cluster.mesh_node_missing`` and ``cluster.mesh_peer_missing``: node ``a`` lacks
     ``b`` when none of ``b``'s keys is among ``a``'s peers.
 
@@ -214,7 +216,7 @@ def _lacks(known: List[str], keys: Dict[str, Set[str]], peers: Dict[str, Set[str
     for b in multi:
         who = listers(b)
         lacked_count[b] = total - (len(who) - (b in who))
-    out: List[ClusterFinding] = []
+    out: List[Finding] = []
     # a node lacked by two or more is one cause (it was not added to their configurations):
     # one finding naming it; a pair no other pair shares is put under the node that lacks
     for b in known:
@@ -226,7 +228,7 @@ def _lacks(known: List[str], keys: Dict[str, Set[str]], peers: Dict[str, Set[str
                             if a != b and a not in who})
         first = lacked(b, 5)
         out.append(_counted(
-            "error" if one_sided else "warning", "cluster.mesh_node_missing", b,
+            "error" if one_sided else "warning", "cluster.mesh_node_missing", S.host(b),
             (f"{b} is in no other node's peer list ({count} nodes lack it)" if count == total
              else f"{b} is missing from the peer lists of {count} nodes: "
                   f"{_named_head(first, count)}")
@@ -249,7 +251,7 @@ def _lacks(known: List[str], keys: Dict[str, Set[str]], peers: Dict[str, Set[str
         for sev, group, why in (("error", one_sided, "which list it: one-sided tunnels"),
                                 ("warning", neither, "which do not list it either")):
             if group:
-                out.append(make(sev, "cluster.mesh_peer_missing", a,
+                out.append(make(sev, "cluster.mesh_peer_missing", S.host(a),
                                 f"{a}'s peers lack {len(group)} node(s), {why}: "
                                 f"{named(group)}", [a] + group,
                                 expected=f"{total} peers",
@@ -258,8 +260,8 @@ def _lacks(known: List[str], keys: Dict[str, Set[str]], peers: Dict[str, Set[str
     return out
 
 
-def _counted(severity: str, code: str, subject: str, message: str, first: List[str],
-             count: int, **kw: Any) -> ClusterFinding:
+def _counted(severity: str, code: str, subject: S.Subject, message: str, first: List[str],
+             count: int, **kw: Any) -> Finding:
     """A finding whose node list is given as its first names (sorted) and their count."""
     f = make(severity, code, subject, message, first, **kw)
     f.node_count = count
@@ -272,7 +274,7 @@ def _named_head(first: List[str], count: int) -> str:
 
 
 def _no_interface(nodes: List[NodeFacts], meshed: List[NodeFacts], known: List[str],
-                  strays: Dict[str, List[str]]) -> List[ClusterFinding]:
+                  strays: Dict[str, List[str]]) -> List[Finding]:
     """Nodes that left the mesh: no WireGuard interface where their snapshot lists the
     network interfaces, while most readable nodes are meshed.  The stray keys most meshed
     nodes list (the dangling entries for them) are taken out of ``strays`` and folded in."""
@@ -281,10 +283,10 @@ def _no_interface(nodes: List[NodeFacts], meshed: List[NodeFacts], known: List[s
     unsure = [n for n in readable if not n.mesh and n.net_unsure]
     if not (bare or unsure) or len(meshed) * 2 <= len(readable):
         return []
-    out: List[ClusterFinding] = []
+    out: List[Finding] = []
     if unsure:
         out.append(make(
-            "info", "cluster.mesh_membership_unknown", "WireGuard mesh",
+            "info", "cluster.mesh_membership_unknown", S.fleet("WireGuard mesh"),
             f"{len(unsure)} node(s) whose place in the mesh could not be judged (sysfs names "
             f"no WireGuard interface, but cannot rule one out) while {len(meshed)} of "
             f"{len(readable)} nodes are in the mesh: "
@@ -308,7 +310,7 @@ def _no_interface(nodes: List[NodeFacts], meshed: List[NodeFacts], known: List[s
             + "): those of the nodes that left"))
     for b in bare:
         out.append(make(
-            "error" if folded else "warning", "cluster.mesh_no_interface", b,
+            "error" if folded else "warning", "cluster.mesh_no_interface", S.host(b),
             f"{b} has no WireGuard interface (its snapshot lists its network interfaces, "
             f"none WireGuard) while {len(meshed)} of {len(readable)} nodes are in the mesh"
             + stale, [b], expected="a WireGuard interface", actual="none",

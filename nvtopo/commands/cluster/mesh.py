@@ -148,6 +148,68 @@ def check(nodes: List[NodeFacts]) -> List[Finding]:
     return out
 
 
+class _Index:
+    """Who lists whom in the mesh, indexed by key (see :func:`_lacks` for the cost)."""
+
+    def __init__(self, known: List[str], keys: Dict[str, Set[str]],
+                 peers: Dict[str, Set[str]]) -> None:
+        self.keys, self.peers = keys, peers
+        self.total = len(known) - 1
+        self.order = sorted(known)
+        self.holders: Dict[str, List[str]] = {}  # key -> the known nodes that have it
+        for a in known:
+            for k in keys[a]:
+                self.holders.setdefault(k, []).append(a)
+        # how many known nodes list each key (counted in C: a healthy mesh of 2,000 nodes has
+        # 4,000,000 peer entries, and needs nothing more than these counts)
+        listed_times: Counter[str] = Counter()
+        for a in known:
+            listed_times.update(peers[a])
+        self.lacked_count: Dict[str, int] = {}
+        for b in known:
+            if len(keys[b]) == 1:
+                (k,) = keys[b]
+                self.lacked_count[b] = self.total - (listed_times[k] - (k in peers[b]))
+        # who lists whom, by key, only for the keys of the nodes some node lacks (and of nodes
+        # with several keys, whose listers are a union)
+        wanted = {k for b in known if self.lacked_count.get(b, 1) > 0 for k in keys[b]}
+        self.listers_of_key: Dict[str, Set[str]] = {k: set() for k in wanted}
+        if wanted:
+            for a in known:
+                for k in peers[a] & wanted:  # C walks the smaller of the two
+                    self.listers_of_key[k].add(a)
+        for b in known:
+            if len(keys[b]) > 1:
+                who = self.listers(b)
+                self.lacked_count[b] = self.total - (len(who) - (b in who))
+
+    def listers(self, b: str) -> Set[str]:
+        """The known nodes that have ``b`` as a peer (``b`` itself too)."""
+        ks = self.keys[b]
+        if len(ks) == 1:
+            return self.listers_of_key.get(next(iter(ks)), set())
+        got: Set[str] = set()
+        for k in ks:
+            got |= self.listers_of_key.get(k, set())
+        return got
+
+    def lists(self, b: str, a: str) -> bool:
+        """``b`` has ``a`` as a peer."""
+        return not self.keys[a].isdisjoint(self.peers[b])
+
+    def lacked(self, b: str, limit: int, also: str = "") -> List[str]:
+        """The first ``limit`` names, in order, of the nodes that lack ``b`` (and ``also``):
+        the complement of its listers, walked only as far as needed."""
+        who = self.listers(b)
+        got: List[str] = []
+        for x in self.order:
+            if x == also or (x != b and x not in who):
+                got.append(x)
+                if len(got) >= limit:
+                    break
+        return got
+
+
 def _lacks(known: List[str], keys: Dict[str, Set[str]], peers: Dict[str, Set[str]]
            ) -> List[Finding]:
     """``cluster.mesh_node_missing`` and ``cluster.mesh_peer_missing``: node ``a`` lacks
@@ -162,92 +224,51 @@ def _lacks(known: List[str], keys: Dict[str, Set[str]], peers: Dict[str, Set[str
     its holders once for each node that lists it)."""
     if not known:
         return []
-    total = len(known) - 1
-    order = sorted(known)
-    holders: Dict[str, List[str]] = {}  # key -> the known nodes that have it
-    for a in known:
-        for k in keys[a]:
-            holders.setdefault(k, []).append(a)
-    # how many known nodes list each key (counted in C: a healthy mesh of 2,000 nodes has
-    # 4,000,000 peer entries, and needs nothing more than these counts)
-    listed_times: Counter[str] = Counter()
-    for a in known:
-        listed_times.update(peers[a])
-    lacked_count: Dict[str, int] = {}
-    multi = [b for b in known if len(keys[b]) > 1]
-    for b in known:
-        if len(keys[b]) == 1:
-            (k,) = keys[b]
-            lacked_count[b] = total - (listed_times[k] - (k in peers[b]))
-    # who lists whom, by key, only for the keys of the nodes some node lacks (and of nodes
-    # with several keys, whose listers are a union)
-    wanted = {k for b in known if lacked_count.get(b, 1) > 0 for k in keys[b]}
-    listers_of_key: Dict[str, Set[str]] = {k: set() for k in wanted}
-    if wanted:
-        for a in known:
-            for k in peers[a] & wanted:  # C walks the smaller of the two
-                listers_of_key[k].add(a)
-    empty: Set[str] = set()
+    ix = _Index(known, keys, peers)
+    return _nodes_missing(ix, known) + _peers_missing(ix, known)
 
-    def listers(b: str) -> Set[str]:  # the known nodes that have b as a peer (b itself too)
-        ks = keys[b]
-        if len(ks) == 1:
-            return listers_of_key.get(next(iter(ks)), empty)
-        got: Set[str] = set()
-        for k in ks:
-            got |= listers_of_key.get(k, empty)
-        return got
 
-    def lists(b: str, a: str) -> bool:  # b has a as a peer
-        return not keys[a].isdisjoint(peers[b])
-
-    def lacked(b: str, limit: int, also: str = "") -> List[str]:
-        """The first ``limit`` names, in order, of the nodes that lack ``b`` (and ``also``):
-        the complement of its listers, walked only as far as needed."""
-        who = listers(b)
-        got: List[str] = []
-        for x in order:
-            if x == also or (x != b and x not in who):
-                got.append(x)
-                if len(got) >= limit:
-                    break
-        return got
-
-    for b in multi:
-        who = listers(b)
-        lacked_count[b] = total - (len(who) - (b in who))
+def _nodes_missing(ix: _Index, known: List[str]) -> List[Finding]:
+    """A node lacked by two or more is one cause (it was not added to their configurations):
+    one finding naming it."""
     out: List[Finding] = []
-    # a node lacked by two or more is one cause (it was not added to their configurations):
-    # one finding naming it; a pair no other pair shares is put under the node that lacks
+    total = ix.total
     for b in known:
-        count = lacked_count[b]
+        count = ix.lacked_count[b]
         if count < 2:
             continue
-        who = listers(b)
-        one_sided = sorted({a for k in peers[b] for a in holders.get(k, ())
+        who = ix.listers(b)
+        one_sided = sorted({a for k in ix.peers[b] for a in ix.holders.get(k, ())
                             if a != b and a not in who})
-        first = lacked(b, 5)
+        first = ix.lacked(b, 5)
         out.append(_counted(
             "error" if one_sided else "warning", "cluster.mesh_node_missing", S.host(b),
             (f"{b} is in no other node's peer list ({count} nodes lack it)" if count == total
              else f"{b} is missing from the peer lists of {count} nodes: "
                   f"{_named_head(first, count)}")
             + (f"; it lists {len(one_sided)} of them: those tunnels are one-sided"
-               if one_sided else ""), lacked(b, SHOWN, also=b), count + 1,
+               if one_sided else ""), ix.lacked(b, SHOWN, also=b), count + 1,
             expected=f"a peer of {total} nodes", actual=total - count,
             hint=f"add {b}'s public key to those nodes' WireGuard peers"))
+    return out
+
+
+def _peers_missing(ix: _Index, known: List[str]) -> List[Finding]:
+    """A pair no other pair shares is put under the node that lacks."""
+    out: List[Finding] = []
+    total = ix.total
     rest: Dict[str, List[str]] = {}
     for b in known:
-        if lacked_count[b] == 1:
-            (a,) = lacked(b, 1)
+        if ix.lacked_count[b] == 1:
+            (a,) = ix.lacked(b, 1)
             rest.setdefault(a, []).append(b)
     for a in known:
         if a not in rest:
             continue
-        listed = {x for k in peers[a] for x in holders.get(k, ()) if x != a}
+        listed = {x for k in ix.peers[a] for x in ix.holders.get(k, ()) if x != a}
         lacks = total - len(listed)
-        one_sided = [b for b in rest[a] if lists(b, a)]
-        neither = [b for b in rest[a] if not lists(b, a)]
+        one_sided = [b for b in rest[a] if ix.lists(b, a)]
+        neither = [b for b in rest[a] if not ix.lists(b, a)]
         for sev, group, why in (("error", one_sided, "which list it: one-sided tunnels"),
                                 ("warning", neither, "which do not list it either")):
             if group:

@@ -113,11 +113,13 @@ class Summary:
                 cc.shown.append(node_name(r))
 
     def exit_status(self) -> int:
-        from .errors import ExitStatus
+        """2 when no file could be checked, 1 when a node fails, else 0 (the one rule:
+        :func:`nvtopo.checks.findings.exit_status`)."""
+        from .checks.findings import exit_status
 
         if self.verdicts.get("pass", 0) + self.verdicts.get("fail", 0) == 0:
-            return int(ExitStatus.ERROR)
-        return int(ExitStatus.FINDINGS if self.verdicts.get("fail") else ExitStatus.OK)
+            return exit_status(None)
+        return exit_status("fail" if self.verdicts.get("fail") else "pass")
 
     def to_dict(self) -> Dict[str, Any]:
         order = {"error": 0, "warning": 1}
@@ -308,9 +310,10 @@ def _not_regular(path: str) -> Optional[str]:
 # --- checking one file -------------------------------------------------------------------
 
 def check_file(path: str, layout: Any = "auto", layout_file: Optional[str] = None,
-               with_findings: bool = False) -> NodeResult:
+               with_findings: bool = False, thresholds: Any = None) -> NodeResult:
     """Check one file as ``nvtopo check --from`` does; never raises for bad input.
-    ``layout``: ``"auto"``, a bundled layout's name, or a ``Layout`` already read."""
+    ``layout``: ``"auto"``, a bundled layout's name, or a ``Layout`` already read;
+    ``thresholds``: a ``--thresholds`` file already read."""
     from . import checks, snapshot
 
     hostname = None
@@ -323,7 +326,7 @@ def check_file(path: str, layout: Any = "auto", layout_file: Optional[str] = Non
         rederived = opened.cached is False
         hostname = topo.host.get("hostname") or None
         opened.require("check")
-        report = checks.select_and_run(topo, layout, layout_file)
+        report = checks.select_and_run(topo, layout, layout_file, thresholds)
     except NvtopoError as exc:
         msg = exc.message if exc.where in (path, None) else str(exc)
         return NodeResult(file=path, hostname=hostname, layout=None, verdict="error",
@@ -349,8 +352,8 @@ def _bad_input(path: str, reason: str) -> NodeResult:
 
 
 def _work(batch: List[Tuple[str, Optional[str]]], layout: Any, layout_file: Optional[str],
-          with_findings: bool) -> List[NodeResult]:
-    return [check_file(p, layout, layout_file, with_findings) if why is None
+          with_findings: bool, thresholds: Any = None) -> List[NodeResult]:
+    return [check_file(p, layout, layout_file, with_findings, thresholds) if why is None
             else _bad_input(p, why) for p, why in batch]
 
 
@@ -370,10 +373,11 @@ def _batches(items: Iterable[Tuple[str, Optional[str]]], size: int
 
 
 def run(paths: Sequence[str], *, layout: Any = "auto", layout_file: Optional[str] = None,
-        jobs: Optional[int] = None, with_findings: bool = False, batch_size: int = 8
-        ) -> Iterator[NodeResult]:
+        jobs: Optional[int] = None, with_findings: bool = False, batch_size: int = 8,
+        thresholds: Any = None) -> Iterator[NodeResult]:
     """Check every input file; yield one :class:`NodeResult` per file, in input order.
 
+    ``thresholds``: a ``--thresholds`` file already read.
     ``jobs`` worker processes (default: every core; 1 runs in this process).  At most
     ``4 * jobs`` batches of ``batch_size`` files are in flight at once, so neither the
     list of files nor the results are ever held whole.
@@ -382,7 +386,7 @@ def run(paths: Sequence[str], *, layout: Any = "auto", layout_file: Optional[str
     items = expand(paths)
     if jobs <= 1:
         for batch in _batches(items, batch_size):
-            yield from _work(batch, layout, layout_file, with_findings)
+            yield from _work(batch, layout, layout_file, with_findings, thresholds)
         return
     import collections
     import concurrent.futures as cf
@@ -394,7 +398,8 @@ def run(paths: Sequence[str], *, layout: Any = "auto", layout_file: Optional[str
     with workers(jobs, _warm) as pool:
         pending: "collections.deque[cf.Future]" = collections.deque()
         for batch in _batches(items, batch_size):
-            pending.append(pool.submit(_work, batch, layout, layout_file, with_findings))
+            pending.append(pool.submit(_work, batch, layout, layout_file, with_findings,
+                                       thresholds))
             if len(pending) >= window:
                 yield from pending.popleft().result()
         while pending:

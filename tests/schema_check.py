@@ -36,6 +36,7 @@ SCHEMAS: Dict[str, str] = {
     "layouts": "layouts.schema.json",
     "layout": "layout.schema.json",
     "collect": "collect.schema.json",
+    "thresholds": "thresholds.schema.json",
 }
 
 

@@ -64,7 +64,7 @@ def test_firmware_skew_per_board():
     for n, fw in zip(ns, ["28.1", "28.1", "28.2"]):
         n.firmware = [("MT_0000000838", fw), ("MT_0000000223", "20.1")]
     found = skew.check(ns)
-    assert [(f.code, f.subject, f.nodes, f.actual) for f in found] == [
+    assert [(f.code, str(f.subject), f.nodes, f.actual) for f in found] == [
         ("cluster.version_skew", "firmware MT_0000000838", ["n02"], "28.2")]
 
 
@@ -79,7 +79,7 @@ def test_rail_rate_and_layer_mismatch_are_errors_state_a_warning():
     ns[1].rails[1] = _rail(1, rate=200)
     ns[2].rails[0] = _rail(0, layer="Ethernet")
     ns[3].rails[0] = _rail(0, state="DOWN")
-    got = sorted((f.severity, f.code, f.subject, tuple(f.nodes)) for f in rails.check(ns))
+    got = sorted((f.severity, f.code, str(f.subject), tuple(f.nodes)) for f in rails.check(ns))
     assert got == [("error", "cluster.rail_mismatch", "rail 0", ("n02",)),
                    ("error", "cluster.rail_mismatch", "rail 1", ("n01",)),
                    ("warning", "cluster.rail_down", "rail 0", ("n03",))]
@@ -98,7 +98,7 @@ def test_shape_needs_three_nodes_of_a_layout():
     assert shape.check(ns) == []
     third = _node(2, uuid=False, layout="dgx-h100")
     third.shape = {"gpus": 8}
-    assert [(f.subject, f.nodes) for f in shape.check(ns + [third])] == [
+    assert [(str(f.subject), f.nodes) for f in shape.check(ns + [third])] == [
         ("dgx-h100 gpus", ["n01"])]
 
 
@@ -157,7 +157,7 @@ def test_one_node_of_many_rails_costs_its_rails_not_rails_times_nodes():
     t = time.process_time()
     got = rails.check(ns)
     took = time.process_time() - t
-    assert [(f.severity, f.code, f.subject, tuple(f.nodes)) for f in got] == [
+    assert [(f.severity, f.code, str(f.subject), tuple(f.nodes)) for f in got] == [
         ("error", "cluster.rail_mismatch", "rail 0", ("n08",))]
     assert took < 10, took  # a hang detector
 

@@ -81,11 +81,11 @@ def test_each_fault_is_found_with_its_nodes(faulty):
     assert codes["cluster.skew_in_domain"][0].expected == "570.124.06"
     assert nodes("cluster.domain_cliques") == [name(p, 5)]
     assert nodes("cluster.rail_subnet") == [name(p, 7)]
-    assert codes["cluster.rail_subnet"][0].subject == "rail 3"
+    assert str(codes["cluster.rail_subnet"][0].subject) == "rail 3"
     assert nodes("cluster.duplicate_guid") == [name(p, 8), name(p, 9)]
     assert nodes("cluster.duplicate_lid") == [name(p, 10), name(p, 11)]
-    assert [f.subject for f in codes["cluster.duplicate_hostname"]] == [name(p, 13)]
-    odd = {f.subject: f.nodes for f in codes["cluster.odd_node"]}
+    assert [str(f.subject) for f in codes["cluster.duplicate_hostname"]] == [name(p, 13)]
+    odd = {str(f.subject): f.nodes for f in codes["cluster.odd_node"]}
     assert odd[f"{GB} pcie_width"] == [name(p, 14)]
     # the tray outside its domain: a domain of 1; the split domain: two halves of 9
     short = sorted((f.actual, tuple(f.nodes)) for f in codes["cluster.domain_incomplete"])
@@ -112,7 +112,7 @@ def test_skew_outside_a_domain_is_a_warning(tmp_path):
 def test_eight_rail_fleet_subnets_and_duplicates(tmp_path):
     _write(tmp_path, "dgx-h100", 6, ["rail-subnet:4:6", "duplicate-lid:1:2"])
     r = cluster.run([str(tmp_path)], jobs=1)
-    got = sorted((f.code, f.subject, tuple(f.nodes)) for f in r.findings)
+    got = sorted((f.code, str(f.subject), tuple(f.nodes)) for f in r.findings)
     assert got == [("cluster.duplicate_lid", "LID 4 on fe80:0000:0000:0000",
                     ("node-00001", "node-00002")),
                    ("cluster.rail_subnet", "rail 6", ("node-00004",))]
@@ -226,7 +226,7 @@ def test_real_inputs_of_no_common_layout_are_not_compared_as_one_kind():
     r = cluster.run([str(root)], jobs=1)
     assert len(r.nodes) > 20
     assert not [f for f in r.findings if f.code in ("cluster.odd_node", "cluster.rail_mismatch")
-                and f.subject.startswith("none")]
+                and str(f.subject).startswith("none")]
     assert not [f for f in r.findings if f.severity == "error"
                 and f.code != "cluster.duplicate_gpu_uuid"]
 

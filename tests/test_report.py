@@ -28,6 +28,10 @@ TEXT = [
     (S.switch("0000:05:00.0"), "switch", "0000:05:00.0"),
     (S.NODE, "node", "node"),
     (S.other("GPU at 0000:3b:00.0"), "other", "GPU at 0000:3b:00.0"),
+    (S.host("node-00017"), "host", "node-00017"),
+    (S.rail(3), "rail", "rail 3"),
+    (S.domain("1b2c"), "domain", "domain 1b2c"),
+    (S.fleet("GUID 0c42:a103"), "fleet", "GUID 0c42:a103"),
 ]
 
 
@@ -61,6 +65,9 @@ def test_equal_text_is_not_equal_subject():
     assert S.port("GPU3", 7) != S.link(3, 7) and str(S.port("GPU3", 7)) == "GPU3 port 7"
     assert S.pair(2, 6) != S.pair(6, 2)  # the order written is kept: no fold across it
     assert S.other("node") != S.NODE
+    # cross-node subjects never equal a node's
+    assert S.host("mlx5_0") != S.nic("mlx5_0") and S.fleet("node") != S.NODE
+    assert S.fleet("rail 3") != S.rail(3) and str(S.fleet("rail 3")) == str(S.rail(3))
 
 
 def test_a_gpu_label_is_shown_but_not_compared():

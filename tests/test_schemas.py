@@ -485,6 +485,9 @@ def samples(h100_fleet, nvml_snapshots, tmp_path_factory):
         "collect": _collect_manifest(tmp_path_factory.mktemp("collect"), snap),
         "cluster": document("cluster", "cluster", d / "healthy.json", bad, "--format", "json",
                             "--jobs", "1"),
+        # a --thresholds file (read by check and audit, written by people)
+        "thresholds": {"schema_version": 1, "classes": {
+            "*": {"nvlink": {"replay": 5}}, "dgx-h100": {"ib": {"symbol_error": 20}}}},
     }
 
 

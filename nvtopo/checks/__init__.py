@@ -66,18 +66,22 @@ def fold(findings: List[Finding]) -> List[Finding]:
     return out
 
 
-def run(model: Any, chosen: Any) -> Report:
+def run(model: Any, chosen: Any, thresholds: Optional[Any] = None) -> Report:
     """Every family's findings against what selection decided (a
     :class:`~nvtopo.checks.select.Selection`; a layout or None is taken as given, None
     meaning the layout-independent parts), folded, ordered by severity then family, as a
-    :class:`Report`."""
+    :class:`Report`.  ``thresholds``: a ``--thresholds`` file
+    (:class:`.thresholds.Thresholds`), applied for the node class the layout names."""
+    from .catalog import using_thresholds
     from .facts import shared_views
     from .select import Selection, given
 
     sel = chosen if isinstance(chosen, Selection) else given(chosen)
     layout = sel.layout
     found: List[Finding] = []
-    with shared_views():
+    overrides = thresholds.for_class(layout.name if layout is not None else None) \
+        if thresholds is not None else None
+    with shared_views(), using_thresholds(overrides):
         for fam in FAMILIES:
             mod = importlib.import_module(f"{__name__}.{fam}")
             found.extend(mod.check(model, sel))
@@ -90,13 +94,13 @@ def run(model: Any, chosen: Any) -> Report:
                   reason=sel.reason, findings=tuple(found), mapping=sel.mapping, layout=layout)
 
 
-def select_and_run(model: Any, layout: str = "auto", layout_file: Optional[str] = None
-                   ) -> Report:
+def select_and_run(model: Any, layout: str = "auto", layout_file: Optional[str] = None,
+                   thresholds: Optional[Any] = None) -> Report:
     """Choose the layout (:func:`nvtopo.checks.select.select`) and run every family against
-    it, reading the model's facts once for both."""
+    it, reading the model's facts once for both (``thresholds``: see :func:`run`)."""
     from . import select as selection
     from .facts import shared_views
 
     with shared_views():
         sel = selection.select(model, layout, layout_file)
-        return run(model, sel)
+        return run(model, sel, thresholds)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from ..plain import field, plain
-from typing import Any, Dict, FrozenSet, Sequence
+from typing import Any, Dict, FrozenSet, Iterable, List, Optional, Sequence
+
+from ..errors import ExitStatus
 
 from .subject import Subject
 
@@ -17,7 +19,10 @@ class Finding:
     ``code`` is stable, with a domain prefix (``nvlink.link_down``);
     ``subject`` is what it is about (a :class:`~nvtopo.checks.subject.Subject`: shown as
     ``GPU3 link 7``, ``GPU2-GPU6``, ``mlx5_4 port 1``, ``GPU5``, ``node``); ``source`` the
-    evidence (which probe said it: ``nvml``, ``sysfs``, ``topo-text``, or several).
+    evidence (which probe said it: ``nvml``, ``sysfs``, ``topo-text``, or several;
+    ``cluster`` for a cross-node finding).  A cross-node finding (``nvtopo cluster``) also
+    names its ``nodes`` (the first few, sorted) and ``node_count`` (how many in all); a node's
+    finding has ``nodes`` None.
     """
 
     severity: str
@@ -30,11 +35,19 @@ class Finding:
     source: str = ""
     #: Subjects whose other findings this one explains (not serialised).
     covers: FrozenSet[Subject] = field(default_factory=frozenset)
+    #: The nodes a cross-node finding is about (the first few, sorted); None for a node's.
+    nodes: Optional[List[str]] = None
+    #: How many nodes a cross-node finding is about, in all.
+    node_count: int = 0
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"severity": self.severity, "code": self.code, "subject": str(self.subject),
-                "expected": self.expected, "actual": self.actual, "message": self.message,
-                "hint": self.hint, "source": self.source}
+        d = {"severity": self.severity, "code": self.code, "subject": str(self.subject),
+             "expected": self.expected, "actual": self.actual, "message": self.message,
+             "hint": self.hint, "source": self.source}
+        if self.nodes is not None:
+            d["nodes"] = list(self.nodes)
+            d["node_count"] = self.node_count
+        return d
 
 
 def finding(severity: str, code: str, subject: Subject, message: str, *, expected: Any = None,
@@ -49,6 +62,24 @@ def finding(severity: str, code: str, subject: Subject, message: str, *, expecte
                    covers=covered)
 
 
+def verdict(findings: Iterable[Finding]) -> str:
+    """``fail`` when any finding is an error, else ``pass`` (warnings and infos pass): the
+    verdict of ``check``, of each node of ``audit``, of ``cluster``, of each side of ``diff``."""
+    return "fail" if any(f.severity == "error" for f in findings) else "pass"
+
+
+def exit_status(verdict_: Optional[str]) -> int:
+    """The one exit-status rule of every command that judges: ``None`` (nothing could be
+    read or checked) -> 2, ``fail`` (an error finding; a failing node; for ``diff``,
+    something changed) -> 1, else 0."""
+    if verdict_ is None:
+        return int(ExitStatus.ERROR)
+    return int(ExitStatus.FINDINGS if verdict_ == "fail" else ExitStatus.OK)
+
+
 def demote(severity: str, inferred: bool) -> str:
-    """An expectation whose evidence is only ``[I]`` gives at most a warning."""
-    return "warning" if inferred and severity == "error" else severity
+    """An expectation whose evidence is only ``[I]`` gives at most a warning: the catalog's
+    ladder (:func:`nvtopo.checks.catalog.cap`) for a severity written at the call site."""
+    from .catalog import cap
+
+    return cap(severity, "inferred" if inferred else "observed")

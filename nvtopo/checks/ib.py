@@ -5,18 +5,13 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Set
 
 from ..model import Topology
-from . import Finding, demote, facts as F, finding, roles as R
+from . import Finding, catalog, demote, facts as F, finding, roles as R
 from . import subject as S
 from .select import Selection
 
 #: Error counters above these are errors (nonzero below is a warning); a saturated counter
-#: (stuck at its width's maximum) is always an error.  ``nics.error_thresholds`` overrides.
-ERROR_THRESHOLDS = {"symbol_error": 100, "link_error_recovery": 10, "link_downed": 10,
-                    "port_rcv_errors": 100, "port_rcv_remote_physical_errors": 100,
-                    "port_rcv_switch_relay_errors": 1000, "port_xmit_discards": 1000,
-                    "port_xmit_constraint_errors": 100, "port_rcv_constraint_errors": 100,
-                    "local_link_integrity_errors": 10, "excessive_buffer_overrun_errors": 10,
-                    "VL15_dropped": 1000}
+#: (stuck at its width's maximum) is always an error.  Declared in the catalog.
+ERROR_THRESHOLDS = catalog.IB_THRESHOLDS
 
 
 def check(topo: Topology, sel: Selection) -> List[Finding]:
@@ -46,9 +41,8 @@ def check(topo: Topology, sel: Selection) -> List[Finding]:
     want_rate = layout.nics.compute.rate_gbps if layout is not None else None
     want_layer = layout.nics.compute.link_layer if layout is not None else None
     inferred = layout.nics.inferred("compute") if layout is not None else False
-    thresholds = dict(ERROR_THRESHOLDS)
-    if layout is not None and layout.nics.error_thresholds is not None:
-        thresholds.update(layout.nics.error_thresholds)
+    thresholds = catalog.thresholds("ib", layout.nics.error_thresholds
+                                    if layout is not None else None)
     # peers: the best rate among active ports of the same role (compute, or the others),
     # link layer and card model (a 25 Gb/s management port
     # is not a 200 Gb/s storage card "below its peers"; a card of the same model that trained

@@ -13,14 +13,13 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from .. import layouts
 from ..model import Topology, int_runs
-from . import Finding, Subject, demote, facts as F, finding
+from . import Finding, Subject, catalog, demote, facts as F, finding
 from . import subject as S
 from .select import Selection
 
 #: NVLink error counters: above these (cumulative since the driver loaded) it is an error;
-#: nonzero below is a warning.  A layout may override them (``nvlink.error_thresholds``).
-ERROR_THRESHOLDS = {"replay": 1000, "recovery": 10, "crc_flit": 1000, "crc_data": 100,
-                    "ecc": 100}
+#: nonzero below is a warning.  Declared in the catalog (nvtopo/checks/catalog.py).
+ERROR_THRESHOLDS = catalog.NVLINK_THRESHOLDS
 
 HINT_LINK = ("nvidia-smi nvlink -s -i N shows the link states; reset the GPU (nvidia-smi -r) "
              "or reboot; a link that stays down needs the GPU or baseboard reseated/serviced")
@@ -162,9 +161,8 @@ def check(topo: Topology, sel: Selection) -> List[Finding]:
                 expected="active", actual="all inactive", source="nvml-text",
                 hint=HINT_LINK, covers=gpu_and_pairs(i)))
     # -- error counters (independent of layouts)
-    thresholds = dict(ERROR_THRESHOLDS)
-    if layout is not None and layout.nvlink.error_thresholds is not None:
-        thresholds.update(layout.nvlink.error_thresholds)
+    thresholds = catalog.thresholds("nvlink", layout.nvlink.error_thresholds
+                                    if layout is not None else None)
     for i in present:
         gl = v.links.get(i)
         if gl is None:

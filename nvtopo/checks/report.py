@@ -9,18 +9,12 @@ document.  Renderers (``render/check.py``, ``render/svg``, ``render/prometheus.p
 from __future__ import annotations
 
 from ..plain import field, plain
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from ..errors import ExitStatus
-from .findings import SEVERITIES, Finding
+from .findings import SEVERITIES, Finding, exit_status, verdict
 
 #: Codes whose GPU subject is absent from the node (the picture draws a placeholder).
 MISSING_CODES = ("gpu.missing", "gpu.lost")
-
-
-def verdict(findings: Iterable[Finding]) -> str:
-    """``fail`` when any finding is an error, else ``pass`` (warnings and infos pass)."""
-    return "fail" if any(f.severity == "error" for f in findings) else "pass"
 
 
 @plain(frozen=True, eq=False)
@@ -75,8 +69,9 @@ class Report:
 
     @property
     def exit_status(self) -> int:
-        """``nvtopo check``'s exit status: 1 (findings) on a fail, else 0."""
-        return int(ExitStatus.FINDINGS if self.verdict == "fail" else ExitStatus.OK)
+        """``nvtopo check``'s exit status: 1 (findings) on a fail, else 0
+        (:func:`~nvtopo.checks.findings.exit_status`)."""
+        return exit_status(self.verdict)
 
     def document(self) -> Dict[str, Any]:
         """The JSON document of ``nvtopo check --format json`` (docs/json.md)."""

@@ -13,6 +13,11 @@ Build subjects with the functions below (``gpu(3)``, ``link(3, 7)``, ``pair(2, 6
 :data:`NODE`); :func:`other` is for a subject an input names in words nvtopo does not
 type (a source's own subject such as ``GPU at 0000:3b:00.0``): it equals only the same
 ``other`` text.
+
+Cross-node subjects (``nvtopo cluster``): ``host(name)`` (a node), ``rail(index)``,
+``domain(uuid)`` (an NVLink domain), and ``fleet(text)`` for what the fleet holds that has no
+type of its own (``GUID 0c42:...``, ``driver``, ``storage NICs``); none of them equals a
+node's subject.
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ from ..plain import field, plain
 from typing import Optional, Tuple
 
 #: Every kind of subject.
-KINDS = ("gpu", "link", "pair", "gpu_nic", "port", "nic", "switch", "node", "other")
+KINDS = ("gpu", "link", "pair", "gpu_nic", "port", "nic", "switch", "node", "other",
+         "host", "rail", "domain", "fleet")
 
 
 @plain(frozen=True)
@@ -31,7 +37,9 @@ class Subject:
     ``gpu``: ``gpu``; ``link``: ``gpu``, ``link`` (the NVLink number); ``pair``: ``gpu``
     and ``peer`` (in the order written: ``GPU2-GPU6``); ``gpu_nic``: ``gpu``, ``name``
     (the NIC); ``port``: ``name`` (the device), ``port``; ``nic``: ``name``; ``switch``:
-    ``name`` (the PCI bus id); ``node``: nothing; ``other``: ``name`` (the text).
+    ``name`` (the PCI bus id); ``node``: nothing; ``other``: ``name`` (the text);
+    cross-node: ``host``: ``name`` (the node's name); ``rail``: ``rail`` (its rank);
+    ``domain``: ``name`` (the ClusterUUID); ``fleet``: ``name`` (the text).
     """
 
     kind: str
@@ -40,6 +48,8 @@ class Subject:
     link: Optional[int] = None
     port: Optional[int] = None
     name: str = ""
+    #: A rail's rank (GPU *i*'s compute NIC on every node): ``rail`` subjects only.
+    rail: Optional[int] = None
     #: How the model labels a GPU where that is not ``GPU<index>`` (shown, never compared).
     label: Optional[str] = field(default=None, compare=False)
 
@@ -61,7 +71,11 @@ class Subject:
             return f"{self.name} port {self.port}"
         if k == "node":
             return "node"
-        return self.name  # nic, switch, other
+        if k == "rail":
+            return f"rail {self.rail}"
+        if k == "domain":
+            return f"domain {self.name}"
+        return self.name  # nic, switch, other, host, fleet
 
     @property
     def gpus(self) -> Tuple[int, ...]:
@@ -113,3 +127,23 @@ def switch(bus_id: str) -> Subject:
 def other(text: str) -> Subject:
     """A subject nvtopo does not type (a source's own words); equal only to the same text."""
     return Subject("other", name=text)
+
+
+def host(name: str) -> Subject:
+    """A node of the fleet, by its name (``nvtopo cluster``)."""
+    return Subject("host", name=name)
+
+
+def rail(rank: int) -> Subject:
+    """Rail ``rank``: GPU ``rank``'s compute NIC on every node."""
+    return Subject("rail", rail=rank)
+
+
+def domain(uuid: str) -> Subject:
+    """An NVLink domain, by its ClusterUUID."""
+    return Subject("domain", name=uuid)
+
+
+def fleet(text: str) -> Subject:
+    """What the fleet holds in words nvtopo does not type (a GUID, a version, a key)."""
+    return Subject("fleet", name=text)

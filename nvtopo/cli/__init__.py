@@ -1,7 +1,7 @@
 """The command line: parses options and calls the library.  Nothing else lives here.
 
-One module per command (``show``, ``snapshot``, ``links``, ``ib``, ``check``, ``layouts``,
-``simulate``, ``audit``, ``diff``, ``collect``); the options they share are declared once in
+One module per command (``show``, ``snapshot``, ``links``, ``ib``, ``check``, ``checks``,
+``layouts``, ``simulate``, ``audit``, ``diff``, ``collect``); the options they share are declared once in
 :mod:`.options`, the terminal plumbing (one-line errors, JSON, tables, ``-o``) is in
 :mod:`.io`.  Input is opened by :func:`nvtopo.snapshot.open_input`, never here: the CLI
 imports no probe.  Each command imports what it uses when it runs, so ``check --format
@@ -17,7 +17,8 @@ import sys
 import typer
 
 from .. import __version__
-from . import audit, check, cluster, collect, diff, ib, layouts, links, show, simulate, snapshot
+from . import (audit, check, checks, cluster, collect, diff, ib, layouts, links, show, simulate,
+               snapshot)
 
 app = typer.Typer(
     name="nvtopo",
@@ -60,6 +61,7 @@ app.command("snapshot")(snapshot.snapshot_cmd)
 app.command("links")(links.links)
 app.command("ib")(ib.ib_cmd)
 app.command("check")(check.check_cmd)
+app.command("checks")(checks.checks_cmd)
 app.add_typer(layouts.app, name="layouts")
 app.command("simulate")(simulate.simulate_cmd)
 app.command("audit")(audit.audit_cmd)

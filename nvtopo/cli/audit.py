@@ -5,7 +5,8 @@ from typing import List, Optional
 import typer
 
 from .io import console, err, handles_errors
-from .options import AuditFormat, format_option, layout, layout_file_option, layout_option
+from .options import (AuditFormat, format_option, layout, layout_file_option, layout_option,
+                      thresholds, thresholds_option)
 
 
 @handles_errors
@@ -29,6 +30,7 @@ def audit_cmd(
     all_snapshots: bool = typer.Option(False, "--all-snapshots",
                                        help="Table: list every file (default: the latest "
                                             "snapshot of each host; the older are counted)."),
+    thresholds_file: Optional[str] = thresholds_option(),
 ) -> None:
     """Check a fleet of saved snapshots: one row per node, a summary by finding code, and
     the files that could not be read.
@@ -53,9 +55,11 @@ def audit_cmd(
     from ..commands import audit as audit_cmds
 
     chosen = layout(layout_name, layout_file, "audit")
+    limits = thresholds(thresholds_file)
     summary = audit_cmds.report(paths, chosen, fmt.value, jobs=jobs,
                                 console=console() if fmt is AuditFormat.table else None,
-                                failed=failed, all_snapshots=all_snapshots)
+                                failed=failed, all_snapshots=all_snapshots,
+                                thresholds=limits)
     if summary.verdicts.get("pass", 0) + summary.verdicts.get("fail", 0) == 0:
         err("audit: nothing could be read" if summary.files else "audit: no input files")
     raise typer.Exit(summary.exit_status())

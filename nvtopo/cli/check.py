@@ -1,7 +1,7 @@
 """``nvtopo check``: the node against its expected layout."""
 
 import json
-from typing import Dict, Optional
+from typing import Any, Dict, Optional
 
 import typer
 
@@ -9,7 +9,8 @@ from ..errors import NvtopoError
 
 from .io import check_output, console, emit, handles_errors, to_terminal
 from .options import (CheckFormat, format_option, from_option, layout, layout_file_option,
-                      layout_option, output_option, sysfs_root_option, timeout_option)
+                      layout_option, output_option, sysfs_root_option, thresholds,
+                      thresholds_option, timeout_option)
 
 #: Version of the ``nvtopo check --format json`` document (docs/json.md).
 CHECK_SCHEMA_VERSION = 1
@@ -40,6 +41,7 @@ def check_cmd(
         False, "--verbose", "-v",
         help="Table: list every \"not checked\" note in full (by default one line names "
              "the families)."),
+    thresholds_file: Optional[str] = thresholds_option(),
 ) -> None:
     """Check the node against its expected layout: GPUs, NVLink, fabric, P2P, PCIe, NICs,
     InfiniBand/RoCE ports, NUMA, and sources that disagree.
@@ -66,28 +68,41 @@ def check_cmd(
     """
     from .. import checks, snapshot
 
-    # a bad layout name or file fails before any input is read or probed
+    # a bad layout name, layout file or thresholds file fails before any input is read or probed
     chosen = layout(layout_name, layout_file, "check",
                     stdin_taken=from_ in snapshot.STDIN_NAMES)
+    limits = thresholds(thresholds_file)
     check_output(output)
-    prometheus = fmt is CheckFormat.prometheus
-    if example is not None:
-        from .. import examples
+    opened = _open(example, from_, sysfs_root, timeout,
+                   prometheus=fmt is CheckFormat.prometheus)
+    report = checks.select_and_run(opened.model, chosen, thresholds=limits)
+    _show(report, opened, fmt, output, brief=brief, verbose=verbose)
+    raise typer.Exit(report.exit_status)
 
-        if from_ is not None or sysfs_root is not None:
-            raise NvtopoError("give --example or --from/--sysfs-root, not both",
-                              where="--example")
-        with examples.path(example) as path:
-            opened = snapshot.open_input(snapshot.Input(
-                path=path, require="check", command="check",
-                want=snapshot.MODEL_AND_DOCUMENT if prometheus else snapshot.MODEL))
-    else:
-        opened = snapshot.open_input(snapshot.Input(
+
+def _open(example: Optional[str], from_: Optional[str], sysfs_root: Optional[str],
+          timeout: float, prometheus: bool) -> Any:
+    """The input: a bundled example, a file, or this machine (probed)."""
+    from .. import snapshot
+
+    want = snapshot.MODEL_AND_DOCUMENT if prometheus else snapshot.MODEL
+    if example is None:
+        return snapshot.open_input(snapshot.Input(
             path=from_, sysfs_root=sysfs_root, timeout=timeout, require="check",
-            command="check",
-            want=snapshot.MODEL_AND_DOCUMENT if prometheus else snapshot.MODEL))
-    topo = opened.model
-    report = checks.select_and_run(topo, chosen)
+            command="check", want=want))
+    from .. import examples
+
+    if from_ is not None or sysfs_root is not None:
+        raise NvtopoError("give --example or --from/--sysfs-root, not both",
+                          where="--example")
+    with examples.path(example) as path:
+        return snapshot.open_input(snapshot.Input(
+            path=path, require="check", command="check", want=want))
+
+
+def _show(report: Any, opened: Any, fmt: CheckFormat, output: Optional[str], *, brief: bool,
+          verbose: bool) -> None:
+    """The report in ``fmt``, on standard output or to ``output``."""
     if fmt is CheckFormat.table and to_terminal(output):
         from ..render import check as render_check
 
@@ -99,9 +114,9 @@ def check_cmd(
         from ..render import export
 
         durations: Dict[str, float] = {}
-        if prometheus:
+        if fmt is CheckFormat.prometheus:
             from ..render import prometheus as prom
 
             durations = prom.probe_durations(opened.document)
-        emit(export.check_document(report, topo, fmt.value, durations=durations), output)
-    raise typer.Exit(report.exit_status)
+        emit(export.check_document(report, opened.model, fmt.value, durations=durations),
+             output)

@@ -2,7 +2,6 @@
 
 import typer
 
-from ..errors import ExitStatus
 from .io import console, handles_errors, print_json, say
 from .options import Format, format_option
 
@@ -28,6 +27,7 @@ def diff_cmd(
       nvtopo diff node17-monday.json node17-today.json --format json
     """
     from .. import diff as diff_mod
+    from ..checks.findings import exit_status
 
     d = diff_mod.diff_files(a, b)
     for w in d.warnings:
@@ -39,4 +39,4 @@ def diff_cmd(
         from ..render import diff as render_diff
 
         render_diff.print_diff(doc, console())
-    raise typer.Exit(int(ExitStatus.FINDINGS if d.changed else ExitStatus.OK))
+    raise typer.Exit(exit_status("fail" if d.changed else "pass"))

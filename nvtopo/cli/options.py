@@ -143,6 +143,23 @@ def layout_file_option(help: str = LAYOUT_FILE_HELP) -> Any:
     return typer.Option(None, "--layout-file", metavar="FILE", help=help)
 
 
+def thresholds_option() -> Any:
+    return typer.Option(
+        None, "--thresholds", metavar="FILE",
+        help="Error-counter thresholds per node class (a JSON file: docs/checks.md), above "
+             "the layout's and the defaults (nvtopo checks nvlink.errors).")
+
+
+def thresholds(path: Optional[str]) -> Any:
+    """The ``--thresholds FILE`` file read and validated (None without one), before any
+    input is read or probed."""
+    if path is None:
+        return None
+    from ..checks import thresholds as thresholds_mod
+
+    return thresholds_mod.read(path)
+
+
 def layout(name: Optional[str], path: Optional[str], command: str, *,
            named: bool = False, stdin_taken: bool = False) -> Any:
     """The layout ``--layout NAME``/``--layout-file FILE`` (or a NAME argument: ``named``)

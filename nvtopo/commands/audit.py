@@ -8,17 +8,20 @@ from typing import Any, Optional, Sequence
 
 
 def report(paths: Sequence[str], layout: Any, fmt: str, *, jobs: Optional[int] = None,
-           console: Any = None, failed: bool = False, all_snapshots: bool = False) -> Any:
+           console: Any = None, failed: bool = False, all_snapshots: bool = False,
+           thresholds: Any = None) -> Any:
     """Check every file of ``paths`` against ``layout`` (a ``Layout``, or ``"auto"``) and
     print the results on standard output as ``fmt`` (``table``, on the Rich ``console``:
     ``failed`` lists only failing nodes, ``all_snapshots`` every file rather than the
     latest per host;
-    ``json``, streamed; ``prometheus``).  Returns the
+    ``json``, streamed; ``prometheus``); ``thresholds``: a ``--thresholds`` file already
+    read.  Returns the
     :class:`nvtopo.audit.Summary`."""
     from .. import audit
     from ..render import audit as render_audit
 
-    results = audit.run(paths, layout=layout, jobs=jobs, with_findings=fmt == "json")
+    results = audit.run(paths, layout=layout, jobs=jobs, with_findings=fmt == "json",
+                        thresholds=thresholds)
     summary = audit.Summary()
     progress = None
     # the bar goes to standard error; streamed output (table, JSON) on a terminal shows its

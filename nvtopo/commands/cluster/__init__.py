@@ -6,7 +6,8 @@ cache) into a compact :class:`~.facts.NodeFacts`; only those are kept, so memory
 few hundred bytes per node.  A directory's ``collect.json`` (``nvtopo collect``) gives each
 file the engine's node name.
 
-The cross-node check families, one module each, all ``check(nodes) -> [ClusterFinding]``:
+The cross-node check families, one module each, all ``check(nodes) -> [Finding]`` (the one
+finding type, with the nodes it is about: :mod:`.finding`):
 :mod:`.domains` (NVLink domains), :mod:`.rails` (rails, GUIDs, LIDs), :mod:`.skew` (versions),
 :mod:`.shape` (odd nodes out), :mod:`.identity` (names, GPU UUIDs).  A new family (e.g. a
 WireGuard mesh across nodes) is a module with that function, added to :data:`FAMILIES`, and
@@ -21,7 +22,9 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tupl
 
 from . import domains, identity, mesh, rails, shape, skew
 from .facts import NodeFacts, node_facts, read_manifest
-from .finding import ClusterFinding, make
+from ...checks import subject as S
+from ...checks.findings import Finding, exit_status, verdict
+from .finding import make
 
 #: (name, module) of every cross-node family, in report order.
 FAMILIES: Tuple[Tuple[str, Any], ...] = (("identity", identity), ("domains", domains),
@@ -34,21 +37,18 @@ _ORDER = {"error": 0, "warning": 1, "info": 2}
 class ClusterResult:
     nodes: List[NodeFacts] = field(default_factory=list)
     unreadable: List[NodeFacts] = field(default_factory=list)
-    findings: List[ClusterFinding] = field(default_factory=list)
+    findings: List[Finding] = field(default_factory=list)
     #: the switch tree of ``--fabric`` (None without one)
     fabric: Optional[Dict[str, Any]] = None
 
     @property
     def verdict(self) -> str:
-        return "fail" if any(f.severity == "error" for f in self.findings) else "pass"
+        return verdict(self.findings)
 
     def exit_status(self) -> int:
-        """As ``audit``'s: 2 when no snapshot could be read, 1 on an error finding, else 0."""
-        from ...errors import ExitStatus
-
-        if not self.nodes:
-            return int(ExitStatus.ERROR)
-        return int(ExitStatus.FINDINGS if self.verdict == "fail" else ExitStatus.OK)
+        """As ``audit``'s: 2 when no snapshot could be read, 1 on an error finding, else 0
+        (the one rule: :func:`nvtopo.checks.findings.exit_status`)."""
+        return exit_status(self.verdict if self.nodes else None)
 
     def domains(self) -> Dict[str, Dict[str, Any]]:
         return domains.domains(self.nodes)
@@ -152,16 +152,16 @@ def switch_tree(dump: Any, nodes: Sequence[NodeFacts]) -> Dict[str, Any]:
 
 
 def evaluate(nodes: List[NodeFacts], unreadable: Sequence[NodeFacts] = ()
-             ) -> List[ClusterFinding]:
-    found: List[ClusterFinding] = []
+             ) -> List[Finding]:
+    found: List[Finding] = []
     if unreadable:
-        found.append(make("warning", "cluster.unreadable", "snapshots",
+        found.append(make("warning", "cluster.unreadable", S.fleet("snapshots"),
                           f"{len(unreadable)} file(s) could not be read and are not in the "
                           f"view: " + "; ".join(n.error or "" for n in list(unreadable)[:3]),
                           [n.name for n in unreadable]))
     for _name, family in FAMILIES:
         found.extend(family.check(nodes))
-    found.sort(key=lambda f: (_ORDER[f.severity], f.code, f.subject))
+    found.sort(key=lambda f: (_ORDER[f.severity], f.code, str(f.subject)))
     return found
 
 

@@ -17,7 +17,9 @@ from typing import Any, Dict, List, Optional, Set
 
 from ...layouts import domain_nodes
 from .facts import NodeFacts
-from .finding import ClusterFinding, make, named
+from ...checks import subject as S
+from ...checks.findings import Finding
+from .finding import make, named
 from .majority import split
 
 
@@ -25,8 +27,8 @@ def expected_size(layout: str) -> Optional[int]:
     return domain_nodes(layout)
 
 
-def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
-    out: List[ClusterFinding] = []
+def check(nodes: List[NodeFacts]) -> List[Finding]:
+    out: List[Finding] = []
     incomplete: Dict[str, List[str]] = {}
     members: Dict[str, List[NodeFacts]] = {}
     for n in nodes:
@@ -44,7 +46,7 @@ def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
         uuids = {f[0] for f in n.fabric if f[0]}  # (every one: none is bad)
         cliques = {f[1] for f in n.fabric}
         if len(uuids) > 1 or len(cliques) > 1:
-            out.append(make("error", "cluster.node_split", n.name,
+            out.append(make("error", "cluster.node_split", S.host(n.name),
                             f"{n.name}: its GPUs report {len(uuids)} NVLink domains and "
                             f"{len(cliques)} cliques", [n.name],
                             expected="one domain, one clique",
@@ -52,7 +54,7 @@ def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
             continue
         members.setdefault(next(iter(uuids)), []).append(n)
     for why, names in sorted(incomplete.items()):
-        out.append(make("error", "cluster.fabric_incomplete", "NVLink fabric",
+        out.append(make("error", "cluster.fabric_incomplete", S.fleet("NVLink fabric"),
                         f"{len(names)} node(s) in no NVLink domain ({why}): {named(names)}",
                         names, expected="state completed, status success, a ClusterUUID "
                         "and a clique", actual=why,
@@ -63,12 +65,12 @@ def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
         sizes = {s for n in ns for s in [expected_size(n.layout)] if s is not None}
         want = min(sizes) if sizes else None
         if want is not None and len(ns) > want:
-            out.append(make("error", "cluster.domain_oversize", f"domain {uuid}",
+            out.append(make("error", "cluster.domain_oversize", S.domain(uuid),
                             f"{len(ns)} nodes report NVLink domain {uuid}; one holds {want}",
                             names, expected=want, actual=len(ns)))
         elif want is not None and len(ns) < want:
             lost = sum(len(v) for v in incomplete.values())
-            out.append(make("warning", "cluster.domain_incomplete", f"domain {uuid}",
+            out.append(make("warning", "cluster.domain_incomplete", S.domain(uuid),
                             f"NVLink domain {uuid} has {len(ns)} of {want} nodes: "
                             f"{named(names)}"
                             + (f" ({lost} node(s) of the fleet are in no domain: "
@@ -78,7 +80,7 @@ def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
                                  "not collected"))
         major, minor, _unknown = split((n.name, n.fabric[0][1]) for n in ns)
         for clique, cnames in minor.items():
-            out.append(make("warning", "cluster.domain_cliques", f"domain {uuid}",
+            out.append(make("warning", "cluster.domain_cliques", S.domain(uuid),
                             f"NVLink domain {uuid}: {len(cnames)} node(s) in clique {clique}"
                             + (f", the others in {major}" if major is not None else "")
                             + f": {named(cnames)}", cnames, expected=major, actual=clique))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, NamedTuple, Optional, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from ...safe import json_loads
 
@@ -182,6 +182,34 @@ def facts_of(topo: Any, path: str, engine_name: Optional[str] = None) -> NodeFac
     hostname = host.get("hostname") if isinstance(host.get("hostname"), str) else None
     nf = NodeFacts(file=path, hostname=hostname, engine_name=engine_name,
                    name=engine_name or hostname or os.path.basename(path))
+    _versions(topo, nf)
+    sel = select(topo)
+    nf.layout = sel.name
+    v = F.view(topo)
+    for g in topo.gpus:
+        if g.uuid:
+            nf.gpu_uuids.append(g.uuid)
+        fab = g.nvml.fabric if g.nvml is not None else None
+        if fab is not None and fab.state != "not_supported":
+            nf.fabric.append((fab.cluster_uuid, fab.clique_id, fab.state, fab.status))
+    present = list(v.present)
+    nic_roles = roles.resolve(topo, sel.layout, present, ())
+    compute = nic_roles.compute
+    nf.shape = _shape(topo, v, compute)
+    _rails(topo, nf, compute, present)
+    _hcas(topo, nf, compute, nic_roles)
+    from .wgfacts import mesh_facts, net_unsure
+
+    nf.mesh = mesh_facts(topo)
+    nf.net_unsure = None if nf.mesh else net_unsure(topo)
+    nf.net_listed = (topo.sysfs is not None and topo.sysfs.net is not None
+                     and nf.net_unsure is None)
+    return nf
+
+
+def _versions(topo: Any, nf: NodeFacts) -> None:
+    """The node's kernel, nvtopo, driver and CUDA driver versions, into ``nf``."""
+    host = topo.host or {}
     nf.kernel = host.get("kernel") if isinstance(host.get("kernel"), str) else None
     version = (topo.origin or {}).get("nvtopo_version")
     nf.nvtopo = version if isinstance(version, str) else None
@@ -193,18 +221,10 @@ def facts_of(topo: Any, path: str, engine_name: Optional[str] = None) -> NodeFac
         cuda = getattr(system, "cuda_driver_version", None)
         if isinstance(cuda, int) and not isinstance(cuda, bool):
             nf.cuda = f"{cuda // 1000}.{cuda % 1000 // 10}"
-    sel = select(topo)
-    layout = sel.layout
-    nf.layout = sel.name
-    v = F.view(topo)
-    for g in topo.gpus:
-        if g.uuid:
-            nf.gpu_uuids.append(g.uuid)
-        fab = g.nvml.fabric if g.nvml is not None else None
-        if fab is not None and fab.state != "not_supported":
-            nf.fabric.append((fab.cluster_uuid, fab.clique_id, fab.state, fab.status))
-    present = list(v.present)
-    # shape: what "the same kind of node" shares
+
+
+def _shape(topo: Any, v: Any, compute: Sequence[str]) -> Dict[str, Any]:
+    """What "the same kind of node" shares: GPUs, NV# runs, PCIe widths, NUMA, compute NICs."""
     pairs = sorted(c for (_a, _b), (c, _s) in v.pairs.items())
     widths = []
     numa = []
@@ -212,22 +232,23 @@ def facts_of(topo: Any, path: str, engine_name: Optional[str] = None) -> NodeFac
         link = g.sysfs.link if g.sysfs is not None else None
         widths.append(link.current_width if link is not None else None)
         numa.append(g.numa_node)
-    nic_roles = roles.resolve(topo, layout, present, ())
-    compute = nic_roles.compute
     nic_rates = []
     for name in compute:
         nic = topo.nic(name)
         port = nic.sysfs.ports[0] if nic is not None and nic.sysfs is not None \
             and nic.sysfs.ports else None
         nic_rates.append(port.rate.gbps if port is not None else None)
-    nf.shape = {"gpus": len(topo.gpus),
-                "nvlink": _runs(pairs),
-                "pcie_width": tuple(widths),
-                "numa": tuple(numa),
-                "nics": f"{len(compute)} x " + "/".join(
-                    sorted({_num(r) for r in nic_rates})) if compute else "0"}
-    # rails: rank i = the compute NIC of GPU i (nearest, where that is one NIC each), else
-    # the compute NICs in the layout's (or name) order
+    return {"gpus": len(topo.gpus),
+            "nvlink": _runs(pairs),
+            "pcie_width": tuple(widths),
+            "numa": tuple(numa),
+            "nics": f"{len(compute)} x " + "/".join(
+                sorted({_num(r) for r in nic_rates})) if compute else "0"}
+
+
+def _rails(topo: Any, nf: NodeFacts, compute: List[str], present: List[int]) -> None:
+    """Rank i = the compute NIC of GPU i (nearest, where that is one NIC each), else the
+    compute NICs in the layout's (or name) order, into ``nf.rails``."""
     ranks = _ranks(topo, compute, present)
     for rank, name in enumerate(ranks):
         nic = topo.nic(name)
@@ -242,12 +263,15 @@ def facts_of(topo: Any, path: str, engine_name: Optional[str] = None) -> NodeFac
                              sm_lid=port.sm_lid if port else None,
                              node_guid=h.node_guid if h else None,
                              port_guid=port.port_guid if port else None))
+
+
+def _hcas(topo: Any, nf: NodeFacts, compute: Sequence[str], nic_roles: Any) -> None:
+    """Every RDMA device with its role (nvtopo/checks/roles.py), firmware and node_desc."""
     for nic in topo.nics:
         h = nic.sysfs
         if h is None:
             continue
         port = h.ports[0] if h.ports else None
-        # the role (compute, storage, management, unknown) of nvtopo/checks/roles.py
         nf.hcas.append((nic.name, nic_roles.role(nic.name), h.node_guid,
                         port.port_guid if port else None, port.gid_prefix if port else None,
                         port.lid if port else None, port.link_layer if port else None))
@@ -255,13 +279,6 @@ def facts_of(topo: Any, path: str, engine_name: Optional[str] = None) -> NodeFac
             nf.firmware.append((h.board_id, h.fw_ver))
         if h.node_desc and nic.name in compute:  # only compute NICs join a switch tree
             nf.node_desc[nic.name] = h.node_desc
-    from .wgfacts import mesh_facts, net_unsure
-
-    nf.mesh = mesh_facts(topo)
-    nf.net_unsure = None if nf.mesh else net_unsure(topo)
-    nf.net_listed = (topo.sysfs is not None and topo.sysfs.net is not None
-                     and nf.net_unsure is None)
-    return nf
 
 
 def _num(x: Any) -> str:

@@ -1,41 +1,27 @@
-"""One cross-node answer: :class:`ClusterFinding`, in ``check``'s form plus the nodes it is
-about (the first :data:`SHOWN` of them, and how many in all)."""
+"""One cross-node answer: a :class:`~nvtopo.checks.findings.Finding` (the one type of
+``check``, ``audit``, ``diff`` and ``cluster``) about a typed cross-node subject
+(:func:`~nvtopo.checks.subject.host`, ``rail``, ``domain``, ``fleet``), with the nodes it is
+about (the first :data:`SHOWN` of them, and how many in all) and ``source`` ``cluster``."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List
+from typing import Any, Iterable, List
+
+from ...checks.findings import SEVERITIES, Finding
+from ...checks.subject import Subject
 
 #: How many node names one finding lists (the count is exact).
 SHOWN = 20
 
 
-@dataclass
-class ClusterFinding:
-    severity: str
-    code: str
-    subject: str
-    message: str
-    expected: Any = None
-    actual: Any = None
-    hint: str = ""
-    nodes: List[str] = field(default_factory=list)
-    node_count: int = 0
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {"severity": self.severity, "code": self.code, "subject": self.subject,
-                "expected": self.expected, "actual": self.actual, "message": self.message,
-                "hint": self.hint, "source": "cluster", "nodes": list(self.nodes),
-                "node_count": self.node_count}
-
-
-def make(severity: str, code: str, subject: str, message: str, nodes: Iterable[str], *,
-         expected: Any = None, actual: Any = None, hint: str = "") -> ClusterFinding:
-    assert severity in ("error", "warning", "info"), severity
+def make(severity: str, code: str, subject: Subject, message: str, nodes: Iterable[str], *,
+         expected: Any = None, actual: Any = None, hint: str = "") -> Finding:
+    assert severity in SEVERITIES, severity
+    assert isinstance(subject, Subject), subject
     names = sorted(set(nodes))
-    return ClusterFinding(severity=severity, code=code, subject=subject, message=message,
-                          expected=expected, actual=actual, hint=hint,
-                          nodes=names[:SHOWN], node_count=len(names))
+    return Finding(severity=severity, code=code, subject=subject, message=message,
+                   expected=expected, actual=actual, hint=hint, source="cluster",
+                   nodes=names[:SHOWN], node_count=len(names))
 
 
 def named(nodes: List[str]) -> str:
@@ -45,4 +31,4 @@ def named(nodes: List[str]) -> str:
     return head + (f" and {len(names) - 5} more" if len(names) > 5 else "")
 
 
-__all__ = ["ClusterFinding", "make", "named", "SHOWN"]
+__all__ = ["make", "named", "SHOWN"]

@@ -34,17 +34,19 @@ from collections import Counter
 from typing import Any, Dict, List, Set, Tuple
 
 from .facts import NodeFacts
-from .finding import SHOWN, ClusterFinding, make, named
+from ...checks import subject as S
+from ...checks.findings import Finding
+from .finding import SHOWN, make, named
 from .majority import split
 
 #: At most this many per-key findings (the rest summed up in one).
 MAX_KEY_FINDINGS = 20
 
-def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
+def check(nodes: List[NodeFacts]) -> List[Finding]:
     meshed = [n for n in nodes if n.mesh]
     if len(meshed) < 2:
         return []
-    out: List[ClusterFinding] = []
+    out: List[Finding] = []
     owner: Dict[str, str] = {}
     dup: Dict[str, Set[str]] = {}
     keys: Dict[str, Set[str]] = {}
@@ -62,13 +64,13 @@ def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
         if n.name not in keys or n.name not in peers:
             unknown.append(n.name)
     if unknown:
-        out.append(make("info", "cluster.mesh_not_checked", "WireGuard mesh",
+        out.append(make("info", "cluster.mesh_not_checked", S.fleet("WireGuard mesh"),
                         f"{len(unknown)} meshed node(s) whose peers or own key are unknown "
                         f"(wg needs CAP_NET_ADMIN; an older snapshot): {named(unknown)}; "
                         "their place in the mesh is not checked", unknown,
                         hint="take their snapshots as root or with CAP_NET_ADMIN"))
     for key, holders in sorted(dup.items()):
-        out.append(make("error", "cluster.mesh_duplicate_key", key,
+        out.append(make("error", "cluster.mesh_duplicate_key", S.fleet(key),
                         f"public key {key} on {len(holders)} nodes: {named(sorted(holders))} "
                         "(a cloned image keeps its private key)", sorted(holders),
                         expected=1, actual=len(holders),
@@ -84,27 +86,89 @@ def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
             strays.setdefault(k, []).append(a)
     out += _no_interface(nodes, meshed, known, strays)
     for k, names in sorted(strays.items())[:MAX_KEY_FINDINGS]:
-        out.append(make("warning", "cluster.mesh_unknown_peer", k,
+        out.append(make("warning", "cluster.mesh_unknown_peer", S.fleet(k),
                         f"peer key {k} matches no node in this view; listed by "
                         f"{len(names)} node(s): {named(names)}", names,
                         hint="a node gone or re-keyed: remove the stale peer; or a node "
                              "whose snapshot is not in this view"))
     if len(strays) > MAX_KEY_FINDINGS:
         more = sorted(strays)[MAX_KEY_FINDINGS:]
-        out.append(make("warning", "cluster.mesh_unknown_peer", "peer keys",
+        out.append(make("warning", "cluster.mesh_unknown_peer", S.fleet("peer keys"),
                         f"{len(more)} more peer keys match no node", []))
     major, minor, _u = split((n.name, n.mesh[0][2]) for n in meshed)
     if major is not None:
         for mtu, names in sorted(minor.items(), key=lambda kv: str(kv[0])):
-            out.append(make("warning", "cluster.mesh_mtu", f"MTU {mtu}",
+            out.append(make("warning", "cluster.mesh_mtu", S.fleet(f"MTU {mtu}"),
                             f"{len(names)} node(s) with tunnel MTU {mtu}, the others "
                             f"{major}: {named(names)}", names, expected=major, actual=mtu,
                             hint="one MTU across the mesh (wg-quick: MTU =)"))
     return out
 
 
+class _Index:
+    """Who lists whom in the mesh, indexed by key (see :func:`_lacks` for the cost)."""
+
+    def __init__(self, known: List[str], keys: Dict[str, Set[str]],
+                 peers: Dict[str, Set[str]]) -> None:
+        self.keys, self.peers = keys, peers
+        self.total = len(known) - 1
+        self.order = sorted(known)
+        self.holders: Dict[str, List[str]] = {}  # key -> the known nodes that have it
+        for a in known:
+            for k in keys[a]:
+                self.holders.setdefault(k, []).append(a)
+        # how many known nodes list each key (counted in C: a healthy mesh of 2,000 nodes has
+        # 4,000,000 peer entries, and needs nothing more than these counts)
+        listed_times: Counter[str] = Counter()
+        for a in known:
+            listed_times.update(peers[a])
+        self.lacked_count: Dict[str, int] = {}
+        for b in known:
+            if len(keys[b]) == 1:
+                (k,) = keys[b]
+                self.lacked_count[b] = self.total - (listed_times[k] - (k in peers[b]))
+        # who lists whom, by key, only for the keys of the nodes some node lacks (and of nodes
+        # with several keys, whose listers are a union)
+        wanted = {k for b in known if self.lacked_count.get(b, 1) > 0 for k in keys[b]}
+        self.listers_of_key: Dict[str, Set[str]] = {k: set() for k in wanted}
+        if wanted:
+            for a in known:
+                for k in peers[a] & wanted:  # C walks the smaller of the two
+                    self.listers_of_key[k].add(a)
+        for b in known:
+            if len(keys[b]) > 1:
+                who = self.listers(b)
+                self.lacked_count[b] = self.total - (len(who) - (b in who))
+
+    def listers(self, b: str) -> Set[str]:
+        """The known nodes that have ``b`` as a peer (``b`` itself too)."""
+        ks = self.keys[b]
+        if len(ks) == 1:
+            return self.listers_of_key.get(next(iter(ks)), set())
+        got: Set[str] = set()
+        for k in ks:
+            got |= self.listers_of_key.get(k, set())
+        return got
+
+    def lists(self, b: str, a: str) -> bool:
+        """``b`` has ``a`` as a peer."""
+        return not self.keys[a].isdisjoint(self.peers[b])
+
+    def lacked(self, b: str, limit: int, also: str = "") -> List[str]:
+        """The first ``limit`` names, in order, of the nodes that lack ``b`` (and ``also``):
+        the complement of its listers, walked only as far as needed."""
+        who = self.listers(b)
+        got: List[str] = []
+        for x in self.order:
+            if x == also or (x != b and x not in who):
+                got.append(x)
+                if len(got) >= limit:
+                    break
+        return got
+
+
 def _lacks(known: List[str], keys: Dict[str, Set[str]], peers: Dict[str, Set[str]]
-           ) -> List[ClusterFinding]:
+           ) -> List[Finding]:
     """``cluster.mesh_node_missing`` and ``cluster.mesh_peer_missing``: node ``a`` lacks
     ``b`` when none of ``b``'s keys is among ``a``'s peers.
 
@@ -117,96 +181,55 @@ def _lacks(known: List[str], keys: Dict[str, Set[str]], peers: Dict[str, Set[str
     its holders once for each node that lists it)."""
     if not known:
         return []
-    total = len(known) - 1
-    order = sorted(known)
-    holders: Dict[str, List[str]] = {}  # key -> the known nodes that have it
-    for a in known:
-        for k in keys[a]:
-            holders.setdefault(k, []).append(a)
-    # how many known nodes list each key (counted in C: a healthy mesh of 2,000 nodes has
-    # 4,000,000 peer entries, and needs nothing more than these counts)
-    listed_times: Counter[str] = Counter()
-    for a in known:
-        listed_times.update(peers[a])
-    lacked_count: Dict[str, int] = {}
-    multi = [b for b in known if len(keys[b]) > 1]
+    ix = _Index(known, keys, peers)
+    return _nodes_missing(ix, known) + _peers_missing(ix, known)
+
+
+def _nodes_missing(ix: _Index, known: List[str]) -> List[Finding]:
+    """A node lacked by two or more is one cause (it was not added to their configurations):
+    one finding naming it."""
+    out: List[Finding] = []
+    total = ix.total
     for b in known:
-        if len(keys[b]) == 1:
-            (k,) = keys[b]
-            lacked_count[b] = total - (listed_times[k] - (k in peers[b]))
-    # who lists whom, by key, only for the keys of the nodes some node lacks (and of nodes
-    # with several keys, whose listers are a union)
-    wanted = {k for b in known if lacked_count.get(b, 1) > 0 for k in keys[b]}
-    listers_of_key: Dict[str, Set[str]] = {k: set() for k in wanted}
-    if wanted:
-        for a in known:
-            for k in peers[a] & wanted:  # C walks the smaller of the two
-                listers_of_key[k].add(a)
-    empty: Set[str] = set()
-
-    def listers(b: str) -> Set[str]:  # the known nodes that have b as a peer (b itself too)
-        ks = keys[b]
-        if len(ks) == 1:
-            return listers_of_key.get(next(iter(ks)), empty)
-        got: Set[str] = set()
-        for k in ks:
-            got |= listers_of_key.get(k, empty)
-        return got
-
-    def lists(b: str, a: str) -> bool:  # b has a as a peer
-        return not keys[a].isdisjoint(peers[b])
-
-    def lacked(b: str, limit: int, also: str = "") -> List[str]:
-        """The first ``limit`` names, in order, of the nodes that lack ``b`` (and ``also``):
-        the complement of its listers, walked only as far as needed."""
-        who = listers(b)
-        got: List[str] = []
-        for x in order:
-            if x == also or (x != b and x not in who):
-                got.append(x)
-                if len(got) >= limit:
-                    break
-        return got
-
-    for b in multi:
-        who = listers(b)
-        lacked_count[b] = total - (len(who) - (b in who))
-    out: List[ClusterFinding] = []
-    # a node lacked by two or more is one cause (it was not added to their configurations):
-    # one finding naming it; a pair no other pair shares is put under the node that lacks
-    for b in known:
-        count = lacked_count[b]
+        count = ix.lacked_count[b]
         if count < 2:
             continue
-        who = listers(b)
-        one_sided = sorted({a for k in peers[b] for a in holders.get(k, ())
+        who = ix.listers(b)
+        one_sided = sorted({a for k in ix.peers[b] for a in ix.holders.get(k, ())
                             if a != b and a not in who})
-        first = lacked(b, 5)
+        first = ix.lacked(b, 5)
         out.append(_counted(
-            "error" if one_sided else "warning", "cluster.mesh_node_missing", b,
+            "error" if one_sided else "warning", "cluster.mesh_node_missing", S.host(b),
             (f"{b} is in no other node's peer list ({count} nodes lack it)" if count == total
              else f"{b} is missing from the peer lists of {count} nodes: "
                   f"{_named_head(first, count)}")
             + (f"; it lists {len(one_sided)} of them: those tunnels are one-sided"
-               if one_sided else ""), lacked(b, SHOWN, also=b), count + 1,
+               if one_sided else ""), ix.lacked(b, SHOWN, also=b), count + 1,
             expected=f"a peer of {total} nodes", actual=total - count,
             hint=f"add {b}'s public key to those nodes' WireGuard peers"))
+    return out
+
+
+def _peers_missing(ix: _Index, known: List[str]) -> List[Finding]:
+    """A pair no other pair shares is put under the node that lacks."""
+    out: List[Finding] = []
+    total = ix.total
     rest: Dict[str, List[str]] = {}
     for b in known:
-        if lacked_count[b] == 1:
-            (a,) = lacked(b, 1)
+        if ix.lacked_count[b] == 1:
+            (a,) = ix.lacked(b, 1)
             rest.setdefault(a, []).append(b)
     for a in known:
         if a not in rest:
             continue
-        listed = {x for k in peers[a] for x in holders.get(k, ()) if x != a}
+        listed = {x for k in ix.peers[a] for x in ix.holders.get(k, ()) if x != a}
         lacks = total - len(listed)
-        one_sided = [b for b in rest[a] if lists(b, a)]
-        neither = [b for b in rest[a] if not lists(b, a)]
+        one_sided = [b for b in rest[a] if ix.lists(b, a)]
+        neither = [b for b in rest[a] if not ix.lists(b, a)]
         for sev, group, why in (("error", one_sided, "which list it: one-sided tunnels"),
                                 ("warning", neither, "which do not list it either")):
             if group:
-                out.append(make(sev, "cluster.mesh_peer_missing", a,
+                out.append(make(sev, "cluster.mesh_peer_missing", S.host(a),
                                 f"{a}'s peers lack {len(group)} node(s), {why}: "
                                 f"{named(group)}", [a] + group,
                                 expected=f"{total} peers",
@@ -215,8 +238,8 @@ def _lacks(known: List[str], keys: Dict[str, Set[str]], peers: Dict[str, Set[str
     return out
 
 
-def _counted(severity: str, code: str, subject: str, message: str, first: List[str],
-             count: int, **kw: Any) -> ClusterFinding:
+def _counted(severity: str, code: str, subject: S.Subject, message: str, first: List[str],
+             count: int, **kw: Any) -> Finding:
     """A finding whose node list is given as its first names (sorted) and their count."""
     f = make(severity, code, subject, message, first, **kw)
     f.node_count = count
@@ -229,7 +252,7 @@ def _named_head(first: List[str], count: int) -> str:
 
 
 def _no_interface(nodes: List[NodeFacts], meshed: List[NodeFacts], known: List[str],
-                  strays: Dict[str, List[str]]) -> List[ClusterFinding]:
+                  strays: Dict[str, List[str]]) -> List[Finding]:
     """Nodes that left the mesh: no WireGuard interface where their snapshot lists the
     network interfaces, while most readable nodes are meshed.  The stray keys most meshed
     nodes list (the dangling entries for them) are taken out of ``strays`` and folded in."""
@@ -238,10 +261,10 @@ def _no_interface(nodes: List[NodeFacts], meshed: List[NodeFacts], known: List[s
     unsure = [n for n in readable if not n.mesh and n.net_unsure]
     if not (bare or unsure) or len(meshed) * 2 <= len(readable):
         return []
-    out: List[ClusterFinding] = []
+    out: List[Finding] = []
     if unsure:
         out.append(make(
-            "info", "cluster.mesh_membership_unknown", "WireGuard mesh",
+            "info", "cluster.mesh_membership_unknown", S.fleet("WireGuard mesh"),
             f"{len(unsure)} node(s) whose place in the mesh could not be judged (sysfs names "
             f"no WireGuard interface, but cannot rule one out) while {len(meshed)} of "
             f"{len(readable)} nodes are in the mesh: "
@@ -265,7 +288,7 @@ def _no_interface(nodes: List[NodeFacts], meshed: List[NodeFacts], known: List[s
             + "): those of the nodes that left"))
     for b in bare:
         out.append(make(
-            "error" if folded else "warning", "cluster.mesh_no_interface", b,
+            "error" if folded else "warning", "cluster.mesh_no_interface", S.host(b),
             f"{b} has no WireGuard interface (its snapshot lists its network interfaces, "
             f"none WireGuard) while {len(meshed)} of {len(readable)} nodes are in the mesh"
             + stale, [b], expected="a WireGuard interface", actual="none",

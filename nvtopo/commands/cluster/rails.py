@@ -14,15 +14,17 @@ from __future__ import annotations
 from typing import Dict, List, Tuple
 
 from .facts import NodeFacts, Rail
-from .finding import ClusterFinding, make, named
+from ...checks import subject as S
+from ...checks.findings import Finding
+from .finding import make, named
 from .majority import show, split
 
 #: Findings listed one by one per duplicate kind; the rest are counted in one more finding.
 MAX_LISTED = 100
 
 
-def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
-    out: List[ClusterFinding] = []
+def check(nodes: List[NodeFacts]) -> List[Finding]:
+    out: List[Finding] = []
     by_layout: Dict[str, List[NodeFacts]] = {}
     for n in nodes:
         by_layout.setdefault(n.layout, []).append(n)
@@ -48,7 +50,7 @@ def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
                 if major is not None and code == "cluster.rail_subnet":
                     rail_prefixes.add(major[0])
                 for value, names in minor.items():
-                    out.append(make(sev, code, f"rail {r}",
+                    out.append(make(sev, code, S.rail(r),
                                     f"rail {r} ({layout}): {len(names)} node(s) with {what} "
                                     f"{show(value)}"
                                     + (f" where the others have {show(major)}"
@@ -80,12 +82,12 @@ def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
                 storage_on_rail.append(n.name)
     del first_guid, first_lid
     for g, where in sorted(dup_guid.items())[:MAX_LISTED]:
-        out.append(make("error", "cluster.duplicate_guid", f"GUID {g}",
+        out.append(make("error", "cluster.duplicate_guid", S.fleet(f"GUID {g}"),
                         f"GUID {g} on {len(where)} devices: "
                         + ", ".join(f"{a} {b}" for a, b in where[:5]),
                         [w[0] for w in where], actual=len(where), expected=1))
     for (prefix, lid), where in sorted(dup_lid.items())[:MAX_LISTED]:
-        out.append(make("error", "cluster.duplicate_lid", f"LID {lid} on {prefix}",
+        out.append(make("error", "cluster.duplicate_lid", S.fleet(f"LID {lid} on {prefix}"),
                         f"LID {lid} twice in subnet {prefix}: "
                         + ", ".join(f"{a} {b}" for a, b in where[:5]),
                         [w[0] for w in where], actual=len(where), expected=1))
@@ -93,10 +95,10 @@ def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
                              ("cluster.duplicate_lid", "LIDs", dup_lid)):
         if len(dups) > MAX_LISTED:
             more = sorted(dups.items())[MAX_LISTED:]
-            out.append(make("error", code, what, f"{len(more)} more duplicate {what}",
+            out.append(make("error", code, S.fleet(what), f"{len(more)} more duplicate {what}",
                             [w[0] for _k, ws in more for w in ws]))
     if storage_on_rail:
-        out.append(make("warning", "cluster.storage_on_rail", "storage NICs",
+        out.append(make("warning", "cluster.storage_on_rail", S.fleet("storage NICs"),
                         f"{len(storage_on_rail)} node(s) have a non-compute InfiniBand NIC on "
                         f"a compute rail's subnet: {named(storage_on_rail)}", storage_on_rail))
     return out

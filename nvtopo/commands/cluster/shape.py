@@ -8,15 +8,17 @@ from __future__ import annotations
 from typing import Dict, List
 
 from .facts import NodeFacts
-from .finding import ClusterFinding, make, named
+from ...checks import subject as S
+from ...checks.findings import Finding
+from .finding import make, named
 from .majority import show, split
 
 COMPONENTS = (("gpus", "GPU count"), ("nvlink", "NVLink pairs"), ("pcie_width", "PCIe widths"),
               ("numa", "NUMA nodes of the GPUs"), ("nics", "compute NICs"))
 
 
-def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
-    out: List[ClusterFinding] = []
+def check(nodes: List[NodeFacts]) -> List[Finding]:
+    out: List[Finding] = []
     by_layout: Dict[str, List[NodeFacts]] = {}
     for n in nodes:
         by_layout.setdefault(n.layout, []).append(n)
@@ -28,7 +30,7 @@ def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
             if major is None:
                 continue
             for value, names in minor.items():
-                out.append(make("warning", "cluster.odd_node", f"{layout} {key}",
+                out.append(make("warning", "cluster.odd_node", S.fleet(f"{layout} {key}"),
                                 f"{len(names)} {layout} node(s) with {what} {show(value)}, "
                                 f"the others {show(major)}: {named(names)}", names,
                                 expected=show(major), actual=show(value)))

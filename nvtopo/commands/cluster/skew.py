@@ -10,15 +10,17 @@ from __future__ import annotations
 from typing import Dict, List, Set, Tuple
 
 from .facts import NodeFacts
-from .finding import ClusterFinding, make, named
+from ...checks import subject as S
+from ...checks.findings import Finding
+from .finding import make, named
 from .majority import split
 
 FIELDS = (("driver", "driver"), ("cuda", "CUDA driver version"), ("kernel", "kernel"),
           ("nvtopo", "nvtopo version (of the snapshot)"))
 
 
-def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
-    out: List[ClusterFinding] = []
+def check(nodes: List[NodeFacts]) -> List[Finding]:
+    out: List[Finding] = []
     in_domain: Dict[str, List[NodeFacts]] = {}
     for n in nodes:
         if n.domain is not None:
@@ -29,7 +31,7 @@ def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
             major, minor, _u = split((n.name, getattr(n, attr)) for n in ns)
             for value, names in minor.items():
                 flagged.update((attr, name) for name in names)
-                out.append(make("error", "cluster.skew_in_domain", f"domain {domain}",
+                out.append(make("error", "cluster.skew_in_domain", S.domain(domain),
                                 f"NVLink domain {domain}: {len(names)} node(s) on {what} "
                                 f"{value}" + (f", the others on {major}" if major else
                                               " (no majority)") + f": {named(names)}",
@@ -40,7 +42,7 @@ def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
         for value, names in minor.items():
             names = [x for x in names if (attr, x) not in flagged]
             if names:
-                out.append(make("warning", "cluster.version_skew", what,
+                out.append(make("warning", "cluster.version_skew", S.fleet(what),
                                 f"{len(names)} node(s) on {what} {value}"
                                 + (f", the fleet on {major}" if major else " (no majority)")
                                 + f": {named(names)}", names, expected=major, actual=value))
@@ -51,7 +53,7 @@ def check(nodes: List[NodeFacts]) -> List[ClusterFinding]:
     for board, pairs in sorted(boards.items()):
         major, minor, _u = split(pairs)
         for value, names in minor.items():
-            out.append(make("warning", "cluster.version_skew", f"firmware {board}",
+            out.append(make("warning", "cluster.version_skew", S.fleet(f"firmware {board}"),
                             f"{len(names)} node(s) with {board} NICs on firmware {value}"
                             + (f", the fleet on {major}" if major else " (no majority)")
                             + f": {named(names)}", names, expected=major, actual=value))

@@ -1,0 +1,613 @@
+"""Every finding code nvtopo can emit, declared once: :data:`CATALOG`.
+
+Each :class:`Check` says its family, what it means, the evidence it needs, its severity
+ladder by how sure that evidence is, its default thresholds (where it has any), the action
+it suggests and an example subject.  ``nvtopo checks`` lists the catalog, ``nvtopo checks
+CODE`` explains one code, and ``docs/checks.md`` is generated from it (a test keeps them
+equal: ``python tests/regenerate_examples.py --checks-doc`` rewrites it).
+
+How sure the evidence is (``sure``) is one of :data:`SURENESS`:
+
+- ``observed``: seen on a known data path (a compute port, a GPU the driver lists, a layout
+  chosen by the user or fitted by its facts) -> the ladder's ``observed`` severity
+  (an error for codes that can be errors);
+- ``inferred``: an expectation whose only evidence is inferred (``[I]`` in a layout), or a
+  port whose role is unknown -> the ladder's ``inferred`` severity (at most a warning);
+- ``missing``: the evidence is not in the input -> an ``info`` "not checked" note (the
+  family's ``*.not_checked`` code, named by :attr:`Ladder.missing`).
+
+:func:`severity` is the one ladder; :func:`nvtopo.checks.findings.demote` is its form for
+callers that pass a severity and whether the evidence is inferred.
+
+Thresholds: :func:`thresholds` gives a family's error-counter thresholds, merged in one place:
+the catalog's defaults < the layout's ``error_thresholds`` < ``--thresholds FILE`` (per node
+class; set for one run by :func:`using_thresholds`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterator, Mapping, Optional, Tuple
+
+#: How sure a finding's evidence is, surest first.
+SURENESS = ("observed", "inferred", "missing")
+#: Where a code is emitted: one node's check, or the cross-node view (``nvtopo cluster``).
+SCOPES = ("node", "cluster")
+
+
+@dataclass(frozen=True)
+class Ladder:
+    """A code's severity by how sure its evidence is.  ``missing``: the code of the "not
+    checked" note given instead when the evidence is missing (None: the code is that note,
+    or the family gives none)."""
+
+    observed: str
+    inferred: str
+    missing: Optional[str] = None
+
+    @property
+    def severities(self) -> Tuple[str, ...]:
+        """The severities this code can be emitted with, worst first."""
+        return tuple(s for s in ("error", "warning", "info") if s in (self.observed,
+                                                                     self.inferred))
+
+    def describe(self) -> str:
+        if self.observed == self.inferred:
+            text = f"always {self.observed}"
+        else:
+            text = f"{self.observed} when observed; {self.inferred} when inferred or unsure"
+        if self.missing:
+            text += f"; evidence missing: info ({self.missing})"
+        return text
+
+
+@dataclass(frozen=True)
+class Check:
+    code: str
+    family: str
+    scope: str
+    meaning: str
+    evidence: str
+    ladder: Ladder
+    action: str
+    #: an example subject, as the ``subject`` field shows it
+    subject: str = "node"
+    #: default thresholds (counter name -> the most that is not an error)
+    thresholds: Mapping[str, int] = field(default_factory=dict)
+
+    def example(self) -> str:
+        """An example finding line, as ``check --brief`` shows one."""
+        return f"{self.ladder.severities[0]:<8}{self.code}  {self.subject}: {self.meaning}"
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"code": self.code, "family": self.family, "scope": self.scope,
+                "meaning": self.meaning, "evidence": self.evidence,
+                "severities": list(self.ladder.severities),
+                "ladder": {"observed": self.ladder.observed,
+                           "inferred": self.ladder.inferred,
+                           "missing": self.ladder.missing},
+                "action": self.action, "example_subject": self.subject,
+                "thresholds": dict(self.thresholds)}
+
+
+#: NVLink error counters: above these (cumulative since the driver loaded) it is an error;
+#: nonzero below is a warning.  A layout may override them (``nvlink.error_thresholds``).
+NVLINK_THRESHOLDS: Mapping[str, int] = {"replay": 1000, "recovery": 10, "crc_flit": 1000,
+                                        "crc_data": 100, "ecc": 100}
+#: InfiniBand/RoCE port error counters above these are errors (nonzero below is a warning); a
+#: saturated counter is always an error.  A layout may override them (``nics.error_thresholds``).
+IB_THRESHOLDS: Mapping[str, int] = {
+    "symbol_error": 100, "link_error_recovery": 10, "link_downed": 10,
+    "port_rcv_errors": 100, "port_rcv_remote_physical_errors": 100,
+    "port_rcv_switch_relay_errors": 1000, "port_xmit_discards": 1000,
+    "port_xmit_constraint_errors": 100, "port_rcv_constraint_errors": 100,
+    "local_link_integrity_errors": 10, "excessive_buffer_overrun_errors": 10,
+    "VL15_dropped": 1000}
+#: The threshold of a counter no table names.
+OTHER_THRESHOLD = {"nvlink": 1000, "ib": 100}
+
+_SURE = Ladder("error", "warning")
+_ERROR = Ladder("error", "error")
+_WARN = Ladder("warning", "warning")
+_INFO = Ladder("info", "info")
+
+
+def _sure(family: str) -> Ladder:
+    return Ladder("error", "warning", f"{family}.not_checked")
+
+
+def _warn(family: str) -> Ladder:
+    return Ladder("warning", "warning", f"{family}.not_checked")
+
+
+_NOT_CHECKED = ("the input does not say: a family could not decide what it checks (no source "
+                "gives the facts, a source could not be read, or the layout gives no "
+                "expectation)")
+_MORE = "give more evidence: take a snapshot on the node (nvtopo snapshot) rather than a paste"
+
+
+def _nc(family: str, what: str, evidence: str, action: str = _MORE) -> Tuple[Any, ...]:
+    """A family's "not checked" note."""
+    return (f"{family}.not_checked", family, "node", f"{what} not checked: {_NOT_CHECKED}",
+            evidence, _INFO, action)
+
+
+_ROWS: Tuple[Tuple[Any, ...], ...] = (
+    # code, family, scope, meaning, evidence, ladder, action, subject, thresholds
+    # -- gpu
+    ("gpu.missing", "gpu", "node", "fewer GPUs than the layout, where the evidence shows a "
+     "GPU gone (sysfs lists it and the driver does not, a port-map NIC's slot without its GPU, "
+     "the board's PCIe switches); a count alone is a warning", "GPU list (NVML, topo text), "
+     "sysfs PCI tree, the layout's GPU count", _sure("gpu"), "check dmesg for Xid 79 and "
+     "lspci for the device; reseat or replace the GPU; in a VM or container, check which "
+     "GPUs are passed through", "GPU7"),
+    ("gpu.lost", "gpu", "node", "a GPU NVML lost while probing (fallen off the bus)", "NVML",
+     _ERROR, "check dmesg for Xid 79 / AER errors; drain the node, reset the GPU or reboot",
+     "GPU3"),
+    ("gpu.extra", "gpu", "node", "more GPUs than the layout", "GPU list, the layout's GPU "
+     "count", _WARN, "is this the right layout? give --layout NAME or --layout-file FILE"),
+    ("gpu.model", "gpu", "node", "a GPU model (NVML name) other than the layout's", "NVML "
+     "GPU names, the layout's model", _sure("gpu"), "is this the right layout? give --layout "
+     "NAME or --layout-file FILE", "GPU2"),
+    _nc("gpu", "GPU count or model", "a GPU list with names"),
+    # -- fabric
+    ("fabric.not_started", "fabric", "node", "NVSwitch fabric not started (Fabric Manager not "
+     "running), or no NV# between any pair on an NVSwitch system", "NVML fabric state, topo "
+     "text", _sure("fabric"), "start nvidia-fabricmanager (systemctl status "
+     "nvidia-fabricmanager) and check its log"),
+    ("fabric.in_progress", "fabric", "node", "NVSwitch fabric training still in progress",
+     "NVML fabric state", _ERROR, "wait a minute and re-check; if it stays in progress: "
+     "check nvidia-fabricmanager"),
+    ("fabric.failed", "fabric", "node", "NVSwitch fabric training completed with a failure",
+     "NVML fabric state and status", _ERROR, "check nvidia-fabricmanager's log; restart it"),
+    ("fabric.unhealthy", "fabric", "node", "the fabric reports a GPU's health degraded",
+     "NVML fabric health", _sure("fabric"), "check nvidia-fabricmanager's log", "GPU0"),
+    ("fabric.no_clique", "fabric", "node", "fabric completed but no cluster UUID or clique "
+     "(a multi-node NVLink domain without its partition)", "NVML fabric info", _sure("fabric"),
+     "check nvidia-fabricmanager and the NVLink partition"),
+    ("nvswitch.missing", "fabric", "node", "fewer NVSwitches reached than the layout has",
+     "NVML NVSwitch links, the layout's switch count", _sure("fabric"),
+     "nvidia-smi nvlink -R shows which switch each link reaches; service the baseboard"),
+    _nc("fabric", "fabric state", "NVML fabric state"),
+    # -- nvlink
+    ("nvlink.link_down", "nvlink", "node", "an NVLink that should be up is down (NVML's rule: "
+     "not inactive by design)", "NVML link states, nvlink -s text", _sure("nvlink"),
+     "nvidia-smi nvlink -s -i N shows the link states; reset the GPU, then reseat",
+     "GPU3 link 7"),
+    ("nvlink.links_missing", "nvlink", "node", "a GPU lists fewer NVLinks than the layout "
+     "gives it", "NVML link count, the layout", _sure("nvlink"), "reset the GPU; service the "
+     "baseboard if it stays", "GPU3"),
+    ("nvlink.pair_degraded", "nvlink", "node", "fewer NVLinks between a GPU pair than the "
+     "layout (NV#)", "topo matrix NV#, NVML links", _sure("nvlink"), "check the links of "
+     "both GPUs (nvidia-smi nvlink -s); reset, then reseat", "GPU2-GPU6"),
+    ("nvlink.pair_unexpected", "nvlink", "node", "NVLinks between a pair the layout does not "
+     "link", "topo matrix NV#, the layout", _WARN, "is this the right layout?", "GPU0-GPU5"),
+    ("nvlink.errors", "nvlink", "node", "NVLink error counters nonzero (warning) or above "
+     "the threshold (error)", "NVML NVLink error counters", _SURE, "clear the counters and "
+     "watch them grow; reseat the GPU or service the baseboard if they do", "GPU3 link 7",
+     NVLINK_THRESHOLDS),
+    ("nvlink.mig", "nvlink", "node", "MIG mode is on: its NVLinks are inactive by design",
+     "NVML MIG mode", _WARN, "disable MIG (nvidia-smi -mig 0) where NVLink is needed", "GPU1"),
+    ("nvlink.generation", "nvlink", "node", "an NVLink generation other than the layout's",
+     "NVML link version", _WARN, "is this the right layout?", "GPU0"),
+    _nc("nvlink", "NVLink state", "NVML link states or nvlink -s text"),
+    # -- p2p
+    ("p2p.not_supported", "p2p", "node", "P2P off between GPUs the layout links by NVLink "
+     "(on every such pair: one setting, one finding for the node)", "NVML P2P status, "
+     "topo -p2p text", _sure("p2p"), "check the driver's P2P setting, ACS and IOMMU "
+     "(nvidia-smi topo -p2p n)", "GPU0-GPU1"),
+    _nc("p2p", "P2P status", "NVML P2P status or topo -p2p text"),
+    # -- pcie
+    ("pcie.width_low", "pcie", "node", "a GPU's or NIC's PCIe hop narrower than both ends "
+     "allow", "sysfs PCIe link width (NVML current vs max otherwise)", _sure("pcie"),
+     "reseat the card or riser; check the slot", "GPU5"),
+    ("pcie.gen_low", "pcie", "node", "a PCIe hop slower than both ends allow (a warning: idle "
+     "GPUs lower their speed, unless the GPU is known busy)", "sysfs PCIe link speed, NVML",
+     _sure("pcie"), "re-check under load; reseat the card if it stays slow", "GPU5"),
+    _nc("pcie", "PCIe links", "sysfs or NVML PCIe link state"),
+    # -- nic
+    ("nic.missing", "nic", "node", "a compute NIC of the layout is absent", "RDMA devices, "
+     "PCI placement, the layout's NICs", _sure("nic"), "check lspci and dmesg (mlx5_core) "
+     "for the card; reseat or replace it", "mlx5_3"),
+    ("nic.placement", "nic", "node", "a GPU has no compute NIC at the layout's path (PIX/PXB)",
+     "topo matrix or sysfs PCI tree, the layout's port map", _sure("nic"),
+     "check the NIC cards against the vendor's port map (a missing or moved card)", "GPU3"),
+    ("nic.names_differ", "nic", "node", "every GPU has a NIC at the layout's path, under "
+     "other names than the port map's (a renaming)", "PCI placement, RDMA device names",
+     _warn("nic"), "update NCCL_IB_HCA and configs that pin NICs by name"),
+    ("nic.gpudirect_missing", "nic", "node", "GPUDirect RDMA module (nvidia_peermem) not "
+     "loaded where the layout expects it", "loaded kernel modules", _ERROR,
+     "modprobe nvidia_peermem"),
+    _nc("nic", "NIC placement", "RDMA devices with PCI placement"),
+    # -- ib
+    ("ib.port_down", "ib", "node", "a port not ACTIVE/LinkUp (compute: error; storage, "
+     "management or role unknown: warning)", "ibstat/sysfs port state, the port's role",
+     _sure("ib"), "check the cable/transceiver and the switch port (ibstat, mlxlink); then "
+     "reseat", "mlx5_4 port 1"),
+    ("ib.rate_low", "ib", "node", "a port's rate below the layout's (or the best of its "
+     "role, link layer and card model)", "port rate, the layout", _sure("ib"),
+     "check the cable/transceiver and the switch port speed (mlxlink), then reseat",
+     "mlx5_0 port 1"),
+    ("ib.link_layer", "ib", "node", "a compute port on another link layer than the layout's "
+     "(role unknown: warning)", "port link layer, the port's role", _sure("ib"),
+     "set the port type with mlxconfig (LINK_TYPE_P1) and reboot, or use the layout for this "
+     "network", "mlx5_0 port 1"),
+    ("ib.counter_errors", "ib", "node", "port error counters nonzero (warning), above the "
+     "threshold or saturated (error)", "sysfs port counters", _SURE, "clear the counters "
+     "(perfquery -x -R) and watch them grow; symbol errors point at the cable",
+     "mlx5_2 port 1", IB_THRESHOLDS),
+    ("ib.no_rdma_driver", "ib", "node", "an RDMA-capable NIC function with no RDMA device "
+     "(its RDMA driver is not bound)", "sysfs PCI class and class/infiniband", _WARN,
+     "load and bind the RDMA driver (modprobe mlx5_ib)", "0000:3b:00.0"),
+    ("ib.ports_unknown", "ib", "node", "a pasted ibstat/ibv_devinfo/ibstatus cut before a "
+     "device's ports, or ended by ibpanic", "ticket text", _WARN, "paste the whole output, "
+     "or take a snapshot on the node", "mlx5_3"),
+    _nc("ib", "InfiniBand/RoCE ports", "ibstat text or sysfs class/infiniband"),
+    # -- numa
+    ("numa.placement", "numa", "node", "a GPU on another NUMA node than the layout's",
+     "sysfs NUMA affinity, topo matrix", _sure("numa"), "check the BIOS NUMA setting "
+     "(NPS/SNC) and the card's slot", "GPU4"),
+    ("numa.spread", "numa", "node", "GPUs not spread over the NUMA nodes as the layout says "
+     "(one cause: the BIOS NUMA setting)", "sysfs NUMA affinity", _sure("numa"),
+     "check the BIOS NUMA setting (NPS/SNC, interleaving)"),
+    _nc("numa", "NUMA placement", "NUMA affinity (sysfs or topo text)"),
+    # -- c2c
+    ("c2c.disabled", "c2c", "node", "NVLink-C2C disabled on a Grace superchip's GPU",
+     "NVML C2C mode", _sure("c2c"), "check the driver and firmware; reset the GPU", "GPU1"),
+    ("c2c.no_links", "c2c", "node", "no NVLink-C2C link on a GPU that should have them",
+     "NVML C2C links", _sure("c2c"), "check the driver and firmware; reset the GPU", "GPU1"),
+    ("c2c.link_down", "c2c", "node", "NVLink-C2C links inactive", "NVML C2C link states",
+     _sure("c2c"), "check the driver and firmware; reset the GPU", "GPU1"),
+    ("c2c.links_low", "c2c", "node", "fewer NVLink-C2C links than the layout", "NVML C2C "
+     "link count", _sure("c2c"), "check the driver and firmware", "GPU1"),
+    ("c2c.gpu_numa_missing", "c2c", "node", "a GPU's memory is not a NUMA node of its own "
+     "where the layout expects it", "sysfs NUMA nodes", _WARN, "by design under CDMM; "
+     "otherwise check the driver's NUMA mode (numactl -H)", "GPU0"),
+    _nc("c2c", "NVLink-C2C", "NVML C2C facts"),
+    # -- gds
+    ("gds.drive_far", "gds", "node", "a data drive farther from every GPU than the layout's "
+     "storage path", "sysfs PCI tree, NVMe drives", _sure("gds"), "move the drive to a bay "
+     "behind a GPU's PCIe switch, or check the bay cabling", "nvme3n1"),
+    ("gds.drives", "gds", "node", "another number of data drives than the layout",
+     "NVMe drives", _warn("gds"), "check for a missing or failed drive"),
+    ("gds.drives_unsorted", "gds", "node", "OS and data drives cannot be told apart",
+     "NVMe drive sizes and placement", _warn("gds"), "read the drive models and the RAID "
+     "layout (cat /proc/mdstat)"),
+    ("gds.drives_bunched", "gds", "node", "data drives not spread over the GPU switches",
+     "sysfs PCI tree", _warn("gds"), "spread the data drives over the GPU switches"),
+    ("gds.no_nvidia_fs", "gds", "node", "nvidia_fs not loaded where the layout expects GDS",
+     "loaded kernel modules", _sure("gds"), "install nvidia-gds and modprobe nvidia_fs"),
+    ("gds.iommu", "gds", "node", "the IOMMU translates for GPUs or drives (GDS needs it off "
+     "or in passthrough)", "sysfs IOMMU groups", _warn("gds"), "boot with iommu=pt (or the "
+     "IOMMU off)"),
+    ("gds.drive_state", "gds", "node", "an NVMe controller not live", "sysfs NVMe state",
+     _warn("gds"), "check dmesg for nvme resets and the drive's health", "nvme3"),
+    ("gds.nvme_unsupported", "gds", "node", "gdscheck says NVMe is unsupported",
+     "gdscheck -p text", _sure("gds"), "check nvidia_fs, the IOMMU and the inbox nvme driver"),
+    ("gds.gpu_unsupported", "gds", "node", "gdscheck says a GPU does not support GDS",
+     "gdscheck -p text", _sure("gds"), "GDS needs a data-centre or professional GPU; check "
+     "the GPU model and driver"),
+    ("gds.platform", "gds", "node", "gdscheck's platform section could not be read",
+     "gdscheck -p text", _warn("gds"), "read the PLATFORM INFO section of gdscheck -p"),
+    _nc("gds", "GPUDirect Storage", "NVMe drives in sysfs, gdscheck -p text"),
+    # -- mesh (WireGuard, one node)
+    ("mesh.no_peers", "mesh", "node", "a WireGuard interface has no peers", "wg show dump",
+     _WARN, "add the mesh's peers", "wg0"),
+    ("mesh.peers_stale", "mesh", "node", "every peer (two or more) of an interface is stale: "
+     "the fault is on this node's side", "wg handshakes", _SURE, "check the underlay route "
+     "and that UDP to the listen port is allowed", "wg0"),
+    ("mesh.peer_stale", "mesh", "node", "a peer's latest handshake is older than 180 s or "
+     "never happened (error with a persistent keepalive)", "wg handshakes", _SURE,
+     "check that peer's node is up and its endpoint reachable over UDP", "wg0 peer ab12cd34"),
+    ("mesh.mtu", "mesh", "node", "tunnel MTU plus overhead above the underlay's MTU (error "
+     "when the underlay is found by route)", "interface MTUs, routes", _SURE,
+     "lower the tunnel's MTU or raise the underlay's", "wg0"),
+    ("mesh.down", "mesh", "node", "a WireGuard interface is down", "sysfs operstate", _WARN,
+     "ip link set wg0 up (or wg-quick up wg0)", "wg0"),
+    ("mesh.errors", "mesh", "node", "a WireGuard interface counted errors since it came up",
+     "sysfs interface counters", _WARN, "tx errors: addresses no peer's allowed IPs cover; "
+     "rx: packets failing the allowed-IPs check", "wg0"),
+    ("mesh.drops", "mesh", "node", "a WireGuard interface counted drops since it came up",
+     "sysfs interface counters", _WARN, "check the allowed IPs and the peers' endpoints",
+     "wg0"),
+    ("mesh.sockets_only", "mesh", "node", "the mesh is the only inter-node path (no RDMA "
+     "port active): NCCL uses sockets over it", "RDMA port states, WireGuard", _INFO,
+     "expect socket-transport bandwidth for collectives across nodes"),
+    ("mesh.peers_not_checked", "mesh", "node", "WireGuard peers not checked (no permission, "
+     "no wg, an older snapshot)", "wg show dump", _INFO, "run nvtopo as root or with "
+     "CAP_NET_ADMIN", "wg0"),
+    ("mesh.mtu_not_checked", "mesh", "node", "tunnel MTU not checked (unknown underlay or "
+     "MTU)", "interface MTUs, routes", _INFO, _MORE, "wg0"),
+    # -- source
+    ("source.disagreement", "source", "node", "two sources said different things about one "
+     "fact", "every source of the fact", _WARN, "re-take the snapshot; report which source "
+     "is wrong", "GPU0-GPU1"),
+    ("source.gpus_not_listed", "source", "node", "GPUs on the PCI bus that no driver-level "
+     "source lists (a job given part of the node, or GPUs the driver did not initialise)",
+     "sysfs PCI tree, NVML/topo text", _WARN, "check CUDA/NVIDIA_VISIBLE_DEVICES and the "
+     "job's cgroup; dmesg for GPUs the driver did not initialise"),
+    ("source.probe_crashed", "source", "node", "a live probe failed inside nvtopo: every "
+     "fact it reads is unknown", "the probe's status", _ERROR, "a bug in nvtopo: re-take "
+     "the snapshot, and report the error it names", "nvml probe"),
+    ("source.probe_unanswered", "source", "node", "a live probe did not answer within "
+     "--timeout: every fact it reads is unknown", "the probe's status", _WARN, "re-take the "
+     "snapshot with a longer --timeout", "nvml probe"),
+    # -- cluster
+    ("cluster.unreadable", "cluster", "cluster", "files that could not be read; the rest is "
+     "still compared", "the input files", _WARN, "re-take the snapshots named",
+     "snapshots"),
+    ("cluster.fabric_incomplete", "cluster", "cluster", "a node's fabric not completed, not "
+     "successful, a zero ClusterUUID or clique 0: the node is in no domain", "each node's "
+     "NVML fabric info", _ERROR, "check nvidia-fabricmanager on the nodes named",
+     "fabric not completed"),
+    ("cluster.node_split", "cluster", "cluster", "one node's GPUs report several domains or "
+     "cliques", "each node's NVML fabric info", _ERROR, "check the node's NVLink partition",
+     "node-003"),
+    ("cluster.domain_oversize", "cluster", "cluster", "more nodes report one ClusterUUID "
+     "than the layout's domain holds", "NVML fabric info, the layout's domain", _ERROR,
+     "check the NVLink partitions", "domain 1b2c"),
+    ("cluster.domain_incomplete", "cluster", "cluster", "fewer nodes in a domain than the "
+     "layout's (a tray outside its rack, a rack split, or trays not collected)",
+     "NVML fabric info, the layout's domain", _WARN, "collect every tray of the rack",
+     "domain 1b2c"),
+    ("cluster.domain_cliques", "cluster", "cluster", "one domain partitioned into several "
+     "cliques", "NVML fabric info", _WARN, "check the partition is by design",
+     "domain 1b2c"),
+    ("cluster.rail_mismatch", "cluster", "cluster", "per rank, a minority link layer or rate "
+     "among nodes of one layout", "each node's compute ports", _ERROR, "check the nodes "
+     "named against the majority", "rail 0"),
+    ("cluster.rail_down", "cluster", "cluster", "per rank, a minority port state", "each "
+     "node's compute ports", _WARN, "check the port (nvtopo check on the node)", "rail 0"),
+    ("cluster.rail_subnet", "cluster", "cluster", "per InfiniBand rank, a minority subnet "
+     "prefix and SM LID", "each node's compute ports", _WARN, "check the subnet manager "
+     "and cabling of the nodes named", "rail 0"),
+    ("cluster.duplicate_guid", "cluster", "cluster", "one node or port GUID on devices of "
+     "two nodes", "each node's HCA GUIDs", _ERROR, "re-flash or replace the card",
+     "GUID 0c42:a103:0012:3456"),
+    ("cluster.duplicate_lid", "cluster", "cluster", "one unicast LID twice in one subnet",
+     "each node's port LIDs", _ERROR, "check the subnet manager", "LID 12 on fe80::"),
+    ("cluster.storage_on_rail", "cluster", "cluster", "a non-compute InfiniBand NIC on a "
+     "compute rail's subnet", "port roles, subnet prefixes", _WARN, "check the cabling of "
+     "the storage NICs", "storage NICs"),
+    ("cluster.skew_in_domain", "cluster", "cluster", "inside one NVLink domain, a minority "
+     "driver or CUDA driver version", "each node's versions", _ERROR, "install one driver "
+     "across the domain", "domain 1b2c"),
+    ("cluster.version_skew", "cluster", "cluster", "across the fleet, a minority driver, CUDA, "
+     "kernel, nvtopo or NIC firmware version", "each node's versions", _WARN, "align the "
+     "versions of the nodes named", "driver"),
+    ("cluster.odd_node", "cluster", "cluster", "a node whose GPU count, NVLink pairs, PCIe "
+     "widths, NUMA or compute NICs differ from the majority of its layout", "each node's "
+     "facts", _WARN, "run nvtopo check on the node named", "node-007"),
+    ("cluster.duplicate_hostname", "cluster", "cluster", "one hostname in several snapshots",
+     "each snapshot's hostname", _ERROR, "rename the node, or drop the duplicate snapshot",
+     "node-001"),
+    ("cluster.duplicate_gpu_uuid", "cluster", "cluster", "one GPU UUID on several nodes (or "
+     "one snapshot read twice)", "each node's GPU UUIDs", _ERROR, "drop the duplicate "
+     "snapshot", "GPU-1a2b"),
+    ("cluster.engine_name", "cluster", "cluster", "nodes whose engine node name is not "
+     "their hostname", "collect.json, hostnames", _WARN, "check the scheduler's node names",
+     "engine names"),
+    ("cluster.mesh_node_missing", "cluster", "cluster", "a node missing from the WireGuard "
+     "peer lists of two or more nodes (error where it lists them)", "each node's wg peers",
+     _SURE, "add the node's public key to the others' peers", "node-004"),
+    ("cluster.mesh_peer_missing", "cluster", "cluster", "a WireGuard peer missing on one "
+     "side (error) or both (warning)", "each node's wg peers", _SURE, "add the missing "
+     "nodes' public keys", "node-004"),
+    ("cluster.mesh_no_interface", "cluster", "cluster", "a node with no WireGuard interface "
+     "while most nodes are meshed", "each node's class/net", _SURE, "bring up the node's "
+     "tunnel", "node-004"),
+    ("cluster.mesh_membership_unknown", "cluster", "cluster", "nodes whose WireGuard "
+     "membership cannot be judged", "each node's class/net", _INFO, "wg show interfaces "
+     "on the node", "mesh membership"),
+    ("cluster.mesh_unknown_peer", "cluster", "cluster", "a peer key that matches no node in "
+     "the view", "each node's wg peers", _WARN, "remove the stale key or add its node's "
+     "snapshot", "peer ab12cd34"),
+    ("cluster.mesh_duplicate_key", "cluster", "cluster", "one WireGuard public key on two "
+     "nodes (a cloned image)", "each node's wg key", _ERROR, "re-key one of the nodes",
+     "key ab12cd34"),
+    ("cluster.mesh_mtu", "cluster", "cluster", "a node whose tunnel MTU differs from the "
+     "majority's", "each node's tunnel MTU", _WARN, "set one MTU across the mesh",
+     "node-004"),
+    ("cluster.mesh_not_checked", "cluster", "cluster", "nodes whose peers or key are unknown "
+     "(wg not permitted): left out", "each node's wg dump", _INFO, "run the snapshot as root",
+     "mesh"),
+)
+
+
+#: What each node family checks, in words (docs/checks.md and ``nvtopo checks`` show it).
+FAMILY_NOTES: Dict[str, str] = {
+    "gpu": (
+        'GPU count and model (NVML name) against the layout; a GPU NVML lost mid-probe; a GPU'
+        ' on the PCI bus (sysfs) the driver does not list. Fewer GPUs than the layout is an '
+        'error only where the evidence shows a GPU gone: sysfs lists it and the driver does '
+        "not, NVML lost it, the port map's NIC of a slot is on the bus with no GPU near it "
+        "(the finding's message then names that slot, its subject staying the index the tools"
+        ' leave out, and the GPUs present keep their NIC and NUMA checks in their own slots),'
+        " or sysfs shows the GPUs behind the board's PCIe switches (bare metal). A count "
+        'alone (a pasted matrix, a VM\'s flat bus) is one `gpu.missing` warning on `node`: "6 '
+        'of 8 GPUs seen: GPUs missing, or a VM/container given a subset?" (half the board or '
+        'less with its GPU name: no layout, see layout selection)'),
+    "fabric": (
+        'NVSwitch systems: fabric state/status (NVML), no NV# between any pair (topo text), '
+        'switches reached'),
+    "nvlink": (
+        "links down (NVML's rule: not inactive by design; a pasted `nvlink -s` GPU that "
+        'prints "all links are inActive" is `nvlink.link_down` on that GPU where the layout '
+        "expects NVLink on it, nothing where it expects none: an unbridged card; one GPU's "
+        '`nvlink -s` listing every link an NVSwitch layout gives it, some `<inactive>`: each '
+        'of those, [nvml.md §5](nvml.md#5-judging-link-states)), NV# per pair against the '
+        'layout (subject `GPU2-GPU6`), error counters (nonzero: warning; above `replay` 1000,'
+        ' `recovery` 10, `crc_flit` 1000, `crc_data` 100, `ecc` 100: error; a layout may '
+        'override with `nvlink.error_thresholds`); links the input names with a state it '
+        'cannot read (a damaged `dcgmi nvlink -s` letter such as a small `d`, an NVML error) '
+        'are one `nvlink.not_checked` note naming them, never a pass about them and never a '
+        'fault'),
+    "p2p": (
+        'P2P status (NVML or a pasted `topo -p2p`) between GPUs the layout links by NVLink; '
+        'off on every such pair is one setting: one finding for the `node`'),
+    "pcie": (
+        "each GPU's and NIC's PCIe hops against min(max of both ends) (sysfs; NVML current vs"
+        ' max otherwise); one degraded NIC link is one finding naming every RDMA device '
+        'behind it (a RoCE bond and a sub-function on one card: "mlx5_2 and mlx5_bond_0 share'
+        ' one PCIe link, which runs at Gen4"), not one per device name: narrower is an error;'
+        ' slower is a warning, because idle GPUs lower their speed, unless the GPU is known '
+        'busy (an NVML utilisation sample ≥ 50 %; today\'s NVML probe records none, so "idle '
+        'or unknown")'),
+    "nic": (
+        'a layout without NIC facts lists NIC placement as not checked; the HGX 8-GPU layouts'
+        ' check one NIC per GPU at PIX/PXB by placement (`nics.per_gpu`, docs/layouts.md: one'
+        ' `nic.placement` warning naming the GPUs without one where a card looks moved off, a'
+        ' `nic.not_checked` note for no RDMA NICs or fewer/shared NICs by design); compute '
+        'NICs present (which NICs are compute NICs is the one answer of the role resolver, '
+        'below; where the layout names none: the NICs at PIX/PXB to a GPU, less those beyond '
+        "the layout's compute count that run another link layer than its compute NICs, e.g. a"
+        " RoCE storage card behind a GPU's switch, plus a compute card moved off its GPU's "
+        'switch or left by a missing GPU, known by its card model, link layer and rate), each'
+        " GPU at the layout's path to its NIC, matched by PCI placement, not by name (a GPU "
+        'whose port-map NIC is absent or far but which has another NIC at that path is a '
+        'renaming: one `nic.names_differ` warning for the node gives the mapping, for '
+        '`NCCL_IB_HCA` and configs that pin NICs by name; `nic.placement` only where a GPU '
+        'has no NIC that close; when names differ from the port map, that GPU is named by '
+        'structure, "GPU3 has no NIC at PIX or closer (nearest: mlx5_0 at NODE)", not by the '
+        "map's name that is another GPU's NIC on this node, and the `nic.names_differ` "
+        'warning speaks only for the GPUs it lists); a port-map NIC that is absent is '
+        "`nic.missing` only when too few GPUs have a NIC at the map's path to account for it:"
+        " GPUs not shown take their slots' NICs with them (a VM or container given 5 of 8 "
+        'GPUs with every host NIC has no `nic.missing`, whatever the NICs are called, and '
+        'with the GPUs renumbered, which slots are gone unknown, a NIC name absent is at most'
+        ' one `nic.names_differ` warning), and a GPU shown without a NIC that close is its '
+        '`nic.placement` error, not also the port-map name its slot is guessed to have; where'
+        " sysfs shows the board's own PCIe switches (bare metal, a GPU short is gone) the "
+        "card of a gone GPU's slot that is off the bus stays `nic.missing`; GPUDirect RDMA "
+        'module where the layout expects it'),
+    "ib": (
+        'every port has the role the role resolver gives its NIC (below), never the port '
+        "map's name alone: ports not ACTIVE/LinkUp (compute: error; storage/management: "
+        'warning, "not a compute port"; role unknown: warning, "role unknown: why"), rate '
+        "below the layout's (or the best of the ports of the same role, link layer and card "
+        'model, `hca_type`: a 25 Gb/s management card is not "below" 200 Gb/s storage cards),'
+        ' wrong link layer (a compute port; a port the port map names whose role is unknown '
+        'is a warning saying so; a compute port on Ethernet at 200 Gb/s where the layout has '
+        'InfiniBand at 400 is one `ib.link_layer` error that names both rates, not also '
+        "`ib.rate_low`: another network's rate is not compared with the InfiniBand ports'), "
+        'error counters (nonzero: warning; above threshold or saturated: error; `expected` is'
+        ' the limit, `symbol_error <= 100`, `actual` the counters seen); an RDMA-capable NIC '
+        'function (class 0x0207, or a ConnectX Ethernet PF; not an SR-IOV VF, not the second '
+        'port of a RoCE LAG) with no RDMA device under `class/infiniband` is a NIC whose RDMA'
+        ' driver is not bound (warning, subject: its PCI address). A software RDMA device '
+        '(rxe, siw) is known by its place (`devices/virtual/`); an HCA whose path names no '
+        'PCI address is not one: its ports are checked like any other. A pasted '
+        "`ibstat`/`ibv_devinfo`/`ibstatus` cut before a device's ports, or ended by "
+        '`ibpanic:`, is a warning `ib.ports_unknown` (never an error; '
+        '[ticket-inputs.md](ticket-inputs.md))'),
+    "numa": (
+        "each GPU's NUMA node (from NUMA affinity, never CPU affinity, which shows the "
+        "caller's cpuset) against the layout; two or more GPUs off their node are one cause "
+        '(the BIOS NUMA setting: NPS/SNC, interleaving): one finding for the `node`, '
+        '`expected`/`actual` per GPU'),
+    "c2c": (
+        "Grace superchips (GH200, GB200): NVLink-C2C mode and links from NVML; each GPU's "
+        'memory as its own NUMA node where the layout expects it ([nvml.md '
+        '§9](nvml.md#9-nvlink-c2c-grace-superchips))'),
+    "gds": (
+        "GPUDirect Storage where the layout's `storage.gds` expects it: each data drive at "
+        "the layout's path (PXB) or better to some GPU, spread over the GPU switches, "
+        '`nvidia_fs` loaded, the IOMMU off or in passthrough; OS drives told apart by size, '
+        'then placement ([storage.md](storage.md)). Without the expectation: only a '
+        'controller not `live`, and `nvidia_fs` loaded with a translating IOMMU'),
+    "source": (
+        'a live probe that failed inside nvtopo (a bug: its facts are unknown, so the check '
+        'cannot pass on them) is an error `source.probe_crashed`; one that did not return '
+        'within `--timeout` is a warning `source.probe_unanswered`; two sources said '
+        "different things (warning); one finding per thing (a pair's path and p2p; a NIC by "
+        'matrix label `NIC0` and by device name, shown by device name); GPUs sysfs sees on '
+        'the PCI bus that no driver-level source (topo text, NVML) lists are one '
+        '`source.gpus_not_listed` warning naming their addresses: a job or container given '
+        'part of the node (Slurm `ConstrainDevices`, `NVIDIA_VISIBLE_DEVICES`), or GPUs the '
+        'driver did not initialise'),
+    "mesh": ("a WireGuard mesh on the node: peers, handshakes, tunnel MTU against the "
+             "underlay, interface state and counters ([mesh.md](mesh.md))"),
+    "cluster": ("the cross-node view of `nvtopo cluster`: NVLink domains, rails, GUIDs and "
+                "LIDs, versions, odd nodes out, names and GPU UUIDs, the WireGuard mesh "
+                "across nodes ([cluster.md](cluster.md)); each finding also names its nodes"),
+}
+
+
+def _build() -> Dict[str, Check]:
+    out: Dict[str, Check] = {}
+    for row in _ROWS:
+        code, family, scope, meaning, evidence, ladder, action = row[:7]
+        subject = row[7] if len(row) > 7 else "node"
+        thresholds = row[8] if len(row) > 8 else {}
+        assert code not in out, code
+        assert scope in SCOPES, code
+        out[code] = Check(code, family, scope, meaning, evidence, ladder, action,
+                          subject, thresholds)
+    return out
+
+
+#: code -> its :class:`Check`, families in report order.
+CATALOG: Dict[str, Check] = _build()
+
+
+def get(code: str) -> Optional[Check]:
+    return CATALOG.get(code)
+
+
+def severity(code: str, sure: str) -> str:
+    """The severity of ``code`` when its evidence is ``sure`` (one of :data:`SURENESS`)."""
+    assert sure in SURENESS, sure
+    if sure == "missing":
+        return "info"
+    ladder = CATALOG[code].ladder if code in CATALOG else _SURE
+    return ladder.observed if sure == "observed" else ladder.inferred
+
+
+def cap(severity_: str, sure: str) -> str:
+    """``severity_`` as the generic ladder allows it for evidence ``sure``: an error whose
+    evidence is only inferred is a warning; missing evidence is a note."""
+    if sure == "missing":
+        return "info"
+    if sure == "inferred" and severity_ == "error":
+        return _SURE.inferred
+    return severity_
+
+
+# --- thresholds ------------------------------------------------------------------------------
+
+#: family -> the error-counter thresholds given with ``--thresholds`` for this run.
+_OVERRIDES: "contextvars.ContextVar[Mapping[str, Mapping[str, int]]]" = \
+    contextvars.ContextVar("nvtopo_thresholds", default={})
+#: the codes whose thresholds a family's counters are judged by.
+THRESHOLD_CODES = {"nvlink": "nvlink.errors", "ib": "ib.counter_errors"}
+
+
+def thresholds(family: str, layout_given: Any = None) -> Dict[str, int]:
+    """``family``'s error-counter thresholds: the catalog's defaults, then the layout's
+    ``error_thresholds`` (``layout_given``, a dict or None), then ``--thresholds``."""
+    out = dict(CATALOG[THRESHOLD_CODES[family]].thresholds)
+    if isinstance(layout_given, dict):
+        out.update(layout_given)
+    out.update(_OVERRIDES.get().get(family, {}))
+    return out
+
+
+def threshold(family: str, table: Mapping[str, int], counter: str) -> int:
+    """``counter``'s threshold in ``table``, else the family's threshold for other counters."""
+    return table.get(counter, OTHER_THRESHOLD[family])
+
+
+@contextlib.contextmanager
+def using_thresholds(overrides: Optional[Mapping[str, Mapping[str, int]]]) -> Iterator[None]:
+    """Judge counters by ``overrides`` (family -> counter -> threshold) inside the block."""
+    token = _OVERRIDES.set(dict(overrides or {}))
+    try:
+        yield
+    finally:
+        _OVERRIDES.reset(token)
+
+
+__all__ = ["CATALOG", "Check", "Ladder", "SURENESS", "cap", "get", "severity", "thresholds",
+           "using_thresholds", "NVLINK_THRESHOLDS", "IB_THRESHOLDS"]

@@ -608,6 +608,9 @@ MUTATIONS = [
     ("cluster", "", _drop("node_rows"), "$"),
     ("cluster", "counts", _set("nodes", -1), "$.counts.nodes"),
     ("cluster", "node_rows/0", _set("rails", "4"), "$.node_rows[0].rails"),
+    ("thresholds", "", _set("schema_version", 2), "$.schema_version"),
+    ("thresholds", "classes/*/nvlink", _set("replay", -1), "$.classes.*.nvlink.replay"),
+    ("thresholds", "classes/*", _set("pcie", {}), "$.classes.*"),
 ]
 
 

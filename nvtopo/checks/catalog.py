@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from dataclasses import dataclass, field
+from ..plain import field, plain
 from typing import Any, Dict, Iterator, Mapping, Optional, Tuple
 
 #: How sure a finding's evidence is, surest first.
@@ -37,7 +37,7 @@ SURENESS = ("observed", "inferred", "missing")
 SCOPES = ("node", "cluster")
 
 
-@dataclass(frozen=True)
+@plain(frozen=True)
 class Ladder:
     """A code's severity by how sure its evidence is.  ``missing``: the code of the "not
     checked" note given instead when the evidence is missing (None: the code is that note,
@@ -63,7 +63,7 @@ class Ladder:
         return text
 
 
-@dataclass(frozen=True)
+@plain(frozen=True)
 class Check:
     code: str
     family: str

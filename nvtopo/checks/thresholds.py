@@ -16,7 +16,7 @@ layout's ``error_thresholds``.  Any other key, family, counter or value is an
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from ..plain import plain
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from ..errors import NvtopoError
@@ -34,7 +34,7 @@ MAX_VALUE = (1 << 64) - 1
 Table = Mapping[str, Mapping[str, int]]
 
 
-@dataclass(frozen=True)
+@plain(frozen=True)
 class Thresholds:
     """``classes``: node class -> family (``nvlink``, ``ib``) -> counter -> threshold."""
 

@@ -37,6 +37,7 @@ SCHEMAS: Dict[str, str] = {
     "layout": "layout.schema.json",
     "collect": "collect.schema.json",
     "thresholds": "thresholds.schema.json",
+    "catalog": "catalog.schema.json",
 }
 
 
@@ -102,7 +103,7 @@ def validate(doc: Any, name: str, what: str = "document") -> None:
 
 #: Commands whose JSON output needs --format json, and the schema of that output.
 _FORMAT_JSON = {"show": "model", "check": "check", "links": "links", "ib": "ib",
-                "diff": "diff", "audit": "audit", "cluster": "cluster"}
+                "diff": "diff", "audit": "audit", "cluster": "cluster", "checks": "catalog"}
 #: Commands that always print (or write with -o) JSON.
 _ALWAYS_JSON = {"snapshot": "snapshot", "simulate": "snapshot"}
 _HELP = {"--help", "-h", "--version"}

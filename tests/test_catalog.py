@@ -192,8 +192,9 @@ def test_checks_lists_every_code_as_json() -> None:
     r = _invoke("checks", "--format", "json")
     assert r.exit_code == 0, r.stderr
     doc = json.loads(r.stdout)
-    assert [d["code"] for d in doc] == list(catalog.CATALOG)
-    link = next(d for d in doc if d["code"] == "nvlink.errors")
+    assert doc["schema_version"] == 1
+    assert [d["code"] for d in doc["checks"]] == list(catalog.CATALOG)
+    link = next(d for d in doc["checks"] if d["code"] == "nvlink.errors")
     assert link["severities"] == ["error", "warning"]
     assert link["thresholds"]["crc_data"] == 100
 
@@ -203,6 +204,16 @@ def test_checks_table_names_every_code() -> None:
     assert r.exit_code == 0, r.stderr
     flat = "".join(r.stdout.split())
     assert all(code in flat for code in catalog.CATALOG)
+
+
+def test_checks_code_as_json_is_that_code_alone() -> None:
+    import json
+
+    r = _invoke("checks", "ib.port_down", "--format", "json")
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert [d["code"] for d in doc["checks"]] == ["ib.port_down"]
+    assert doc["checks"][0]["meaning"] == catalog.CATALOG["ib.port_down"].meaning
 
 
 @pytest.mark.parametrize("code", ["ib.port_down", "cluster.duplicate_guid", "nic.not_checked"])

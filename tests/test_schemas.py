@@ -485,6 +485,7 @@ def samples(h100_fleet, nvml_snapshots, tmp_path_factory):
         "collect": _collect_manifest(tmp_path_factory.mktemp("collect"), snap),
         "cluster": document("cluster", "cluster", d / "healthy.json", bad, "--format", "json",
                             "--jobs", "1"),
+        "catalog": document("catalog", "checks", "--format", "json"),
         # a --thresholds file (read by check and audit, written by people)
         "thresholds": {"schema_version": 1, "classes": {
             "*": {"nvlink": {"replay": 5}}, "dgx-h100": {"ib": {"symbol_error": 20}}}},
@@ -608,6 +609,9 @@ MUTATIONS = [
     ("cluster", "", _drop("node_rows"), "$"),
     ("cluster", "counts", _set("nodes", -1), "$.counts.nodes"),
     ("cluster", "node_rows/0", _set("rails", "4"), "$.node_rows[0].rails"),
+    ("catalog", "", _set("schema_version", 2), "$.schema_version"),
+    ("catalog", "checks/0", _set("scope", "rack"), "$.checks[0].scope"),
+    ("catalog", "checks/0/ladder", _set("observed", "fatal"), "$.checks[0].ladder.observed"),
     ("thresholds", "", _set("schema_version", 2), "$.schema_version"),
     ("thresholds", "classes/*/nvlink", _set("replay", -1), "$.classes.*.nvlink.replay"),
     ("thresholds", "classes/*", _set("pcie", {}), "$.classes.*"),

@@ -552,6 +552,16 @@ def _build() -> Dict[str, Check]:
 CATALOG: Dict[str, Check] = _build()
 
 
+#: Version of ``nvtopo checks --format json`` (docs/schemas/catalog.schema.json).
+CATALOG_SCHEMA_VERSION = 1
+
+
+def document(codes: Optional[Tuple[str, ...]] = None) -> Dict[str, Any]:
+    """``nvtopo checks --format json``: every code (or ``codes``), in catalog order."""
+    chosen = CATALOG.values() if codes is None else (CATALOG[c] for c in codes)
+    return {"schema_version": CATALOG_SCHEMA_VERSION, "checks": [c.to_dict() for c in chosen]}
+
+
 def get(code: str) -> Optional[Check]:
     return CATALOG.get(code)
 

@@ -34,7 +34,7 @@ def checks_cmd(
 
     if code is None:
         if fmt is Format.json:
-            print_json([c.to_dict() for c in catalog.CATALOG.values()])
+            print_json(catalog.document())
         else:
             render_catalog.print_catalog(console())
         return
@@ -42,6 +42,6 @@ def checks_cmd(
     if check is None:
         raise NvtopoError(f"unknown code {code!r}: `nvtopo checks` lists them", where="checks")
     if fmt is Format.json:
-        print_json(check.to_dict())
+        print_json(catalog.document((check.code,)))
     else:
         render_catalog.print_check(check, console())

@@ -64,7 +64,9 @@ def markdown() -> str:
            "<!-- generated from nvtopo/checks/catalog.py by "
            "`python tests/regenerate_checks_doc.py`: do not edit by hand -->", "",
            "Every finding code nvtopo can emit, declared once in `nvtopo/checks/catalog.py`. "
-           "`nvtopo checks` lists them (`--format json` too); `nvtopo checks CODE` explains one.",
+           "`nvtopo checks` lists them (`--format json`: a document with `schema_version` "
+           "and `checks`, schema `docs/schemas/catalog.schema.json`); `nvtopo checks CODE` "
+           "explains one.",
            "",
            "Severity follows how sure the evidence is: observed on a known data path -> the "
            "code's worst severity (an error for codes that can be errors); inferred (an `[I]` "

@@ -90,7 +90,6 @@ LONG_ALLOWED: Dict[str, Tuple[int, str]] = {
     "layouts/__init__.py::validate": (117, _REWRITTEN),
     "probes/dcgmi_text.py::parse": (118, _SPLITTING),
     "probes/nvml/walk.py::_walk_gpu": (122, _SPLITTING),
-    "probes/nvml/xml.py::_read": (111, _SPLITTING),
     "probes/sysfs/walk.py::collect": (136, _SPLITTING),
     "simulate/machine.py::build": (305, _REWRITTEN),
 }

@@ -88,7 +88,6 @@ LONG_ALLOWED: Dict[str, Tuple[int, str]] = {
     "commands/cluster/facts.py::facts_of": (88, _REWRITTEN),
     "commands/cluster/mesh.py::_lacks": (110, _REWRITTEN),
     "layouts/__init__.py::validate": (117, _REWRITTEN),
-    "probes/sysfs/walk.py::collect": (136, _SPLITTING),
     "simulate/machine.py::build": (305, _REWRITTEN),
 }
 

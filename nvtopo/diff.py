@@ -134,7 +134,7 @@ def source_states(t: Topology, doc: Optional[Dict[str, Any]] = None) -> Dict[str
             else:
                 res[name] = "ok"
         return res
-    kind = t.origin.get("kind")
+    kind = t.origin.kind
     has_nvml = kind == "nvml-text" or any(g.nvml is not None for g in t.gpus)
     return {"nvml": "ok" if has_nvml else "absent",
             "sysfs": "absent",
@@ -517,7 +517,7 @@ def verdicts(a: Topology, b: Topology, not_compared: Iterable[str] = ()) -> Dict
 def diff_files(path_a: str, path_b: str) -> Diff:
     a, sa = _load(path_a)
     b, sb = _load(path_b)
-    d = compare(a, b, a.origin.get("file") or path_a, b.origin.get("file") or path_b, sa, sb)
+    d = compare(a, b, a.origin.file or path_a, b.origin.file or path_b, sa, sb)
     d.verdict = verdicts(a, b, d.sources.get("not_compared") or ())
     return d
 

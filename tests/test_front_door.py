@@ -46,7 +46,7 @@ def sealed(doc, tmp_path):
 def test_a_sealed_snapshot_opens_from_its_cache(sealed, doc):
     opened = snapshot.open_input(snapshot.Input(path=str(sealed)))
     assert opened.cached is True and opened.where == str(sealed)
-    assert opened.origin == {"kind": "snapshot", "file": str(sealed),
+    assert opened.origin.to_dict() == {"kind": "snapshot", "file": str(sealed),
                              "nvtopo_version": doc["nvtopo_version"]}
     assert len(opened.model.gpus) == 8 and opened.model.host["hostname"] == doc["host"]["hostname"]
     assert opened.document == {}  # the evidence was not decoded
@@ -70,7 +70,7 @@ def test_an_evidence_only_snapshot_is_derived(doc, tmp_path):
 def test_a_topo_text_and_standard_input(monkeypatch):
     opened = snapshot.open_input(snapshot.Input(path=str(TOPO)))
     assert opened.cached is None and opened.document == {}
-    assert opened.origin == {"kind": "topo-text", "file": str(TOPO)}
+    assert opened.origin.to_dict() == {"kind": "topo-text", "file": str(TOPO)}
     assert len(opened.model.gpus) == 8
     wrapped = snapshot.open_input(snapshot.Input(path=str(TOPO), want=snapshot.DOCUMENT))
     assert list(wrapped.document["probes"]) == ["topo-text"]
@@ -81,7 +81,7 @@ def test_a_topo_text_and_standard_input(monkeypatch):
 
 def test_pasted_nvlink_text():
     opened = snapshot.open_input(snapshot.Input(path=str(NVML_TEXT[0])))
-    assert opened.origin["kind"] == "nvml-text" and "nvml-text" in opened.model.sources
+    assert opened.origin.kind == "nvml-text" and "nvml-text" in opened.model.sources
     wrapped = snapshot.open_input(snapshot.Input(path=str(NVML_TEXT[0]),
                                                  want=snapshot.DOCUMENT))
     assert wrapped.document["probes"]["nvml"]["source"] == "nvml-text"
@@ -90,7 +90,7 @@ def test_pasted_nvlink_text():
 def test_a_bundled_example():
     opened = snapshot.open_input(snapshot.Input(example="dgx-h100"))
     assert opened.where == "example dgx-h100"
-    assert opened.origin == {"kind": "example", "file": "example dgx-h100"}
+    assert opened.origin.to_dict() == {"kind": "example", "file": "example dgx-h100"}
     assert len(opened.model.gpus) == 8
 
 

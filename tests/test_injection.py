@@ -572,7 +572,7 @@ def _render_all(host: str, gpu: str, nic: str, note: str) -> Dict[str, str]:
 
     from nvtopo import checks
     from nvtopo.checks import subject as S
-    from nvtopo.model import GPU, NIC, Matrix, Note, NVLinkPair, Topology
+    from nvtopo.model import GPU, NIC, Matrix, Note, NVLinkPair, Origin, Topology
     from nvtopo.render import check as render_check
     from nvtopo.render import export, matrix, svg
 
@@ -584,7 +584,7 @@ def _render_all(host: str, gpu: str, nic: str, note: str) -> Dict[str, str]:
                                   cells=[["X", "NV4", "PIX"], ["NV4", "X", note],
                                          ["PIX", note, "X"]]),
                     nvlinks=[NVLinkPair(0, 1, 4)], host={"hostname": host},
-                    origin={"kind": "snapshot", "file": note},
+                    origin=Origin.of("snapshot", file=note),
                     notes=[Note(code="x.y", message=note, level="warning")])
     report = checks.Report(layout_name=note, reason=note, findings=(
         checks.finding("error", "a.b", S.nic(nic), note, expected=note, actual={nic: note},

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from nvtopo.model import (
-    GPU, NIC, SCHEMA_VERSION, Matrix, Note, NVLinkPair, Topology, nvlink_count, path_kind,
+    GPU, NIC, SCHEMA_VERSION, Matrix, Note, NVLinkPair, Origin, Topology, nvlink_count, path_kind,
     path_rank,
 )
 from nvtopo.model.node import SysfsNode, TopoText
@@ -42,7 +42,7 @@ def _sample() -> Topology:
         p2p=Matrix(devices=["GPU0", "GPU1"], cells=[["X", "OK"], ["OK", "X"]], mode="r"),
         nvlinks=[NVLinkPair(0, 1, 18)],
         host={"hostname": "node1"},
-        origin={"kind": "topo-text", "file": "x.txt"},
+        origin=Origin.of("topo-text", file="x.txt"),
         sources=["topo-text"],
         notes=[Note("topo.x", "something", level="warning", subject="GPU0")],
         topo_text=TopoText(kind="paths", legend_style="modern"),

@@ -30,7 +30,7 @@ def layout_of(topo: Topology, name: Optional[str] = None) -> Dict[str, Any]:
     nm = name or str(topo.host.get("hostname") or "captured")
     # ASCII only: a layout name starts with a letter or digit (``\w`` would keep "ñ")
     nm = re.sub(r"[^A-Za-z0-9_.-]", "-", nm).lstrip(".-_") or "captured"
-    doc = capture(topo, nm, topo.origin.get("file") or "live probe")
+    doc = capture(topo, nm, topo.origin.file or "live probe")
     validate(doc, "captured layout")
     return doc
 

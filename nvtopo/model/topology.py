@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 from .codec import Record, decode, encoder, fld, record
 from ..safe import ascii_int, is_ascii_digits
 from .core import GPU, GPU_FACTS, NIC, NIC_FACTS, Disagreement, Matrix, Note, NVLinkPair
-from .host import HostNet, host_problems
+from .host import HostNet, Origin, host_problems
 from .net import WgNode
 from .vocab import path_kind, path_rank, pci_bdf
 from .node import SysfsNode, TopoText
@@ -44,8 +44,8 @@ class Topology(Record):
     nvlinks: List[NVLinkPair] = fld(factory=list)
     #: ``hostname``, ``kernel``, ``time`` ... where known (other keys a snapshot holds kept).
     host: Dict[str, Any] = fld(factory=dict)
-    #: Where the facts came from: ``{"kind": "snapshot"|"topo-text"|"live", "file": ...}``.
-    origin: Dict[str, Any] = fld("set where the model is read", factory=dict, missing=True)
+    #: Where the facts came from: ``kind`` (snapshot, topo-text, live ...), ``file`` ...
+    origin: Origin = fld("set where the model is read", factory=Origin, missing=True)
     #: Names of the sources that contributed facts, in order.
     sources: List[str] = fld(factory=list)
     notes: List[Note] = fld(factory=list)

@@ -63,7 +63,7 @@ def document(topo: Topology) -> Dict[str, Any]:
                      if s.narrowest_hop is not None else None})
     return {
         "schema_version": IB_SCHEMA_VERSION,
-        "origin": dict(topo.origin),
+        "origin": topo.origin.to_dict(),
         "host": dict(topo.host),
         "sysfs_root": info.root if info is not None else None,
         "rdma": info.rdma if info is not None else None,
@@ -208,7 +208,7 @@ def render(topo: Topology) -> RenderableType:
     doc = document(topo)
     parts: List[RenderableType] = []
     head = Text("nvtopo ib", style="bold")
-    where = topo.origin.get("file") or doc.get("sysfs_root")
+    where = topo.origin.file or doc.get("sysfs_root")
     if where:
         head.append(printable(f" · {where}"))
     if topo.host.get("hostname"):

@@ -183,7 +183,7 @@ def facts_of(topo: Any, path: str, engine_name: Optional[str] = None) -> NodeFac
     nf = NodeFacts(file=path, hostname=hostname, engine_name=engine_name,
                    name=engine_name or hostname or os.path.basename(path))
     nf.kernel = host.get("kernel") if isinstance(host.get("kernel"), str) else None
-    version = (topo.origin or {}).get("nvtopo_version")
+    version = topo.origin.nvtopo_version
     nf.nvtopo = version if isinstance(version, str) else None
     nvml = topo.nvml
     if nvml is not None:

@@ -48,7 +48,7 @@ def test_a_sealed_snapshot_opens_from_its_cache(sealed, doc):
     assert opened.cached is True and opened.where == str(sealed)
     assert opened.origin.to_dict() == {"kind": "snapshot", "file": str(sealed),
                              "nvtopo_version": doc["nvtopo_version"]}
-    assert len(opened.model.gpus) == 8 and opened.model.host["hostname"] == doc["host"]["hostname"]
+    assert len(opened.model.gpus) == 8 and opened.model.host.hostname == doc["host"]["hostname"]
     assert opened.document == {}  # the evidence was not decoded
 
 
@@ -153,7 +153,7 @@ def test_a_host_fact_of_the_wrong_type_is_dropped_with_a_note(doc, tmp_path, bad
 
     opened = snapshot.open_input(snapshot.Input(path=str(path)))
     assert opened.cached is True  # the sealed cache holds the checked facts: still used
-    host = opened.model.host
+    host = opened.model.host.to_dict()
     assert "hostname" not in host and "memory_total_bytes" not in host
     assert host["kernel"] == doc["host"]["kernel"]  # the facts of the right type stay
     notes = [n for n in opened.model.notes if n.code == "host.bad_fact"]
@@ -183,14 +183,17 @@ def test_a_host_block_that_is_no_object_is_dropped_with_a_note(doc, tmp_path):
     topo = snapshot.load(str(path))
     assert [n.message for n in topo.notes if n.code == "host.bad_fact"] == [
         "the snapshot's host block is text, not an object; ignored"]
-    assert topo.host.get("hostname") is None
+    assert topo.host.hostname is None
 
 
 def test_host_facts_of_the_right_type_and_unknown_keys_are_kept(doc, tmp_path):
     good_doc = json.loads(json.dumps(doc))
     good_doc["host"].update(hostname=None, rack={"row": 7}, cpu_count_logical=None)
     topo = snapshot.derive(good_doc)
-    assert topo.host["hostname"] is None and topo.host["rack"] == {"row": 7}
+    host = topo.host.to_dict()
+    assert host == good_doc["host"] and list(host) == list(good_doc["host"])  # in its order
+    assert host["hostname"] is None and host["cpu_count_logical"] is None
+    assert topo.host.hostname is None and topo.host.others == {"rack": {"row": 7}}
     assert not [n for n in topo.notes if n.code == "host.bad_fact"]
 
 

@@ -121,10 +121,10 @@ def sealed(tmp_path):
 
 def test_an_edit_to_the_evidence_is_rederived(sealed, tmp_path):
     path, text = sealed
-    assert snapshot.load(str(path)).host["hostname"] == "n1"
+    assert snapshot.load(str(path)).host.hostname == "n1"
     edited = tmp_path / "edited.json"
     edited.write_text(text.replace('"hostname": "n1"', '"hostname": "n2"', 1), encoding="utf-8")
-    assert snapshot.load(str(edited)).host["hostname"] == "n2"
+    assert snapshot.load(str(edited)).host.hostname == "n2"
 
 
 def test_an_edit_to_the_cached_model_is_ignored(sealed, tmp_path):
@@ -158,7 +158,7 @@ def test_a_reformatted_file_is_rederived_to_the_same_model(sealed, tmp_path, rew
     monkeypatch.setattr(snapshot_document, "derive", lambda *a, **k: calls.append(1) or real(*a, **k))
     topo = snapshot.load(str(other))
     assert calls == [1]
-    topo.origin.file_ = str(path)
+    topo.origin.file = str(path)
     assert topo.to_dict() == good
 
 
@@ -312,8 +312,8 @@ def test_invalid_utf8_in_a_snapshot_is_read_as_before(sealed, tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_bytes(text.encode("utf-8").replace(b'"hostname": "n1"', b'"hostname": "n\xed\xa0\x80"', 1))
     topo = snapshot.load(str(bad))
-    assert topo.host["hostname"] == "n\ufffd\ufffd\ufffd"
-    topo.host["hostname"].encode("utf-8")
+    assert topo.host.hostname == "n\ufffd\ufffd\ufffd"
+    topo.host.hostname.encode("utf-8")
 
 
 def test_utf16_without_a_bom_is_refused_as_before(sealed, tmp_path):

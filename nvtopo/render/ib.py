@@ -64,7 +64,7 @@ def document(topo: Topology) -> Dict[str, Any]:
     return {
         "schema_version": IB_SCHEMA_VERSION,
         "origin": topo.origin.to_dict(),
-        "host": dict(topo.host),
+        "host": topo.host.to_dict(),
         "sysfs_root": info.root if info is not None else None,
         "rdma": info.rdma if info is not None else None,
         "absent_devices": dict(info.absent_devices) if info is not None else {},
@@ -211,8 +211,8 @@ def render(topo: Topology) -> RenderableType:
     where = topo.origin.file or doc.get("sysfs_root")
     if where:
         head.append(printable(f" · {where}"))
-    if topo.host.get("hostname"):
-        head.append(printable(f" · host {topo.host['hostname']}"))
+    if topo.host.hostname:
+        head.append(printable(f" · host {topo.host.hostname}"))
     parts.append(head)
     parts.append(Text(""))
     if doc["hcas"]:

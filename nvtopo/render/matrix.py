@@ -434,7 +434,7 @@ def render(topo: Topology, width: int) -> RenderableType:
     root = topo.origin.sysfs_root
     origin = topo.origin.file or (f"sysfs tree {root}" if root else None) \
         or topo.origin.kind
-    host = topo.host.get("hostname")
+    host = topo.host.hostname
     head = Text("nvtopo", style="bold")
     if origin:
         head.append(printable(f" · {origin}"))

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 from .. import __version__
 from .. import probes as probes_pkg
 from ..errors import NvtopoError
-from ..model import Origin, Topology
+from ..model import Host, Origin, Topology
 from ..safe import json_loads
 from .read import MAX_TEXT_BYTES, MAX_TEXT_LINES
 
@@ -191,11 +191,11 @@ def derive(doc: Dict[str, Any], where: Optional[str] = None) -> Topology:
     if unknown:
         topo.note("source.unknown_probe", "snapshot holds evidence this nvtopo does not read: "
                   + ", ".join(unknown), source="snapshot")
-    probed, why = host_facts_of(topo.host, "the host probe's facts")
+    probed, why = host_facts_of(topo.host.to_dict(), "the host probe's facts")
     stated, why_stated = host_facts_of(doc.get("host"))
     for message in why + why_stated:
         topo.note("host.bad_fact", message, source="host", level="warning")
-    topo.host = {**probed, **stated}
+    topo.host = Host.of({**probed, **stated})
     topo.origin = snapshot_origin(doc.get("nvtopo_version"), where)
     return topo
 

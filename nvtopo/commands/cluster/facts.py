@@ -178,11 +178,11 @@ def facts_of(topo: Any, path: str, engine_name: Optional[str] = None) -> NodeFac
     from ...checks import facts as F, roles
     from ...checks.select import select
 
-    host = topo.host or {}
-    hostname = host.get("hostname") if isinstance(host.get("hostname"), str) else None
+    host = topo.host
+    hostname = host.hostname if isinstance(host.hostname, str) else None
     nf = NodeFacts(file=path, hostname=hostname, engine_name=engine_name,
                    name=engine_name or hostname or os.path.basename(path))
-    nf.kernel = host.get("kernel") if isinstance(host.get("kernel"), str) else None
+    nf.kernel = host.kernel if isinstance(host.kernel, str) else None
     version = topo.origin.nvtopo_version
     nf.nvtopo = version if isinstance(version, str) else None
     nvml = topo.nvml

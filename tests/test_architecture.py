@@ -68,7 +68,6 @@ BIG_ALLOWED: Dict[str, Tuple[int, str]] = {}
 #: Lines a function (or method) may have, from its ``def`` to its last line.
 MAX_FUNCTION_LINES = 80
 _REWRITTEN = "rewritten by the typed-layout / catalog work (issue 22)"
-_SPLITTING = "being split into steps (issue 22, item 5)"
 #: Functions still longer, ``"path/in/nvtopo.py::Qualified.name"``, with the size they may not
 #: grow past and why.  Only ever shrinks (aim: empty).
 LONG_ALLOWED: Dict[str, Tuple[int, str]] = {

@@ -22,7 +22,8 @@ from .topology import SCHEMA_VERSION, Topology
 from .vocab import (P2P_STATUS, PATH_ALIASES, PATH_DESCRIPTIONS, PATH_ORDER, int_runs,
                     nvlink_count, path_kind, path_rank, pci_bdf)
 
-__all__ = ["SCHEMA_VERSION", "Topology", "Host", "Origin", "GPU", "NIC", "Matrix", "NVLinkPair", "Note",
+__all__ = ["SCHEMA_VERSION", "Topology", "Host", "Origin", "GPU", "NIC", "Matrix",
+           "NVLinkPair", "Note",
            "Disagreement", "GPU_FACTS", "NIC_FACTS", "PATH_ORDER", "PATH_ALIASES",
            "P2P_STATUS", "PATH_DESCRIPTIONS", "path_kind", "nvlink_count", "path_rank",
            "pci_bdf", "int_runs"]

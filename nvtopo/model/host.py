@@ -171,4 +171,5 @@ class NumaInfo(Record):
     nodes: List[NumaNode] = fld("every node", factory=list)
 
 
-__all__ = ["HOST_FACTS", "host_problems", "Host", "Origin", "NetIf", "HostNet", "NumaNode", "NumaInfo"]
+__all__ = ["HOST_FACTS", "host_problems", "Host", "Origin", "NetIf", "HostNet", "NumaNode",
+           "NumaInfo"]

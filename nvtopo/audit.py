@@ -324,7 +324,7 @@ def check_file(path: str, layout: Any = "auto", layout_file: Optional[str] = Non
         opened = snapshot.open_input(snapshot.Input(path=path, command="audit"))
         topo = opened.model
         rederived = opened.cached is False
-        hostname = topo.host.get("hostname") or None
+        hostname = topo.host.hostname or None
         opened.require("check")
         report = checks.select_and_run(topo, layout, layout_file, thresholds)
     except NvtopoError as exc:

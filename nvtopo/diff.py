@@ -134,7 +134,7 @@ def source_states(t: Topology, doc: Optional[Dict[str, Any]] = None) -> Dict[str
             else:
                 res[name] = "ok"
         return res
-    kind = t.origin.get("kind")
+    kind = t.origin.kind
     has_nvml = kind == "nvml-text" or any(g.nvml is not None for g in t.gpus)
     return {"nvml": "ok" if has_nvml else "absent",
             "sysfs": "absent",
@@ -155,13 +155,13 @@ def _source_coverage(sa: Dict[str, str], sb: Dict[str, str]) -> Dict[str, Any]:
 def compare(a: Topology, b: Topology, where_a: str = "A", where_b: str = "B",
             sources_a: Optional[Dict[str, str]] = None,
             sources_b: Optional[Dict[str, str]] = None) -> Diff:
-    host_a = a.host.get("hostname") or None
-    host_b = b.host.get("hostname") or None
+    host_a = a.host.hostname or None
+    host_b = b.host.hostname or None
     d = Diff(a=where_a, b=where_b, hosts=(host_a, host_b))
     if host_a and host_b and host_a != host_b:
         d.warnings.append(f"the snapshots are of different hosts ({host_a} and {host_b}): "
                           "differences may be between two nodes, not changes of one")
-    ta, tb = a.host.get("time"), b.host.get("time")
+    ta, tb = a.host.time, b.host.time
     if isinstance(ta, str) and isinstance(tb, str) and tb < ta:
         d.warnings.append(f"B was taken before A ({tb} < {ta}): changes read from A to B")
     cov = _source_coverage(sources_a or source_states(a), sources_b or source_states(b))
@@ -517,7 +517,7 @@ def verdicts(a: Topology, b: Topology, not_compared: Iterable[str] = ()) -> Dict
 def diff_files(path_a: str, path_b: str) -> Diff:
     a, sa = _load(path_a)
     b, sb = _load(path_b)
-    d = compare(a, b, a.origin.get("file") or path_a, b.origin.get("file") or path_b, sa, sb)
+    d = compare(a, b, a.origin.file or path_a, b.origin.file or path_b, sa, sb)
     d.verdict = verdicts(a, b, d.sources.get("not_compared") or ())
     return d
 

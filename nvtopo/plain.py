@@ -63,86 +63,104 @@ def _frozen_delattr(self: Any, name: str) -> None:
     raise FrozenInstanceError(f"cannot delete field {name!r}")
 
 
+def _gather_fields(cls: type) -> Tuple[Field, ...]:
+    """The fields of ``cls``, its bases' first, each named; a ``field(...)`` without a default
+    leaves no class attribute behind, one with a default leaves the default."""
+    found: Dict[str, Field] = {}
+    for base in reversed(cls.__mro__[1:]):
+        for f in base.__dict__.get("__plain_fields__", ()):
+            found[f.name] = f
+    for name in cls.__dict__.get("__annotations__", {}):
+        value = cls.__dict__.get(name, _MISSING)
+        if isinstance(value, Field):
+            f = value
+            if f.default is _MISSING:
+                delattr(cls, name)
+            else:
+                setattr(cls, name, f.default)
+        else:
+            f = Field(default=value)
+        f.name = name
+        found[name] = f
+    return tuple(found.values())
+
+
+def _make_init(qual: str, flds: Tuple[Field, ...],
+               post: Optional[Callable[[Any], None]]) -> Callable[..., None]:
+    """The ``__init__`` of a plain class named ``qual`` with fields ``flds``."""
+    takes = tuple(f for f in flds if f.init)
+    later = tuple(f for f in flds if not f.init and (f.default is not _MISSING
+                                                       or f.default_factory is not _MISSING))
+    setter = object.__setattr__
+
+    def __init__(self: Any, *args: Any, **kw: Any) -> None:
+        if len(args) > len(takes):
+            raise TypeError(f"{qual}() takes {len(takes)} positional arguments, "
+                            f"{len(args)} given")
+        for i, f in enumerate(takes):
+            if i < len(args):
+                if f.name in kw:
+                    raise TypeError(f"{qual}() got multiple values for {f.name!r}")
+                v = args[i]
+            elif f.name in kw:
+                v = kw.pop(f.name)
+            elif f.default_factory is not _MISSING:
+                v = f.default_factory()
+            elif f.default is not _MISSING:
+                v = f.default
+            else:
+                raise TypeError(f"{qual}() missing argument {f.name!r}")
+            setter(self, f.name, v)
+        if kw:
+            raise TypeError(f"{qual}() got an unexpected keyword argument "
+                            f"{next(iter(kw))!r}")
+        for f in later:
+            setter(self, f.name, f.default_factory() if f.default_factory is not _MISSING
+                   else f.default)
+        if post is not None:
+            post(self)
+
+    return __init__
+
+
+def _add_eq(cls: type, compared: Tuple[str, ...], frozen: bool) -> None:
+    """Field-wise ``==`` over ``compared``; a hash over them when ``frozen``, none otherwise."""
+    def __eq__(self: Any, other: Any) -> Any:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return all(getattr(self, n) == getattr(other, n) for n in compared)
+
+    cls.__eq__ = __eq__  # type: ignore[assignment]
+    if frozen:
+        def __hash__(self: Any) -> int:
+            return hash(tuple(getattr(self, n) for n in compared))
+
+        cls.__hash__ = __hash__  # type: ignore[assignment]
+    else:
+        cls.__hash__ = None  # type: ignore[assignment]
+
+
 @dataclass_transform(field_specifiers=(field,))
 def plain(cls: Optional[type] = None, *, frozen: bool = False, eq: bool = True) -> Any:
     """Make ``cls`` a plain record class (see the module docstring); used as ``@plain`` or
     ``@plain(frozen=True)``."""
 
     def wrap(cls: type) -> type:
-        found: Dict[str, Field] = {}
-        for base in reversed(cls.__mro__[1:]):
-            for f in base.__dict__.get("__plain_fields__", ()):
-                found[f.name] = f
-        for name in cls.__dict__.get("__annotations__", {}):
-            value = cls.__dict__.get(name, _MISSING)
-            if isinstance(value, Field):
-                f = value
-                if f.default is _MISSING:
-                    delattr(cls, name)
-                else:
-                    setattr(cls, name, f.default)
-            else:
-                f = Field(default=value)
-            f.name = name
-            found[name] = f
-        flds = tuple(found.values())
+        flds = _gather_fields(cls)
         cls.__plain_fields__ = flds  # type: ignore[attr-defined]
-        takes = tuple(f for f in flds if f.init)
-        later = tuple(f for f in flds if not f.init and (f.default is not _MISSING
-                                                           or f.default_factory is not _MISSING))
         compared = tuple(f.name for f in flds if f.compare)
         post: Optional[Callable[[Any], None]] = getattr(cls, "__post_init__", None)
-        setter = object.__setattr__
         qual = cls.__name__
-
-        def __init__(self: Any, *args: Any, **kw: Any) -> None:
-            if len(args) > len(takes):
-                raise TypeError(f"{qual}() takes {len(takes)} positional arguments, "
-                                f"{len(args)} given")
-            for i, f in enumerate(takes):
-                if i < len(args):
-                    if f.name in kw:
-                        raise TypeError(f"{qual}() got multiple values for {f.name!r}")
-                    v = args[i]
-                elif f.name in kw:
-                    v = kw.pop(f.name)
-                elif f.default_factory is not _MISSING:
-                    v = f.default_factory()
-                elif f.default is not _MISSING:
-                    v = f.default
-                else:
-                    raise TypeError(f"{qual}() missing argument {f.name!r}")
-                setter(self, f.name, v)
-            if kw:
-                raise TypeError(f"{qual}() got an unexpected keyword argument "
-                                f"{next(iter(kw))!r}")
-            for f in later:
-                setter(self, f.name, f.default_factory() if f.default_factory is not _MISSING
-                       else f.default)
-            if post is not None:
-                post(self)
 
         def __repr__(self: Any) -> str:
             return f"{qual}(" + ", ".join(
                 f"{f.name}={getattr(self, f.name, '?')!r}" for f in flds) + ")"
 
-        cls.__init__ = __init__  # type: ignore[misc]
+        cls.__init__ = _make_init(qual, flds, post)  # type: ignore[misc]
         if "__repr__" not in cls.__dict__:
             cls.__repr__ = __repr__  # type: ignore[assignment]
         if eq and "__eq__" not in cls.__dict__:
-            def __eq__(self: Any, other: Any) -> Any:
-                if other.__class__ is not self.__class__:
-                    return NotImplemented
-                return all(getattr(self, n) == getattr(other, n) for n in compared)
-
-            cls.__eq__ = __eq__  # type: ignore[assignment]
-            if frozen:
-                def __hash__(self: Any) -> int:
-                    return hash(tuple(getattr(self, n) for n in compared))
-
-                cls.__hash__ = __hash__  # type: ignore[assignment]
-            else:
-                cls.__hash__ = None  # type: ignore[assignment]
+            _add_eq(cls, compared, frozen)
         if frozen:
             cls.__setattr__ = _frozen_setattr  # type: ignore[assignment]
             cls.__delattr__ = _frozen_delattr  # type: ignore[assignment]

@@ -68,7 +68,6 @@ BIG_ALLOWED: Dict[str, Tuple[int, str]] = {}
 #: Lines a function (or method) may have, from its ``def`` to its last line.
 MAX_FUNCTION_LINES = 80
 _REWRITTEN = "rewritten by the typed-layout / catalog work (issue 22)"
-_SPLITTING = "being split into steps (issue 22, item 5)"
 #: Functions still longer, ``"path/in/nvtopo.py::Qualified.name"``, with the size they may not
 #: grow past and why.  Only ever shrinks (aim: empty).
 LONG_ALLOWED: Dict[str, Tuple[int, str]] = {
@@ -84,12 +83,6 @@ LONG_ALLOWED: Dict[str, Tuple[int, str]] = {
     "checks/select.py::best_mapping": (82, _REWRITTEN),
     "checks/select.py::score": (200, _REWRITTEN),
     "commands/capture.py::capture": (118, _REWRITTEN),
-    "plain.py::plain": (85, _SPLITTING),
-    "probes/dcgmi_text.py::parse": (118, _SPLITTING),
-    "probes/nvml/links.py::classify_links": (110, _SPLITTING),
-    "probes/nvml/walk.py::_walk_gpu": (122, _SPLITTING),
-    "probes/nvml/xml.py::_read": (111, _SPLITTING),
-    "probes/sysfs/walk.py::collect": (136, _SPLITTING),
     "simulate/machine.py::build": (301, _REWRITTEN),
 }
 

@@ -511,7 +511,7 @@ def test_every_mistyped_key_path_of_a_resealed_cache_is_rederived(name, corpus):
         assert snapshot_cache._sealed(forged.read_bytes()) is not None, "the forgery is not sealed"
         got, cached = _noting_cache(str(forged))
         assert cached is False, f"{path_s} := {new!r}: a forged cache was used"
-        got.origin["file"] = str(path)
+        got.origin.file = str(path)
         assert got.to_dict() == want, path_s
         if i == 0:
             assert views(got) == base_views, path_s

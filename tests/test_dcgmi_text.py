@@ -76,7 +76,7 @@ def test_real_sample_is_recognised_and_parsed_to_its_values() -> None:
     assert [g.index for g in topo.gpus] == list(range(8))
     assert topo.sources == ["nvml-text"]
     assert topo.nvml_text.sections == ["dcgmi nvlink -s"]
-    assert topo.origin == {"kind": "nvml-text", "file": "dcgmi.txt"}
+    assert topo.origin.to_dict() == {"kind": "nvml-text", "file": "dcgmi.txt"}
     for g in topo.gpus:
         nv = g.nvml_text.nvlink
         assert (nv.status, nv.total, nv.active, nv.down) == ("ok", 18, 18, [])

@@ -46,9 +46,9 @@ def sealed(doc, tmp_path):
 def test_a_sealed_snapshot_opens_from_its_cache(sealed, doc):
     opened = snapshot.open_input(snapshot.Input(path=str(sealed)))
     assert opened.cached is True and opened.where == str(sealed)
-    assert opened.origin == {"kind": "snapshot", "file": str(sealed),
+    assert opened.origin.to_dict() == {"kind": "snapshot", "file": str(sealed),
                              "nvtopo_version": doc["nvtopo_version"]}
-    assert len(opened.model.gpus) == 8 and opened.model.host["hostname"] == doc["host"]["hostname"]
+    assert len(opened.model.gpus) == 8 and opened.model.host.hostname == doc["host"]["hostname"]
     assert opened.document == {}  # the evidence was not decoded
 
 
@@ -70,7 +70,7 @@ def test_an_evidence_only_snapshot_is_derived(doc, tmp_path):
 def test_a_topo_text_and_standard_input(monkeypatch):
     opened = snapshot.open_input(snapshot.Input(path=str(TOPO)))
     assert opened.cached is None and opened.document == {}
-    assert opened.origin == {"kind": "topo-text", "file": str(TOPO)}
+    assert opened.origin.to_dict() == {"kind": "topo-text", "file": str(TOPO)}
     assert len(opened.model.gpus) == 8
     wrapped = snapshot.open_input(snapshot.Input(path=str(TOPO), want=snapshot.DOCUMENT))
     assert list(wrapped.document["probes"]) == ["topo-text"]
@@ -81,7 +81,7 @@ def test_a_topo_text_and_standard_input(monkeypatch):
 
 def test_pasted_nvlink_text():
     opened = snapshot.open_input(snapshot.Input(path=str(NVML_TEXT[0])))
-    assert opened.origin["kind"] == "nvml-text" and "nvml-text" in opened.model.sources
+    assert opened.origin.kind == "nvml-text" and "nvml-text" in opened.model.sources
     wrapped = snapshot.open_input(snapshot.Input(path=str(NVML_TEXT[0]),
                                                  want=snapshot.DOCUMENT))
     assert wrapped.document["probes"]["nvml"]["source"] == "nvml-text"
@@ -90,7 +90,7 @@ def test_pasted_nvlink_text():
 def test_a_bundled_example():
     opened = snapshot.open_input(snapshot.Input(example="dgx-h100"))
     assert opened.where == "example dgx-h100"
-    assert opened.origin == {"kind": "example", "file": "example dgx-h100"}
+    assert opened.origin.to_dict() == {"kind": "example", "file": "example dgx-h100"}
     assert len(opened.model.gpus) == 8
 
 
@@ -153,7 +153,7 @@ def test_a_host_fact_of_the_wrong_type_is_dropped_with_a_note(doc, tmp_path, bad
 
     opened = snapshot.open_input(snapshot.Input(path=str(path)))
     assert opened.cached is True  # the sealed cache holds the checked facts: still used
-    host = opened.model.host
+    host = opened.model.host.to_dict()
     assert "hostname" not in host and "memory_total_bytes" not in host
     assert host["kernel"] == doc["host"]["kernel"]  # the facts of the right type stay
     notes = [n for n in opened.model.notes if n.code == "host.bad_fact"]
@@ -183,14 +183,17 @@ def test_a_host_block_that_is_no_object_is_dropped_with_a_note(doc, tmp_path):
     topo = snapshot.load(str(path))
     assert [n.message for n in topo.notes if n.code == "host.bad_fact"] == [
         "the snapshot's host block is text, not an object; ignored"]
-    assert topo.host.get("hostname") is None
+    assert topo.host.hostname is None
 
 
 def test_host_facts_of_the_right_type_and_unknown_keys_are_kept(doc, tmp_path):
     good_doc = json.loads(json.dumps(doc))
     good_doc["host"].update(hostname=None, rack={"row": 7}, cpu_count_logical=None)
     topo = snapshot.derive(good_doc)
-    assert topo.host["hostname"] is None and topo.host["rack"] == {"row": 7}
+    host = topo.host.to_dict()
+    assert host == good_doc["host"] and list(host) == list(good_doc["host"])  # in its order
+    assert host["hostname"] is None and host["cpu_count_logical"] is None
+    assert topo.host.hostname is None and topo.host.others == {"rack": {"row": 7}}
     assert not [n for n in topo.notes if n.code == "host.bad_fact"]
 
 

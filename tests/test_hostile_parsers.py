@@ -37,7 +37,7 @@ from cli_runner import make_runner
 from nvtopo import model
 from nvtopo.cli import app
 from nvtopo.errors import NvtopoError
-from nvtopo.model import GPU, NVLinkPair, Topology
+from nvtopo.model import GPU, NVLinkPair, Origin, Topology
 from nvtopo.probes import topo as topo_text
 from nvtopo.probes.nvml import paste as nvml_paste
 from nvtopo.probes.nvml import text as nvml_text
@@ -225,7 +225,7 @@ def test_isdigit_sites_elsewhere_take_ascii_only():
 
     def node(count):
         return Topology(gpus=[GPU(index=0, label="GPU²"), GPU(index=1, label="GPU1")],
-                        nvlinks=[NVLinkPair(0, 1, count)], origin={"kind": "topo-text"})
+                        nvlinks=[NVLinkPair(0, 1, count)], origin=Origin.of("topo-text"))
 
     changes = diff.compare(node(4), node(2))
     pair = [c for c in changes.changes if c.kind == "nvlink.pair"]

@@ -230,7 +230,7 @@ def test_the_injection_survives_derivation(hostile_files, name):
     """Precondition for every test below: the model holds the strings as they are."""
     s, p = INJECTIONS[name], path_safe(INJECTIONS[name])
     topo = snapshot.load(hostile_files[name])
-    assert topo.host["hostname"] == "node" + s
+    assert topo.host.hostname == "node" + s
     assert {g.name for g in topo.gpus} == {GPU_NAME + s}
     names = {n.name for n in topo.nics}
     assert {"mlx5_0" + p, "mlx5_4" + p} <= names
@@ -572,7 +572,7 @@ def _render_all(host: str, gpu: str, nic: str, note: str) -> Dict[str, str]:
 
     from nvtopo import checks
     from nvtopo.checks import subject as S
-    from nvtopo.model import GPU, NIC, Matrix, Note, NVLinkPair, Topology
+    from nvtopo.model import GPU, NIC, Matrix, Note, NVLinkPair, Host, Origin, Topology
     from nvtopo.render import check as render_check
     from nvtopo.render import export, matrix, svg
 
@@ -583,8 +583,8 @@ def _render_all(host: str, gpu: str, nic: str, note: str) -> Dict[str, str]:
                     matrix=Matrix(devices=["GPU0", "GPU1", "NIC0"],
                                   cells=[["X", "NV4", "PIX"], ["NV4", "X", note],
                                          ["PIX", note, "X"]]),
-                    nvlinks=[NVLinkPair(0, 1, 4)], host={"hostname": host},
-                    origin={"kind": "snapshot", "file": note},
+                    nvlinks=[NVLinkPair(0, 1, 4)], host=Host(hostname=host),
+                    origin=Origin.of("snapshot", file=note),
                     notes=[Note(code="x.y", message=note, level="warning")])
     report = checks.Report(layout_name=note, reason=note, findings=(
         checks.finding("error", "a.b", S.nic(nic), note, expected=note, actual={nic: note},

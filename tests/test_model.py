@@ -5,8 +5,8 @@ import json
 import pytest
 
 from nvtopo.model import (
-    GPU, NIC, SCHEMA_VERSION, Matrix, Note, NVLinkPair, Topology, nvlink_count, path_kind,
-    path_rank,
+    GPU, NIC, SCHEMA_VERSION, Host, Matrix, Note, NVLinkPair, Origin, Topology, nvlink_count,
+    path_kind, path_rank,
 )
 from nvtopo.model.node import SysfsNode, TopoText
 from nvtopo.model.pcie import PciPlacement
@@ -41,8 +41,8 @@ def _sample() -> Topology:
                       cells=[["X", "NV18", "PIX"], ["NV18", "X", None], ["PIX", "SOC", "X"]]),
         p2p=Matrix(devices=["GPU0", "GPU1"], cells=[["X", "OK"], ["OK", "X"]], mode="r"),
         nvlinks=[NVLinkPair(0, 1, 18)],
-        host={"hostname": "node1"},
-        origin={"kind": "topo-text", "file": "x.txt"},
+        host=Host(hostname="node1"),
+        origin=Origin.of("topo-text", file="x.txt"),
         sources=["topo-text"],
         notes=[Note("topo.x", "something", level="warning", subject="GPU0")],
         topo_text=TopoText(kind="paths", legend_style="modern"),
@@ -280,3 +280,44 @@ def test_annotation_tokenizer_is_a_linear_scanner():
     t0 = time.perf_counter()
     assert spec._tokens(" " * 200_000 + "!") == []
     assert time.perf_counter() - t0 < 10  # was quadratic as a findall over \s*
+
+
+# --- typed host facts and origin (issue 22, item 5) ------------------------------------------
+
+
+def test_host_keeps_a_host_block_as_read_in_its_order():
+    block = {"time": "2024-01-01T00:00:00+00:00", "rack": {"row": 7}, "hostname": None,
+             "cpu_count_logical": 64}
+    topo = Topology.from_dict(dict(_sample().to_dict(), host=block))
+    host = topo.host
+    assert host.hostname is None and host.cpu_count_logical == 64 and host.kernel is None
+    assert host.time == block["time"] and host.others == {"rack": {"row": 7}}
+    written = topo.to_dict()["host"]
+    assert written == block and list(written) == list(block)  # flat, in the block's order
+    assert "kernel" not in written  # a fact not set is no key (not null)
+
+
+def test_host_facts_set_later_follow_in_the_order_set_and_a_merge_adds_only_new_ones():
+    host = Host(hostname="a", kernel="k")
+    host.put("rack", "r1")
+    host.put("cpu_count_logical", 8)
+    assert list(host.to_dict()) == ["hostname", "kernel", "rack", "cpu_count_logical"]
+    other = Host.of({"hostname": "b", "os": "Linux", "rack": "r2"})
+    host.fill(other)
+    assert host.to_dict() == {"hostname": "a", "kernel": "k", "rack": "r1",
+                              "cpu_count_logical": 8, "os": "Linux"}
+
+
+def test_a_host_fact_of_the_wrong_type_is_refused_by_the_model():
+    with pytest.raises(ValueError, match=r"\$\.host\.cpu_count_logical: expected int"):
+        Topology.from_dict(dict(_sample().to_dict(), host={"cpu_count_logical": "64"}))
+    with pytest.raises(ValueError, match=r"\$\.host: expected an object \(Host\)"):
+        Topology.from_dict(dict(_sample().to_dict(), host=["n1"]))
+
+
+def test_origin_tells_a_missing_key_from_a_null_one():
+    live, unnamed = Origin.of("live", sysfs_root="/sys"), Origin.of("snapshot", file=None)
+    assert live.to_dict() == {"kind": "live", "sysfs_root": "/sys"} and live.file is None
+    assert unnamed.to_dict() == {"kind": "snapshot", "file": None} and unnamed.file is None
+    assert Origin().to_dict() == {} and Origin().kind is None
+    assert Origin.from_dict({"kind": "example", "file": "x"}) == Origin(kind="example", file="x")

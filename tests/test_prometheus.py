@@ -198,7 +198,7 @@ def test_many_nodes_share_one_declaration_per_family(faulty, tmp_path):
         raw = json.loads(Path(path).read_text())
         nodes.append(prom.NodeMetrics(check=report, topo=topo, layout=report.layout,
                                       durations=prom.probe_durations(raw),
-                                      labels={"file": path, "hostname": topo.host["hostname"]}))
+                                      labels={"file": path, "hostname": topo.host.hostname}))
     text = prom.render(nodes)
     fams = assert_well_formed(text)
     passes = {lab["file"]: v for lab, v in samples(fams, "nvtopo_check_pass")}

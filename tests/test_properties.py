@@ -530,7 +530,7 @@ def check_paths(model: Model, opts: Opts, text: str) -> None:
     # and through the loader
     loaded = load_text(text, "<gen>")
     assert loaded.matrix.cells == model.cells
-    assert loaded.origin == {"kind": "topo-text", "file": "<gen>"}
+    assert loaded.origin.to_dict() == {"kind": "topo-text", "file": "<gen>"}
 
 
 @settings(max_examples=300, **SETTINGS)

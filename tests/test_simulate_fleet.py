@@ -24,7 +24,7 @@ def test_fleet_is_consistent_and_distinct(tmp_path):
     assert res.exit_code == 0, res.output
     models = _models(tmp_path / "fleet")
     assert len(models) == 20
-    hosts = [m.host["hostname"] for m in models.values()]
+    hosts = [m.host.hostname for m in models.values()]
     assert hosts == [f"node-{i:05d}" for i in range(20)]
     uuids = [g.uuid for m in models.values() for g in m.gpus]
     guids = [n.sysfs.node_guid for m in models.values() for n in m.nics]

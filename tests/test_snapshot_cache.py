@@ -22,6 +22,7 @@ import pytest
 import nvtopo
 from nvtopo import checks, fakesys, layouts, snapshot
 from nvtopo.snapshot import cache as snapshot_cache
+from nvtopo.model import Origin
 from nvtopo.snapshot import document as snapshot_document
 from nvtopo.probes import ProbeOptions
 from nvtopo.simulate import simulate
@@ -63,8 +64,9 @@ def _same_as_rederived(doc, tmp_path, monkeypatch, name="node.json"):
         cached, _doc = _with_document(str(path))  # decodes the whole file
         quick = snapshot.load(str(path))  # decodes only the cache and the host facts
     assert cached.to_dict() == fresh.to_dict() == quick.to_dict()
-    assert cached.origin == fresh.origin == {"kind": "snapshot", "file": str(path),
-                                             "nvtopo_version": doc.get("nvtopo_version")}
+    assert cached.origin == fresh.origin
+    assert cached.origin.to_dict() == {"kind": "snapshot", "file": str(path),
+                                       "nvtopo_version": doc.get("nvtopo_version")}
     if cached.gpus or cached.matrix is not None:
         rep_c, rep_f = checks.select_and_run(cached), checks.select_and_run(fresh)
         assert rep_c.document() == rep_f.document()
@@ -119,10 +121,10 @@ def sealed(tmp_path):
 
 def test_an_edit_to_the_evidence_is_rederived(sealed, tmp_path):
     path, text = sealed
-    assert snapshot.load(str(path)).host["hostname"] == "n1"
+    assert snapshot.load(str(path)).host.hostname == "n1"
     edited = tmp_path / "edited.json"
     edited.write_text(text.replace('"hostname": "n1"', '"hostname": "n2"', 1), encoding="utf-8")
-    assert snapshot.load(str(edited)).host["hostname"] == "n2"
+    assert snapshot.load(str(edited)).host.hostname == "n2"
 
 
 def test_an_edit_to_the_cached_model_is_ignored(sealed, tmp_path):
@@ -156,7 +158,7 @@ def test_a_reformatted_file_is_rederived_to_the_same_model(sealed, tmp_path, rew
     monkeypatch.setattr(snapshot_document, "derive", lambda *a, **k: calls.append(1) or real(*a, **k))
     topo = snapshot.load(str(other))
     assert calls == [1]
-    topo.origin["file"] = str(path)
+    topo.origin.file = str(path)
     assert topo.to_dict() == good
 
 
@@ -296,7 +298,7 @@ def test_a_resealed_model_that_cannot_be_the_derivation_is_not_used(sealed, tmp_
     forged.write_text(_forge(text, change), encoding="utf-8")
     topo = snapshot.load(str(forged))
     want = snapshot.load(str(path))
-    topo.origin, want.origin = {}, {}
+    topo.origin, want.origin = Origin(), Origin()
     assert topo.to_dict() == want.to_dict()
     found = checks.select_and_run(topo).findings
     assert {(f.code, str(f.subject)) for f in found if f.severity == "error"} == {
@@ -310,8 +312,8 @@ def test_invalid_utf8_in_a_snapshot_is_read_as_before(sealed, tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_bytes(text.encode("utf-8").replace(b'"hostname": "n1"', b'"hostname": "n\xed\xa0\x80"', 1))
     topo = snapshot.load(str(bad))
-    assert topo.host["hostname"] == "n\ufffd\ufffd\ufffd"
-    topo.host["hostname"].encode("utf-8")
+    assert topo.host.hostname == "n\ufffd\ufffd\ufffd"
+    topo.host.hostname.encode("utf-8")
 
 
 def test_utf16_without_a_bom_is_refused_as_before(sealed, tmp_path):
@@ -356,8 +358,8 @@ def test_the_origin_names_the_version_that_took_the_evidence(tmp_path):
     doc["nvtopo_version"] = "0.0.9"  # taken by an older nvtopo, cached by this one
     path = tmp_path / "old.json"
     path.write_text(snapshot.dumps(doc), encoding="utf-8")
-    assert snapshot.load(str(path)).origin["nvtopo_version"] == "0.0.9"
-    assert _with_document(str(path))[0].origin["nvtopo_version"] == "0.0.9"
+    assert snapshot.load(str(path)).origin.nvtopo_version == "0.0.9"
+    assert _with_document(str(path))[0].origin.nvtopo_version == "0.0.9"
 
 
 @pytest.mark.parametrize("doc", [

@@ -375,7 +375,7 @@ def test_host_probe_enriches_netdevs(tmp_path_factory):
         "memory_total_bytes": 2 ** 38,
         "net_if": {"bond0": {"up": True, "speed_mbps": 200000, "mtu": 9000}}}}}
     topo = snapshot.derive(doc, "x")
-    assert topo.host["hostname"] == "node7" and topo.host["cpu_count_logical"] == 64
+    assert topo.host.hostname == "node7" and topo.host.cpu_count_logical == 64
     d = ib.document(topo)
     ports = {h["name"]: h["ports"][0] for h in d["hcas"]}
     assert ports["mlx5_bond_0"]["netdev_stats"] == {"up": True, "speed_mbps": 200000,
@@ -389,7 +389,7 @@ def test_host_probe_skips_a_copied_tree_and_reads_this_machine_otherwise(tmp_pat
     assert ev["status"] == "skipped" and "not this machine's sysfs" in ev["error"]
     assert str(tmp_path) in ev["error"] and "hostname" not in ev
     topo = host.derive(ev)
-    assert topo.host == {} and topo.notes == [] and topo.host_net is None
+    assert topo.host.to_dict() == {} and topo.notes == [] and topo.host_net is None
     ev = host.capture(ProbeOptions(sysfs_root=str(tmp_path / "missing")))
     assert ev["status"] == "skipped"
     # a path that is this machine's sysfs (a container's view of it, say): read as live
@@ -402,7 +402,7 @@ def test_host_probe_skips_a_copied_tree_and_reads_this_machine_otherwise(tmp_pat
         assert live["cpu_count_logical"] >= 1 and live["memory_total_bytes"] > 0
         assert isinstance(live["net_if"], dict)
         topo = host.derive(live)
-        assert topo.host["cpu_count_logical"] == live["cpu_count_logical"]
+        assert topo.host.cpu_count_logical == live["cpu_count_logical"]
     # and snapshots skip this machine's probes by the same rule
     assert ProbeOptions(sysfs_root=str(tmp_path)).foreign_root() is False
     monkeypatch.undo()

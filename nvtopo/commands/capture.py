@@ -28,10 +28,10 @@ def layout_of(topo: Topology, name: Optional[str] = None) -> Dict[str, Any]:
     ``_``, ``-``)."""
     from ..layouts import decode_doc
 
-    nm = name or str(topo.host.get("hostname") or "captured")
+    nm = name or str(topo.host.hostname or "captured")
     # ASCII only: a layout name starts with a letter or digit (``\w`` would keep "ñ")
     nm = re.sub(r"[^A-Za-z0-9_.-]", "-", nm).lstrip(".-_") or "captured"
-    doc = capture(topo, nm, topo.origin.get("file") or "live probe")
+    doc = capture(topo, nm, topo.origin.file or "live probe")
     decode_doc(copy.deepcopy(doc), "captured layout")
     return doc
 
@@ -50,8 +50,8 @@ def capture(topo: Topology, name: str, where: str) -> Dict[str, Any]:
         "schema": 1, "name": name, "title": f"{name} (captured)",
         "description": f"Captured by nvtopo layouts capture from {where}: what that node "
                        "showed, taken as the expectation. Review before use.",
-        "sources": {"CAPTURE": f"{where}" + (f" (host {topo.host.get('hostname')})"
-                                             if topo.host.get("hostname") else "")},
+        "sources": {"CAPTURE": f"{where}" + (f" (host {topo.host.hostname})"
+                                             if topo.host.hostname else "")},
         "selection": {"family": name, "priority": 0},
     }
     present = v.present

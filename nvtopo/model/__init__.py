@@ -17,11 +17,13 @@ The JSON form is the contract in ``docs/json.md`` (``docs/schemas/model.schema.j
 from __future__ import annotations
 
 from .core import GPU, GPU_FACTS, NIC, NIC_FACTS, Disagreement, Matrix, Note, NVLinkPair
+from .host import Host, Origin
 from .topology import SCHEMA_VERSION, Topology
 from .vocab import (P2P_STATUS, PATH_ALIASES, PATH_DESCRIPTIONS, PATH_ORDER, int_runs,
                     nvlink_count, path_kind, path_rank, pci_bdf)
 
-__all__ = ["SCHEMA_VERSION", "Topology", "GPU", "NIC", "Matrix", "NVLinkPair", "Note",
+__all__ = ["SCHEMA_VERSION", "Topology", "Host", "Origin", "GPU", "NIC", "Matrix",
+           "NVLinkPair", "Note",
            "Disagreement", "GPU_FACTS", "NIC_FACTS", "PATH_ORDER", "PATH_ALIASES",
            "P2P_STATUS", "PATH_DESCRIPTIONS", "path_kind", "nvlink_count", "path_rank",
            "pci_bdf", "int_runs"]

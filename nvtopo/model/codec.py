@@ -18,6 +18,10 @@ per-field rules given by :func:`fld`:
 * ``nest``: the field is written inside the object under that key (``"extra"``), whose
   other keys are kept in the record's ``extra`` attribute (the model's open maps).
 
+A record class that reads and writes its object itself (an open map whose other keys sit
+beside the known ones, in the order they were set: :class:`~nvtopo.model.host.Host`)
+gives ``__json_read__(d)`` (a classmethod) and ``__json_write__(self)``.
+
 Types come from the annotations: ``str``, ``int``, ``float``, ``bool``, ``None``,
 ``Optional[...]``, ``Union`` of leaf types, ``List[...]``, ``Dict[str, ...]``, ``Any`` and
 nested records.  JSON types are exact: a bool is not an int, an int is not a float, and a
@@ -454,6 +458,13 @@ def _unknown(d: Dict[str, Any], known: frozenset) -> _Bad:
 
 
 def _record_decoder(cls: type) -> Callable[[Any], Any]:
+    read = getattr(cls, "__json_read__", None)
+    if read is not None:  # an open map that reads its object itself (model/host.py Host)
+        def own(d: Any) -> Any:
+            if type(d) is not dict:
+                raise _Bad(f"an object ({cls.__name__})", d)
+            return read(d)
+        return own
     flds = fields_of(cls)
     what = f"an object ({cls.__name__})"
     nested = [f for f in flds if f.nest == "extra"]
@@ -571,6 +582,9 @@ def _write(plan: List[Tuple[Any, ...]], o: Any, d: Dict[str, Any]) -> None:
 
 
 def _record_encoder(cls: type) -> Callable[[Any], Dict[str, Any]]:
+    write = getattr(cls, "__json_write__", None)
+    if write is not None:  # (with __json_read__)
+        return write
     flds = fields_of(cls)
     nested = [f for f in flds if f.nest == "extra"]
     top = [f for f in flds if f.nest is None]

@@ -40,6 +40,43 @@ class _Absent:
 #: A key that is not there (as opposed to ``None``: a key whose value is ``null``).
 ABSENT = _Absent()
 
+class AbsentAsNone:
+    """A record field, read as ``None`` where its key was not in the document (the record
+    holds :data:`ABSENT` there, which the codec writes as no key).  The codec reads and
+    writes the record's ``__dict__`` directly, past this; readers see ``None``.  With
+    ``order``, setting the field notes the key in the record's ``__dict__["_keys"]`` (the
+    order keys were set in: see :class:`nvtopo.model.host.Host`)."""
+
+    __slots__ = ("name", "order")
+
+    def __init__(self, name: str, order: bool = False) -> None:
+        self.name = name
+        self.order = order
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        if obj is None:
+            return self
+        value = obj.__dict__[self.name]
+        return None if value is ABSENT else value
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        d = obj.__dict__
+        d[self.name] = value
+        if self.order and value is not ABSENT:
+            keys = d.setdefault("_keys", [])
+            if self.name not in keys:
+                keys.append(self.name)
+
+
+def absent_as_none(cls: Any, order: bool = False) -> Any:
+    """Make every ``omit="absent"`` field of the record class ``cls`` read as ``None`` where
+    it is absent (:class:`AbsentAsNone`); the one that is set is :data:`ABSENT`."""
+    for f in cls.__record_fields__:
+        if f.omit == "absent":
+            setattr(cls, f.name, AbsentAsNone(f.name, order))
+    return cls
+
+
 _MISS = object()
 #: "No default": the field must be given.
 MISSING = object()

@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 from .codec import Record, decode, encoder, fld, record
 from ..safe import ascii_int, is_ascii_digits
 from .core import GPU, GPU_FACTS, NIC, NIC_FACTS, Disagreement, Matrix, Note, NVLinkPair
-from .host import HostNet, host_problems
+from .host import Host, HostNet, Origin, host_problems
 from .net import WgNode
 from .vocab import path_kind, path_rank, pci_bdf
 from .node import SysfsNode, TopoText
@@ -43,9 +43,9 @@ class Topology(Record):
     p2p: Optional[Matrix] = None
     nvlinks: List[NVLinkPair] = fld(factory=list)
     #: ``hostname``, ``kernel``, ``time`` ... where known (other keys a snapshot holds kept).
-    host: Dict[str, Any] = fld(factory=dict)
-    #: Where the facts came from: ``{"kind": "snapshot"|"topo-text"|"live", "file": ...}``.
-    origin: Dict[str, Any] = fld("set where the model is read", factory=dict, missing=True)
+    host: Host = fld(factory=Host)
+    #: Where the facts came from: ``kind`` (snapshot, topo-text, live ...), ``file`` ...
+    origin: Origin = fld("set where the model is read", factory=Origin, missing=True)
     #: Names of the sources that contributed facts, in order.
     sources: List[str] = fld(factory=list)
     notes: List[Note] = fld(factory=list)
@@ -233,7 +233,7 @@ class Topology(Record):
                              f"{d.get('nvtopo_version', 'nothing')!r:.60}")
         body = {k: v for k, v in d.items() if k not in ("schema_version", "nvtopo_version")}
         topo = decode(cls, body, root)
-        bad = host_problems(topo.host)
+        bad = host_problems(topo.host.to_dict())
         if bad:
             raise ValueError(f"{root}.{bad[0]}")
         return topo
@@ -308,8 +308,7 @@ def _merge(self: Topology, other: Topology) -> None:
     for src in other.sources:
         if src not in self.sources:
             self.sources.append(src)
-    for k, v in other.host.items():
-        self.host.setdefault(k, v)
+    self.host.fill(other.host)
     self.notes.extend(other.notes)
     self.disagreements.extend(other.disagreements)
     _take(self, other, NODE_RECORDS)

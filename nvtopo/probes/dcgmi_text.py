@@ -101,38 +101,102 @@ def looks_like(text: str) -> bool:
     return False
 
 
+class _Parse:
+    """The state of one :func:`parse`: what was read so far, and where the reading is."""
+
+    def __init__(self) -> None:
+        self.gpus: Dict[int, List[str]] = {}
+        self.notes: List[Dict[str, Any]] = []
+        self.lines: set = set()
+        self.dropped = 0
+        self.switches = 0
+        self.section: Optional[str] = None
+        self.current: Optional[int] = None  # the GPU whose letters are being read
+        self.in_switch = False
+        self.started = False
+
+    def note(self, code: str, message: str, subject: Optional[str] = None) -> None:
+        if len(self.notes) < MAX_NOTES:
+            self.notes.append({"code": code, "message": message, "subject": subject,
+                               "level": "warning"})
+        else:
+            self.dropped += 1
+
+    def letters(self, idx: int, tokens: List[str]) -> None:
+        row = self.gpus[idx]
+        room = MAX_LINKS - len(row)
+        if len(tokens) > room:
+            self.note("dcgmi_text.too_many_links",
+                      f"GPU{idx}: more than {MAX_LINKS} link letters; the rest are not read",
+                      subject=f"GPU{idx}")
+        row.extend(tokens[:max(room, 0)])
+
+    def marker(self, n: int, tokens: List[str], head: str, low: str) -> bool:
+        """Read line ``n`` when it is a section's title, the key or "no NVSwitches"."""
+        if head in ("gpus:", "gpus") and len(tokens) == 1:
+            self.started, self.section, self.current, self.in_switch = True, "gpu", None, False
+        elif head in ("nvswitches:", "nvswitches") and len(tokens) == 1:
+            self.started, self.section, self.current, self.in_switch = (True, "switch", None,
+                                                                        True)
+        elif head.startswith("key:") or (head == "key" and len(tokens) > 1):
+            self.current, self.in_switch = None, False
+        elif not low.startswith("no nvswitches found"):
+            return False
+        self.lines.add(n)
+        return True
+
+    def header(self, n: int, hdr: Tuple[str, str, List[str]], head: str) -> None:
+        """Line ``n`` names a GPU or an NVSwitch (and may carry the first letters)."""
+        kind, num, rest = hdr
+        self.lines.add(n)
+        self.started = True
+        if kind == "switch" or self.section == "switch" and head != "gpuid":
+            self.switches += 1
+            self.current, self.in_switch = None, True
+            return
+        self.in_switch = False
+        self.current = None
+        idx = ascii_int(num, hi=MAX_GPUS - 1)
+        if idx is None:
+            self.note("dcgmi_text.bad_gpu", f"GPU number {printable(num)!r} is not a "
+                      "number; its links are not read")
+        elif idx in self.gpus:
+            self.note("dcgmi_text.duplicate_gpu", f"GPU{idx} is listed twice; the first is "
+                      "kept", subject=f"GPU{idx}")
+        elif len(self.gpus) < MAX_GPUS:
+            self.gpus[idx] = []
+            self.current = idx
+            if rest:
+                self.letters(idx, rest)
+
+    def rest(self, n: int, tokens: List[str], stripped: str) -> None:
+        """Line ``n`` is neither a title nor a header: link letters, or damage."""
+        if self.started and _is_letters(tokens):
+            self.lines.add(n)
+            if self.in_switch:
+                return
+            if self.current is None:
+                self.note("dcgmi_text.orphan_links", "a row of link letters under no GPU is "
+                          "not read")
+                return
+            self.letters(self.current, tokens)
+        elif self.started and self.current is not None:
+            # a damaged row inside a GPU's block: its letters are not read (a line with no
+            # letter at all, such as a matrix's header after a cut paste, is left to it)
+            if any(t in _LETTERS for t in tokens):
+                self.lines.add(n)
+            self.note("dcgmi_text.unreadable_line", f"GPU{self.current}: a line that is not "
+                      f"link letters is not read: {printable(stripped[:60])!r}",
+                      subject=f"GPU{self.current}")
+            self.current = None
+
+
 def parse(text: str) -> Dict[str, Any]:
     """``{"gpus": {index: [letter, ...]}, "switches": n, "notes": [...], "lines": set}``.
 
     ``lines`` are the line numbers that are part of the dcgmi output (so that a
     ``topo -m`` matrix in the same paste can be read without them)."""
-    gpus: Dict[int, List[str]] = {}
-    notes: List[Dict[str, Any]] = []
-    lines: set = set()
-    dropped = 0
-    switches = 0
-    section: Optional[str] = None
-    current: Optional[int] = None  # the GPU whose letters are being read
-    in_switch = False
-    started = False
-
-    def note(code: str, message: str, subject: Optional[str] = None) -> None:
-        nonlocal dropped
-        if len(notes) < MAX_NOTES:
-            notes.append({"code": code, "message": message, "subject": subject,
-                          "level": "warning"})
-        else:
-            dropped += 1
-
-    def letters(idx: int, tokens: List[str]) -> None:
-        row = gpus[idx]
-        room = MAX_LINKS - len(row)
-        if len(tokens) > room:
-            note("dcgmi_text.too_many_links",
-                 f"GPU{idx}: more than {MAX_LINKS} link letters; the rest are not read",
-                 subject=f"GPU{idx}")
-        row.extend(tokens[:max(room, 0)])
-
+    p = _Parse()
     for n, raw in enumerate(text.splitlines()):
         line = raw[:MAX_LINE]
         stripped = line.strip()
@@ -140,85 +204,30 @@ def parse(text: str) -> Dict[str, Any]:
         if not stripped:
             continue
         if "nvlink link status" in low or low.startswith("dcgmi nvlink"):
-            started = True
-            lines.add(n)
-            current, in_switch = None, False
+            p.started = True
+            p.lines.add(n)
+            p.current, p.in_switch = None, False
             continue
         if stripped and set(stripped) <= _BORDER:
-            if started:
-                lines.add(n)
+            if p.started:
+                p.lines.add(n)
             continue
         tokens = _tokens(line)
         if not tokens:
             continue
         head = tokens[0].lower()
-        if head in ("gpus:", "gpus") and len(tokens) == 1:
-            started, section, current, in_switch = True, "gpu", None, False
-            lines.add(n)
-            continue
-        if head in ("nvswitches:", "nvswitches") and len(tokens) == 1:
-            started, section, current, in_switch = True, "switch", None, True
-            lines.add(n)
-            continue
-        if head.startswith("key:") or (head == "key" and len(tokens) > 1):
-            lines.add(n)
-            current, in_switch = None, False
-            continue
-        if low.startswith("no nvswitches found"):
-            lines.add(n)
+        if p.marker(n, tokens, head, low):
             continue
         hdr = _header(tokens)
-        if hdr is not None and (hdr[1].isdigit() or started) and \
+        if hdr is not None and (hdr[1].isdigit() or p.started) and \
                 (not hdr[2] or _is_letters(hdr[2])):
-            kind, num, rest = hdr
-            lines.add(n)
-            started = True
-            if kind == "switch" or section == "switch" and head != "gpuid":
-                switches += 1
-                current, in_switch = None, True
-                continue
-            in_switch = False
-            idx = ascii_int(num, hi=MAX_GPUS - 1)
-            if idx is None:
-                current = None
-                note("dcgmi_text.bad_gpu", f"GPU number {printable(num)!r} is not a "
-                     "number; its links are not read")
-                continue
-            if idx in gpus:
-                current = None
-                note("dcgmi_text.duplicate_gpu", f"GPU{idx} is listed twice; the first is "
-                     "kept", subject=f"GPU{idx}")
-                continue
-            if len(gpus) >= MAX_GPUS:
-                current = None
-                continue
-            gpus[idx] = []
-            current = idx
-            if rest:
-                letters(idx, rest)
+            p.header(n, hdr, head)
             continue
-        if started and _is_letters(tokens):
-            lines.add(n)
-            if in_switch:
-                continue
-            if current is None:
-                note("dcgmi_text.orphan_links", "a row of link letters under no GPU is not "
-                     "read")
-                continue
-            letters(current, tokens)
-            continue
-        if started and current is not None:
-            # a damaged row inside a GPU's block: its letters are not read (a line with no
-            # letter at all, such as a matrix's header after a cut paste, is left to it)
-            if any(t in _LETTERS for t in tokens):
-                lines.add(n)
-            note("dcgmi_text.unreadable_line", f"GPU{current}: a line that is not link "
-                 f"letters is not read: {printable(stripped[:60])!r}", subject=f"GPU{current}")
-            current = None
-    if dropped:
-        notes.append({"code": "dcgmi_text.more_notes", "level": "warning", "subject": None,
-                      "message": f"{dropped} more notes about the dcgmi text not shown"})
-    return {"gpus": gpus, "switches": switches, "notes": notes, "lines": lines}
+        p.rest(n, tokens, stripped)
+    if p.dropped:
+        p.notes.append({"code": "dcgmi_text.more_notes", "level": "warning", "subject": None,
+                        "message": f"{p.dropped} more notes about the dcgmi text not shown"})
+    return {"gpus": p.gpus, "switches": p.switches, "notes": p.notes, "lines": p.lines}
 
 
 def has_gpus(text: str) -> bool:

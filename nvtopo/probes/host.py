@@ -76,7 +76,7 @@ def derive(evidence: Dict[str, Any]) -> Topology:
         return topo
     for key in ("hostname", "cpu_count_logical", "cpu_count_physical", "memory_total_bytes"):
         if evidence.get(key) is not None:
-            topo.host[key] = evidence[key]
+            topo.host.put(key, evidence[key])
     net = evidence.get("net_if")
     stats: Dict[str, NetIf] = {}
     for name, st in (net.items() if isinstance(net, dict) else ()):

@@ -142,10 +142,11 @@ def _ib_recognise(text: str) -> int:
 
 
 def _ib_read(text: str, where: str) -> "Topology":
+    from ..model.host import Origin
     from . import ib_text
 
     topo = ib_text.derive_text(text)
-    topo.origin = {"kind": topo.sources[0] if topo.sources else IB_TEXT, "file": where}
+    topo.origin = Origin.of(topo.sources[0] if topo.sources else IB_TEXT, file=where)
     return topo
 
 
@@ -300,6 +301,8 @@ def model(parts: Sequence[Part], where: str, strict: bool = True) -> "Topology":
     """The text parts read and merged in order, with the origin of the first (``strict``, as
     the front door reads: a part only :data:`MENTIONED` is refused with its reader's
     ``empty`` reason)."""
+    from ..model.host import Origin
+
     topo: Optional["Topology"] = None
     for part in parts:
         if part.reader.read is None:
@@ -310,7 +313,7 @@ def model(parts: Sequence[Part], where: str, strict: bool = True) -> "Topology":
         if topo is None:
             topo = fragment
             if part.reader.origin is not None:
-                topo.origin = {"kind": part.reader.origin, "file": where}
+                topo.origin = Origin.of(part.reader.origin, file=where)
         else:
             topo.merge(fragment)
     if topo is None:

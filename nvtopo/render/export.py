@@ -68,4 +68,4 @@ def _where(topo: Any) -> str:
     for HTML but leaves control characters, which no XML document may hold."""
     from ..safe import printable
 
-    return printable(topo.host.get("hostname") or topo.origin.get("file") or "node")
+    return printable(topo.host.hostname or topo.origin.file or "node")

@@ -63,8 +63,8 @@ def document(topo: Topology) -> Dict[str, Any]:
                      if s.narrowest_hop is not None else None})
     return {
         "schema_version": IB_SCHEMA_VERSION,
-        "origin": dict(topo.origin),
-        "host": dict(topo.host),
+        "origin": topo.origin.to_dict(),
+        "host": topo.host.to_dict(),
         "sysfs_root": info.root if info is not None else None,
         "rdma": info.rdma if info is not None else None,
         "absent_devices": dict(info.absent_devices) if info is not None else {},
@@ -208,11 +208,11 @@ def render(topo: Topology) -> RenderableType:
     doc = document(topo)
     parts: List[RenderableType] = []
     head = Text("nvtopo ib", style="bold")
-    where = topo.origin.get("file") or doc.get("sysfs_root")
+    where = topo.origin.file or doc.get("sysfs_root")
     if where:
         head.append(printable(f" · {where}"))
-    if topo.host.get("hostname"):
-        head.append(printable(f" · host {topo.host['hostname']}"))
+    if topo.host.hostname:
+        head.append(printable(f" · host {topo.host.hostname}"))
     parts.append(head)
     parts.append(Text(""))
     if doc["hcas"]:

@@ -431,10 +431,10 @@ def render(topo: Topology, width: int) -> RenderableType:
     """Everything ``nvtopo show`` prints, as one Rich renderable."""
     parts: List[RenderableType] = []
     # a tree given with --sysfs-root is another machine's (or a copy): never "live"
-    root = topo.origin.get("sysfs_root")
-    origin = topo.origin.get("file") or (f"sysfs tree {root}" if root else None) \
-        or topo.origin.get("kind")
-    host = topo.host.get("hostname")
+    root = topo.origin.sysfs_root
+    origin = topo.origin.file or (f"sysfs tree {root}" if root else None) \
+        or topo.origin.kind
+    host = topo.host.hostname
     head = Text("nvtopo", style="bold")
     if origin:
         head.append(printable(f" · {origin}"))

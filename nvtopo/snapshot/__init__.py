@@ -24,7 +24,7 @@ from collections import namedtuple
 from typing import Any, Dict, Optional, Tuple
 
 from ..errors import NvtopoError
-from ..model import Topology
+from ..model import Origin, Topology
 from ..safe import json_loads
 from . import cache, document, read
 from .cache import code_digest, dumps
@@ -94,9 +94,9 @@ class Opened(namedtuple("Opened", ("model", "document", "where", "cached", "warn
     __slots__ = ()
 
     @property
-    def origin(self) -> Dict[str, Any]:
+    def origin(self) -> Origin:
         """The model's origin (``kind``, ``file``, ...): what JSON output says of it."""
-        return self.model.origin if self.model is not None else {}
+        return self.model.origin if self.model is not None else Origin()
 
     def require(self, need: str) -> None:
         """Refuse a model without what the command needs, the one way every command
@@ -110,7 +110,7 @@ class Opened(namedtuple("Opened", ("model", "document", "where", "cached", "warn
                     and not any(n.sysfs is not None for n in topo.nics):  # ibstat text
                 raise NvtopoError("holds no sysfs evidence (take a snapshot with `nvtopo "
                                   "snapshot` on the node, or read a copied tree with "
-                                  "--sysfs-root DIR)", where=topo.origin.get("file") or self.where)
+                                  "--sysfs-root DIR)", where=topo.origin.file or self.where)
             return
         if need in ("check", "show") and topo.gds_text is not None:
             return  # a pasted gdscheck -p: GPUDirect Storage facts, no GPU (docs/storage.md)
@@ -118,7 +118,7 @@ class Opened(namedtuple("Opened", ("model", "document", "where", "cached", "warn
                 and not any(n.sysfs is not None for n in topo.nics):  # ibstat text
             why = "; ".join(n.message for n in topo.notes) or "no GPU facts"
             raise NvtopoError(f"nothing to {need}: {why}",
-                              where=topo.origin.get("file") or "input")
+                              where=topo.origin.file or "input")
 
 
 def open_input(request: Input) -> Opened:
@@ -282,7 +282,7 @@ def _open_example(name: str) -> Opened:
 
     where = f"example {name}"
     topo = load_text(examples.read(name), where)
-    topo.origin = {"kind": "example", "file": where}
+    topo.origin = Origin.of("example", file=where)
     return Opened(model=topo, document={}, where=where)
 
 
@@ -313,10 +313,10 @@ def _open_live(request: Input) -> Opened:
         if evidence.get("status") == "timeout":
             warnings = (str(evidence.get("error")),)
     topo = derive(doc, where=None)
-    topo.origin = {"kind": "live"}
+    topo.origin = Origin.of("live")
     if request.probes == EVERY_PROBE:
         if options.sysfs_root:
-            topo.origin["sysfs_root"] = options.sysfs_root
+            topo.origin = Origin.of("live", sysfs_root=options.sysfs_root)
         _some_gpu_here(topo, doc, options)
     return Opened(model=topo, document=doc, where=_LIVE, warnings=warnings)
 
@@ -349,5 +349,5 @@ def _open_sysfs(options: Any) -> Opened:
                           where=root)
     doc = take(options, _LIVE_PROBES[SYSFS_ONLY])
     topo = derive(doc, where=None)
-    topo.origin = {"kind": "live", "sysfs_root": root}
+    topo.origin = Origin.of("live", sysfs_root=root)
     return Opened(model=topo, document=doc, where=_LIVE)

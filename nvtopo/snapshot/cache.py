@@ -21,7 +21,6 @@ from typing import Any, Dict, Optional
 
 from .. import __version__
 from ..errors import NvtopoError
-from ..model.host import HOST_FACTS
 from ..model import Topology
 from . import document
 
@@ -202,7 +201,7 @@ def _from_cache(cache: Dict[str, Any], evidence_host: Any, doc_version: Any,
     # The seal catches accidental edits, not a tool that edits a file and seals it anew:
     # a model the types do not accept, or host facts that are not the evidence's, is not used.
     topo = typed_model(cache.get("model"))
-    if topo is None or not _host_agrees(topo.host, evidence_host):
+    if topo is None or not _host_agrees(topo.host.to_dict(), evidence_host):
         return None
     topo.origin = document.snapshot_origin(doc_version, where)
     return topo
@@ -218,7 +217,7 @@ def typed_model(body: Any) -> Optional[Topology]:
     except (ValueError, RecursionError):
         return None
     if topo.extra or any(g.extra for g in topo.gpus) or any(n.extra for n in topo.nics) \
-            or not topo.host.keys() <= HOST_FACTS.keys() \
+            or topo.host.others \
             or not all("label" in n.sources and "name" in n.sources for n in topo.nics):
         return None  # (every NIC a probe lists has the source of its label and name)
     return topo

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 from .. import __version__
 from .. import probes as probes_pkg
 from ..errors import NvtopoError
-from ..model import Topology
+from ..model import Host, Origin, Topology
 from ..safe import json_loads
 from .read import MAX_TEXT_BYTES, MAX_TEXT_LINES
 
@@ -139,9 +139,9 @@ def host_facts_of(block: Any, what: str = "the snapshot's host block"
 # --- deriving the model --------------------------------------------------------------
 
 
-def snapshot_origin(nvtopo_version: Any, where: Optional[str]) -> Dict[str, Any]:
+def snapshot_origin(nvtopo_version: Any, where: Optional[str]) -> Origin:
     """Where a snapshot's model came from: the file, and the nvtopo that took the evidence."""
-    return {"kind": "snapshot", "file": where, "nvtopo_version": nvtopo_version}
+    return Origin.of("snapshot", file=where, nvtopo_version=nvtopo_version)
 
 
 def derive(doc: Dict[str, Any], where: Optional[str] = None) -> Topology:
@@ -191,11 +191,11 @@ def derive(doc: Dict[str, Any], where: Optional[str] = None) -> Topology:
     if unknown:
         topo.note("source.unknown_probe", "snapshot holds evidence this nvtopo does not read: "
                   + ", ".join(unknown), source="snapshot")
-    probed, why = host_facts_of(topo.host, "the host probe's facts")
+    probed, why = host_facts_of(topo.host.to_dict(), "the host probe's facts")
     stated, why_stated = host_facts_of(doc.get("host"))
     for message in why + why_stated:
         topo.note("host.bad_fact", message, source="host", level="warning")
-    topo.host = {**probed, **stated}
+    topo.host = Host.of({**probed, **stated})
     topo.origin = snapshot_origin(doc.get("nvtopo_version"), where)
     return topo
 

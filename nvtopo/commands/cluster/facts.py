@@ -178,8 +178,8 @@ def facts_of(topo: Any, path: str, engine_name: Optional[str] = None) -> NodeFac
     from ...checks import facts as F, roles
     from ...checks.select import select
 
-    host = topo.host or {}
-    hostname = host.get("hostname") if isinstance(host.get("hostname"), str) else None
+    host = topo.host
+    hostname = host.hostname if isinstance(host.hostname, str) else None
     nf = NodeFacts(file=path, hostname=hostname, engine_name=engine_name,
                    name=engine_name or hostname or os.path.basename(path))
     _versions(topo, nf)
@@ -209,9 +209,9 @@ def facts_of(topo: Any, path: str, engine_name: Optional[str] = None) -> NodeFac
 
 def _versions(topo: Any, nf: NodeFacts) -> None:
     """The node's kernel, nvtopo, driver and CUDA driver versions, into ``nf``."""
-    host = topo.host or {}
-    nf.kernel = host.get("kernel") if isinstance(host.get("kernel"), str) else None
-    version = (topo.origin or {}).get("nvtopo_version")
+    host = topo.host
+    nf.kernel = host.kernel if isinstance(host.kernel, str) else None
+    version = topo.origin.nvtopo_version
     nf.nvtopo = version if isinstance(version, str) else None
     nvml = topo.nvml
     if nvml is not None:

@@ -48,6 +48,18 @@ def classify_links(gpus: List[Dict[str, Any]], by_bdf: Dict[Tuple[int, ...], int
     * ``no_peer``: no GPU of its model on the node has a link up: nothing is
       attached (unused by design): inactive.
     """
+    _remote_ends(gpus, by_bdf)
+    _summarise(gpus)
+    kinds = {g["index"]: _kind(g, gpus) for g in gpus}
+    # per GPU, the link numbers that are up (as ``o.get("link") == lk`` compares them)
+    up_links = {id(x): [o.get("link") for o in (x.get("nvlink") or {}).get("links", [])
+                        if o.get("state") in ("active", "sleep")] for x in gpus}
+    for g in gpus:
+        _judge_links(g, gpus, kinds, up_links)
+
+
+def _remote_ends(gpus: List[Dict[str, Any]], by_bdf: Dict[Tuple[int, ...], int]) -> None:
+    """Links a faulted GPU was not read for (as unavailable), and every link's remote end."""
     for g in gpus:
         nv = g.get("nvlink") or {}
         if g.get("fault") and isinstance(nv.get("count"), int):
@@ -67,7 +79,10 @@ def classify_links(gpus: List[Dict[str, Any]], by_bdf: Dict[Tuple[int, ...], int
                     f"remote GPU {bus_id} is not among the GPUs NVML enumerates")
             lr["remote"] = {"type": rtype if rtype else "unknown", "gpu_index": gpu_index,
                             "pci_bus_id": bus_id, "link": lr.get("remote_link")}
-    # Per-GPU summaries used by the rules.
+
+
+def _summarise(gpus: List[Dict[str, Any]]) -> None:
+    """Per-GPU summaries used by the rules: links up, peer GPUs, links up to a switch."""
     for g in gpus:
         nv = g.get("nvlink") or {}
         links = nv.get("links", [])
@@ -78,55 +93,56 @@ def classify_links(gpus: List[Dict[str, Any]], by_bdf: Dict[Tuple[int, ...], int
         nv["active"] = len(active)
         nv["peers"] = sorted(peers)
         nv["switch_links_up"] = len(to_switch)
-    kinds = {g["index"]: _kind(g, gpus) for g in gpus}
-    # per GPU, the link numbers that are up (as ``o.get("link") == lk`` compares them)
-    up_links = {id(x): [o.get("link") for o in (x.get("nvlink") or {}).get("links", [])
-                        if o.get("state") in ("active", "sleep")] for x in gpus}
-    for g in gpus:
-        nv = g.get("nvlink") or {}
-        kind = kinds[g["index"]]
-        sw = g.get("facts", {}).get("nvswitch_links")
-        sw = sw if is_int(sw) else None
-        family = [x for x in gpus if x is not g and _same_model(g, x)]
-        fam_kinds = {kinds[x["index"]] for x in family}
-        other_models_linked = any(kinds[x["index"]] in ("switch", "mesh", "bridge")
-                                  for x in gpus if x is not g and not _same_model(g, x))
-        up_in_family = {lk: [x["index"] for x in family if lk in up_links[id(x)]]
-                        for lk in {lr["link"] for lr in nv.get("links", [])}}
-        idle = [lr["link"] for lr in nv.get("links", [])
-                if lr.get("state") is not None and lr["state"] not in ("active", "sleep")]
-        # Field 147 says more links are switch-connected than are up: the family explains
-        # some of the missing ones; the rest are among the idle links nobody else uses.
-        shortfall = (sw - nv.get("active", 0)) if sw is not None else 0
-        unexplained = [lk for lk in idle if not up_in_family[lk]]
-        missing = shortfall - (len(idle) - len(unexplained))
-        for lr in nv.get("links", []):
-            st = lr.get("state")
-            if st is None:
-                why = lr.get("unavailable", {}).get("state", "error")
-                lr["status"] = "not_supported" if why == "not_supported" else "unknown"
-                lr["rule"] = why
-                lr["reason"] = {"not_supported": "NVML does not support this link",
-                                "not_permitted": "NVML refused the question (no permission)",
-                                "gpu_lost": "the GPU was lost before this link was read",
-                                "timeout": "the probe's deadline passed before this link "
-                                           "was read",
-                                "bad_value": "the recorded state is not a valid value "
-                                             "(damaged snapshot?)"}.get(
-                                    why, "NVML gave no state for this link")
-                continue
-            if st in ("active", "sleep"):
-                lr["status"], lr["rule"] = "active", "state"
-                lr["reason"] = "link is up" + (" (low-power sleep)" if st == "sleep" else "")
-                if g.get("fault"):
-                    lr["reason"] = (f"link was up when read; the GPU was {g['fault']['kind']} "
-                                    "later in the probe")
-                continue
-            traffic = " (traffic disabled)" if st == "traffic_disabled" else ""
-            status, rule, reason = _judge(kind, fam_kinds, up_in_family[lr["link"]],
-                                          lr["link"], nv, sw, other_models_linked,
-                                          missing, len(unexplained))
-            lr["status"], lr["rule"], lr["reason"] = status, rule, reason + traffic
+
+
+#: Why NVML gave no state for a link, by the recorded reason.
+_UNREAD = {"not_supported": "NVML does not support this link",
+           "not_permitted": "NVML refused the question (no permission)",
+           "gpu_lost": "the GPU was lost before this link was read",
+           "timeout": "the probe's deadline passed before this link was read",
+           "bad_value": "the recorded state is not a valid value (damaged snapshot?)"}
+
+
+def _judge_links(g: Dict[str, Any], gpus: List[Dict[str, Any]], kinds: Dict[Any, str],
+                 up_links: Dict[int, List[Any]]) -> None:
+    """Give each link of GPU ``g`` its status, rule and reason (see :func:`classify_links`)."""
+    nv = g.get("nvlink") or {}
+    kind = kinds[g["index"]]
+    sw = g.get("facts", {}).get("nvswitch_links")
+    sw = sw if is_int(sw) else None
+    family = [x for x in gpus if x is not g and _same_model(g, x)]
+    fam_kinds = {kinds[x["index"]] for x in family}
+    other_models_linked = any(kinds[x["index"]] in ("switch", "mesh", "bridge")
+                              for x in gpus if x is not g and not _same_model(g, x))
+    up_in_family = {lk: [x["index"] for x in family if lk in up_links[id(x)]]
+                    for lk in {lr["link"] for lr in nv.get("links", [])}}
+    idle = [lr["link"] for lr in nv.get("links", [])
+            if lr.get("state") is not None and lr["state"] not in ("active", "sleep")]
+    # Field 147 says more links are switch-connected than are up: the family explains
+    # some of the missing ones; the rest are among the idle links nobody else uses.
+    shortfall = (sw - nv.get("active", 0)) if sw is not None else 0
+    unexplained = [lk for lk in idle if not up_in_family[lk]]
+    missing = shortfall - (len(idle) - len(unexplained))
+    for lr in nv.get("links", []):
+        st = lr.get("state")
+        if st is None:
+            why = lr.get("unavailable", {}).get("state", "error")
+            lr["status"] = "not_supported" if why == "not_supported" else "unknown"
+            lr["rule"] = why
+            lr["reason"] = _UNREAD.get(why, "NVML gave no state for this link")
+            continue
+        if st in ("active", "sleep"):
+            lr["status"], lr["rule"] = "active", "state"
+            lr["reason"] = "link is up" + (" (low-power sleep)" if st == "sleep" else "")
+            if g.get("fault"):
+                lr["reason"] = (f"link was up when read; the GPU was {g['fault']['kind']} "
+                                "later in the probe")
+            continue
+        traffic = " (traffic disabled)" if st == "traffic_disabled" else ""
+        status, rule, reason = _judge(kind, fam_kinds, up_in_family[lr["link"]],
+                                      lr["link"], nv, sw, other_models_linked,
+                                      missing, len(unexplained))
+        lr["status"], lr["rule"], lr["reason"] = status, rule, reason + traffic
 
 
 def _model(g: Dict[str, Any]) -> Optional[str]:

@@ -193,33 +193,9 @@ def _walk_gpu(g: _GpuWalk) -> None:
     f["nvswitch_links"] = _val(sw)
     nv: Dict[str, Any] = {"status": None, "count": None, "count_source": None, "links": []}
     g.rec["nvlink"] = nv
-    n_ans = b1[(FI_NVLINK_LINK_COUNT, 0)]
-    state_fn: Dict[int, Answer] = {}
-    if n_ans.meaning == "bad_value":  # no link loop on a count that is not one
-        nv["status"] = "unknown"
-        g.rec["unavailable"]["nvlink_count"] = "bad_value"
+    state_fn = _link_count(g, nv, b1[(FI_NVLINK_LINK_COUNT, 0)])
+    if state_fn is None:
         return
-    if n_ans.ok:
-        nv["count"], nv["count_source"] = n_ans.value, "field"
-        if n_ans.value == 0:
-            nv["status"] = "not_supported"
-            return
-    else:
-        # Field 91 unanswered: walk links until InvalidArgument (past the last link).
-        for link in range(FALLBACK_MAX_LINKS):
-            ans = g.call("nvmlDeviceGetNvLinkState", link)
-            if g.lost:
-                nv["status"] = "gpu_lost"  # (a status is text: the model refuses null)
-                return
-            if ans.meaning == "no_such" or (link == 0 and ans.meaning == "not_supported"):
-                break
-            state_fn[link] = ans
-        if not state_fn:
-            nv["status"] = "not_supported" if ans.meaning in ("not_supported", "no_such") \
-                else _why(ans)
-            nv["count"] = 0 if nv["status"] == "not_supported" else None
-            return
-        nv["count"], nv["count_source"] = len(state_fn), "probe"
     n = int(nv["count"])
     nv["status"] = "ok"
     # Field 91 is trusted as the number of links present (the header's meaning; whether it
@@ -238,57 +214,108 @@ def _walk_gpu(g: _GpuWalk) -> None:
                               "remote_pci": None, "remote_link": None, "errors": {},
                               "unavailable": {}}
         nv["links"].append(lr)
-        st = batch[(FI_NVLINK_GET_STATE, link)]
-        if st.ok:
-            lr["state"], lr["state_source"] = LINK_STATE_FIELD[st.value], "field"
-        elif st.meaning == "bad_value":
-            lr["unavailable"]["state"] = "bad_value"
+        if not _link_state(g, lr, batch[(FI_NVLINK_GET_STATE, link)], state_fn, link):
             continue
-        else:
-            ans = state_fn.get(link) or g.call("nvmlDeviceGetNvLinkState", link)
-            if ans.ok:
-                lr["state"] = "active" if ans.value == 1 else "inactive"
-                lr["state_source"] = "function"
-            else:
-                lr["unavailable"]["state"] = _why(ans)
-                continue
         if lr["state"] not in ("active", "sleep"):
             continue  # remote answers on inactive links are undocumented: do not ask
         ver = batch[(FI_NVLINK_GET_VERSION, link)]
-        if not version_checked:
-            # The field's encoding is assumed equal to nvmlDeviceGetNvLinkVersion's enum;
-            # check that once per GPU and trust the function if they differ.
-            version_checked = True
-            fn_ver = g.call("nvmlDeviceGetNvLinkVersion", link)
-            if fn_ver.ok and (not ver.ok or ver.value != fn_ver.value):
-                nv["version_source"] = "function"
-            else:
-                nv["version_source"] = "field"
-            if not ver.ok or nv["version_source"] == "function":
-                ver = fn_ver
-        elif nv.get("version_source") == "function" or not ver.ok:
-            ver = g.call("nvmlDeviceGetNvLinkVersion", link)
-        lr["version"] = _val(ver)
-        speed = batch[(FI_NVLINK_GET_SPEED, link)]
-        lr["speed_mbps"] = _val(speed)
-        rid = batch[(FI_NVLINK_REMOTE_NVLINK_ID, link)]
-        lr["remote_link"] = _val(rid)
-        rtype = g.call("nvmlDeviceGetNvLinkRemoteDeviceType", link)
-        lr["remote_type"] = _val(rtype)
-        if not rtype.ok:
-            lr["unavailable"]["remote_type"] = _why(rtype)
-        rpci = g.call("nvmlDeviceGetNvLinkRemotePciInfo", link)
-        lr["remote_pci"] = _val(rpci)
-        if not rpci.ok:
-            lr["unavailable"]["remote_pci"] = _why(rpci)
-        for cname, fid, counter in ERROR_COUNTERS:
-            ans = counters.read(cname, fid, counter, link)
-            if ans.ok:
-                lr["errors"][cname] = ans.value
-            else:
-                lr["errors"][cname] = None
-                lr["unavailable"][f"errors.{cname}"] = _why(ans)
+        lr["version"] = _val(_link_version(g, nv, ver, link, not version_checked))
+        version_checked = True
+        _link_details(g, lr, batch, counters, link)
     _older_speeds(g, nv["links"])
+
+
+def _link_count(g: _GpuWalk, nv: Dict[str, Any], n_ans: Answer) -> Optional[Dict[int, Answer]]:
+    """Set the NVLink count (field 91, else by asking link after link); the link states
+    read on the way (empty when the field answered), or None when there is no link to walk
+    (``nv["status"]`` then says why)."""
+    state_fn: Dict[int, Answer] = {}
+    if n_ans.meaning == "bad_value":  # no link loop on a count that is not one
+        nv["status"] = "unknown"
+        g.rec["unavailable"]["nvlink_count"] = "bad_value"
+        return None
+    if n_ans.ok:
+        nv["count"], nv["count_source"] = n_ans.value, "field"
+        if n_ans.value == 0:
+            nv["status"] = "not_supported"
+            return None
+        return state_fn
+    # Field 91 unanswered: walk links until InvalidArgument (past the last link).
+    for link in range(FALLBACK_MAX_LINKS):
+        ans = g.call("nvmlDeviceGetNvLinkState", link)
+        if g.lost:
+            nv["status"] = "gpu_lost"  # (a status is text: the model refuses null)
+            return None
+        if ans.meaning == "no_such" or (link == 0 and ans.meaning == "not_supported"):
+            break
+        state_fn[link] = ans
+    if not state_fn:
+        nv["status"] = "not_supported" if ans.meaning in ("not_supported", "no_such") \
+            else _why(ans)
+        nv["count"] = 0 if nv["status"] == "not_supported" else None
+        return None
+    nv["count"], nv["count_source"] = len(state_fn), "probe"
+    return state_fn
+
+
+def _link_state(g: _GpuWalk, lr: Dict[str, Any], st: Answer, state_fn: Dict[int, Answer],
+                link: int) -> bool:
+    """Set the link's state (field, else the function); False when it could not be read."""
+    if st.ok:
+        lr["state"], lr["state_source"] = LINK_STATE_FIELD[st.value], "field"
+        return True
+    if st.meaning == "bad_value":
+        lr["unavailable"]["state"] = "bad_value"
+        return False
+    ans = state_fn.get(link) or g.call("nvmlDeviceGetNvLinkState", link)
+    if ans.ok:
+        lr["state"] = "active" if ans.value == 1 else "inactive"
+        lr["state_source"] = "function"
+        return True
+    lr["unavailable"]["state"] = _why(ans)
+    return False
+
+
+def _link_version(g: _GpuWalk, nv: Dict[str, Any], ver: Answer, link: int,
+                  first: bool) -> Answer:
+    """The link's NVLink version: the field's answer, or the function's where they differ."""
+    if first:
+        # The field's encoding is assumed equal to nvmlDeviceGetNvLinkVersion's enum;
+        # check that once per GPU and trust the function if they differ.
+        fn_ver = g.call("nvmlDeviceGetNvLinkVersion", link)
+        if fn_ver.ok and (not ver.ok or ver.value != fn_ver.value):
+            nv["version_source"] = "function"
+        else:
+            nv["version_source"] = "field"
+        if not ver.ok or nv["version_source"] == "function":
+            ver = fn_ver
+    elif nv.get("version_source") == "function" or not ver.ok:
+        ver = g.call("nvmlDeviceGetNvLinkVersion", link)
+    return ver
+
+
+def _link_details(g: _GpuWalk, lr: Dict[str, Any], batch: Dict[FieldId, Answer],
+                  counters: "_Counters", link: int) -> None:
+    """An active link's speed, remote end and error counters."""
+    speed = batch[(FI_NVLINK_GET_SPEED, link)]
+    lr["speed_mbps"] = _val(speed)
+    rid = batch[(FI_NVLINK_REMOTE_NVLINK_ID, link)]
+    lr["remote_link"] = _val(rid)
+    rtype = g.call("nvmlDeviceGetNvLinkRemoteDeviceType", link)
+    lr["remote_type"] = _val(rtype)
+    if not rtype.ok:
+        lr["unavailable"]["remote_type"] = _why(rtype)
+    rpci = g.call("nvmlDeviceGetNvLinkRemotePciInfo", link)
+    lr["remote_pci"] = _val(rpci)
+    if not rpci.ok:
+        lr["unavailable"]["remote_pci"] = _why(rpci)
+    for cname, fid, counter in ERROR_COUNTERS:
+        ans = counters.read(cname, fid, counter, link)
+        if ans.ok:
+            lr["errors"][cname] = ans.value
+        else:
+            lr["errors"][cname] = None
+            lr["unavailable"][f"errors.{cname}"] = _why(ans)
 
 
 def _walk_c2c(g: _GpuWalk) -> None:

@@ -23,7 +23,7 @@ before its first error is refused.
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 from xml.parsers import expat
 
 from ...errors import NvtopoError
@@ -92,103 +92,123 @@ class _Refused(Exception):
     pass
 
 
-def _read(text: str) -> Tuple[List[Tuple[str, List[Tuple[int, str, Optional[str]]]]],
-                              Optional[str]]:
-    """``([(gpu id, [(depth, label, value)])], cut)``: each GPU's read lines in order;
-    ``cut`` says where a document cut short stopped (``None`` when it is whole)."""
-    gpus: List[Tuple[str, List[Tuple[int, str, Optional[str]]]]] = []
-    stack: List[str] = []
-    #: depth (in the stack) of the ``<gpu>`` element, and of the block being read
-    state = {"gpu": -1, "block": -1, "count": 0, "lines": 0}
-    text_buf: List[str] = []
-    pending: List[Optional[int]] = []  # index of each open element's line, or None
+_Lines = List[Tuple[int, str, Optional[str]]]
 
-    def line_read() -> None:
-        state["lines"] += 1
-        if state["lines"] > MAX_LINES:
+
+class _Reader:
+    """expat's element and text handlers: each GPU's read lines, in order."""
+
+    def __init__(self) -> None:
+        self.gpus: List[Tuple[str, _Lines]] = []
+        self.stack: List[str] = []
+        #: depth (in the stack) of the ``<gpu>`` element, and of the block being read
+        self.gpu = -1
+        self.block = -1
+        self.count = 0
+        self.lines = 0
+        self.text_buf: List[str] = []
+        self.pending: List[Optional[int]] = []  # index of each open element's line, or None
+
+    def line_read(self) -> None:
+        self.lines += 1
+        if self.lines > MAX_LINES:
             raise _Refused(f"XML that stands for more than {MAX_LINES:,} lines of -q text; "
                            "not nvidia-smi output")
 
-    def start(name: str, attrs: Dict[str, str]) -> None:
-        state["count"] += 1
-        if state["count"] > MAX_ELEMENTS:
+    def start(self, name: str, attrs: Dict[str, str]) -> None:
+        self.count += 1
+        if self.count > MAX_ELEMENTS:
             raise _Refused(f"more than {MAX_ELEMENTS:,} XML elements; not nvidia-smi output")
+        stack = self.stack
         if len(stack) >= MAX_DEPTH:
             raise _Refused(f"XML nested deeper than {MAX_DEPTH}; not nvidia-smi output")
         stack.append(name)
-        del text_buf[:]
+        del self.text_buf[:]
         depth = len(stack) - 1
         line: Optional[int] = None
-        if name == "gpu" and state["gpu"] < 0:
-            state["gpu"] = depth
-            line_read()
-            gpus.append((str(attrs.get("id", ""))[:64], []))
-        elif state["gpu"] >= 0:
-            rel = depth - state["gpu"]
-            lines = gpus[-1][1]
+        if name == "gpu" and self.gpu < 0:
+            self.gpu = depth
+            self.line_read()
+            self.gpus.append((str(attrs.get("id", ""))[:64], []))
+        elif self.gpu >= 0:
+            rel = depth - self.gpu
+            lines = self.gpus[-1][1]
             if rel == 1 and name in BLOCKS:
-                state["block"] = depth
-                line_read()
+                self.block = depth
+                self.line_read()
                 lines.append((1, LABELS[name], None))
                 line = len(lines) - 1
             elif rel == 1 and name in GPU_LEAVES:
-                line_read()
+                self.line_read()
                 lines.append((1, LABELS[name], ""))
                 line = len(lines) - 1
-            elif state["block"] >= 0 and (stack[state["block"]] == "fabric"
-                                          or name in _PCI_READ):
+            elif self.block >= 0 and (stack[self.block] == "fabric" or name in _PCI_READ):
                 label = LABELS.get(name, name)
-                line_read()
+                self.line_read()
                 lines.append((rel, label, None))
                 line = len(lines) - 1
-        pending.append(line)
+        self.pending.append(line)
 
-    def end(name: str) -> None:
-        depth = len(stack) - 1
-        line = pending.pop()
+    def end(self, name: str) -> None:
+        depth = len(self.stack) - 1
+        line = self.pending.pop()
         if line is not None:
-            lines = gpus[-1][1]
+            lines = self.gpus[-1][1]
             rel, label, _ = lines[line]
-            value = "".join(text_buf).strip()[:MAX_VALUE]
+            value = "".join(self.text_buf).strip()[:MAX_VALUE]
             if line == len(lines) - 1:  # a leaf: no child line after it
                 lines[line] = (rel, label, value)
-        del text_buf[:]
-        if depth == state["block"]:
-            state["block"] = -1
-        if depth == state["gpu"]:
-            state["gpu"] = -1
-        stack.pop()
+        del self.text_buf[:]
+        if depth == self.block:
+            self.block = -1
+        if depth == self.gpu:
+            self.gpu = -1
+        self.stack.pop()
 
-    def chars(data: str) -> None:
-        if len(text_buf) < 64:
-            text_buf.append(data)
+    def chars(self, data: str) -> None:
+        if len(self.text_buf) < 64:
+            self.text_buf.append(data)
 
-    def entity(*_args: object) -> None:
-        raise _Refused("XML declaring entities is refused (nvidia-smi declares none: a "
-                       "\"billion laughs\" or external-entity document?)")
 
-    def doctype(_name: str, _system: Optional[str], _public: Optional[str],
-                internal: int) -> None:
-        if internal:
-            raise _Refused("XML with a DTD of its own (<!DOCTYPE ... [ ... ]>) is refused "
-                           "(nvidia-smi only names its DTD file: declared entities or "
-                           "attribute defaults would be expanded into the document)")
+def _entity(*_args: object) -> None:
+    raise _Refused("XML declaring entities is refused (nvidia-smi declares none: a "
+                   "\"billion laughs\" or external-entity document?)")
 
-    def declared(*_args: object) -> None:
-        raise _Refused("XML declaring DTD elements or attributes is refused (nvidia-smi "
-                       "declares none)")
 
+def _doctype(_name: str, _system: Optional[str], _public: Optional[str], internal: int) -> None:
+    if internal:
+        raise _Refused("XML with a DTD of its own (<!DOCTYPE ... [ ... ]>) is refused "
+                       "(nvidia-smi only names its DTD file: declared entities or "
+                       "attribute defaults would be expanded into the document)")
+
+
+def _declared(*_args: object) -> None:
+    raise _Refused("XML declaring DTD elements or attributes is refused (nvidia-smi "
+                   "declares none)")
+
+
+def _parser(reader: _Reader) -> Any:
+    """An expat parser feeding ``reader`` that refuses DTDs, entities and declarations."""
     parser = expat.ParserCreate()
     parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
-    parser.StartElementHandler = start
-    parser.EndElementHandler = end
-    parser.CharacterDataHandler = chars
-    parser.StartDoctypeDeclHandler = doctype
-    parser.ElementDeclHandler = declared
-    parser.AttlistDeclHandler = declared
-    parser.EntityDeclHandler = entity
-    parser.UnparsedEntityDeclHandler = entity
+    parser.StartElementHandler = reader.start
+    parser.EndElementHandler = reader.end
+    parser.CharacterDataHandler = reader.chars
+    parser.StartDoctypeDeclHandler = _doctype
+    parser.ElementDeclHandler = _declared
+    parser.AttlistDeclHandler = _declared
+    parser.EntityDeclHandler = _entity
+    parser.UnparsedEntityDeclHandler = _entity
     parser.ExternalEntityRefHandler = lambda *a: 0  # never fetched: an error
+    return parser
+
+
+def _read(text: str) -> Tuple[List[Tuple[str, _Lines]], Optional[str]]:
+    """``([(gpu id, [(depth, label, value)])], cut)``: each GPU's read lines in order;
+    ``cut`` says where a document cut short stopped (``None`` when it is whole)."""
+    reader = _Reader()
+    parser = _parser(reader)
+    gpus = reader.gpus
     # blank lines before the document (a paste, the rest of a ticket) are what looks_like
     # accepts; expat refuses any before the XML declaration, so they are skipped (and
     # counted back into the line an error names)

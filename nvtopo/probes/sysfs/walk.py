@@ -110,10 +110,22 @@ def collect(v: Any) -> Dict[str, Any]:
     """
     out: Dict[str, Any] = {"pci": {}, "hcas": [], "numa": None, "modules": {},
                            "skipped": {}}
+    names = _collect_pci(v, out)
+    _collect_rdma(v, out, names)
+    _collect_numa(v, out)
+    _collect_modules(v, out)
+    out["net"] = collect_net(v)  # class/net: WireGuard interfaces and their underlays
+
+    # -- NVMe controllers and the IOMMU (GPUDirect Storage): an allow-list, see .nvme
+    out["nvme"] = nvme.collect(v, out["pci"])
+    return out
+
+
+def _collect_pci(v: Any, out: Dict[str, Any]) -> Optional[List[str]]:
+    """PCI devices of the kinds read (at most :data:`MAX_DEVICES` of each but bridges);
+    the listing of ``bus/pci/devices`` (None when unreadable)."""
     skipped: Dict[str, int] = out["skipped"]
     per_kind: Dict[str, int] = {}
-
-    # -- PCI devices
     names, err = v.listdir("bus/pci/devices")
     out["pci_error"] = err if names is None else None
     for name in names or []:
@@ -133,13 +145,16 @@ def collect(v: Any) -> Dict[str, Any]:
                 continue
             per_kind[kind] = per_kind.get(kind, 0) + 1
         out["pci"][bdf] = _read_pci(v, base, bdf, kind, vendor, cls)
+    return names
 
-    # -- RDMA devices
+
+def _collect_rdma(v: Any, out: Dict[str, Any], names: Optional[List[str]]) -> None:
+    """RDMA devices (class/infiniband), their ports, and each one's PCI function."""
     devs, err = v.listdir("class/infiniband")
     out["ib_error"] = err if devs is None else None
     out["ib_absent"] = {}
     if devs is not None and len(devs) > MAX_DEVICES:
-        skipped["rdma"] = len(devs) - MAX_DEVICES
+        out["skipped"]["rdma"] = len(devs) - MAX_DEVICES
         devs = devs[:MAX_DEVICES]
     for name in devs or []:
         base = f"class/infiniband/{name}"
@@ -150,54 +165,7 @@ def collect(v: Any) -> Dict[str, Any]:
         if listing is None and lerr != NOT_RECORDED:
             out["ib_absent"][name] = lerr
             continue
-        hca: Dict[str, Any] = {"name": name, "path": v.resolve(base), "attrs": {}, "errors": {},
-                               "ports": [], "netdevs": [], "hw_counters": None,
-                               "skipped_ports": []}
-        read_attrs(v, base, HCA_ATTRS, hca)
-        for attr in HCA_NEWER_ATTRS:
-            val, aerr = v.read(f"{base}/{attr}")
-            if val is not None:
-                hca["attrs"][attr] = val
-            elif not (aerr or "").startswith("ENOENT"):  # absent (or not recorded): left out
-                hca["errors"][attr] = aerr
-        hca["device_path"] = v.resolve(base + "/device")
-        nets, _ = v.listdir(base + "/device/net")
-        for nd in nets or []:
-            entry: Dict[str, Any] = {"name": nd}
-            for attr in ("dev_port", "dev_id", "type"):
-                val, _ = v.read(f"{base}/device/net/{nd}/{attr}")
-                entry[attr] = val
-            hca["netdevs"].append(entry)
-        hca["hw_counters"], hca["hw_counters_error"] = _read_counter_dir(v, base + "/hw_counters")
-        ports, perr = v.listdir(base + "/ports")
-        if ports is None:
-            hca["errors"]["ports"] = perr
-        numbered = []
-        for p in ports or []:
-            num = _port_number(p)
-            if num is None:
-                hca["skipped_ports"].append(p)
-            else:
-                numbered.append((num, p))
-        for num, p in sorted(numbered):
-            pbase = f"{base}/ports/{p}"
-            port: Dict[str, Any] = {"port": num, "attrs": {}, "errors": {}}
-            read_attrs(v, pbase, PORT_ATTRS, port)
-            if (port["attrs"].get("link_layer") or "").strip() == "Ethernet":
-                for attr in ("gid_attrs/ndevs/0", "gid_attrs/types/0"):
-                    val, aerr = v.read(f"{pbase}/{attr}")
-                    if val is None:
-                        port["errors"][attr] = aerr
-                    else:
-                        port["attrs"][attr] = val
-            port["counters"], port["counters_error"] = _read_counter_dir(v, pbase + "/counters")
-            # the pre-4.5 (mlx4) layout keeps 64-bit data counters apart: counters_ext/*_64
-            ext, _ = _read_counter_dir(v, pbase + "/counters_ext")
-            if ext:
-                port["counters_ext"] = ext
-            port["hw_counters"], port["hw_counters_error"] = _read_counter_dir(
-                v, pbase + "/hw_counters")
-            hca["ports"].append(port)
+        hca = _read_hca(v, name, base)
         out["hcas"].append(hca)
         # The PCI function of an RDMA device is read whatever its class and vendor (an
         # Intel E810 or a Broadcom NIC is class 0x0200 from another vendor than 0x15b3).
@@ -208,7 +176,66 @@ def collect(v: Any) -> Dict[str, Any]:
             vendor = to_int(v.read(base + "/vendor")[0], 16)
             out["pci"][bdf] = _read_pci(v, base, bdf, "nic", vendor, cls)
 
-    # -- NUMA
+
+def _read_hca(v: Any, name: str, base: str) -> Dict[str, Any]:
+    """One RDMA device: its attributes, net devices, counters and numbered ports."""
+    hca: Dict[str, Any] = {"name": name, "path": v.resolve(base), "attrs": {}, "errors": {},
+                           "ports": [], "netdevs": [], "hw_counters": None,
+                           "skipped_ports": []}
+    read_attrs(v, base, HCA_ATTRS, hca)
+    for attr in HCA_NEWER_ATTRS:
+        val, aerr = v.read(f"{base}/{attr}")
+        if val is not None:
+            hca["attrs"][attr] = val
+        elif not (aerr or "").startswith("ENOENT"):  # absent (or not recorded): left out
+            hca["errors"][attr] = aerr
+    hca["device_path"] = v.resolve(base + "/device")
+    nets, _ = v.listdir(base + "/device/net")
+    for nd in nets or []:
+        entry: Dict[str, Any] = {"name": nd}
+        for attr in ("dev_port", "dev_id", "type"):
+            val, _ = v.read(f"{base}/device/net/{nd}/{attr}")
+            entry[attr] = val
+        hca["netdevs"].append(entry)
+    hca["hw_counters"], hca["hw_counters_error"] = _read_counter_dir(v, base + "/hw_counters")
+    ports, perr = v.listdir(base + "/ports")
+    if ports is None:
+        hca["errors"]["ports"] = perr
+    numbered = []
+    for p in ports or []:
+        num = _port_number(p)
+        if num is None:
+            hca["skipped_ports"].append(p)
+        else:
+            numbered.append((num, p))
+    for num, p in sorted(numbered):
+        hca["ports"].append(_read_port(v, f"{base}/ports/{p}", num))
+    return hca
+
+
+def _read_port(v: Any, pbase: str, num: int) -> Dict[str, Any]:
+    """One port of an RDMA device: attributes, the RoCE GID's net device, counters."""
+    port: Dict[str, Any] = {"port": num, "attrs": {}, "errors": {}}
+    read_attrs(v, pbase, PORT_ATTRS, port)
+    if (port["attrs"].get("link_layer") or "").strip() == "Ethernet":
+        for attr in ("gid_attrs/ndevs/0", "gid_attrs/types/0"):
+            val, aerr = v.read(f"{pbase}/{attr}")
+            if val is None:
+                port["errors"][attr] = aerr
+            else:
+                port["attrs"][attr] = val
+    port["counters"], port["counters_error"] = _read_counter_dir(v, pbase + "/counters")
+    # the pre-4.5 (mlx4) layout keeps 64-bit data counters apart: counters_ext/*_64
+    ext, _ = _read_counter_dir(v, pbase + "/counters_ext")
+    if ext:
+        port["counters_ext"] = ext
+    port["hw_counters"], port["hw_counters_error"] = _read_counter_dir(
+        v, pbase + "/hw_counters")
+    return port
+
+
+def _collect_numa(v: Any, out: Dict[str, Any]) -> None:
+    """NUMA nodes: each one's CPU list and distances (at most :data:`MAX_DEVICES`)."""
     nodes, err = v.listdir("devices/system/node")
     if nodes is not None:
         numa: Dict[str, Any] = {"nodes": [], "online": v.read("devices/system/node/online")[0]}
@@ -221,23 +248,20 @@ def collect(v: Any) -> Dict[str, Any]:
                                                                ("distance", derr))
                                              if e is not None and k}})
         if len(found) > MAX_DEVICES:
-            skipped["numa"] = len(found) - MAX_DEVICES
+            out["skipped"]["numa"] = len(found) - MAX_DEVICES
         out["numa"] = numa
     else:
         out["numa_error"] = err
 
-    # -- GPUDirect modules
+
+def _collect_modules(v: Any, out: Dict[str, Any]) -> None:
+    """GPUDirect modules: loaded or not, and their versions; the peer-memory files."""
     for mod in MODULES:
         listing, _ = v.listdir(f"module/{mod}")
         version = v.read(f"module/{mod}/version")[0] if listing and "version" in listing else None
         out["modules"][mod] = {"loaded": listing is not None, "version": version}
     for path in PEER_MEM_FILES:
         out["modules"][path] = {"loaded": v.read(path)[0] is not None}
-    out["net"] = collect_net(v)  # class/net: WireGuard interfaces and their underlays
-
-    # -- NVMe controllers and the IOMMU (GPUDirect Storage): an allow-list, see .nvme
-    out["nvme"] = nvme.collect(v, out["pci"])
-    return out
 
 
 def _read_counter_dir(v: Any, path: str) -> Tuple[Optional[Dict[str, Tuple[Optional[str],

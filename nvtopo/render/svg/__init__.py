@@ -154,7 +154,7 @@ def _draw_title(pic: _Picture, y: float) -> Tuple[str, float]:
     """The title and the line of counts under it: the title (the document's too), and the
     y below them."""
     topo, report, svg = pic.topo, pic.report, pic.svg
-    host = topo.host.get("hostname") or topo.origin.get("file") or "node"
+    host = topo.host.hostname or topo.origin.file or "node"
     head = f"nvtopo · {host}"
     failed = report is not None and report.verdict == "fail"
     if report is not None:

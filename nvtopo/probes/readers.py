@@ -36,6 +36,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
 from ..errors import NvtopoError
+from ..model.host import Origin
 
 if TYPE_CHECKING:
     from ..model import Topology
@@ -142,7 +143,6 @@ def _ib_recognise(text: str) -> int:
 
 
 def _ib_read(text: str, where: str) -> "Topology":
-    from ..model.host import Origin
     from . import ib_text
 
     topo = ib_text.derive_text(text)
@@ -301,8 +301,6 @@ def model(parts: Sequence[Part], where: str, strict: bool = True) -> "Topology":
     """The text parts read and merged in order, with the origin of the first (``strict``, as
     the front door reads: a part only :data:`MENTIONED` is refused with its reader's
     ``empty`` reason)."""
-    from ..model.host import Origin
-
     topo: Optional["Topology"] = None
     for part in parts:
         if part.reader.read is None:

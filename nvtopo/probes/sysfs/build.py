@@ -10,18 +10,18 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Tuple
 
 from ...model import GPU, NIC, Matrix, Topology, path_rank
-from ...model.host import NumaInfo, NumaNode
 from ...model.node import SysfsNode
 from ...model.pcie import PciFunction, PciPlacement
-from ...model.rdma import GpuDirect, Hca, Netdev
+from ...model.rdma import Hca, Netdev
 from ...model.storage import NvmeDrive
 from .nvme import build as nvme_facts
 from . import walk
 from .net import build_net, net_cut
+from .system import gpudirect, numa_info
 from .facts import (absent_reason, counter_facts, dir_reason, dir_status, link_facts,
                     narrowest, numa_node, path_level, pcie_hops, port_facts, port_netdev,
                     reason)
-from .parse import (cpulist_count, natural_key, parse_enum, parse_pcie_speed, pci_of,
+from .parse import (natural_key, parse_enum, parse_pcie_speed, pci_of,
                     sysfs_bdf, to_int)
 from .read import DEADLINE, LIMIT
 
@@ -56,8 +56,8 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
     #: The labels above (nearest_gpus, gpu_paths) are sysfs's own PCI-order numbering; this
     #: map lets a merged model name the same GPUs by bus id (render.ib does).
     info.gpu_bus_ids = {label: bdf for bdf, label in gpu_labels.items()}
-    info.numa = _numa(topo, raw)
-    info.gpudirect = _gpudirect(raw["modules"])
+    info.numa = numa_info(topo, raw)
+    info.gpudirect = gpudirect(raw["modules"])
     info.net = build_net(raw.get("net"))
     info.net_cut = net_cut(raw.get("net"))
     topo.sysfs = info
@@ -435,55 +435,6 @@ def _nvme(info: SysfsNode, raw: Dict[str, Any], pci: Dict[str, Dict[str, Any]],
     nvme.extend(NvmeDrive(**c) for c in ctrl_fabric)  # NVMe-oF: no PCI function
     info.nvme = nvme
     info.storage = storage
-
-
-def _numa(topo: Topology, raw: Dict[str, Any]) -> Optional[NumaInfo]:
-    """The NUMA nodes (None, with a note: unknown)."""
-    numa = raw.get("numa")
-    if numa is None:
-        topo.note("sysfs.no_numa", "devices/system/node absent or unreadable "
-                  f"({reason(raw.get('numa_error'))}): NUMA layout unknown", source=SOURCE)
-        return None
-    nodes = []
-    for nd in numa["nodes"]:
-        cpul = nd["cpulist"].strip() if nd["cpulist"] is not None else None
-        dist = None
-        unknown = {k: reason(v) for k, v in nd["errors"].items()}
-        if nd["distance"] is not None:
-            parts = [to_int(x) for x in nd["distance"].split()]
-            ints = [x for x in parts if x is not None]
-            dist = ints if len(ints) == len(parts) else None
-            if dist is None:
-                unknown["distance"] = f"not a value: {nd['distance']!r}"
-        cpus = cpulist_count(cpul)
-        if cpul is not None and cpus is None:
-            unknown["cpulist"] = f"not a value: {nd['cpulist']!r}"
-        entry = NumaNode(node=nd["node"], cpulist=cpul, cpus=cpus, distances=dist)
-        if cpul == "":
-            entry.memory_only = True
-        if unknown:
-            entry.unknown = unknown
-        for k in ("cpulist", "distance"):
-            if k in unknown and k not in nd["errors"]:
-                topo.note("sysfs.bad_value", f"devices/system/node/{nd.get('name') or nd['node']}"
-                          f"/{k}: {unknown[k]}: unknown", source=SOURCE, level="warning")
-        nodes.append(entry)
-    return NumaInfo(online=(numa["online"] or "").strip() or None, nodes=nodes)
-
-
-def _gpudirect(mods: Dict[str, Any]) -> GpuDirect:
-    """GPUDirect RDMA: which peer-memory modules are loaded."""
-    peermem = mods["nvidia_peermem"]["loaded"]
-    legacy = mods["nv_peer_mem"]["loaded"] or any(
-        v["loaded"] for k, v in mods.items() if k.startswith("kernel/"))
-    return GpuDirect(
-        nvidia_peermem=peermem,
-        nvidia_peermem_version=mods["nvidia_peermem"].get("version"),
-        nv_peer_mem=legacy,
-        peermem_loaded=peermem or legacy,
-        dmabuf="unknown (not visible in sysfs)",
-        nvidia_fs=mods["nvidia_fs"]["loaded"],
-    )
 
 
 #: Devices under devices/virtual/infiniband are software RDMA (rxe, siw): no PCI function by

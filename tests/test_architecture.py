@@ -91,7 +91,6 @@ LONG_ALLOWED: Dict[str, Tuple[int, str]] = {
     "probes/nvml/walk.py::_walk_gpu": (122, _SPLITTING),
     "probes/nvml/xml.py::_read": (111, _SPLITTING),
     "probes/sysfs/walk.py::collect": (136, _SPLITTING),
-    "simulate/machine.py::build": (301, _REWRITTEN),
 }
 
 

@@ -76,7 +76,6 @@ LONG_ALLOWED: Dict[str, Tuple[int, str]] = {
     "checks/gds.py::check": (133, _REWRITTEN),
     "checks/gpu.py::check": (143, _REWRITTEN),
     "checks/ib.py::check": (150, _REWRITTEN),
-    "checks/nvlink.py::check": (216, _REWRITTEN),
     "checks/pcie.py::check": (93, _REWRITTEN),
     "checks/roles.py::_resolve": (187, _REWRITTEN),
     "checks/select.py::best_mapping": (82, _REWRITTEN),

@@ -77,7 +77,6 @@ LONG_ALLOWED: Dict[str, Tuple[int, str]] = {
     "checks/gpu.py::check": (143, _REWRITTEN),
     "checks/ib.py::check": (150, _REWRITTEN),
     "checks/pcie.py::check": (93, _REWRITTEN),
-    "checks/roles.py::_resolve": (187, _REWRITTEN),
     "cli/check.py::check_cmd": (89, _REWRITTEN),
     "commands/capture.py::capture": (118, _REWRITTEN),
     "commands/cluster/facts.py::facts_of": (88, _REWRITTEN),

@@ -74,7 +74,6 @@ _SPLITTING = "being split into steps (issue 22, item 5)"
 LONG_ALLOWED: Dict[str, Tuple[int, str]] = {
     "checks/fabric.py::check": (101, _REWRITTEN),
     "checks/gds.py::check": (133, _REWRITTEN),
-    "checks/gpu.py::check": (143, _REWRITTEN),
     "checks/pcie.py::check": (93, _REWRITTEN),
     "cli/check.py::check_cmd": (89, _REWRITTEN),
     "commands/capture.py::capture": (118, _REWRITTEN),

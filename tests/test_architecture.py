@@ -75,7 +75,6 @@ LONG_ALLOWED: Dict[str, Tuple[int, str]] = {
     "checks/fabric.py::check": (101, _REWRITTEN),
     "checks/pcie.py::check": (93, _REWRITTEN),
     "cli/check.py::check_cmd": (89, _REWRITTEN),
-    "commands/capture.py::capture": (118, _REWRITTEN),
     "commands/cluster/facts.py::facts_of": (88, _REWRITTEN),
     "commands/cluster/mesh.py::_lacks": (110, _REWRITTEN),
     "plain.py::plain": (85, _SPLITTING),

@@ -71,19 +71,6 @@ _REWRITTEN = "rewritten by the typed-layout / catalog work (issue 22)"
 #: Functions still longer, ``"path/in/nvtopo.py::Qualified.name"``, with the size they may not
 #: grow past and why.  Only ever shrinks (aim: empty).
 LONG_ALLOWED: Dict[str, Tuple[int, str]] = {
-    "checks/fabric.py::check": (101, _REWRITTEN),
-    "checks/gds.py::check": (133, _REWRITTEN),
-    "checks/gpu.py::check": (143, _REWRITTEN),
-    "checks/ib.py::check": (150, _REWRITTEN),
-    "checks/nic.py::_one_per_gpu": (86, _REWRITTEN),
-    "checks/nic.py::check": (242, _REWRITTEN),
-    "checks/nvlink.py::check": (216, _REWRITTEN),
-    "checks/pcie.py::check": (93, _REWRITTEN),
-    "checks/roles.py::_resolve": (187, _REWRITTEN),
-    "checks/select.py::best_mapping": (82, _REWRITTEN),
-    "checks/select.py::score": (200, _REWRITTEN),
-    "commands/capture.py::capture": (118, _REWRITTEN),
-    "simulate/machine.py::build": (301, _REWRITTEN),
 }
 
 

@@ -90,16 +90,8 @@ def check(topo: Topology, sel: Selection) -> List[Finding]:
     storage = sysfs.storage
     drives = [d for d in sysfs.nvme if d.pci_address]
     iommu = storage.iommu if storage is not None else "unknown"
-
     # -- layout-independent
-    for d in sysfs.nvme:
-        if d.state is not None and d.state != "live":
-            out.append(finding("warning", "gds.drive_state", S.other(_name(d)),
-                               f"NVMe controller {_name(d)} is in state {d.state!r}, not live: "
-                               "its namespaces cannot be read or written",
-                               expected="live", actual=d.state, source=SOURCE,
-                               hint="check dmesg for nvme resets and the drive's health "
-                                    "(nvme smart-log)"))
+    out.extend(_drive_states(sysfs))
     if not expect:
         if sysfs.gpudirect.nvidia_fs and iommu == "translated":
             out.append(finding("warning", "gds.iommu", S.NODE,
@@ -134,8 +126,28 @@ def check(topo: Topology, sel: Selection) -> List[Finding]:
                            expected="loaded", actual="not loaded", source=SOURCE,
                            hint="install the nvidia-fs package (nvidia-gds) and load it: "
                                 "modprobe nvidia_fs; gdscheck -p says what GDS sees"))
+    return _expected_drives(out, topo, layout, drives, storage, worst, inferred, expect)
 
-    # -- drives: OS vs data, placement, spread
+
+def _drive_states(sysfs: Any) -> List[Finding]:
+    """NVMe controllers not live (layout-independent)."""
+    out: List[Finding] = []
+    for d in sysfs.nvme:
+        if d.state is not None and d.state != "live":
+            out.append(finding("warning", "gds.drive_state", S.other(_name(d)),
+                               f"NVMe controller {_name(d)} is in state {d.state!r}, not live: "
+                               "its namespaces cannot be read or written",
+                               expected="live", actual=d.state, source=SOURCE,
+                               hint="check dmesg for nvme resets and the drive's health "
+                                    "(nvme smart-log)"))
+    return out
+
+
+def _expected_drives(out: List[Finding], topo: Topology, layout: Any, drives: List[Any],
+                     storage: Any, worst: str, inferred: bool, expect: bool) -> List[Finding]:
+    """GDS expected: the drives, OS vs data, their placement and spread, then the IOMMU
+    (appended to ``out``)."""
+    gds = layout.storage.gds
     want_os, want_data = layout.storage.os_drives, layout.storage.data_drives
     has_gpus = any(d.gpu_paths for d in drives)
     if not drives:
@@ -178,6 +190,17 @@ def check(topo: Topology, sel: Selection) -> List[Finding]:
                            "missing, so a drive on a missing GPU's switch has no GPU near it",
                            source=SOURCE))
         far_data = []
+    out.extend(_far_drives(far_data, worst, how, inferred))
+    per = gds.drives_per_switch
+    if per is not None and os_set is not None:
+        out.extend(_bunched(data, worst, per))
+    return _iommu(out, storage, far_data, expect)
+
+
+def _far_drives(far_data: List[Any], worst: str, how: str, inferred: bool
+                ) -> List[Finding]:
+    """Data drives beyond the layout's data path to every GPU."""
+    out: List[Finding] = []
     for d in far_data:
         nearest = ", ".join(d.nearest_gpus) or "none"
         out.append(finding(
@@ -188,22 +211,26 @@ def check(topo: Topology, sel: Selection) -> List[Finding]:
             expected=worst, actual=d.best_path, source=SOURCE,
             hint="move the drive to a bay behind a GPU's PCIe switch (the vendor's slot map), "
                  "or check the drive bay cabling"))
-    per = gds.drives_per_switch
-    if per is not None and os_set is not None:
-        groups: Dict[Tuple[str, ...], List[Any]] = {}
-        for d in data:
-            if _near(d, worst):
-                groups.setdefault(tuple(sorted(d.nearest_gpus)), []).append(d)
-        bunched = {k: v for k, v in groups.items() if len(v) > per}
-        for gpus, ds in sorted(bunched.items()):
-            out.append(finding(
-                "warning", "gds.drives_bunched", S.NODE,
-                f"{len(ds)} data drives share the PCIe switch of {', '.join(gpus)} "
-                f"({', '.join(_name(d) for d in ds)}); the layout has at most {per} per "
-                "switch: their bandwidth is shared by those GPUs while other switches have none",
-                expected=per, actual=len(ds), source=SOURCE,
-                hint="spread the data drives over the GPU switches (the vendor's bay map)"))
-    return _iommu(out, storage, far_data, expect)
+    return out
+
+
+def _bunched(data: List[Any], worst: str, per: int) -> List[Finding]:
+    """More data drives behind one GPU switch than the layout's ``drives_per_switch``."""
+    groups: Dict[Tuple[str, ...], List[Any]] = {}
+    for d in data:
+        if _near(d, worst):
+            groups.setdefault(tuple(sorted(d.nearest_gpus)), []).append(d)
+    bunched = {k: v for k, v in groups.items() if len(v) > per}
+    out: List[Finding] = []
+    for gpus, ds in sorted(bunched.items()):
+        out.append(finding(
+            "warning", "gds.drives_bunched", S.NODE,
+            f"{len(ds)} data drives share the PCIe switch of {', '.join(gpus)} "
+            f"({', '.join(_name(d) for d in ds)}); the layout has at most {per} per "
+            "switch: their bandwidth is shared by those GPUs while other switches have none",
+            expected=per, actual=len(ds), source=SOURCE,
+            hint="spread the data drives over the GPU switches (the vendor's bay map)"))
+    return out
 
 
 def _gdscheck(g: Any, expect: bool, inferred: bool) -> List[Finding]:

@@ -2,31 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Set
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from ..model import Topology
 from . import Finding, catalog, demote, facts as F, finding, roles as R
 from . import subject as S
 from .select import Selection
 
-#: Error counters above these are errors (nonzero below is a warning); a saturated counter
-#: (stuck at its width's maximum) is always an error.  Declared in the catalog.
-ERROR_THRESHOLDS = catalog.IB_THRESHOLDS
-
 
 def check(topo: Topology, sel: Selection) -> List[Finding]:
     layout = sel.layout
     v = F.view(topo)
-    out: List[Finding] = []
-    for note in topo.notes:
-        if note.code == "sysfs.no_rdma_driver" and note.subject:
-            # a NIC all the same, reported as having no RDMA driver (not as no NIC)
-            out.append(finding(
-                "warning", "ib.no_rdma_driver", S.nic(note.subject), note.message,
-                expected="an RDMA device", actual="none", source=note.source,
-                hint="load and bind the RDMA driver (modprobe mlx5_ib; MLNX_OFED or the inbox "
-                     "rdma-core); check dmesg for mlx5_core errors and that the function is "
-                     "not passed to a VM (vfio-pci)"))
+    out = _no_rdma_driver(topo)
     cut = _pasted_damage(topo, out)
     hcas = [(n, n.sysfs) for n in topo.nics if n.sysfs is not None]
     if not hcas:
@@ -36,133 +23,195 @@ def check(topo: Topology, sel: Selection) -> List[Finding]:
                                "(nvtopo snapshot on the node records it)",
                                source=", ".join(topo.sources)))
         return out
-    # one answer to "which NICs are compute NICs", by structure first (roles.py)
-    nic_roles = R.resolve(topo, layout)
-    want_rate = layout.nics.compute.rate_gbps if layout is not None else None
-    want_layer = layout.nics.compute.link_layer if layout is not None else None
-    inferred = layout.nics.inferred("compute") if layout is not None else False
-    thresholds = catalog.thresholds("ib", layout.nics.error_thresholds
-                                    if layout is not None else None)
-    # peers: the best rate among active ports of the same role (compute, or the others),
-    # link layer and card model (a 25 Gb/s management port
-    # is not a 200 Gb/s storage card "below its peers"; a card of the same model that trained
-    # slower is)
-    def card(h: Any) -> Optional[str]:
-        dev = h.pci.device_id if h.pci is not None else None
-        return str(h.hca_type or dev or "") or None  # hca_type: read even without PCI
-
-    peer_best: Dict[tuple, float] = {}
+    ports = _Ports(topo, layout, hcas, cut)
     for n, h in hcas:
         for p in h.ports:
-            if p.state == "ACTIVE" and isinstance(p.rate_gbps, (int, float)) and not h.soft:
-                key = (p.link_layer, _peer_role(nic_roles.role(n.name)), card(h))
-                peer_best[key] = max(peer_best.get(key, 0), p.rate_gbps)
-    unknown: List[str] = []
-    for n, h in hcas:
-        role = nic_roles.get(n.name)
-        is_comp = role is not None and role.role == R.COMPUTE
-        unknown_role = role is None or role.role == R.UNKNOWN
-        # the port map names it a compute NIC and nothing confirms or denies it
-        maybe_comp = unknown_role and (role is None or role.named or role.maybe_compute)
-        for p in h.ports:
-            subj = S.port(n.name, p.port)
-            state, phys = p.state, p.phys_state
-            if state is None:
-                if n.name not in cut:  # a cut paste: said once, by ib.ports_unknown
-                    unknown.append(f"{subj} state")
-                continue
-            if state != "ACTIVE" or (phys is not None and phys != "LinkUp"):
-                out.append(finding(
-                    "error" if is_comp else "warning", "ib.port_down", subj,
-                    f"{subj} is {state}/{phys or 'phys state unknown'}"
-                    + (" (a compute port: the GPU(s) behind it lose their RDMA path)"
-                       if is_comp else f" (role unknown: {_unknown_why(role)}; down may be "
-                       "by design)" if unknown_role else
-                       " (not a compute port: down may be by design)")
-                    + ("; phys state Disabled: administratively off" if phys == "Disabled"
-                       else "; phys state Polling: no link partner (cable, transceiver or "
-                       "switch port)" if phys == "Polling" else ""),
-                    expected="ACTIVE/LinkUp", actual=f"{state}/{phys}" if phys else state, source=h.source or "sysfs",
-                    hint="check the cable/transceiver and the switch port (ibstat, "
-                         "mlxlink -d DEV); Disabled: ibportstate / the subnet manager; "
-                         "then reseat", covers=[subj, S.nic(n.name)]))
-                continue
-            rate = p.rate_gbps
-            layer = p.link_layer
-            wrong_layer = bool((is_comp or maybe_comp) and want_layer and layer
-                               and layer != want_layer)
-            if wrong_layer:
-                # one cause, one finding: a port on the wrong link layer trains at that
-                # network's rates, not comparable with its InfiniBand peers' (no rate_low)
-                at = f" at {rate:g} Gb/s" if isinstance(rate, (int, float)) else ""
-                peers = f" at {want_rate:g} Gb/s" if isinstance(want_rate, (int, float)) \
-                    else ""
-                out.append(finding(
-                    demote("error", inferred) if is_comp else "warning", "ib.link_layer",
-                    subj,
-                    f"{subj} runs {layer}{at}, the layout's compute ports run "
-                    f"{want_layer}{peers}" + ("; its rate is not compared with theirs "
-                                              "(another network's rates)" if at else "")
-                    + ("" if is_comp else f" (role unknown: {_unknown_why(role)})"),
-                    expected=want_layer, actual=layer, source=h.source or "sysfs",
-                    hint="set the port type with mlxconfig (LINK_TYPE_P1) and reboot, or "
-                         "use the layout for this network"))
-            elif is_comp and want_layer and layer is None:
-                unknown.append(f"{subj} link layer")
-            expected_rate = None
-            if wrong_layer:
-                pass  # said by ib.link_layer
-            elif is_comp and isinstance(want_rate, (int, float)):
-                expected_rate = want_rate
-            elif not h.soft:  # software RDMA (rxe, siw) has no real link rate
-                best = peer_best.get((layer, _peer_role(role.role if role else R.UNKNOWN),
-                                      card(h)))
-                if best:
-                    expected_rate = best
-            if isinstance(rate, (int, float)) and expected_rate and rate < expected_rate:
-                out.append(finding(
-                    demote("error", inferred and expected_rate == want_rate) if is_comp
-                    else "warning",
-                    "ib.rate_low", subj,
-                    f"{subj} runs at {rate:g} Gb/s, expected {expected_rate:g} Gb/s"
-                    + (" (the layout's rate)" if expected_rate == want_rate and is_comp else
-                       " (its peers' rate)"),
-                    expected=expected_rate, actual=rate, source=h.source or "sysfs",
-                    hint="a link trained slower: check the cable/transceiver and the switch "
-                         "port speed (mlxlink -d DEV), then reseat", covers=[subj]))
-            elif rate is None and not wrong_layer:
-                unknown.append(f"{subj} rate")
-            errs = dict(p.error_counters)
-            sat = list(p.counters_saturated)
-            sat_err = [c for c in sat if c in thresholds]
-            if errs or sat_err:
-                over = {k: val for k, val in errs.items() if val > thresholds.get(k, 100)}
-                sev = "error" if (over or sat_err) else "warning"
-                txt = ", ".join(f"{k}={val}" + ("+" if k in sat else "")
-                                for k, val in sorted(errs.items()))
-                out.append(finding(
-                    sev, "ib.counter_errors", subj,
-                    f"{subj} error counters: {txt}"
-                    + (f" (stuck at their maximum: {', '.join(sat_err)}, so at least that)"
-                       if sat_err else "")
-                    + (f" (above the threshold for {', '.join(sorted(over))})" if over else "")
-                    + ("" if sev == "error" else " (small; counters are cumulative: watch "
-                       "whether they grow)"),
-                    # the limit, not a value to reach: "symbol_error <= 100"
-                    expected=", ".join(f"{k} <= {thresholds.get(k, 100)}"
-                                       for k in sorted(errs)), actual=errs,
-                    source=h.source or "sysfs",
-                    hint="clear the counters (perfquery -x -R) and watch them grow; symbol "
-                         "errors and link_downed point at the cable/transceiver",
-                    covers=[subj]))
-            if p.counters_unknown or p.counters_status in ("unreadable", "not read"):
-                unknown.append(f"{subj} counters")
+            out.extend(ports.port_findings(n, h, p))
+    unknown = ports.unknown
     if unknown:
         out.append(finding("info", "ib.not_checked", S.NODE,
                            "not checked (unreadable in the input): " + ", ".join(unknown[:8])
                            + (f" and {len(unknown) - 8} more" if len(unknown) > 8 else ""),
                            source=", ".join(sorted({h.source or "sysfs" for _, h in hcas}))))
     return out
+
+
+def _no_rdma_driver(topo: Topology) -> List[Finding]:
+    """NIC functions with no RDMA device: a NIC all the same, reported as having no RDMA
+    driver (not as no NIC)."""
+    out: List[Finding] = []
+    for note in topo.notes:
+        if note.code == "sysfs.no_rdma_driver" and note.subject:
+            out.append(finding(
+                "warning", "ib.no_rdma_driver", S.nic(note.subject), note.message,
+                expected="an RDMA device", actual="none", source=note.source,
+                hint="load and bind the RDMA driver (modprobe mlx5_ib; MLNX_OFED or the inbox "
+                     "rdma-core); check dmesg for mlx5_core errors and that the function is "
+                     "not passed to a VM (vfio-pci)"))
+    return out
+
+
+def _card(h: Any) -> Optional[str]:
+    dev = h.pci.device_id if h.pci is not None else None
+    return str(h.hca_type or dev or "") or None  # hca_type: read even without PCI
+
+
+def _thresholds(layout: Any) -> Dict[str, int]:
+    """The error counter thresholds: the catalog's defaults, the layout's, then
+    ``--thresholds`` (nvtopo/checks/catalog.py)."""
+    return catalog.thresholds("ib", layout.nics.error_thresholds if layout is not None else None)
+
+
+class _Ports:
+    """The family's reading of the node's RDMA ports: each NIC's role (one answer to
+    "which NICs are compute NICs", by structure first: roles.py), the layout's compute
+    rate and link layer, the counter thresholds, the best rate of each port's peers, and
+    what could not be read (one note at the end)."""
+
+    def __init__(self, topo: Topology, layout: Any, hcas: List[Tuple[Any, Any]],
+                 cut: Set[str]) -> None:
+        self.cut = cut
+        self.nic_roles = nic_roles = R.resolve(topo, layout)
+        self.want_rate = layout.nics.compute.rate_gbps if layout is not None else None
+        self.want_layer = layout.nics.compute.link_layer if layout is not None else None
+        self.inferred = layout.nics.inferred("compute") if layout is not None else False
+        self.thresholds = _thresholds(layout)
+        # peers: the best rate among active ports of the same role (compute, or the others),
+        # link layer and card model (a 25 Gb/s management port is not a 200 Gb/s storage
+        # card "below its peers"; a card of the same model that trained slower is)
+        self.peer_best: Dict[tuple, float] = {}
+        for n, h in hcas:
+            for p in h.ports:
+                if p.state == "ACTIVE" and isinstance(p.rate_gbps, (int, float)) \
+                        and not h.soft:
+                    key = (p.link_layer, _peer_role(nic_roles.role(n.name)), _card(h))
+                    self.peer_best[key] = max(self.peer_best.get(key, 0), p.rate_gbps)
+        self.unknown: List[str] = []
+
+    def port_findings(self, n: Any, h: Any, p: Any) -> List[Finding]:
+        """One port: down, on the wrong link layer, slow, its error counters."""
+        role = self.nic_roles.get(n.name)
+        is_comp = role is not None and role.role == R.COMPUTE
+        unknown_role = role is None or role.role == R.UNKNOWN
+        # the port map names it a compute NIC and nothing confirms or denies it
+        maybe_comp = unknown_role and (role is None or role.named or role.maybe_compute)
+        subj = S.port(n.name, p.port)
+        state, phys = p.state, p.phys_state
+        if state is None:
+            if n.name not in self.cut:  # a cut paste: said once, by ib.ports_unknown
+                self.unknown.append(f"{subj} state")
+            return []
+        if state != "ACTIVE" or (phys is not None and phys != "LinkUp"):
+            return [_port_down(n, h, subj, state, phys, role, is_comp, unknown_role)]
+        out: List[Finding] = []
+        layer = p.link_layer
+        want_layer = self.want_layer
+        wrong_layer = bool((is_comp or maybe_comp) and want_layer and layer
+                           and layer != want_layer)
+        if wrong_layer:
+            out.append(self._wrong_layer(h, subj, p.rate_gbps, layer, role, is_comp))
+        elif is_comp and want_layer and layer is None:
+            self.unknown.append(f"{subj} link layer")
+        out.extend(self._rate_low(h, p, subj, role, is_comp, wrong_layer))
+        out.extend(self._counters(h, p, subj))
+        if p.counters_unknown or p.counters_status in ("unreadable", "not read"):
+            self.unknown.append(f"{subj} counters")
+        return out
+
+    def _wrong_layer(self, h: Any, subj: Any, rate: Any, layer: str,
+                     role: Optional[R.Role], is_comp: bool) -> Finding:
+        """One cause, one finding: a port on the wrong link layer trains at that network's
+        rates, not comparable with its InfiniBand peers' (no rate_low)."""
+        want_rate, want_layer = self.want_rate, self.want_layer
+        at = f" at {rate:g} Gb/s" if isinstance(rate, (int, float)) else ""
+        peers = f" at {want_rate:g} Gb/s" if isinstance(want_rate, (int, float)) else ""
+        return finding(
+            demote("error", self.inferred) if is_comp else "warning", "ib.link_layer",
+            subj,
+            f"{subj} runs {layer}{at}, the layout's compute ports run "
+            f"{want_layer}{peers}" + ("; its rate is not compared with theirs "
+                                      "(another network's rates)" if at else "")
+            + ("" if is_comp else f" (role unknown: {_unknown_why(role)})"),
+            expected=want_layer, actual=layer, source=h.source or "sysfs",
+            hint="set the port type with mlxconfig (LINK_TYPE_P1) and reboot, or "
+                 "use the layout for this network")
+
+    def _rate_low(self, h: Any, p: Any, subj: Any, role: Optional[R.Role], is_comp: bool,
+                  wrong_layer: bool) -> List[Finding]:
+        """The port's rate below the layout's (a compute port) or its peers' best."""
+        want_rate, rate = self.want_rate, p.rate_gbps
+        expected_rate = None
+        if wrong_layer:
+            pass  # said by ib.link_layer
+        elif is_comp and isinstance(want_rate, (int, float)):
+            expected_rate = want_rate
+        elif not h.soft:  # software RDMA (rxe, siw) has no real link rate
+            best = self.peer_best.get((p.link_layer, _peer_role(role.role if role
+                                                                else R.UNKNOWN), _card(h)))
+            if best:
+                expected_rate = best
+        if isinstance(rate, (int, float)) and expected_rate and rate < expected_rate:
+            return [finding(
+                demote("error", self.inferred and expected_rate == want_rate) if is_comp
+                else "warning",
+                "ib.rate_low", subj,
+                f"{subj} runs at {rate:g} Gb/s, expected {expected_rate:g} Gb/s"
+                + (" (the layout's rate)" if expected_rate == want_rate and is_comp else
+                   " (its peers' rate)"),
+                expected=expected_rate, actual=rate, source=h.source or "sysfs",
+                hint="a link trained slower: check the cable/transceiver and the switch "
+                     "port speed (mlxlink -d DEV), then reseat", covers=[subj])]
+        if rate is None and not wrong_layer:
+            self.unknown.append(f"{subj} rate")
+        return []
+
+    def _counters(self, h: Any, p: Any, subj: Any) -> List[Finding]:
+        """Error counters above the threshold (or stuck at their maximum): an error;
+        nonzero below: a warning."""
+        thresholds = self.thresholds
+        errs = dict(p.error_counters)
+        sat = list(p.counters_saturated)
+        sat_err = [c for c in sat if c in thresholds]
+        if not (errs or sat_err):
+            return []
+        over = {k: val for k, val in errs.items() if val > thresholds.get(k, 100)}
+        sev = "error" if (over or sat_err) else "warning"
+        txt = ", ".join(f"{k}={val}" + ("+" if k in sat else "")
+                        for k, val in sorted(errs.items()))
+        return [finding(
+            sev, "ib.counter_errors", subj,
+            f"{subj} error counters: {txt}"
+            + (f" (stuck at their maximum: {', '.join(sat_err)}, so at least that)"
+               if sat_err else "")
+            + (f" (above the threshold for {', '.join(sorted(over))})" if over else "")
+            + ("" if sev == "error" else " (small; counters are cumulative: watch "
+               "whether they grow)"),
+            # the limit, not a value to reach: "symbol_error <= 100"
+            expected=", ".join(f"{k} <= {thresholds.get(k, 100)}"
+                               for k in sorted(errs)), actual=errs,
+            source=h.source or "sysfs",
+            hint="clear the counters (perfquery -x -R) and watch them grow; symbol "
+                 "errors and link_downed point at the cable/transceiver",
+            covers=[subj])]
+
+
+def _port_down(n: Any, h: Any, subj: Any, state: str, phys: Optional[str],
+               role: Optional[R.Role], is_comp: bool, unknown_role: bool) -> Finding:
+    """A port not ACTIVE/LinkUp: an error on a compute port, else a warning."""
+    return finding(
+        "error" if is_comp else "warning", "ib.port_down", subj,
+        f"{subj} is {state}/{phys or 'phys state unknown'}"
+        + (" (a compute port: the GPU(s) behind it lose their RDMA path)"
+           if is_comp else f" (role unknown: {_unknown_why(role)}; down may be "
+           "by design)" if unknown_role else
+           " (not a compute port: down may be by design)")
+        + ("; phys state Disabled: administratively off" if phys == "Disabled"
+           else "; phys state Polling: no link partner (cable, transceiver or "
+           "switch port)" if phys == "Polling" else ""),
+        expected="ACTIVE/LinkUp", actual=f"{state}/{phys}" if phys else state, source=h.source or "sysfs",
+        hint="check the cable/transceiver and the switch port (ibstat, "
+             "mlxlink -d DEV); Disabled: ibportstate / the subnet manager; "
+             "then reseat", covers=[subj, S.nic(n.name)])
 
 
 def _peer_role(role: str) -> str:

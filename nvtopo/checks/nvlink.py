@@ -17,9 +17,6 @@ from . import Finding, Subject, catalog, demote, facts as F, finding
 from . import subject as S
 from .select import Selection
 
-#: NVLink error counters: above these (cumulative since the driver loaded) it is an error;
-#: nonzero below is a warning.  Declared in the catalog (nvtopo/checks/catalog.py).
-ERROR_THRESHOLDS = catalog.NVLINK_THRESHOLDS
 
 HINT_LINK = ("nvidia-smi nvlink -s -i N shows the link states; reset the GPU (nvidia-smi -r) "
              "or reboot; a link that stays down needs the GPU or baseboard reseated/serviced")
@@ -52,115 +49,267 @@ def _listed_inactive(topo: Topology, i: int, gl: Any, layout: Optional[Any], nvs
 
 
 def check(topo: Topology, sel: Selection) -> List[Finding]:
-    v = F.view(topo)
+    k = _Links(topo, sel)
+    v, layout, present = k.v, k.layout, k.present
     out: List[Finding] = []
-    layout = sel.layout
-    down_fabric = F.fabric_down(v, layout)
-    inferred = layout.nvlink.inferred() if layout is not None else False
-    nvswitch = bool(layout.nvlink.nvswitch) if layout is not None else bool(topo.nvswitch)
-    n_exp = F.expected_gpus(layout, v)
-    expected = F.layout_pairs(layout, n_exp) if layout is not None else {}
-    links_per_gpu = layout.nvlink.links_per_gpu if layout is not None else None
-    present = v.present
-    missing = F.missing_gpus(layout, v)
-    to_absent = sel.links_to_absent
-
-    def pairs_of(i: int) -> List[Tuple[int, int]]:
-        return [k for k in v.pairs if i in k]
-
-    def gpu_and_pairs(i: int) -> List[Subject]:
-        return [S.gpu(i)] + [S.pair(a, b) for (a, b) in pairs_of(i)]
-
     # -- links NVML says are down (skipped when the fabric is down: fabric.py says it)
-    deficit: Dict[int, int] = {}
-    if down_fabric is None:
+    if k.down_fabric is None:
         for i in present:
             gl = v.links.get(i)
-            if gl is None:
-                continue
-            if gl.links and any(x.rule == "mig" for x in gl.links) and not gl.active:
-                deficit[i] = 10 ** 6
-                if any(expected.values()):
-                    out.append(finding(
-                        "warning", "nvlink.mig", S.gpu(i),
-                        f"GPU{i} is in MIG mode: its NVLinks are off by design, so its "
-                        f"{len(pairs_of(i))} GPU pairs have no NVLink",
-                        expected="NVLink", actual="MIG mode", source="nvml",
-                        hint="nvidia-smi -i N -mig 0 (and reset the GPU) where NVLink is "
-                             "needed",
-                        covers=gpu_and_pairs(i)))
-                continue
-            # on a direct mesh a missing GPU takes its peers' links to it down with it
-            # (renumbered mesh: the selection's mapping says which layout slot is absent)
-            gone = 0 if nvswitch else to_absent[i] if i in to_absent else sum(
-                expected.get((min(i, k), max(i, k)), 0) for k in missing)
-            listed = _listed_inactive(topo, i, gl, layout, nvswitch, links_per_gpu)
-            downs = list(gl.down[gone:]) + listed
-            deficit[i] = max(0, len(gl.down) - gone) + len(listed)
-            for link in downs:
-                rec = next((x for x in gl.links if x.link == link), None)
-                reason = (rec.reason if rec is not None else None) or "should be up"
-                if link in listed:
-                    reason = (f"nvidia-smi prints <inactive>; {layout.name} uses all "  # type: ignore[union-attr]  # (listed is empty without a layout)
-                              f"{links_per_gpu} links of every GPU (NVSwitch), and GPU{i} "
-                              f"lists all {links_per_gpu}, {len(gl.links) - len(listed)} up")
-                short = [f"GPU{a}-GPU{b}" for (a, b) in pairs_of(i)
-                         if v.pairs[(a, b)][0] < expected.get((a, b), 10 ** 6)]
-                sample = ""
-                if short:
-                    a, b = next((a, b) for (a, b) in pairs_of(i)
-                                if f"GPU{a}-GPU{b}" in short)
-                    sample = (f"; {len(short)} GPU pairs drop to NV{v.pairs[(a, b)][0]} as a "
-                              "result" if nvswitch else f"; pairs short: {', '.join(short)}")
-                out.append(finding(
-                    demote("error", inferred) if link in listed else "error",
-                    "nvlink.link_down", S.link(i, link),
-                    f"GPU{i} NVLink {link} is down ({reason})"
-                    + (f"; GPU{i} has {gl.active} of {gl.total} links up" if gl.complete
-                       else "") + sample,
-                    expected="active", actual="down", source=gl.source, hint=HINT_LINK,
-                    covers=gpu_and_pairs(i)))
-            # active links below the layout with no link down: links missing
-            if nvswitch and isinstance(links_per_gpu, int) and isinstance(gl.total, int) \
-                    and gl.total and gl.complete \
-                    and not gl.down and gl.active < links_per_gpu and gl.active > 0:
-                out.append(finding(
-                    demote("error", inferred), "nvlink.links_missing", S.gpu(i),
-                    f"GPU{i} has {gl.active} NVLinks up, the layout has {links_per_gpu}",
-                    expected=links_per_gpu, actual=gl.active, source="nvml", hint=HINT_LINK,
-                    covers=gpu_and_pairs(i)))
-                deficit[i] = links_per_gpu - gl.active
-            # generation
-            want_gen = layout.nvlink.generation if layout is not None else None
-            vers = {x.version for x in gl.links if x.state == "active" and x.version}
-            if want_gen and vers and all(_major(x) != _major(want_gen) for x in vers):
-                out.append(finding(
-                    "warning", "nvlink.generation", S.gpu(i),
-                    f"GPU{i} NVLinks are version {sorted(vers)[0]}, the layout has {want_gen}",
-                    expected=want_gen, actual=sorted(vers)[0], source="nvml",
-                    hint="is this the right layout?"))
-    # -- pasted nvlink -s: a GPU that prints "all links are inActive" states no link; on a
-    # GPU the layout expects NVLink on that is its links down (by design only on a card
-    # with no bridge, where the layout expects none)
-    if down_fabric is None and layout is not None:
-        for i in present:
-            g = topo.gpu(i)
+            if gl is not None:
+                out.extend(k.gpu_links(i, gl))
+    if k.down_fabric is None and layout is not None:
+        out.extend(k.pasted_inactive(layout))
+    out.extend(_counter_findings(v, layout, present))
+    out.extend(k.unknown_states())
+    # no NVLink evidence at all (sysfs alone, say): not checked, whatever layout was chosen
+    # (a layout chosen from the PCI device ids says nothing about the links)
+    if not v.pairs and not v.links and (
+            (layout is not None and k.expected) or len(topo.gpus) >= 2):
+        out.append(finding("info", "nvlink.not_checked", S.NODE,
+                           "not checked: no NVLink data in the input (no GPU↔GPU paths "
+                           "from nvidia-smi and no NVML links; sysfs does not see "
+                           "NVLink)", source=", ".join(topo.sources)))
+        return out
+    if layout is None or not k.expected or k.down_fabric is not None:
+        return out
+    # -- pair counts against the layout
+    if k.nvswitch and not all(i in v.links and v.links[i].complete for i in present):
+        out.extend(k.topo_only_down())
+    out.extend(k.pair_findings())
+    return out
+
+
+class _Links:
+    """The NVLink family's reading of a node against the selection: the layout's pairs and
+    links, the GPUs present and missing, and each GPU's link deficit (links down or off),
+    which the pair findings subtract so that a down link is not also a short pair."""
+
+    def __init__(self, topo: Topology, sel: Selection) -> None:
+        self.topo = topo
+        self.v = v = F.view(topo)
+        self.layout = layout = sel.layout
+        self.down_fabric = F.fabric_down(v, layout)
+        self.inferred = layout.nvlink.inferred() if layout is not None else False
+        self.nvswitch = bool(layout.nvlink.nvswitch) if layout is not None \
+            else bool(topo.nvswitch)
+        n_exp = F.expected_gpus(layout, v)
+        self.expected: Dict[Tuple[int, int], int] = \
+            F.layout_pairs(layout, n_exp) if layout is not None else {}
+        self.links_per_gpu = layout.nvlink.links_per_gpu if layout is not None else None
+        self.present = v.present
+        self.missing = F.missing_gpus(layout, v)
+        self.to_absent = sel.links_to_absent
+        self.deficit: Dict[int, int] = {}
+
+    def pairs_of(self, i: int) -> List[Tuple[int, int]]:
+        return [k for k in self.v.pairs if i in k]
+
+    def gpu_and_pairs(self, i: int) -> List[Subject]:
+        return [S.gpu(i)] + [S.pair(a, b) for (a, b) in self.pairs_of(i)]
+
+    # -- per GPU, from its link records
+
+    def gpu_links(self, i: int, gl: Any) -> List[Finding]:
+        """GPU ``i``'s links: MIG mode, links down, links missing, the NVLink generation."""
+        if gl.links and any(x.rule == "mig" for x in gl.links) and not gl.active:
+            self.deficit[i] = 10 ** 6
+            if not any(self.expected.values()):
+                return []
+            return [finding(
+                "warning", "nvlink.mig", S.gpu(i),
+                f"GPU{i} is in MIG mode: its NVLinks are off by design, so its "
+                f"{len(self.pairs_of(i))} GPU pairs have no NVLink",
+                expected="NVLink", actual="MIG mode", source="nvml",
+                hint="nvidia-smi -i N -mig 0 (and reset the GPU) where NVLink is needed",
+                covers=self.gpu_and_pairs(i))]
+        out = self._down_links(i, gl)
+        out.extend(self._links_missing(i, gl))
+        out.extend(self._generation(i, gl))
+        return out
+
+    def _down_links(self, i: int, gl: Any) -> List[Finding]:
+        """Each link of GPU ``i`` that is down (less those a missing peer takes with it)."""
+        v, expected, nvswitch, layout = self.v, self.expected, self.nvswitch, self.layout
+        links_per_gpu = self.links_per_gpu
+        # on a direct mesh a missing GPU takes its peers' links to it down with it
+        # (renumbered mesh: the selection's mapping says which layout slot is absent)
+        gone = 0 if nvswitch else self.to_absent[i] if i in self.to_absent else sum(
+            expected.get((min(i, k), max(i, k)), 0) for k in self.missing)
+        listed = _listed_inactive(self.topo, i, gl, layout, nvswitch, links_per_gpu)
+        downs = list(gl.down[gone:]) + listed
+        self.deficit[i] = max(0, len(gl.down) - gone) + len(listed)
+        out: List[Finding] = []
+        for link in downs:
+            rec = next((x for x in gl.links if x.link == link), None)
+            reason = (rec.reason if rec is not None else None) or "should be up"
+            if link in listed:
+                reason = (f"nvidia-smi prints <inactive>; {layout.name} uses all "  # type: ignore[union-attr]  # (listed is empty without a layout)
+                          f"{links_per_gpu} links of every GPU (NVSwitch), and GPU{i} "
+                          f"lists all {links_per_gpu}, {len(gl.links) - len(listed)} up")
+            short = [f"GPU{a}-GPU{b}" for (a, b) in self.pairs_of(i)
+                     if v.pairs[(a, b)][0] < expected.get((a, b), 10 ** 6)]
+            sample = ""
+            if short:
+                a, b = next((a, b) for (a, b) in self.pairs_of(i)
+                            if f"GPU{a}-GPU{b}" in short)
+                sample = (f"; {len(short)} GPU pairs drop to NV{v.pairs[(a, b)][0]} as a "
+                          "result" if nvswitch else f"; pairs short: {', '.join(short)}")
+            out.append(finding(
+                demote("error", self.inferred) if link in listed else "error",
+                "nvlink.link_down", S.link(i, link),
+                f"GPU{i} NVLink {link} is down ({reason})"
+                + (f"; GPU{i} has {gl.active} of {gl.total} links up" if gl.complete
+                   else "") + sample,
+                expected="active", actual="down", source=gl.source, hint=HINT_LINK,
+                covers=self.gpu_and_pairs(i)))
+        return out
+
+    def _links_missing(self, i: int, gl: Any) -> List[Finding]:
+        """Active links below the layout with no link down: links missing."""
+        links_per_gpu = self.links_per_gpu
+        if self.nvswitch and isinstance(links_per_gpu, int) and isinstance(gl.total, int) \
+                and gl.total and gl.complete \
+                and not gl.down and gl.active < links_per_gpu and gl.active > 0:
+            self.deficit[i] = links_per_gpu - gl.active
+            return [finding(
+                demote("error", self.inferred), "nvlink.links_missing", S.gpu(i),
+                f"GPU{i} has {gl.active} NVLinks up, the layout has {links_per_gpu}",
+                expected=links_per_gpu, actual=gl.active, source="nvml", hint=HINT_LINK,
+                covers=self.gpu_and_pairs(i))]
+        return []
+
+    def _generation(self, i: int, gl: Any) -> List[Finding]:
+        """GPU ``i``'s active links of another NVLink generation than the layout's."""
+        want_gen = self.layout.nvlink.generation if self.layout is not None else None
+        vers = {x.version for x in gl.links if x.state == "active" and x.version}
+        if want_gen and vers and all(_major(x) != _major(want_gen) for x in vers):
+            return [finding(
+                "warning", "nvlink.generation", S.gpu(i),
+                f"GPU{i} NVLinks are version {sorted(vers)[0]}, the layout has {want_gen}",
+                expected=want_gen, actual=sorted(vers)[0], source="nvml",
+                hint="is this the right layout?")]
+        return []
+
+    def pasted_inactive(self, layout: Any) -> List[Finding]:
+        """Pasted nvlink -s: a GPU that prints "all links are inActive" states no link; on
+        a GPU the layout expects NVLink on that is its links down (by design only on a card
+        with no bridge, where the layout expects none)."""
+        links_per_gpu = self.links_per_gpu
+        out: List[Finding] = []
+        for i in self.present:
+            g = self.topo.gpu(i)
             tx = g.nvml_text if g is not None else None
-            if tx is None or i in v.links or tx.nvlink.status != "inactive":
+            if tx is None or i in self.v.links or tx.nvlink.status != "inactive":
                 continue
-            want: Optional[int] = sum(c for (a, b), c in expected.items() if i in (a, b) and c)
-            if not want and not (nvswitch and isinstance(links_per_gpu, int)
+            want = sum(c for (a, b), c in self.expected.items() if i in (a, b) and c)
+            if not want and not (self.nvswitch and isinstance(links_per_gpu, int)
                                  and links_per_gpu > 0):
                 continue
-            deficit[i] = 10 ** 6
+            self.deficit[i] = 10 ** 6
             out.append(finding(
-                demote("error", inferred), "nvlink.link_down", S.gpu(i),
+                demote("error", self.inferred), "nvlink.link_down", S.gpu(i),
                 f"GPU{i} prints every NVLink inactive (nvidia-smi nvlink: \"all links are "
                 f"inActive\"), and {layout.name} has NVLink on it: its NVLinks are down"
                 + (f" ({links_per_gpu} expected)" if isinstance(links_per_gpu, int) else ""),
                 expected="active", actual="all inactive", source="nvml-text",
-                hint=HINT_LINK, covers=gpu_and_pairs(i)))
-    # -- error counters (independent of layouts)
+                hint=HINT_LINK, covers=self.gpu_and_pairs(i)))
+        return out
+
+    def unknown_states(self) -> List[Finding]:
+        """Links the input names with a state it cannot read (a damaged letter, an NVML
+        error: a reason given): never a pass about them, never a fault; one note for the
+        node.  An -e/-c excerpt, which prints no states at all, says so in links and show."""
+        v = self.v
+        unknown = {i: [x.link for x in v.links[i].links if x.state == "unknown" and x.reason]
+                   for i in self.present if v.links.get(i) is not None}
+        unknown = {i: ks for i, ks in sorted(unknown.items()) if ks}
+        if not unknown or self.down_fabric is not None:
+            return []
+        first = next(x for x in v.links[next(iter(unknown))].links
+                     if x.state == "unknown" and x.reason)
+        named = [f"GPU{i} link{'s' if len(ks) > 1 else ''} {int_runs(ks, pairs=True)}"
+                 for i, ks in list(unknown.items())[:8]]
+        more = f" and {len(unknown) - 8} more GPUs" if len(unknown) > 8 else ""
+        return [finding(
+            "info", "nvlink.not_checked", S.NODE,
+            f"NVLink link states not checked for {', '.join(named)}{more}: the input gives "
+            f"none ({first.reason})",
+            source=", ".join(sorted({v.links[i].source for i in unknown})),
+            covers=[S.gpu(i) for i in unknown])]
+
+    # -- pair counts against the layout
+
+    def topo_only_down(self) -> List[Finding]:
+        """A topo text alone (or with a paste that shows no link of the GPU down): a GPU
+        with every pair short has links down."""
+        v, present, expected = self.v, self.present, self.expected
+        out: List[Finding] = []
+        for i in present:
+            if i in v.links and (v.links[i].complete or v.links[i].down):
+                continue
+            mine = [(k, v.pairs[k][0]) for k in self.pairs_of(i)]
+            if not mine:
+                continue
+            best = max(c for _, c in mine)
+            want = max((expected.get(k, 0) for k, _ in mine), default=0)
+            if 0 < best < want and len(mine) == len(present) - 1:
+                others_short = [k for k, c in mine if c < want]
+                self.deficit[i] = want - best
+                out.append(finding(
+                    demote("error", self.inferred), "nvlink.link_down", S.gpu(i),
+                    f"GPU{i} has {best} of {want} NVLinks up: every pair with GPU{i} is "
+                    f"NV{best} ({len(others_short)} pairs); which link is down is unknown "
+                    "(no NVML data: nvidia-smi nvlink -s shows it)",
+                    expected=f"NV{want}", actual=f"NV{best}", source=v.pairs[mine[0][0]][1],
+                    hint=HINT_LINK,
+                    covers=[S.gpu(i)] + [S.pair(a, b) for (a, b), _ in mine]))
+        return out
+
+    def pair_findings(self) -> List[Finding]:
+        """Each GPU pair's NV# against the layout: more than it (a warning), or fewer than
+        the GPUs' link deficits explain."""
+        v, nvswitch, deficit = self.v, self.nvswitch, self.deficit
+        # on an NVSwitch system every pair of the node has the same NV#: a pair below the
+        # node's own other pairs rests on what the node shows, not on the layout alone (no
+        # demotion)
+        node_best = max((c for c, _ in v.pairs.values()), default=0) if nvswitch else 0
+        out: List[Finding] = []
+        for (a, b), (c, src) in sorted(v.pairs.items()):
+            want = self.expected.get((a, b))
+            if want is None or c == want:
+                continue
+            if c > want:
+                out.append(finding(
+                    "warning", "nvlink.pair_unexpected", S.pair(a, b),
+                    f"GPU{a}-GPU{b} has NV{c}, the layout has "
+                    + (f"NV{want}" if want else "no NVLink"),
+                    expected=f"NV{want}" if want else None, actual=f"NV{c}", source=src,
+                    hint="is this the right layout?"))
+                continue
+            explained = deficit.get(a, 0) + deficit.get(b, 0) if not nvswitch else \
+                max(deficit.get(a, 0), deficit.get(b, 0))
+            if want - c <= explained:
+                continue
+            out.append(finding(
+                "error" if c < min(node_best, want) else demote("error", self.inferred),
+                "nvlink.pair_degraded", S.pair(a, b),
+                f"GPU{a}-GPU{b} has " + (f"NV{c}" if c else "no NVLink")
+                + f", expected NV{want}"
+                + (" (NCCL traffic between them falls back to PCIe)" if not c else
+                   f" ({want - c} link{'s' if want - c > 1 else ''} fewer)"),
+                expected=f"NV{want}", actual=f"NV{c}" if c else None, source=src,
+                hint="nvidia-smi nvlink -s and nvlink -R on both GPUs show which link is "
+                     "missing; reset the GPUs or reboot; a link that stays missing needs "
+                     "service",
+                covers=[S.pair(a, b)]))
+        return out
+
+
+def _counter_findings(v: Any, layout: Optional[Any], present: List[int]) -> List[Finding]:
+    """Error counters (independent of layouts): above the threshold an error, nonzero
+    below it a warning."""
+    out: List[Finding] = []
     thresholds = catalog.thresholds("nvlink", layout.nvlink.error_thresholds
                                     if layout is not None else None)
     for i in present:
@@ -184,85 +333,4 @@ def check(topo: Topology, sel: Selection) -> List[Finding]:
                 source=gl.source,
                 hint="watch whether they grow (nvidia-smi nvlink -e); a growing CRC/replay "
                      "count points at the link: reset, then reseat/service"))
-    # links the input names with a state it cannot read (a damaged letter, an NVML error:
-    # a reason given): never a pass about them, never a fault; one note for the node.  An
-    # -e/-c excerpt, which prints no states at all, says so in links and show
-    unknown = {i: [x.link for x in v.links[i].links if x.state == "unknown" and x.reason]
-               for i in present if v.links.get(i) is not None}
-    unknown = {i: ks for i, ks in sorted(unknown.items()) if ks}
-    if unknown and down_fabric is None:
-        first = next(x for x in v.links[next(iter(unknown))].links
-                     if x.state == "unknown" and x.reason)
-        named = [f"GPU{i} link{'s' if len(ks) > 1 else ''} {int_runs(ks, pairs=True)}"
-                 for i, ks in list(unknown.items())[:8]]
-        more = f" and {len(unknown) - 8} more GPUs" if len(unknown) > 8 else ""
-        out.append(finding(
-            "info", "nvlink.not_checked", S.NODE,
-            f"NVLink link states not checked for {', '.join(named)}{more}: the input gives "
-            f"none ({first.reason})",
-            source=", ".join(sorted({v.links[i].source for i in unknown})),
-            covers=[S.gpu(i) for i in unknown]))
-    # no NVLink evidence at all (sysfs alone, say): not checked, whatever layout was chosen
-    # (a layout chosen from the PCI device ids says nothing about the links)
-    if not v.pairs and not v.links and (
-            (layout is not None and expected) or len(topo.gpus) >= 2):
-        out.append(finding("info", "nvlink.not_checked", S.NODE,
-                           "not checked: no NVLink data in the input (no GPU↔GPU paths "
-                           "from nvidia-smi and no NVML links; sysfs does not see "
-                           "NVLink)", source=", ".join(topo.sources)))
-        return out
-    if layout is None or not expected or down_fabric is not None:
-        return out
-    # -- pair counts against the layout
-    if nvswitch and not all(i in v.links and v.links[i].complete for i in present):
-        # a topo text alone (or with a paste that shows no link of the GPU down): a GPU
-        # with every pair short has links down
-        for i in present:
-            if i in v.links and (v.links[i].complete or v.links[i].down):
-                continue
-            mine = [(k, v.pairs[k][0]) for k in pairs_of(i)]
-            if not mine:
-                continue
-            best = max(c for _, c in mine)
-            want = max((expected.get(k, 0) for k, _ in mine), default=0)
-            if 0 < best < want and len(mine) == len(present) - 1:
-                others_short = [k for k, c in mine if c < want]
-                deficit[i] = want - best
-                out.append(finding(
-                    demote("error", inferred), "nvlink.link_down", S.gpu(i),
-                    f"GPU{i} has {best} of {want} NVLinks up: every pair with GPU{i} is "
-                    f"NV{best} ({len(others_short)} pairs); which link is down is unknown "
-                    "(no NVML data: nvidia-smi nvlink -s shows it)",
-                    expected=f"NV{want}", actual=f"NV{best}", source=v.pairs[mine[0][0]][1],
-                    hint=HINT_LINK,
-                    covers=[S.gpu(i)] + [S.pair(a, b) for (a, b), _ in mine]))
-    # on an NVSwitch system every pair of the node has the same NV#: a pair below the node's
-    # own other pairs rests on what the node shows, not on the layout alone (no demotion)
-    node_best = max((c for c, _ in v.pairs.values()), default=0) if nvswitch else 0
-    for (a, b), (c, src) in sorted(v.pairs.items()):
-        want = expected.get((a, b))
-        if want is None or c == want:
-            continue
-        if c > want:
-            out.append(finding(
-                "warning", "nvlink.pair_unexpected", S.pair(a, b),
-                f"GPU{a}-GPU{b} has NV{c}, the layout has "
-                + (f"NV{want}" if want else "no NVLink"),
-                expected=f"NV{want}" if want else None, actual=f"NV{c}", source=src,
-                hint="is this the right layout?"))
-            continue
-        explained = deficit.get(a, 0) + deficit.get(b, 0) if not nvswitch else \
-            max(deficit.get(a, 0), deficit.get(b, 0))
-        if want - c <= explained:
-            continue
-        out.append(finding(
-            "error" if c < min(node_best, want) else demote("error", inferred),
-            "nvlink.pair_degraded", S.pair(a, b),
-            f"GPU{a}-GPU{b} has " + (f"NV{c}" if c else "no NVLink") + f", expected NV{want}"
-            + (" (NCCL traffic between them falls back to PCIe)" if not c else
-               f" ({want - c} link{'s' if want - c > 1 else ''} fewer)"),
-            expected=f"NV{want}", actual=f"NV{c}" if c else None, source=src,
-            hint="nvidia-smi nvlink -s and nvlink -R on both GPUs show which link is missing; "
-                 "reset the GPUs or reboot; a link that stays missing needs service",
-            covers=[S.pair(a, b)]))
     return out

@@ -48,7 +48,6 @@ def _from_sysfs(facts: PciPlacement) -> Tuple[Optional[PcieHop], Optional[PcieHo
 
 
 def check(topo: Topology, sel: Selection) -> List[Finding]:
-    layout = sel.layout
     v = F.view(topo)
     out: List[Finding] = []
     checked = 0
@@ -56,51 +55,85 @@ def check(topo: Topology, sel: Selection) -> List[Finding]:
         g = topo.gpu(i)
         if g is None:
             continue
-        sy = g.sysfs
-        nv = g.nvml.pcie if g.nvml is not None else None
-        nv_src = "nvml"
-        if nv is None and g.nvml_text is not None:  # pasted nvidia-smi -q PCI block
-            nv, nv_src = g.nvml_text.pcie, "nvml-text"
-        width = speed = None
-        src = ""
-        if sy is not None and (sy.hops or sy.narrowest_hop is not None):
-            checked += 1
-            src = "sysfs"
-            wh, sh = _from_sysfs(sy)
-            if wh:
-                width = (wh.expected_width, wh.current_width, _hop_text(wh))
-            if sh:
-                speed = (sh.expected_gen, sh.current_gen, _hop_text(sh))
-        elif nv is not None and nv.current_width is not None:
-            checked += 1
-            src = nv_src
-            if isinstance(nv.max_width, int) and nv.current_width < nv.max_width:
-                width = (nv.max_width, nv.current_width, "GPU link")
-            cg, mg = nv.current_gen, nv.max_gen
-            if isinstance(cg, int) and isinstance(mg, int) and cg < mg:
-                speed = (mg, cg, "GPU link")
-        if width:
-            out.append(finding(
-                "error", "pcie.width_low", S.gpu(i),
-                f"GPU{i} PCIe link is x{width[1]} where x{width[0]} is possible ({width[2]}): "
-                "half the host bandwidth or less", expected=f"x{width[0]}",
-                actual=f"x{width[1]}", source=src, hint=HINT_WIDTH, covers=[S.gpu(i)]))
-        if speed:
-            busy = _busy(g)
-            out.append(finding(
-                "error" if busy else "warning", "pcie.gen_low", S.gpu(i),
-                f"GPU{i} PCIe link runs at Gen{speed[1]} where Gen{speed[0]} is possible "
-                f"({speed[2]}); "
-                + ("the GPU is busy, so this is not idle power saving" if busy else
-                   "the GPU is idle or its load is unknown: idle GPUs lower their PCIe "
-                   "speed, so re-check under load"),
-                expected=f"Gen{speed[0]}", actual=f"Gen{speed[1]}", source=src,
-                hint="re-check while the GPU is busy (nvidia-smi -q -d PCIE under load); if it "
-                     "stays slow, check the BIOS PCIe speed setting, reseat, check for AER "
-                     "errors", covers=[S.gpu(i)]))
+        read = _gpu_link(g)
+        if read is None:
+            continue
+        checked += 1
+        out.extend(_gpu_findings(i, g, *read))
+    nic_out, nics_checked = _nic_findings(topo, sel.layout)
+    out.extend(nic_out)
+    checked += nics_checked
+    if not checked and v.present:
+        out.append(finding("info", "pcie.not_checked", S.NODE,
+                           "PCIe links not checked: no sysfs or NVML PCIe data in the input",
+                           source=", ".join(topo.sources)))
+    return out
+
+
+_Short = Optional[Tuple[Any, Any, str]]  # (possible, current, which link) or None
+
+
+def _gpu_link(g: Any) -> Optional[Tuple[_Short, _Short, str]]:
+    """GPU ``g``'s PCIe link below what it could be: (width, speed, source), each
+    ``(possible, current, which link)`` or None; None when no source reads the link.
+    sysfs (every hop up to the root port) first, else NVML (or a pasted -q PCI block)."""
+    sy = g.sysfs
+    nv = g.nvml.pcie if g.nvml is not None else None
+    nv_src = "nvml"
+    if nv is None and g.nvml_text is not None:  # pasted nvidia-smi -q PCI block
+        nv, nv_src = g.nvml_text.pcie, "nvml-text"
+    width: _Short = None
+    speed: _Short = None
+    if sy is not None and (sy.hops or sy.narrowest_hop is not None):
+        wh, sh = _from_sysfs(sy)
+        if wh:
+            width = (wh.expected_width, wh.current_width, _hop_text(wh))
+        if sh:
+            speed = (sh.expected_gen, sh.current_gen, _hop_text(sh))
+        return width, speed, "sysfs"
+    if nv is not None and nv.current_width is not None:
+        if isinstance(nv.max_width, int) and nv.current_width < nv.max_width:
+            width = (nv.max_width, nv.current_width, "GPU link")
+        cg, mg = nv.current_gen, nv.max_gen
+        if isinstance(cg, int) and isinstance(mg, int) and cg < mg:
+            speed = (mg, cg, "GPU link")
+        return width, speed, nv_src
+    return None
+
+
+def _gpu_findings(i: int, g: Any, width: _Short, speed: _Short, src: str
+                  ) -> List[Finding]:
+    """GPU ``i``'s link narrower (an error) or slower (an error only under load: idle GPUs
+    lower their PCIe speed) than it could be."""
+    out: List[Finding] = []
+    if width:
+        out.append(finding(
+            "error", "pcie.width_low", S.gpu(i),
+            f"GPU{i} PCIe link is x{width[1]} where x{width[0]} is possible ({width[2]}): "
+            "half the host bandwidth or less", expected=f"x{width[0]}",
+            actual=f"x{width[1]}", source=src, hint=HINT_WIDTH, covers=[S.gpu(i)]))
+    if speed:
+        busy = _busy(g)
+        out.append(finding(
+            "error" if busy else "warning", "pcie.gen_low", S.gpu(i),
+            f"GPU{i} PCIe link runs at Gen{speed[1]} where Gen{speed[0]} is possible "
+            f"({speed[2]}); "
+            + ("the GPU is busy, so this is not idle power saving" if busy else
+               "the GPU is idle or its load is unknown: idle GPUs lower their PCIe "
+               "speed, so re-check under load"),
+            expected=f"Gen{speed[0]}", actual=f"Gen{speed[1]}", source=src,
+            hint="re-check while the GPU is busy (nvidia-smi -q -d PCIE under load); if it "
+                 "stays slow, check the BIOS PCIe speed setting, reseat, check for AER "
+                 "errors", covers=[S.gpu(i)]))
+    return out
+
+
+def _nic_findings(topo: Topology, layout: Any) -> Tuple[List[Finding], int]:
+    """The RDMA devices' PCIe links below what they could be, and how many were read.  One
+    degraded PCIe link is one finding, whatever RDMA devices sit behind it (a RoCE bond on
+    a PF, a sub-function, both ports of a dual-port card): grouped by the link."""
     comp_names = roles.resolve(topo, layout).compute
-    # one degraded PCIe link is one finding, whatever RDMA devices sit behind it (a RoCE
-    # bond on a PF, a sub-function, both ports of a dual-port card): grouped by the link
+    checked = 0
     groups: Dict[Tuple[str, str, str], List[Any]] = {}
     for n in topo.nics:
         pci = n.sysfs.pci if n.sysfs is not None else None
@@ -111,6 +144,7 @@ def check(topo: Topology, sel: Selection) -> List[Finding]:
         kind = "width" if hop.width_degraded else "gen" if hop.speed_below_expected else ""
         if kind:
             groups.setdefault((kind, hop.upstream, hop.downstream), []).append(n)
+    out: List[Finding] = []
     for (kind, _, down), nics in groups.items():
         # the device on the link's own PCI function first, then by name
         nics = sorted(nics, key=lambda n: (n.sysfs.pci_address != down, n.name))
@@ -135,8 +169,4 @@ def check(topo: Topology, sel: Selection) -> List[Finding]:
                 expected=f"Gen{hop.expected_gen}", actual=f"Gen{hop.current_gen}",
                 source="sysfs", hint="check the BIOS PCIe speed setting, reseat, check for AER "
                                      "errors", covers=covers))
-    if not checked and v.present:
-        out.append(finding("info", "pcie.not_checked", S.NODE,
-                           "PCIe links not checked: no sysfs or NVML PCIe data in the input",
-                           source=", ".join(topo.sources)))
-    return out
+    return out, checked

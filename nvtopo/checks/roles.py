@@ -218,43 +218,74 @@ def compute_nics(topo: Topology, layout: Any = None, present: Optional[Sequence[
 
 
 def _resolve(topo: Topology, layout: Any, present: List[int], missing: List[int]) -> Roles:
-    want_layer, want_rate, count = _want(layout)
-    named = port_map_names(layout)
-    names = [n.name for n in topo.nics]
-    decided: Dict[str, Role] = {}
-    pxb = path_rank("PXB")
-    best = {x: _best_path(topo, x, present) for x in names}
+    r = _Resolver(topo, layout, present, missing)
+    r.by_placement()
+    r.compute_kind()
+    pool, lack = r.off_place()
+    if pool:
+        r.decide_pool(pool, lack)
+    r.the_rest()
+    r.management()
+    return r.roles()
 
-    # -- placement: behind a GPU's PCIe switch
-    cands = [x for x in names if best[x] is not None and best[x][0] <= pxb]  # type: ignore
-    # beyond the layout's compute count, a candidate on another link layer is storage
-    if want_layer and count is not None:
-        same = [x for x in cands if want_layer in layers(topo, x)]
-        other = [x for x in cands if layers(topo, x) and want_layer not in layers(topo, x)]
-        if other and len(same) >= count:
-            for x in other:
-                r, tok, g = best[x]  # type: ignore[misc]
-                decided[x] = Role(x, STORAGE, "link_layer", [
-                    f"runs {'/'.join(sorted(layers(topo, x)))} at {tok} to GPU{g}, beside "
-                    f"{len(same)} {want_layer} NICs behind GPU switches ({count} compute "
-                    "NICs in the layout)"], named=x in named)
-            cands = [x for x in cands if x not in other]
-    for x in cands:
-        _, tok, g = best[x]  # type: ignore[misc]
-        decided[x] = Role(x, COMPUTE, "placement", [f"{tok} to GPU{g} (behind its PCIe switch)"],
-                          named=x in named)
-    placed = list(cands)
 
-    # -- the compute NICs' kind: card model, link layers, rates, subnet managers
-    kinds = {(card(topo, x), tuple(sorted(layers(topo, x)))) for x in placed}
-    comp_rates: Set[float] = set().union(*(rates(topo, x) for x in placed)) if placed \
-        else ({want_rate} if want_rate else set())
-    comp_sms: Set[int] = set().union(*(sm_lids(topo, x) for x in placed)) if placed \
-        else set()
-    comp_single = any(single_function(topo, x) for x in placed)
+class _Resolver:
+    """The roles of one node's NICs being decided: by placement first, then the compute
+    NICs' kind (card model, link layers, rates, subnet managers) against the rest, then the
+    port map's names among the cards the structure allows."""
 
-    def against(x: str) -> Optional[Tuple[str, str]]:
+    def __init__(self, topo: Topology, layout: Any, present: List[int],
+                 missing: List[int]) -> None:
+        self.topo, self.layout, self.missing = topo, layout, missing
+        self.want_layer, self.want_rate, self.count = _want(layout)
+        self.named = port_map_names(layout)
+        self.names = [n.name for n in topo.nics]
+        self.decided: Dict[str, Role] = {}
+        self.best = {x: _best_path(topo, x, present) for x in self.names}
+        self.placed: List[str] = []
+        self.kinds: Set[Tuple[Optional[str], Tuple[str, ...]]] = set()
+        self.comp_rates: Set[float] = set()
+        self.comp_sms: Set[int] = set()
+        self.comp_single = False
+
+    def by_placement(self) -> None:
+        """Placement: behind a GPU's PCIe switch (beyond the layout's compute count, a NIC
+        there on another link layer is storage)."""
+        topo, best, decided, named = self.topo, self.best, self.decided, self.named
+        want_layer, count = self.want_layer, self.count
+        pxb = path_rank("PXB")
+        cands = [x for x in self.names if best[x] is not None and best[x][0] <= pxb]  # type: ignore
+        if want_layer and count is not None:
+            same = [x for x in cands if want_layer in layers(topo, x)]
+            other = [x for x in cands if layers(topo, x) and want_layer not in layers(topo, x)]
+            if other and len(same) >= count:
+                for x in other:
+                    r, tok, g = best[x]  # type: ignore[misc]
+                    decided[x] = Role(x, STORAGE, "link_layer", [
+                        f"runs {'/'.join(sorted(layers(topo, x)))} at {tok} to GPU{g}, beside "
+                        f"{len(same)} {want_layer} NICs behind GPU switches ({count} compute "
+                        "NICs in the layout)"], named=x in named)
+                cands = [x for x in cands if x not in other]
+        for x in cands:
+            _, tok, g = best[x]  # type: ignore[misc]
+            decided[x] = Role(x, COMPUTE, "placement",
+                              [f"{tok} to GPU{g} (behind its PCIe switch)"], named=x in named)
+        self.placed = list(cands)
+
+    def compute_kind(self) -> None:
+        """The compute NICs' kind: card model, link layers, rates, subnet managers."""
+        topo, placed = self.topo, self.placed
+        self.kinds = {(card(topo, x), tuple(sorted(layers(topo, x)))) for x in placed}
+        self.comp_rates = set().union(*(rates(topo, x) for x in placed)) if placed \
+            else ({self.want_rate} if self.want_rate else set())
+        self.comp_sms = set().union(*(sm_lids(topo, x) for x in placed)) if placed \
+            else set()
+        self.comp_single = any(single_function(topo, x) for x in placed)
+
+    def against(self, x: str) -> Optional[Tuple[str, str]]:
         """Structure that says ``x`` is not a compute NIC: (evidence kind, words)."""
+        topo, placed, kinds, want_layer = self.topo, self.placed, self.kinds, self.want_layer
+        comp_rates, comp_sms = self.comp_rates, self.comp_sms
         lay = layers(topo, x)
         ref_layers = {lay_ for _, ls in kinds for lay_ in ls} if placed else (
             {want_layer} if want_layer else set())
@@ -267,7 +298,7 @@ def _resolve(topo: Topology, layout: Any, present: List[int], missing: List[int]
             if model and models and model not in models:
                 return "card", (f"card model {model}, the compute NICs' "
                                 f"{'/'.join(sorted(models))}")
-            if comp_single and single_function(topo, x) is False:
+            if self.comp_single and single_function(topo, x) is False:
                 return "card", "a dual-function card beside single-function compute cards"
         sms = sm_lids(topo, x)
         if sms and comp_sms and not sms & comp_sms:
@@ -285,8 +316,10 @@ def _resolve(topo: Topology, layout: Any, present: List[int], missing: List[int]
                             f"compute ports at {'/'.join(_g(r) for r in sorted(comp_rates))}")
         return None
 
-    def support(x: str) -> List[str]:
+    def support(self, x: str) -> List[str]:
         """Structure that agrees with a compute role for ``x`` (words)."""
+        topo, placed, kinds, want_layer = self.topo, self.placed, self.kinds, self.want_layer
+        comp_rates, comp_sms = self.comp_rates, self.comp_sms
         out: List[str] = []
         model, lay = card(topo, x), layers(topo, x)
         if placed and model and any(model == m for m, _ in kinds):
@@ -305,37 +338,48 @@ def _resolve(topo: Topology, layout: Any, present: List[int], missing: List[int]
                           " (on an InfiniBand subnet, as the layout's compute ports)"))
         return out
 
-    # -- the rest: a compute card off its place (card), a port map name (port_map)
-    if count is not None:
-        lack: Optional[int] = max(0, count - len(placed))
-    else:
-        lack = None if missing and placed else 0  # None: as many as there are
-    pool: List[str] = []
-    for x in names:
-        if x in decided:
-            continue
-        why = against(x)
-        if why is not None and placed:
-            decided[x] = Role(x, STORAGE, why[0], [why[1]], named=x in named)
-            continue
-        if why is not None:
-            # nothing placed to compare with: the layout alone says what compute ports run,
-            # and a compute port in another mode looks the same as a storage port
-            decided[x] = Role(x, UNKNOWN, "none", [
-                ("the layout's port map names it a compute NIC, but it " if x in named else
-                 "no PCI placement to a GPU; it ") + why[1]], named=x in named)
-            continue
-        if placed:
-            # a compute card off its place: single-function and its kind, where known
-            if single_function(topo, x) is False or (
-                    (card(topo, x), tuple(sorted(layers(topo, x)))) not in kinds):
+    def off_place(self) -> Tuple[List[str], Optional[int]]:
+        """The NICs off a GPU's place that structure decides (storage, or unknown where
+        nothing is placed to compare with), and the pool left for the compute places still
+        open: compute cards off their place, or the port map's names; with how many
+        compute places are open (None: as many as there are)."""
+        topo, placed, named, decided = self.topo, self.placed, self.named, self.decided
+        count = self.count
+        if count is not None:
+            lack: Optional[int] = max(0, count - len(placed))
+        else:
+            lack = None if self.missing and placed else 0  # None: as many as there are
+        pool: List[str] = []
+        for x in self.names:
+            if x in decided:
                 continue
-            pool.append(x)
-        elif x in named and layout is not None:
-            pool.append(x)
-    # named ones first: the port map's names decide among cards the structure allows
-    pool.sort(key=lambda x: (x not in named, names.index(x)))
-    if pool:
+            why = self.against(x)
+            if why is not None and placed:
+                decided[x] = Role(x, STORAGE, why[0], [why[1]], named=x in named)
+                continue
+            if why is not None:
+                # nothing placed to compare with: the layout alone says what compute ports
+                # run, and a compute port in another mode looks the same as a storage port
+                decided[x] = Role(x, UNKNOWN, "none", [
+                    ("the layout's port map names it a compute NIC, but it " if x in named
+                     else "no PCI placement to a GPU; it ") + why[1]], named=x in named)
+                continue
+            if placed:
+                # a compute card off its place: single-function and its kind, where known
+                if single_function(topo, x) is False or (
+                        (card(topo, x), tuple(sorted(layers(topo, x)))) not in self.kinds):
+                    continue
+                pool.append(x)
+            elif x in named and self.layout is not None:
+                pool.append(x)
+        # named ones first: the port map's names decide among cards the structure allows
+        pool.sort(key=lambda x: (x not in named, self.names.index(x)))
+        return pool, lack
+
+    def decide_pool(self, pool: List[str], lack: Optional[int]) -> None:
+        """The pool's roles: compute for as many as the open places take (the named ones
+        where they alone fit), storage where no place is open, else unknown."""
+        placed, named, count = self.placed, self.named, self.count
         take: List[str] = []
         if lack is None or len(pool) <= lack:
             take = list(pool)
@@ -345,65 +389,84 @@ def _resolve(topo: Topology, layout: Any, present: List[int], missing: List[int]
                 take = nm
         for x in pool:
             if x in take:
-                far = best[x]
-                where = (f"off every GPU's switch ({far[1]} to GPU{far[2]} at best)"
-                         if far is not None else "its PCI placement not known")
-                if placed:
-                    ev = [f"a compute card {where}: " + ", ".join(
-                        support(x) or ["of the compute NICs' kind"])]
-                    by = "card"
-                else:
-                    ev = [f"the layout's port map names it; {where}"] + support(x)
-                    by = "port_map"
-                if placed and x in named:
-                    ev.append("the layout's port map names it")
-                if lack is not None and placed:
-                    ev.append(f"{len(placed)} compute NICs placed of the layout's "
-                              f"{count}" if count is not None else
-                              f"{len(missing)} GPU(s) missing")
-                decided[x] = Role(x, COMPUTE, by, ev, named=x in named)
+                self.decided[x] = self._taken(x, lack)
             elif placed and not lack:
-                far = best[x]
-                decided[x] = Role(x, STORAGE, "placement", [
+                far = self.best[x]
+                self.decided[x] = Role(x, STORAGE, "placement", [
                     "a card of the compute NICs' kind off every GPU's switch"
                     + (f" ({far[1]} to GPU{far[2]} at best)" if far is not None else "")
                     + (f", and the layout's {count} compute NICs are all placed"
                        if count is not None else ", and no GPU is missing")],
                     named=x in named)
             else:
-                decided[x] = Role(x, UNKNOWN, "none", [
+                self.decided[x] = Role(x, UNKNOWN, "none", [
                     f"a card of the compute NICs' kind off every GPU's switch, and "
                     f"{len(pool)} such cards for {lack} compute place(s) left"
                     if placed else
                     "the layout's port map names it, and the compute count is full"],
                     named=x in named, maybe_compute=bool(placed))
-    for x in names:
-        if x in decided:
-            continue
-        far = best[x]
-        if far is not None:
-            decided[x] = Role(x, STORAGE, "placement", [
-                f"off every GPU's switch ({far[1]} to GPU{far[2]} at best)"], named=x in named)
+
+    def _taken(self, x: str, lack: Optional[int]) -> Role:
+        """``x`` taken for an open compute place: a compute card off its place (card), or a
+        port map name (port_map)."""
+        placed, named, count = self.placed, self.named, self.count
+        far = self.best[x]
+        where = (f"off every GPU's switch ({far[1]} to GPU{far[2]} at best)"
+                 if far is not None else "its PCI placement not known")
+        if placed:
+            ev = [f"a compute card {where}: " + ", ".join(
+                self.support(x) or ["of the compute NICs' kind"])]
+            by = "card"
         else:
-            decided[x] = Role(x, UNKNOWN, "none", [
-                "no PCI placement to a GPU, no port map name the structure agrees with"],
-                named=x in named)
-    # storage or management: by the best rate of the card model among non-compute NICs
-    best_rate: Dict[Optional[str], float] = {}
-    for x, r in decided.items():
-        if r.role == STORAGE:
-            for rate in rates(topo, x):
-                best_rate[card(topo, x)] = max(best_rate.get(card(topo, x), 0.0), rate)
-    for x, r in decided.items():
-        top = best_rate.get(card(topo, x))
-        if r.role == STORAGE and top is not None and top < MANAGEMENT_BELOW_GBPS:
-            r.role = MANAGEMENT
-            r.evidence.append(f"its card model tops out at {_g(top)} Gb/s")
-    roles = {x: decided[x] for x in names}
-    comp = [x for x in named if roles.get(x) is not None and roles[x].role == COMPUTE]
-    comp += [x for x in names if roles[x].role == COMPUTE and x not in comp]
-    how = "placement" if placed else "names" if comp else "none"
-    return Roles(roles=roles, how=how, compute=comp)
+            ev = [f"the layout's port map names it; {where}"] + self.support(x)
+            by = "port_map"
+        if placed and x in named:
+            ev.append("the layout's port map names it")
+        if lack is not None and placed:
+            ev.append(f"{len(placed)} compute NICs placed of the layout's "
+                      f"{count}" if count is not None else
+                      f"{len(self.missing)} GPU(s) missing")
+        return Role(x, COMPUTE, by, ev, named=x in named)
+
+    def the_rest(self) -> None:
+        """NICs nothing above decided: storage off every GPU's switch, else unknown."""
+        for x in self.names:
+            if x in self.decided:
+                continue
+            far = self.best[x]
+            if far is not None:
+                self.decided[x] = Role(x, STORAGE, "placement", [
+                    f"off every GPU's switch ({far[1]} to GPU{far[2]} at best)"],
+                    named=x in self.named)
+            else:
+                self.decided[x] = Role(x, UNKNOWN, "none", [
+                    "no PCI placement to a GPU, no port map name the structure agrees with"],
+                    named=x in self.named)
+
+    def management(self) -> None:
+        """Storage or management: by the best rate of the card model among non-compute
+        NICs."""
+        topo = self.topo
+        best_rate: Dict[Optional[str], float] = {}
+        for x, r in self.decided.items():
+            if r.role == STORAGE:
+                for rate in rates(topo, x):
+                    best_rate[card(topo, x)] = max(best_rate.get(card(topo, x), 0.0), rate)
+        for x, r in self.decided.items():
+            top = best_rate.get(card(topo, x))
+            if r.role == STORAGE and top is not None and top < MANAGEMENT_BELOW_GBPS:
+                r.role = MANAGEMENT
+                r.evidence.append(f"its card model tops out at {_g(top)} Gb/s")
+
+    def roles(self) -> Roles:
+        """The roles in the node's NIC order; compute NICs in port map order first."""
+        names = self.names
+        roles = {x: self.decided[x] for x in names}
+        comp = [x for x in self.named if roles.get(x) is not None
+                and roles[x].role == COMPUTE]
+        comp += [x for x in names if roles[x].role == COMPUTE and x not in comp]
+        how = "placement" if self.placed else "names" if comp else "none"
+        return Roles(roles=roles, how=how, compute=comp)
 
 
 def _g(x: float) -> str:

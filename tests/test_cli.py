@@ -772,6 +772,25 @@ def test_the_console_script_builds_only_the_command_named():
     assert json.loads(done.stdout)["checks"]
 
 
+def test_the_command_runs_with_the_collector_on_and_start_up_frozen():
+    """The console script builds the command with the cyclic collector off, then freezes
+    what start-up built and turns the collector back on: the command's own work (an audit of
+    thousands of files) is collected as before."""
+    code = ("import gc, sys\nimport nvtopo.checks as c\nfrom nvtopo.cli import run\n"
+            "real = c.select_and_run\n"
+            "def spy(*a, **k):\n"
+            "    sys.stderr.write(f'GC {gc.isenabled()} {gc.get_freeze_count() > 1000}\\n')\n"
+            "    return real(*a, **k)\n"
+            "c.select_and_run = spy\n"
+            "sys.argv = ['nvtopo', 'check', '--example', 'dgx-h100-healthy', '--format', "
+            "'json']\nrun()\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "GC True True" in done.stderr
+    assert json.loads(done.stdout)["verdict"] == "pass"
+
+
 def test_version():
     result = invoke(["--version"])
     assert result.exit_code == 0

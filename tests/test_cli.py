@@ -714,6 +714,83 @@ def test_help_snapshot():
         assert word in out, word
 
 
+def _command_lines() -> List[List[str]]:
+    """Every command and group subcommand, as the words that name it."""
+    import typer
+
+    from nvtopo.cli import COMMANDS, build
+
+    group = typer.main.get_command(build())
+    out: List[List[str]] = []
+    for name in COMMANDS:
+        cmd = group.commands[name]  # type: ignore[attr-defined]
+        subs = getattr(cmd, "commands", None)
+        out += [[name, sub] for sub in subs] if subs else [[name]]
+    return out
+
+
+@pytest.mark.parametrize("words", _command_lines(), ids=" ".join)
+def test_a_command_built_alone_helps_and_fails_as_in_the_full_app(words):
+    """The console script builds only the command its command line names
+    (``nvtopo.cli.build(name)``): that command's help and usage errors are the full app's."""
+    from nvtopo.cli import build
+
+    alone = build(words[0])
+    for args in (words + ["--help"], words + ["--no-such-option"], words + ["-x", "1"]):
+        full = make_runner().invoke(app, args, env={"COLUMNS": "100"})
+        mine = make_runner().invoke(alone, args, env={"COLUMNS": "100"})
+        assert (mine.exit_code, mine.stdout, mine.stderr) == \
+            (full.exit_code, full.stdout, full.stderr), args
+    assert "Usage: nvtopo " + " ".join(words) in \
+        make_runner().invoke(alone, words + ["--help"], env={"COLUMNS": "100"}).stdout
+
+
+def test_only_a_command_named_first_is_built_alone(monkeypatch):
+    from nvtopo.cli import COMMANDS, _command_named
+
+    monkeypatch.delenv("_NVTOPO_COMPLETE", raising=False)
+    assert _command_named(["nvtopo", "check", "--from", "x"]) == "check"
+    assert _command_named(["nvtopo", "layouts", "show", "dgx-h100"]) == "layouts"
+    assert _command_named(["nvtopo", "--version", "check"]) is None  # nvtopo's own option
+    assert _command_named(["nvtopo", "chek"]) is None  # the full app suggests the name
+    assert _command_named(["nvtopo"]) is None
+    monkeypatch.setenv("_NVTOPO_COMPLETE", "complete_bash")  # completion offers every command
+    assert _command_named(["nvtopo", "check"]) is None
+    assert len(COMMANDS) == 12
+
+
+def test_the_console_script_builds_only_the_command_named():
+    """A fresh ``nvtopo checks`` imports no other command's module."""
+    code = ("import sys\nfrom nvtopo.cli import run\nsys.argv = ['nvtopo', 'checks', "
+            "'--format', 'json']\ntry:\n    run()\nexcept SystemExit:\n    pass\n"
+            "sys.stderr.write(' '.join(m for m in sys.modules if m.startswith('nvtopo.cli.')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    loaded = set(done.stderr.split())
+    assert "nvtopo.cli.checks" in loaded
+    assert not loaded & {"nvtopo.cli.check", "nvtopo.cli.audit", "nvtopo.cli.show"}, loaded
+    assert json.loads(done.stdout)["checks"]
+
+
+def test_the_command_runs_with_the_collector_on_and_start_up_frozen():
+    """The console script builds the command with the cyclic collector off, then freezes
+    what start-up built and turns the collector back on: the command's own work (an audit of
+    thousands of files) is collected as before."""
+    code = ("import gc, sys\nimport nvtopo.checks as c\nfrom nvtopo.cli import run\n"
+            "real = c.select_and_run\n"
+            "def spy(*a, **k):\n"
+            "    sys.stderr.write(f'GC {gc.isenabled()} {gc.get_freeze_count() > 1000}\\n')\n"
+            "    return real(*a, **k)\n"
+            "c.select_and_run = spy\n"
+            "sys.argv = ['nvtopo', 'check', '--example', 'dgx-h100-healthy', '--format', "
+            "'json']\nrun()\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "GC True True" in done.stderr
+    assert json.loads(done.stdout)["verdict"] == "pass"
+
+
 def test_version():
     result = invoke(["--version"])
     assert result.exit_code == 0

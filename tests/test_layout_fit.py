@@ -194,3 +194,21 @@ BOARD_NAMES = [
 @pytest.mark.parametrize("layout,name,board", BOARD_NAMES)
 def test_board_name_patterns_leave_out_the_nvl_and_pcie_cards(layout, name, board):
     assert layouts.name_matches(layouts.load(layout).gpus.name_pattern, name) is board
+
+
+@pytest.mark.parametrize("pattern", sorted(
+    {layouts.load(n).gpus.name_pattern for n in layouts.names()} - {None}
+    | {"A100-SXM4", "k", "s", "", "NVIDIA A100 80GB", "#x y"}))
+def test_a_plain_name_pattern_is_found_as_its_regular_expression_finds_it(pattern):
+    """name_matches finds a plain ASCII pattern without compiling it: always as re does
+    (case-insensitive; a name with non-ASCII letters goes through the pattern, where the
+    long s is an s and the Kelvin sign a k)."""
+    import re
+
+    names = ["NVIDIA A100-SXM4-80GB", "nvidia a100-sxm4-40gb", "NVIDIA GB200",
+             "Tesla V100-SXM2-16GB", "NVIDIA H100 80GB HBM3", "NVIDIA A100 80GB PCIe",
+             "\u212a", "K", "#X Y", "#x  y",
+             "NVIDIA H200 NVL", "", "GH200 480GB", "V100-DGXS-32GB", "\u017f", "x" * 300 + "GB200"]
+    for name in names:
+        want = re.compile(pattern, re.I).search(name[:layouts.NAME_SEARCH_LIMIT]) is not None
+        assert layouts.name_matches(pattern, name) is want, (pattern, name)

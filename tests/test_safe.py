@@ -105,3 +105,20 @@ def test_xml_well_formed(text):
     doc = f"<r a=\"{safe.xml(text, attribute=True)}\">{safe.xml(text)}</r>"
     parsed = xml.dom.minidom.parseString(doc.encode("utf-8"))
     assert parsed.documentElement.getAttribute("a") == safe.printable(text)
+
+
+@pytest.mark.parametrize("keep_newlines", [False, True])
+def test_printable_escapes_exactly_the_unsafe_characters(keep_newlines):
+    """Printable ASCII takes a path that compiles no pattern: every character, alone and
+    inside ASCII text, is escaped exactly as the pattern of unsafe characters says."""
+    import re
+
+    rx = re.compile(safe._UNSAFE_KEEP_LINES if keep_newlines else safe._UNSAFE)
+    for code in list(range(0x300)) + [0x61c, 0x200e, 0x2028, 0x202e, 0x2066, 0x2069, 0x2192,
+                                      0xd800, 0xdfff, 0xfffe, 0xffff, 0x1f600]:
+        ch = chr(code)
+        for text in (ch, f"GPU{ch}0", f"a\n{ch}"):
+            want = rx.sub(lambda m: safe._escape_char(m), text)
+            assert safe.printable(text, keep_newlines=keep_newlines) == want, (code, text)
+    assert safe.printable("a\nb", keep_newlines=True) == "a\nb"
+    assert safe.printable("a\nb") == "a\\x0ab"

@@ -29,9 +29,12 @@ def domain_nodes(name: str) -> Optional[int]:
     return load(name).domain.nodes
 
 
+@lru_cache(maxsize=1)
 def _bundle() -> Any:
     """The directory of bundled layouts: a plain path when installed as files (fast), else
-    importlib.resources' traversable (nvtopo imported from a zip)."""
+    importlib.resources' traversable (nvtopo imported from a zip).  Found once per process
+    (resolving the path is a system call per directory above it, and auto selection reads
+    every layout)."""
     here = Path(__file__).resolve().parent
     if here.is_dir():
         return here
@@ -51,10 +54,19 @@ def _name_rx(pattern: str) -> "re.Pattern[str]":
     return re.compile(pattern, re.I)
 
 
+#: The characters that make a pattern more than a literal text (outside ``re.X``).
+_REGEX_SYNTAX = frozenset("\\.^$*+?{}[]()|")
+
+
 def name_matches(pattern: str, name: str) -> bool:
     """Whether GPU ``name`` matches a layout's ``gpus.name_pattern`` (a case-insensitive
-    search of the name's first :data:`NAME_SEARCH_LIMIT` characters)."""
-    return _name_rx(pattern).search(name[:NAME_SEARCH_LIMIT]) is not None
+    search of the name's first :data:`NAME_SEARCH_LIMIT` characters).  A plain ASCII
+    pattern (``A100-SXM4``) in an ASCII name is a case-insensitive substring, found without
+    compiling a pattern (auto selection asks every layout once per start)."""
+    text = name[:NAME_SEARCH_LIMIT]
+    if pattern.isascii() and text.isascii() and _REGEX_SYNTAX.isdisjoint(pattern):
+        return pattern.lower() in text.lower()
+    return _name_rx(pattern).search(text) is not None
 
 
 class Layout:

@@ -52,6 +52,16 @@ SLOW_TESTS = frozenset({
     "test_schemas::test_every_command_on_a_faulty_dgx_h100",
     "test_layouts_select::test_every_bundled_layouts_healthy_simulation_passes_check_with_layout_auto",
     "test_simulate::test_simulate_takes_any_layout_it_reads_or_refuses_it_in_one_line",
+    # scale and bound soaks: the largest inputs, each a few seconds of CPU
+    "test_collect_slurm::test_a_partition_of_ten_thousand_nodes_is_asked_of_sinfo_in_pieces",
+    "test_svg::test_switch_bar_scales_to_a_72_gpu_domain",
+    "test_pasted_facts::test_a_paste_of_many_gpus_is_judged_in_bounded_time",
+    "test_cluster_fabric::test_a_switch_of_many_peers_and_a_leaf_of_many_nodes_are_linear",
+    "test_hostile_parsers::test_a_legend_wrapped_over_many_lines_is_linear_and_capped",
+    "test_dcgmi_text::test_large_input_is_read_in_bounded_time_and_size",
+    "test_gzip_snapshots::test_a_gzip_bomb_never_costs_more_than_the_bound",
+    "test_round_trip::test_control_characters_past_the_json_bound_are_refused_not_written",
+    "test_simulate::test_a_72_gpu_nvlink_domain",
 })
 #: Words in a test's name that make it a sweep or a soak.
 SLOW_WORDS = ("fuzz", "mutated", "never_crash", "megabytes", "soak")

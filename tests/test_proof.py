@@ -172,9 +172,10 @@ def allowed_severities(name: str, spec: str) -> Set[str]:
     kind = parse(spec).kind
     _, sev, section = CONTRACT[kind]
     ok = {sev}
-    head, _, key = section.partition(".")
-    if sev == "error" and section and getattr(layout(name), head).inferred(key or None):
-        ok.add("warning")
+    if sev == "error" and section:
+        head, _, key = section.partition(".")
+        if getattr(layout(name), head).inferred(key or None):
+            ok.add("warning")
     return ok
 
 

@@ -55,8 +55,11 @@ ALLOWED_DYNAMIC = {
     ("layouts/__init__.py", "_name_rx"):
         "a layout's gpus.name_pattern, applied by name_matches to at most NAME_SEARCH_LIMIT "
         "characters (timed below for the built-in layouts)",
-    ("layouts/__init__.py", "validate"):
+    ("layouts/doc.py", "_check_values"):
         "compiles a layout's pattern to validate it (never applied to text there)",
+    ("safe.py", "_unsafe_re"):
+        "the two unsafe-character classes (_UNSAFE, _UNSAFE_KEEP_LINES), compiled on first "
+        "use: a single character class, one linear pass over any text",
     ("simulate/families.py", "family_of"):
         "a layout's gpus.name_pattern against the simulator's own model names",
 }

@@ -175,3 +175,21 @@ def test_a_nic_whose_role_is_unknown_is_not_storage_on_a_compute_rail():
     ns[1].hcas[1] = ("mlx5_9", "storage", None, None, "fe80:0000:0000:0007", 21, "InfiniBand")
     assert [(f.code, f.nodes) for f in rails.check(ns)] == [
         ("cluster.storage_on_rail", ["n01"])]
+
+
+def test_a_down_port_is_rail_down_only_and_node_local_fabrics_are_no_domains():
+    ns = [_node(i, uuid=False, layout="dgx-h100") for i in range(4)]
+    for n in ns:
+        n.rails = [_rail(0), _rail(1)]
+    ns[3].rails[1] = _rail(1, rate=10, state="DOWN", sm=0)  # as ibstat shows a Down port
+    assert [(f.code, f.nodes) for f in rails.check(ns)] == [("cluster.rail_down", ["n03"])]
+    # unknown state: its rate is still compared
+    ns[2].rails[0] = _rail(0, rate=200, state=None)
+    assert ("cluster.rail_mismatch", ["n02"]) in [(f.code, f.nodes) for f in rails.check(ns)]
+    # one 8-GPU NVSwitch box per ClusterUUID: node-local, not a domain; a GB200 tray alone
+    # in its ClusterUUID is (a short multi-node domain), as are two nodes sharing one
+    boxes = [_node(i, uuid=f"H{i}", layout="dgx-h100") for i in range(3)]
+    tray = _node(5, uuid="G1")
+    pair = [_node(6, uuid="P", layout="none"), _node(7, uuid="P", layout="none")]
+    assert list(domains.domains(boxes + [tray] + pair)) == ["G1", "P"]
+    assert domains.node_local(boxes + [tray] + pair) == ["n00", "n01", "n02"]

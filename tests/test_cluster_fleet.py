@@ -266,3 +266,35 @@ def test_collect_output_gzip_snapshots_and_manifest(tmp_path):
     codes = sorted((f.code, tuple(f.nodes)) for f in r.findings)
     assert codes == [("cluster.domain_incomplete", ("gpu0", "gpu1", "gpu2")),
                      ("cluster.engine_name", ("gpu0", "gpu1", "gpu2"))]
+
+
+# --- one cause, one finding (issue 23 class 10) ----------------------------------------------
+
+
+def test_one_port_down_is_one_finding_and_no_one_node_domains(tmp_path):
+    """One port down on one node: it was four findings (rail_mismatch as an error on the
+    10 Gb/s a DOWN port reports, odd_node, rail_down, rail_subnet on its SM LID 0); and every
+    8-GPU NVSwitch box was listed as a one-node "NVLink domain"."""
+    _write(tmp_path, "dgx-h100", 6, node_faults=["2:ib-port-down:mlx5_4"])
+    r = cluster.run([str(tmp_path)], jobs=1)
+    assert [(f.severity, f.code, str(f.subject), f.nodes) for f in r.findings] == [
+        ("warning", "cluster.rail_down", "rail 2", ["node-00002"])]
+    assert r.exit_status() == 0
+    assert r.domains() == {}
+    doc = cluster.document(r)
+    assert (doc["counts"]["domains"], doc["counts"]["node_local"], doc["no_domain"]) == (0, 6, [])
+    assert all(row["domain"] is None for row in doc["node_rows"])
+    out = render.text(doc, "table")
+    assert "NVLink domains" not in out and "6 node(s) with a node-local NVSwitch" in out
+    assert "no NVLink domain in these snapshots" in render.text(doc, "slurm-topology")
+
+
+def test_an_active_port_at_a_lower_rate_is_still_a_mismatch(tmp_path):
+    """The healthy counterpart of the fold: a port that is ACTIVE at a lower rate is a rail
+    mismatch (error), as before."""
+    _write(tmp_path, "dgx-h100", 6, node_faults=["2:ib-rate:mlx5_4:200"])
+    r = cluster.run([str(tmp_path)], jobs=1)
+    got = {(f.severity, f.code, str(f.subject), tuple(f.nodes)) for f in r.findings}
+    assert ("error", "cluster.rail_mismatch", "rail 2", ("node-00002",)) in got
+    assert not any(f.code in ("cluster.rail_down", "cluster.rail_subnet") for f in r.findings)
+    assert r.exit_status() == 1

@@ -515,3 +515,82 @@ def test_new_storage_faults_are_bounded():
             simulate(layouts.load("dgx-h100"), [spec])
     with pytest.raises(NvtopoError, match="does not expect GPUDirect Storage"):
         simulate(layouts.load("dgx-a100"), ["nvme-missing:1"])
+
+
+# --- gdscheck -p forms seen in the wild (issue 23 class 7) --------------------------------------
+
+
+def test_gdscheck_1_16_modes_compat_only_is_not_gds():
+    """GDS 1.16+ lists a driver's I/O modes: `NVMe : compat` (page cache only) passed as if
+    nothing were wrong; `nvfs, compat` (nvidia_fs direct, compat beside) is support."""
+    compat = _gds("gdscheck-p-1.16-nvme-compat.txt").gds_text
+    assert (compat.gds_version, compat.nvidia_fs_version, compat.libcufile_version) == (
+        "1.16.1.26", "2.27", None)  # "nvidia_fs minimum version" is not the module's
+    assert compat.drivers["NVMe"] == "compat" and compat.drivers["NVMe P2PDMA"] == "Unsupported"
+    assert (compat.supported("NVMe"), compat.compat_only("NVMe")) == (False, True)
+    got = findings(_gds("gdscheck-p-1.16-nvme-compat.txt"), None)
+    assert got == [("gds.nvme_unsupported", "node", "warning")]
+    f = [f for f in checks.run(_gds("gdscheck-p-1.16-nvme-compat.txt"), None).findings
+         if f.code == "gds.nvme_unsupported"][0]
+    assert "compatibility mode only" in f.message and f.actual == "compat"
+    # a layout that states GDS: an error
+    assert findings(_gds("gdscheck-p-1.16-nvme-compat.txt"), stated()) == [
+        ("gds.nvme_unsupported", "node", "error")]
+    # healthy counterpart: the same tool with nvidia_fs's direct path
+    ok = _gds("gdscheck-p-1.16-nvfs-compat.txt").gds_text
+    assert (ok.drivers["NVMe"], ok.supported("NVMe"), ok.compat_only("NVMe")) == (
+        "nvfs, compat", True, False)
+    assert findings(_gds("gdscheck-p-1.16-nvfs-compat.txt"), None) == []
+
+
+def test_gdscheck_p2pdma_path_is_support_without_nvidia_fs():
+    """`NVMe : Unsupported` beside `NVMe P2PDMA : Supported` (GDS 1.14+ through the kernel's
+    PCI P2PDMA) is GPUDirect: no finding (it was a false warning)."""
+    g = _gds("gdscheck-p-1.14-p2pdma.txt").gds_text
+    assert (g.supported("NVMe"), g.supported("NVMe P2PDMA")) == (False, True)
+    assert findings(_gds("gdscheck-p-1.14-p2pdma.txt"), stated()) == []
+
+
+def test_gdscheck_pre_1_0_format_is_read():
+    """GDS 0.9x: no DRIVER CONFIGURATION header (`cuFile CONFIGURATION:` holds the drivers
+    and the properties), `(beta)` in the version line, `bar size (MB):`."""
+    from nvtopo.probes import readers
+
+    text = (GDS_TEXT / "gdscheck-p-0.95-beta.txt").read_text(encoding="utf-8")
+    assert readers.names(text) == ["gds-text"]
+    ok = _gds("gdscheck-p-0.95-beta.txt").gds_text
+    assert (ok.gds_version, ok.nvidia_fs_version, ok.libcufile_version) == (
+        "0.95.0.94", "2.3", "2.3")
+    assert len(ok.drivers) == 10 and ok.supported("NVMe") is True
+    assert ok.drivers["USERSPACE RDMA"] == "Unsupported"
+    assert not any(k.startswith(("properties", "--")) for k in ok.drivers)
+    assert [(x.index, x.name, x.bar_mib, x.supports_gds) for x in ok.gpus] == [
+        (0, "Tesla V100-SXM2-32GB", 32768, True), (1, "Tesla V100-SXM2-32GB", 32768, True)]
+    assert (ok.iommu, ok.verification) == ("disabled", "succeeded")
+    assert findings(_gds("gdscheck-p-0.95-beta.txt"), None) == []
+    bad = _gds("gdscheck-p-0.9-beta-failed.txt")
+    assert (bad.gds_text.gds_version, bad.gds_text.verification) == ("0.9.0.15", "failed")
+    assert sorted(findings(bad, None)) == [
+        ("gds.iommu", "node", "warning"), ("gds.nvme_unsupported", "node", "warning"),
+        ("gds.platform", "node", "warning")]
+
+
+def test_gdscheck_paste_without_version_lines_or_indentation():
+    """Copied from ENVIRONMENT: on through a forum: no version lines, no rulers, no
+    indentation, `**bold**` marks: read, and its NVMe Unsupported is found."""
+    from nvtopo.probes import gds_text, readers
+
+    text = (GDS_TEXT / "gdscheck-p-no-version-lines.txt").read_text(encoding="utf-8")
+    assert readers.names(text) == ["gds-text"]
+    g = gds_text.parse(text)
+    assert g.gds_version is None and g.drivers["NVMe"] == "Unsupported"
+    assert len(g.drivers) == 11 and "--Mellanox PeerDirect" not in g.drivers
+    assert (g.iommu, g.verification, len(g.gpus)) == ("disabled", "succeeded", 2)
+    assert findings(_gds("gdscheck-p-no-version-lines.txt"), None) == [
+        ("gds.nvme_unsupported", "node", "warning")]
+    # healthy counterpart: the same paste of a node whose NVMe is supported
+    healthy = text.replace("**NVMe : Unsupported**", "NVMe : Supported")
+    assert gds_text.parse(healthy).supported("NVMe") is True
+    # not every text that names a driver is gdscheck: no header nor version line, no NVMe row
+    assert not gds_text.looks_like("NVMe : Supported\n")
+    assert not gds_text.looks_like("DRIVER CONFIGURATION:\nGPU0 X NV18\n")

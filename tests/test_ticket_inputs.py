@@ -495,3 +495,55 @@ def test_from_help_names_the_ticket_texts_each_command_reads(command, names):
     block = " ".join(ln.strip(" │") for ln in r.output[at:].splitlines()[:14])
     for name in names:
         assert name in block, (command, name)
+
+
+# --- a paste whose indentation was lost (issue 23 class 7) ------------------------------------
+
+FLAT = [("ibstat_ib_hdr_cx6_flat_indentation_lost.txt",
+         "ibstat_ib_hdr_cx6_mt4123_active_and_down.txt"),
+        ("ibv_devinfo_ib_cx7_flat_indentation_lost.txt",
+         "ibv_devinfo_ib_cx7_mt4129_port_down_lid65535.txt")]
+
+
+@pytest.mark.parametrize("flat,indented", FLAT)
+def test_flat_paste_reads_by_its_keys_as_the_indented_one(flat, indented):
+    """Through a web form every line lost its indentation: it was refused ("no nvidia-smi topo
+    matrix found"); read by its keys, it gives the very model the indented text gives."""
+    assert readers.names(fx(flat)) == ["ib-text"]
+    got, topo = ports(fx(flat))
+    want, want_topo = ports(fx(indented))
+    assert json.dumps(topo.to_dict(), sort_keys=True) == \
+        json.dumps(want_topo.to_dict(), sort_keys=True)
+    assert sorted(got) == sorted(want) and len(got) >= 1
+    assert not topo.notes  # whole: no cut warning
+
+
+def test_flat_ibstat_values_and_verdict():
+    got, topo = ports(fx("ibstat_ib_hdr_cx6_flat_indentation_lost.txt"))
+    up, down = got[("mlx5_0", 1)], got[("mlx5_1", 1)]
+    assert (up.state, up.rate_gbps, up.lid, up.sm_lid) == ("ACTIVE", 200, 569, 393)
+    assert (down.state, down.phys_state, down.rate.gbps) == ("DOWN", "Disabled", 10)
+    assert topo.nics[0].sysfs.fw_ver == "20.33.1048"
+    r = run("check", "--from", os.path.join(IB, "ibstat_ib_hdr_cx6_flat_indentation_lost.txt"),
+            "--format", "json")
+    assert r.exit_code == 0, r.output
+    codes = [(f["code"], f["subject"]) for f in json.loads(r.stdout)["findings"]
+             if f["severity"] in ("error", "warning")]
+    assert codes == [("ib.port_down", "mlx5_1 port 1")]
+
+
+def test_flat_block_ends_at_a_line_of_another_kind():
+    """A flat block takes only the tool's own keys: what follows it (a -q line, a prompt)
+    is not read into it, and the next device's header starts the next block."""
+    text = ("CA 'mlx5_0'\nCA type: MT4129\nNumber of ports: 1\nPort 1:\nState: Active\n"
+            "Rate: 400\nLink layer: InfiniBand\n$ nvidia-smi -q\nProduct Name: NVIDIA H100\n"
+            "State: Active\n")
+    bl = ib_text.blocks(text)
+    assert [(b[0], b[1], b[4]) for b in bl] == [("ibstat-text", "mlx5_0", (0, 7))]
+    assert "Product Name: NVIDIA H100" in ib_text.without_blocks(text)
+    two = "hca_id: mlx5_0\ntransport: InfiniBand (0)\nport: 1\nstate: PORT_ACTIVE (4)\n" \
+          "hca_id: mlx5_1\ntransport: InfiniBand (0)\nport: 1\nstate: PORT_DOWN (1)\n"
+    got, _ = ports(two)
+    assert (got[("mlx5_0", 1)].state, got[("mlx5_1", 1)].state) == ("ACTIVE", "DOWN")
+    # a header alone, or one with unrelated flat lines, is still no block
+    assert not ib_text.looks_like("CA 'mlx5_0'\nsomething: else\n")

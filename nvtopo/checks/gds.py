@@ -238,12 +238,15 @@ def _gdscheck(g: Any, expect: bool, inferred: bool) -> List[Finding]:
     Pasting it says GDS is wanted: without a layout's expectation its facts are warnings."""
     out: List[Finding] = []
     src = "gds-text"
-    if g.supported("NVMe") is False:
+    if g.supported("NVMe") is False and not g.supported("NVMe P2PDMA"):
+        said = (f"gdscheck -p lists NVMe with compatibility mode only (NVMe : "
+                f"{g.drivers.get('NVMe')}): cuFile I/O to local NVMe drives goes through the "
+                "page cache (a CPU bounce buffer), not GPUDirect") if g.compat_only("NVMe") \
+            else ("gdscheck -p lists NVMe as Unsupported: cuFile I/O to local NVMe drives goes "
+                  "through compatibility mode (a CPU bounce buffer), not GPUDirect")
         out.append(finding(
             demote("error", inferred) if expect else "warning", "gds.nvme_unsupported", S.NODE,
-            "gdscheck -p lists NVMe as Unsupported: cuFile I/O to local NVMe drives goes "
-            "through compatibility mode (a CPU bounce buffer), not GPUDirect",
-            expected="Supported", actual=g.drivers.get("NVMe"), source=src,
+            said, expected="Supported", actual=g.drivers.get("NVMe"), source=src,
             hint="check that nvidia_fs is loaded, the IOMMU is off or in passthrough and the "
                  "drives use the inbox nvme driver (GDS installation guide)"))
     unsupported = [x for x in g.gpus if x.supports_gds is False]

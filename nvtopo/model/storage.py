@@ -107,12 +107,23 @@ class GdsCheck(Record):
 
     def supported(self, name: str) -> Optional[bool]:
         """Whether the list says ``name`` (``NVMe``) is supported; None where it is not listed
-        or says something else."""
+        or says something else.  GDS 1.16+ lists the driver's I/O modes instead: one that
+        goes direct (``nvfs``: nvidia_fs, ``p2pdma``: the kernel's PCI P2PDMA) is support;
+        ``compat`` alone (the page cache, a CPU bounce buffer) is not GPUDirect."""
         value = self.drivers.get(name)
         if value is None:
             return None
-        v = value.strip().lower()
-        return True if v == "supported" else False if v == "unsupported" else None
+        words = value.replace(",", " ").replace("(", " ").replace(")", " ").lower().split()
+        if "nvfs" in words or "p2pdma" in words:
+            return True
+        if "compat" in words or words[:1] == ["unsupported"]:
+            return False
+        return True if words[:1] == ["supported"] else None
+
+    def compat_only(self, name: str) -> bool:
+        """Whether ``name``'s value lists compatibility mode and no direct mode."""
+        value = (self.drivers.get(name) or "").lower()
+        return "compat" in value and self.supported(name) is False
 
 
 __all__ = ["GdsCheck", "GdsGpu", "NvmeDrive", "NvmeNamespace", "Storage"]

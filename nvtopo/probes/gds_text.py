@@ -24,13 +24,23 @@ it::
      IOMMU: disabled
      Platform verification succeeded
 
+Other forms seen in the wild are read too: GDS 1.14 and later add ``NVMe P2PDMA`` (the
+kernel's PCI P2PDMA path, which needs no nvidia_fs) and ``nvidia_fs minimum version``; GDS
+1.16 and later print the I/O modes a driver has instead of ``Supported`` (``NVMe : nvfs,
+compat``, ``NVMe : compat``: compatibility mode only, through the page cache, is not
+GPUDirect); the pre-1.0 tool (``GDS release version (beta): 0.95.0.94``) has no ``DRIVER
+CONFIGURATION`` header: its driver list opens ``cuFile CONFIGURATION:``, and its GPU lines say
+``bar size (MB):``; a paste often lacks the version lines (copied from ``ENVIRONMENT:`` on),
+its ``====`` rulers or its indentation, or carries a forum's ``**bold**`` marks.  A driver
+line is known by its value (a support verdict or a mode list), not only by its section.
+
 Pure; every line bounded (:data:`MAX_LINE`), every pattern linear.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from ..errors import NvtopoError
 from ..model.storage import GdsCheck, GdsGpu
@@ -45,7 +55,7 @@ MAX_DRIVERS = 64
 #: Most GPU INFO lines kept (a node has at most a few dozen GPUs).
 MAX_GPUS = 256
 
-_SECTION_RE = re.compile(r"^\s*([A-Z][A-Z ]{2,40}):\s*$")
+_SECTION_RE = re.compile(r"^\s*([A-Za-z][A-Za-z ]{2,40}):\s*$")
 _KV_RE = re.compile(r"^\s*(-{0,2}[A-Za-z][\w .()/-]{0,40}?)\s*:\s*(\S[^\r\n]{0,200})$")
 _VERSION_RE = re.compile(r"^[0-9][0-9A-Za-z.\-]{0,30}$")
 #: The word(s) before ``version:`` -> the field it fills.
@@ -54,14 +64,26 @@ _VERSION_NAMES = {"gds release": "gds_version", "nvidia_fs": "nvidia_fs_version"
 _IOMMU_RE = re.compile(r"^\s*IOMMU\s*:\s*(enabled|disabled)\b", re.I)
 _VERIFY_RE = re.compile(r"^\s*Platform verification (succeeded|failed)\b", re.I)
 _PLATFORM_RE = re.compile(r"^\s*Platform\s*:\s*([A-Za-z0-9_]{1,20})\s*$")
+#: A driver line anywhere in the head (``NVMe : Supported``, ``NVMe : compat``).
+_NVME_LINE_RE = re.compile(r"^[ \t*]*NVMe[ \t]*:[ \t]*\**[ \t]*[A-Za-z]", re.M)
+#: The words a driver's value is made of, when it is a support verdict or a mode list
+#: (GDS 1.16+: ``nvfs, compat``); other values (``true``, ``TRACE``) are not driver lines.
+VERDICT_WORDS = frozenset(("supported", "unsupported", "nvfs", "p2pdma", "compat"))
+#: Sections whose ``key : value`` lines are never drivers.
+_NOT_DRIVERS = ("GPU INFO", "PLATFORM INFO", "ENVIRONMENT")
 
 
 def looks_like(text: str) -> bool:
-    """Whether ``text`` is ``gdscheck -p`` output: its DRIVER CONFIGURATION header and a
-    GDS version line."""
+    """Whether ``text`` is ``gdscheck -p`` output: its DRIVER CONFIGURATION header (or the
+    pre-1.0 ``cuFile CONFIGURATION``) and a GDS version line, or either of them with an
+    ``NVMe :`` driver line (a paste without its version lines; the pre-1.0 list)."""
     head = text[:200_000]
-    return "DRIVER CONFIGURATION" in head and ("GDS release version" in head
-                                              or "nvidia_fs version" in head)
+    header = "DRIVER CONFIGURATION" in head
+    version = "GDS release version" in head or "nvidia_fs version" in head
+    if header and version:
+        return True
+    return (header or version or "cuFile CONFIGURATION" in head) and \
+        _NVME_LINE_RE.search(head) is not None
 
 
 def parse(text: str, where: str = "gdscheck text") -> GdsCheck:
@@ -71,14 +93,14 @@ def parse(text: str, where: str = "gdscheck text") -> GdsCheck:
     drivers: Dict[str, str] = {}
     section: Optional[str] = None
     for raw in text.splitlines()[:10_000]:
-        line = raw[:MAX_LINE].rstrip()
+        line = _unmarked(raw[:MAX_LINE])
         if not line.strip() or set(line.strip()) == {"="}:
             continue
         m = _SECTION_RE.match(line)
         if m:
-            section = m.group(1).strip()
+            section = m.group(1).strip().upper()
             continue
-        if "version:" in line:
+        if "version:" in line or "version (beta):" in line:
             _versions(line, out)
         pm = _PLATFORM_RE.match(line)
         if pm and section is None:
@@ -97,16 +119,39 @@ def parse(text: str, where: str = "gdscheck text") -> GdsCheck:
             if gpu is not None:
                 out.gpus.append(gpu)
                 continue
-        if section == "DRIVER CONFIGURATION":
-            km = _KV_RE.match(line)
-            if km and not km.group(1).startswith("-") and len(drivers) < MAX_DRIVERS:
-                value = km.group(2).strip()
-                drivers[printable(km.group(1).strip())] = printable(value)
+        if section not in _NOT_DRIVERS and len(drivers) < MAX_DRIVERS:
+            entry = _driver(line, section == "DRIVER CONFIGURATION")
+            if entry is not None:
+                drivers[entry[0]] = entry[1]
     if not drivers:
         raise NvtopoError("gdscheck -p text without its DRIVER CONFIGURATION list (cut short, "
                           "or not the tool's output)", where=where)
     out.drivers = drivers
     return out
+
+
+def _unmarked(raw: str) -> str:
+    """A line without a forum's bold marks (``**NVMe : Unsupported**``) or trailing space."""
+    line = raw.rstrip()
+    if "**" in line:
+        line = line.replace("**", "").rstrip()
+    return line
+
+
+def _driver(line: str, listed: bool) -> Optional[Tuple[str, str]]:
+    """``(name, value)`` of a driver line: in the DRIVER CONFIGURATION list (``listed``) any
+    ``key : value`` but the ``--`` sub-items; elsewhere (the pre-1.0 ``cuFile
+    CONFIGURATION``, a paste without headers) only a value made of support or mode words, and
+    a key that is not a ``properties.x`` setting."""
+    km = _KV_RE.match(line)
+    if not km or km.group(1).startswith("-"):
+        return None
+    key, value = km.group(1).strip(), km.group(2).strip()
+    if not listed:
+        words = value.replace(",", " ").replace("(", " ").replace(")", " ").lower().split()
+        if "." in key or not words or not set(words) <= VERDICT_WORDS:
+            return None
+    return printable(key), printable(value)
 
 
 def gpu_line(line: str) -> Optional[GdsGpu]:
@@ -125,6 +170,8 @@ def gpu_line(line: str) -> Optional[GdsGpu]:
     if not sep:
         return gpu if index is not None else None
     _, sep, size = after.partition("(MiB):")
+    if not sep:  # before GDS 1.0: "bar size (MB):"
+        _, sep, size = after.partition("(MB):")
     size = size.lstrip()
     digits = len(size) - len(size.lstrip("0123456789"))
     gpu.bar_mib = ascii_int(size[:digits][:12]) if digits else None
@@ -144,7 +191,7 @@ def gpu_line(line: str) -> Optional[GdsGpu]:
 def _versions(line: str, out: GdsCheck) -> None:
     """``GDS release version: 1.7.2.10``, ``nvidia_fs version:  2.17 libcufile version: 2.12``
     (split on the marker: no pattern searches the line)."""
-    parts = line.split("version:")
+    parts = line.replace("version (beta):", "version:").split("version:")
     for before, after in zip(parts, parts[1:]):
         words = before.split()
         value = after.split()[:1]

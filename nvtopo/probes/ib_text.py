@@ -16,7 +16,7 @@ expressions; numbers through :mod:`nvtopo.safe`.  What is read from each text:
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 from ..model import NIC, Topology
 from ..model.rdma import Hca, Port, PortRate
@@ -80,11 +80,63 @@ _CONFIRM = {IBSTAT: ("ca type", "number of ports", "firmware version", "node gui
             IBSTATUS: ("state", "phys state", "rate", "link_layer", "default gid")}
 
 
+#: The keys each tool prints inside a device block (lower case), by which a block whose
+#: indentation was lost (a paste through a web form) is still read: ``ibstat``'s ``Port N:``
+#: lines and ``ibv_devinfo``'s snake_case keys are recognised by their form.
+_KEYS = {IBSTAT: frozenset(("ca type", "number of ports", "firmware version",
+                            "hardware version", "node guid", "system image guid", "state",
+                            "physical state", "rate", "base lid", "lmc", "sm lid",
+                            "capability mask", "port guid", "link layer")),
+         IBSTATUS: frozenset(("default gid", "base lid", "sm lid", "state", "phys state",
+                              "rate", "link_layer"))}
+_SNAKE = re.compile(r"[a-z][a-z0-9_]{0,39}")
+
+
+def _flat_key(source: str, line: str) -> bool:
+    """Whether an unindented ``line`` is one of ``source``'s block lines (known by its key)."""
+    if _which(line) is not None:
+        return False
+    kv = _key_value(line)
+    if kv is None:
+        return False
+    key, value = kv
+    if source == IBSTAT and key.startswith("port ") and not value:
+        return ascii_int(key[5:], hi=255) is not None
+    if source == IBV_DEVINFO:
+        return _SNAKE.fullmatch(key) is not None or key.startswith("gid[")
+    return key in _KEYS.get(source, ())
+
+
+def _indented(line: str) -> bool:
+    return line[:1] in (" ", "\t") and bool(line.strip())
+
+
+def _body_end(lines: List[str], start: int, keep: Callable[[str], bool]) -> int:
+    """The end of the block body from ``start``: lines ``keep`` takes, or blank lines followed
+    by one."""
+    j = start
+    while j < len(lines):
+        if keep(lines[j]):
+            j += 1
+            continue
+        if not lines[j].strip():
+            k = j
+            while k < len(lines) and not lines[k].strip():
+                k += 1
+            if k < len(lines) and keep(lines[k]):
+                j = k
+                continue
+        break
+    return j
+
+
 def blocks(text: str) -> List[Tuple[str, str, Optional[int], List[str], Tuple[int, int]]]:
     """The device blocks of ``text``: ``(source, device, port, lines, (first, end))``, line
     numbers 0-based, ``end`` exclusive.  A block is its header and the indented (or blank,
     then indented) lines after it; a header is one only when a line of it confirms the
-    kind (``CA type:`` after ``CA '...'``)."""
+    kind (``CA type:`` after ``CA '...'``).  A block whose first line is not indented lost
+    its indentation (pasted through a web form): its lines are then the unindented lines
+    whose key is one the tool prints (:data:`_KEYS`), up to the next header."""
     lines = text.splitlines()
     out: List[Tuple[str, str, Optional[int], List[str], Tuple[int, int]]] = []
     i = 0
@@ -93,22 +145,13 @@ def blocks(text: str) -> List[Tuple[str, str, Optional[int], List[str], Tuple[in
         if head is None or lines[i][:1] in (" ", "\t"):
             i += 1
             continue
-        j = i + 1
-        body: List[str] = []
-        while j < len(lines):
-            line = lines[j]
-            if line[:1] in (" ", "\t") and line.strip():
-                body.append(line)
-                j += 1
-                continue
-            if not line.strip():
-                k = j
-                while k < len(lines) and not lines[k].strip():
-                    k += 1
-                if k < len(lines) and lines[k][:1] in (" ", "\t"):
-                    j = k
-                    continue
-            break
+        first = next((x for x in lines[i + 1:i + 50] if x.strip()), "")
+        source = head[0]
+        flat = not _indented(first) and _flat_key(source, first)
+        keep: Callable[[str], bool] = (lambda x: not x[:1].isspace() and _flat_key(source, x)) \
+            if flat else _indented
+        j = _body_end(lines, i + 1, keep)
+        body = [x for x in lines[i + 1:j] if x.strip()]
         keys = {kv[0] for kv in map(_key_value, body) if kv is not None}
         if keys & set(_CONFIRM[head[0]]):
             out.append((head[0], head[1], head[2], body, (i, j)))

@@ -142,8 +142,12 @@ def table(doc: Dict[str, Any], console: Any) -> None:
     from .layout import Fitted, id_column, text_column
 
     c = doc["counts"]
+    local = c.get("node_local") or 0
     console.print(Text(f"{c['nodes']} node(s) read, {c['unreadable']} unreadable; "
-                       f"{c['domains']} NVLink domain(s); {c['errors']} error(s), "
+                       f"{c['domains']} NVLink domain(s)"
+                       + (f" ({local} node(s) with a node-local NVSwitch fabric, not a "
+                          "multi-node domain)" if local else "")
+                       + f"; {c['errors']} error(s), "
                        f"{c['warnings']} warning(s): {doc['verdict'].upper()}"))
     if doc["domains"]:
         t = Table(title="NVLink domains")

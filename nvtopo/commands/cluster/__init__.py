@@ -174,6 +174,7 @@ def document(result: ClusterResult) -> Dict[str, Any]:
 
     doms = result.domains()
     in_domain = {n for d in doms.values() for n in d["nodes"]}
+    local = set(domains.node_local(result.nodes))
     rows = []
     for n in result.nodes:
         rails_up = [r for r in n.rails if r.rate is not None]
@@ -191,13 +192,15 @@ def document(result: ClusterResult) -> Dict[str, Any]:
         "schema_version": 1,
         "nvtopo_version": __version__,
         "counts": {"nodes": len(result.nodes), "unreadable": len(result.unreadable),
-                   "domains": len(doms), "errors": errors, "warnings": warnings},
+                   "domains": len(doms), **({"node_local": len(local)} if local else {}),
+                   "errors": errors, "warnings": warnings},
         "verdict": result.verdict,
         "exit_status": result.exit_status(),
         "domains": [{"cluster_uuid": d, "cliques": e["cliques"], "nodes": e["nodes"]}
                     for d, e in doms.items()],
         "no_domain": sorted(n.name for n in result.nodes
-                            if n.fabric and n.name not in in_domain),
+                            if n.fabric and n.name not in in_domain
+                            and n.name not in local),
         "unreadable": [{"file": n.file, "reason": n.error or ""} for n in result.unreadable],
         "findings": [f.to_dict() for f in result.findings],
         "node_rows": rows,

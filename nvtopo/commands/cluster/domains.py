@@ -87,15 +87,36 @@ def check(nodes: List[NodeFacts]) -> List[Finding]:
     return out
 
 
-def domains(nodes: List[NodeFacts]) -> Dict[str, Dict[str, List[Any]]]:
-    """Domain -> {"cliques": [...], "nodes": [...]}, for the outputs (nodes in one domain)."""
-    cliques: Dict[str, Set[int]] = {}
-    names: Dict[str, List[str]] = {}
+def _fabrics(nodes: List[NodeFacts]) -> Dict[str, List[NodeFacts]]:
+    """ClusterUUID -> the nodes whose completed fabric reports it."""
+    members: Dict[str, List[NodeFacts]] = {}
     for n in nodes:
         d = n.domain
         if d is None or not n.fabric or any(f[2] != "completed" for f in n.fabric):
             continue
-        cliques.setdefault(d, set()).update(f[1] for f in n.fabric if f[1] is not None)
-        names.setdefault(d, []).append(n.name)
-    return {d: {"cliques": sorted(cliques[d]), "nodes": sorted(names[d])}
-            for d in sorted(names)}
+        members.setdefault(d, []).append(n)
+    return members
+
+
+def _node_local(ns: List[NodeFacts]) -> bool:
+    """A fabric one node reports alone, whose layout has no multi-node domain (an 8-GPU
+    NVSwitch board: HGX/DGX H100, B200): the node's own NVSwitches, not an NVLink domain."""
+    return len(ns) == 1 and not any((expected_size(n.layout) or 0) > 1 for n in ns)
+
+
+def domains(nodes: List[NodeFacts]) -> Dict[str, Dict[str, List[Any]]]:
+    """Domain -> {"cliques": [...], "nodes": [...]}, for the outputs (nodes in one domain).
+    Node-local NVSwitch fabrics (:func:`node_local`) are not domains: listing one per 8-GPU
+    box would bury a fleet's findings under hundreds of one-node "domains"."""
+    out: Dict[str, Dict[str, List[Any]]] = {}
+    for d, ns in sorted(_fabrics(nodes).items()):
+        if _node_local(ns):
+            continue
+        cliques: Set[int] = {f[1] for n in ns for f in n.fabric if f[1] is not None}
+        out[d] = {"cliques": sorted(cliques), "nodes": sorted(n.name for n in ns)}
+    return out
+
+
+def node_local(nodes: List[NodeFacts]) -> List[str]:
+    """The nodes whose completed fabric is their own NVSwitches (see :func:`_node_local`)."""
+    return sorted(ns[0].name for ns in _fabrics(nodes).values() if _node_local(ns))

@@ -237,6 +237,8 @@ def _shape(topo: Any, v: Any, compute: Sequence[str]) -> Dict[str, Any]:
         nic = topo.nic(name)
         port = nic.sysfs.ports[0] if nic is not None and nic.sysfs is not None \
             and nic.sysfs.ports else None
+        if port is not None and port.state not in (None, "ACTIVE"):
+            continue  # a port that is down reports no rate of its NIC (rail_down says it)
         nic_rates.append(port.rate.gbps if port is not None else None)
     return {"gpus": len(topo.gpus),
             "nvlink": _runs(pairs),

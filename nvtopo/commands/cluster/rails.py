@@ -2,7 +2,9 @@
 
 Per rank, over the nodes of one layout (nodes that match none are not compared): the same link layer and rate (``cluster.rail_mismatch``,
 error), ACTIVE (``cluster.rail_down``, warning: ``check`` reports the port itself), one subnet
-prefix and SM LID (``cluster.rail_subnet``, warning).  Across every RDMA device of the fleet:
+prefix and SM LID (``cluster.rail_subnet``, warning).  The rate and the SM LID of a port that
+is not ACTIVE (a DOWN port reports 10 Gb/s and SM LID 0) are not compared: a port down is one
+finding, ``cluster.rail_down``, not a mismatch and a subnet besides.  Across every RDMA device of the fleet:
 ``cluster.duplicate_guid`` (node or port GUID, error) and ``cluster.duplicate_lid`` (one LID
 twice in one subnet, error).  Roles are :mod:`nvtopo.checks.roles`'s (the node facts carry
 them): storage and management NICs are not ranks; one on a compute rail's subnet is
@@ -11,7 +13,7 @@ them): storage and management NICs are not ranks; one on a compute rail's subnet
 
 from __future__ import annotations
 
-from typing import Dict, List, Tuple
+from typing import Dict, List, Set, Tuple
 
 from .facts import NodeFacts, Rail
 from ...checks import subject as S
@@ -28,7 +30,7 @@ def check(nodes: List[NodeFacts]) -> List[Finding]:
     by_layout: Dict[str, List[NodeFacts]] = {}
     for n in nodes:
         by_layout.setdefault(n.layout, []).append(n)
-    rail_prefixes = set()
+    rail_prefixes: Set[str] = set()
     for layout, ns in sorted(by_layout.items()):
         if layout == "none":  # no kind of node: their ranks need not be the same rails
             continue
@@ -39,25 +41,7 @@ def check(nodes: List[NodeFacts]) -> List[Finding]:
             for r, x in enumerate(n.rails):
                 by_rank.setdefault(r, []).append((n.name, x))
         for r, rails in sorted(by_rank.items()):
-            for what, code, sev, get in (
-                    ("link layer", "cluster.rail_mismatch", "error", lambda x: x.link_layer),
-                    ("rate (Gb/s)", "cluster.rail_mismatch", "error", lambda x: x.rate),
-                    ("port state", "cluster.rail_down", "warning", lambda x: x.state),
-                    ("subnet prefix and SM LID", "cluster.rail_subnet", "warning",
-                     lambda x: (x.prefix, x.sm_lid) if x.link_layer == "InfiniBand"
-                     and x.prefix else None)):
-                major, minor, _unknown = split((name, get(x)) for name, x in rails)
-                if major is not None and code == "cluster.rail_subnet":
-                    rail_prefixes.add(major[0])
-                for value, names in minor.items():
-                    out.append(make(sev, code, S.rail(r),
-                                    f"rail {r} ({layout}): {len(names)} node(s) with {what} "
-                                    f"{show(value)}"
-                                    + (f" where the others have {show(major)}"
-                                       if major is not None else " (no majority)")
-                                    + f": {named(names)}", names,
-                                    expected=show(major) if major is not None else None,
-                                    actual=show(value)))
+            out.extend(_rank(layout, r, rails, rail_prefixes))
     # duplicates over every device of the fleet: the first holder of each GUID and LID is
     # kept (one dictionary entry, no list), the others only where there is a duplicate
     first_guid: Dict[str, Tuple[str, str]] = {}
@@ -102,6 +86,42 @@ def check(nodes: List[NodeFacts]) -> List[Finding]:
                         f"{len(storage_on_rail)} node(s) have a non-compute InfiniBand NIC on "
                         f"a compute rail's subnet: {named(storage_on_rail)}", storage_on_rail))
     return out
+
+
+def _rank(layout: str, r: int, rails: List[Tuple[str, Rail]], rail_prefixes: Set[str]
+          ) -> List[Finding]:
+    """One rank's minorities among the nodes of one layout (``rail_prefixes``: the
+    majority subnet prefix of each InfiniBand rank is added)."""
+    out: List[Finding] = []
+    # a port that is not ACTIVE reports a rate (10 Gb/s) and an SM LID (0) that say
+    # nothing of its rail: its one finding is rail_down (one cause, one finding)
+    for what, code, sev, get in (
+            ("link layer", "cluster.rail_mismatch", "error", lambda x: x.link_layer),
+            ("rate (Gb/s)", "cluster.rail_mismatch", "error",
+             lambda x: x.rate if _up(x) else None),
+            ("port state", "cluster.rail_down", "warning", lambda x: x.state),
+            ("subnet prefix and SM LID", "cluster.rail_subnet", "warning",
+             lambda x: (x.prefix, x.sm_lid) if x.link_layer == "InfiniBand"
+             and x.prefix and _up(x) else None)):
+        major, minor, _unknown = split((name, get(x)) for name, x in rails)
+        if major is not None and code == "cluster.rail_subnet":
+            rail_prefixes.add(major[0])
+        for value, names in minor.items():
+            out.append(make(sev, code, S.rail(r),
+                            f"rail {r} ({layout}): {len(names)} node(s) with {what} "
+                            f"{show(value)}"
+                            + (f" where the others have {show(major)}"
+                               if major is not None else " (no majority)")
+                            + f": {named(names)}", names,
+                            expected=show(major) if major is not None else None,
+                            actual=show(value)))
+    return out
+
+
+def _up(x: Rail) -> bool:
+    """Whether a rail's port is ACTIVE (or its state unknown): only then are its rate and
+    subnet facts of the rail, not of a port that is down."""
+    return x.state is None or x.state == "ACTIVE"
 
 
 def _colons(port_guid: str) -> str:

@@ -328,6 +328,10 @@ _ROWS: Tuple[Tuple[Any, ...], ...] = (
      "source lists (a job given part of the node, or GPUs the driver did not initialise)",
      "sysfs PCI tree, NVML/topo text", _WARN, "check CUDA/NVIDIA_VISIBLE_DEVICES and the "
      "job's cgroup; dmesg for GPUs the driver did not initialise"),
+    ("source.cut", "source", "node", "not checked: a pasted topo matrix stops before its "
+     "last row (a cut paste); the devices after it, and the GPU pairs among them, have no "
+     "path to check", "topo -m text (its header against its rows)", _INFO, "paste the whole "
+     "nvidia-smi topo -m output, or take a snapshot on the node (nvtopo snapshot)", "GPU3"),
     ("source.probe_crashed", "source", "node", "a live probe failed inside nvtopo: every "
      "fact it reads is unknown", "the probe's status", _ERROR, "a bug in nvtopo: re-take "
      "the snapshot, and report the error it names", "nvml probe"),

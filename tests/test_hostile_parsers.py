@@ -465,14 +465,20 @@ def test_more_distinct_rows_than_devices_read_is_an_error():
 def test_notes_of_one_kind_are_capped_with_a_count():
     n = MAX_NOTES + 40
     tokens = [f"Q{i}" for i in range(n)]
+    # the legend after the row: rows left out, not a paste cut after GPU0 (below)
     text = ("GPU0 " + " ".join(f"NIC{i}" for i in range(n)) + "\n"
-            "GPU0 X " + " ".join(tokens) + "\n")
+            "GPU0 X " + " ".join(tokens) + "\n\nLegend:\n\n  X    = Self\n")
     topo = topo_text.parse(text)
     unknown = [x for x in topo.notes if x.code == "topo.unknown_token"]
     assert len(unknown) == MAX_NOTES + 1
     assert unknown[-1].message.startswith(f"… and {n - MAX_NOTES} more topo.unknown_token")
     missing = [x for x in topo.notes if x.code == "topo.missing_row"]
     assert len(missing) == MAX_NOTES + 1 and missing[0].subject == "NIC0"
+    # cut after GPU0 (no legend): one topo.cut note, bounded however many rows it lacks
+    cut = topo_text.parse(text.split("\n\nLegend")[0] + "\n")
+    notes = [x for x in cut.notes if x.code == "topo.cut"]
+    assert len(notes) == 1 and len(notes[0].message) < 400
+    assert "topo.missing_row" not in [x.code for x in cut.notes]
 
 
 def test_nic_legend_of_a_hundred_thousand_strays_is_bounded():

@@ -155,6 +155,10 @@ REAL_FAULTS = {
         {("fabric.in_progress", "node")},
         "Fabric State In Progress: NVLink P2P is not usable until training completes "
         "(gpu-operator issue 2511: it stayed so); NVML's in_progress is the same error"),
+    "nvlink_s_b200_8gpu_gpu5_all_inactive.txt": (
+        {("nvlink.link_down", "GPU5")},
+        "made for issue 23 (class 2): one B200 of eight prints \"all links are inActive\" "
+        "while the seven others have all 18 links up; a B200 exists only on NVLink boards"),
 }
 
 

@@ -328,6 +328,10 @@ _ROWS: Tuple[Tuple[Any, ...], ...] = (
      "source lists (a job given part of the node, or GPUs the driver did not initialise)",
      "sysfs PCI tree, NVML/topo text", _WARN, "check CUDA/NVIDIA_VISIBLE_DEVICES and the "
      "job's cgroup; dmesg for GPUs the driver did not initialise"),
+    ("source.cut", "source", "node", "not checked: a pasted topo matrix stops before its "
+     "last row (a cut paste); the devices after it, and the GPU pairs among them, have no "
+     "path to check", "topo -m text (its header against its rows)", _INFO, "paste the whole "
+     "nvidia-smi topo -m output, or take a snapshot on the node (nvtopo snapshot)", "GPU3"),
     ("source.probe_crashed", "source", "node", "a live probe failed inside nvtopo: every "
      "fact it reads is unknown", "the probe's status", _ERROR, "a bug in nvtopo: re-take "
      "the snapshot, and report the error it names", "nvml probe"),
@@ -433,9 +437,13 @@ FAMILY_NOTES: Dict[str, str] = {
         'NVSwitch systems: fabric state/status (NVML), no NV# between any pair (topo text), '
         'switches reached'),
     "nvlink": (
-        "links down (NVML's rule: not inactive by design; a pasted `nvlink -s` GPU that "
-        'prints "all links are inActive" is `nvlink.link_down` on that GPU where the layout '
-        "expects NVLink on it, nothing where it expects none: an unbridged card; one GPU's "
+        "links down (NVML's rule: not inactive by design; a pasted GPU that states no link "
+        'up (`nvlink -s` "all links are inActive", every link `D` in `dcgmi nvlink -s`) is '
+        "`nvlink.link_down` on that GPU where the layout expects NVLink on it, or, with no "
+        "layout, where its model is an SXM/HGX part and a GPU of that model in the paste has "
+        "links up (error), or an odd number of other GPUs above two have links up, or it is "
+        "an H100/H200 NVL card (warning); nothing where the layout expects none or nothing "
+        "says it has NVLinks (a GeForce or unbridged PCIe card); one GPU's "
         '`nvlink -s` listing every link an NVSwitch layout gives it, some `<inactive>`: each '
         'of those, [nvml.md §5](nvml.md#5-judging-link-states)), NV# per pair against the '
         'layout (subject `GPU2-GPU6`), error counters (nonzero: warning; above `replay` 1000,'

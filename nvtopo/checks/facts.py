@@ -408,3 +408,91 @@ def slots_by_nic(topo: Topology, layout: Any, present: Sequence[int]
                for s in empty):
         return None
     return mapping, empty
+
+
+# -- a GPU that lost every NVLink: what says it has NVLinks at all
+
+#: PCIe products sold as NVLink-bridged pairs (or quads): the model says the card is meant
+#: to be bridged, not that this one is (a card may be installed without its bridges).
+_BRIDGED_PART = re.compile(r"\b(H100|H200) NVL\b", re.I)
+
+
+@lru_cache(maxsize=256)
+def nvlink_board_layouts(name: str) -> Tuple[str, ...]:
+    """The bundled layouts that are NVLink boards of the GPU model ``name`` (its
+    ``gpus.name_pattern`` matches, and it gives NVLink to every GPU): an SXM/HGX part,
+    which exists only on such boards.  Empty for a PCIe card, a GeForce card, or a
+    name no bundled layout knows."""
+    from .. import layouts
+
+    out: List[str] = []
+    for ln in layouts.names():
+        lay = layouts.load(ln)
+        pattern, count = lay.gpus.name_pattern, lay.gpus.count
+        if pattern is None or not isinstance(count, int) or count < 2 \
+                or not layouts.name_matches(pattern, name):
+            continue
+        per_gpu = lay.nvlink.links_per_gpu
+        pairs = layout_pairs(lay, count)
+        if (isinstance(per_gpu, int) and per_gpu > 0) or (
+                pairs and all(any(c for (a, b), c in pairs.items() if g in (a, b))
+                              for g in range(count))):
+            out.append(ln)
+    return tuple(out)
+
+
+def lost_every_link(topo: Topology, v: View, i: int) -> bool:
+    """GPU ``i``'s pasted NVLink text states no link up: nvidia-smi's "all links are
+    inActive", or every link it lists inactive (``<inactive>``, dcgmi ``D``), none in MIG
+    mode.  (NVML itself judges its own links: this is for text that cannot.)"""
+    g = topo.gpu(i)
+    tx = g.nvml_text if g is not None and g.nvml is None else None
+    if tx is None:
+        return False
+    if tx.nvlink.status == "inactive" and not tx.nvlink.links:
+        return True
+    links = tx.nvlink.links
+    return bool(links) and all(x.state == "inactive" and x.rule != "mig" for x in links)
+
+
+def nvlink_owed(topo: Topology, v: View, i: int) -> Optional[Tuple[str, str]]:
+    """What, other than a layout, says GPU ``i`` has NVLinks: ``(sure, why)`` with ``sure``
+    one of the catalog's ``observed``/``inferred``/``missing``, or None (nothing does: a
+    GeForce or unbridged PCIe card, whose links are idle by design).
+
+    * ``observed``: the GPU is an SXM/HGX part (:func:`nvlink_board_layouts`) and another
+      GPU of that model in the input has NVLinks up: the board is wired and trained;
+    * ``inferred``: more than two GPUs have links up and their number is odd (2-way bridges
+      pair cards, so an odd count is a switch or mesh board); or the model is sold as a
+      bridged pair (H100 NVL, H200 NVL); or an SXM/HGX part whose every GPU shown has
+      none up (the whole board's links down, or a partition that turned them off);
+    * ``missing``: an SXM/HGX part shown alone (a VM or partition given one GPU of the
+      board has its NVLinks off by design; the text cannot tell)."""
+    g = topo.gpu(i)
+    name = g.name if g is not None and g.name else None
+    peers = [k for k in v.present if k != i]
+
+    def same(k: int) -> bool:
+        other = topo.gpu(k)
+        return name is None or other is None or not other.name or other.name == name
+
+    up = [k for k in peers if same(k) and k in v.links and v.links[k].active > 0]
+    board = nvlink_board_layouts(name) if name else ()
+    shown = ", ".join(f"GPU{k}" for k in up[:4]) + (", ..." if len(up) > 4 else "")
+    model = f"{name} is an SXM/HGX part (NVLink boards: {', '.join(board[:3])})" \
+        if board else ""
+    if board and up:
+        return "observed", f"{model}, and {shown} of the same model have NVLinks up"
+    if len(up) >= 3 and len(up) % 2 == 1:
+        return "inferred", (f"{len(up)} other GPUs ({shown}) have NVLinks up: an odd number, "
+                            "so not 2-way bridge pairs but a switch or mesh board")
+    if name and _BRIDGED_PART.search(name):
+        return "inferred", (f"{name} is sold as NVLink-bridged cards (or its bridges were "
+                            "never fitted)")
+    if board and any(same(k) for k in peers):
+        return "inferred", (f"{model}; no GPU of it shown has NVLinks up (the board's "
+                            "links down, or a partition that turned them off)")
+    if board:
+        return "missing", (f"{model}, shown alone: a VM or partition given one GPU of the "
+                           "board has its NVLinks off by design")
+    return None

@@ -48,6 +48,17 @@ def _listed_inactive(topo: Topology, i: int, gl: Any, layout: Optional[Any], nvs
     return [x.link for x in gl.links if x.state == "inactive"]
 
 
+def _how_off(topo: Topology, i: int) -> str:
+    """How GPU ``i``'s pasted text says no link is up, in its own words."""
+    g = topo.gpu(i)
+    links = g.nvml_text.nvlink.links if g is not None and g.nvml_text is not None else []
+    if not links:
+        return 'nvidia-smi nvlink: "all links are inActive"'
+    if (links[0].reason or "").startswith("dcgmi"):
+        return f"dcgmi nvlink -s: all {len(links)} links D"
+    return f"nvidia-smi nvlink -s: all {len(links)} links <inactive>"
+
+
 def check(topo: Topology, sel: Selection) -> List[Finding]:
     k = _Links(topo, sel)
     v, layout, present = k.v, k.layout, k.present
@@ -58,14 +69,14 @@ def check(topo: Topology, sel: Selection) -> List[Finding]:
             gl = v.links.get(i)
             if gl is not None:
                 out.extend(k.gpu_links(i, gl))
-    if k.down_fabric is None and layout is not None:
-        out.extend(k.pasted_inactive(layout))
+    if k.down_fabric is None:
+        out.extend(k.lost_every_link())
     out.extend(_counter_findings(v, layout, present))
     out.extend(k.unknown_states())
     # no NVLink evidence at all (sysfs alone, say): not checked, whatever layout was chosen
     # (a layout chosen from the PCI device ids says nothing about the links)
-    if not v.pairs and not v.links and (
-            (layout is not None and k.expected) or len(topo.gpus) >= 2):
+    if not v.pairs and not v.links and not any(f.code == "nvlink.link_down" for f in out) \
+            and ((layout is not None and k.expected) or len(topo.gpus) >= 2):
         out.append(finding("info", "nvlink.not_checked", S.NODE,
                            "not checked: no NVLink data in the input (no GPU↔GPU paths "
                            "from nvidia-smi and no NVML links; sysfs does not see "
@@ -191,30 +202,49 @@ class _Links:
                 hint="is this the right layout?")]
         return []
 
-    def pasted_inactive(self, layout: Any) -> List[Finding]:
-        """Pasted nvlink -s: a GPU that prints "all links are inActive" states no link; on
-        a GPU the layout expects NVLink on that is its links down (by design only on a card
-        with no bridge, where the layout expects none)."""
-        links_per_gpu = self.links_per_gpu
+    def lost_every_link(self) -> List[Finding]:
+        """Pasted text (nvidia-smi "all links are inActive", every link ``<inactive>``,
+        dcgmi every link ``D``): a GPU that states no link up.  Where the layout, the GPU
+        model or the rest of the input says it has NVLinks, its links are down (the
+        catalog's ladder by how sure that evidence is); a layout that gives it none, or
+        nothing at all (a GeForce or unbridged PCIe card), leaves it idle by design."""
         out: List[Finding] = []
         for i in self.present:
-            g = self.topo.gpu(i)
-            tx = g.nvml_text if g is not None else None
-            if tx is None or i in self.v.links or tx.nvlink.status != "inactive":
+            if not F.lost_every_link(self.topo, self.v, i):
                 continue
-            want = sum(c for (a, b), c in self.expected.items() if i in (a, b) and c)
-            if not want and not (self.nvswitch and isinstance(links_per_gpu, int)
-                                 and links_per_gpu > 0):
+            said = self._owed_by_layout(i) if self.layout is not None \
+                else F.nvlink_owed(self.topo, self.v, i)
+            if said is None:
+                continue
+            sure, why = said
+            if sure == "missing":
+                out.append(finding(
+                    "info", "nvlink.not_checked", S.gpu(i),
+                    f"GPU{i} states no NVLink up ({_how_off(self.topo, i)}); not judged: "
+                    + why,
+                    source="nvml-text", covers=[S.gpu(i)]))
                 continue
             self.deficit[i] = 10 ** 6
             out.append(finding(
-                demote("error", self.inferred), "nvlink.link_down", S.gpu(i),
-                f"GPU{i} prints every NVLink inactive (nvidia-smi nvlink: \"all links are "
-                f"inActive\"), and {layout.name} has NVLink on it: its NVLinks are down"
-                + (f" ({links_per_gpu} expected)" if isinstance(links_per_gpu, int) else ""),
+                catalog.severity("nvlink.link_down", sure), "nvlink.link_down", S.gpu(i),
+                f"GPU{i} states no NVLink up ({_how_off(self.topo, i)}), and {why}: its "
+                "NVLinks are down",
                 expected="active", actual="all inactive", source="nvml-text",
                 hint=HINT_LINK, covers=self.gpu_and_pairs(i)))
         return out
+
+    def _owed_by_layout(self, i: int) -> Optional[Tuple[str, str]]:
+        """The layout's word on GPU ``i``'s NVLinks: ``(sure, why)``, or None where it gives
+        the GPU none (an unbridged card by design)."""
+        layout, links_per_gpu = self.layout, self.links_per_gpu
+        assert layout is not None
+        want = sum(c for (a, b), c in self.expected.items() if i in (a, b) and c)
+        if not want and not (self.nvswitch and isinstance(links_per_gpu, int)
+                             and links_per_gpu > 0):
+            return None
+        return ("inferred" if self.inferred else "observed",
+                f"{layout.name} has NVLink on it"
+                + (f" ({links_per_gpu} expected)" if isinstance(links_per_gpu, int) else ""))
 
     def unknown_states(self) -> List[Finding]:
         """Links the input names with a state it cannot read (a damaged letter, an NVML

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from ..model import GPU_FACTS, NIC_FACTS, Disagreement, Topology
+from ..model import GPU_FACTS, NIC_FACTS, Disagreement, Topology, int_runs
 from . import Finding, Subject, facts as F, finding
 from . import subject as S
 from .select import Selection
@@ -18,7 +18,7 @@ def check(topo: Topology, sel: Selection) -> List[Finding]:
     """One finding per typed subject: a pair's path and p2p disagreements, or a NIC named
     by its matrix label (``GPU0-NIC0``) and by its device name (``GPU0-mlx5_0``), are one
     disagreement about one thing."""
-    out: List[Finding] = _lost_probes(topo)
+    out: List[Finding] = _lost_probes(topo) + _cut_paste(topo)
     groups: Dict[Subject, List[Disagreement]] = {}
     unlisted = [d for d in topo.disagreements if _unlisted_on_bus(d)]
     if unlisted:
@@ -77,6 +77,42 @@ def _lost_probes(topo: Topology) -> List[Finding]:
                   "re-take the snapshot with a longer --timeout; a probe that hangs again "
                   "points at the driver or the device it asks (nvidia-smi, NVML, sysfs)")))
     return out
+
+
+def _cut_paste(topo: Topology) -> List[Finding]:
+    """A pasted matrix that stops after a row (the probe's ``topo.cut`` note): one "not
+    checked" note naming the GPUs with no row and the GPU pairs left with no path, so that
+    a pass does not speak for them."""
+    note = next((n for n in topo.notes if n.code == "topo.cut"), None)
+    matrix = topo.matrix
+    if note is None or matrix is None or note.subject not in matrix.devices:
+        return []
+    after = matrix.devices[matrix.devices.index(note.subject) + 1:]
+    gpus = [i for i in (F.gpu_index(d) for d in after) if i is not None]
+    v = F.view(topo)
+    present = set(v.present)
+    pairs = [(a, b) for a in sorted(present) for b in sorted(present)
+             if a < b and (a, b) not in v.pairs]
+    nics = [d for d in after if F.gpu_index(d) is None]
+    shown = ", ".join(f"GPU{a}-GPU{b}" for a, b in pairs[:6]) + (
+        f" and {len(pairs) - 6} more" if len(pairs) > 6 else "")
+    parts = []
+    if gpus:
+        parts.append(f"GPU{'s' if len(gpus) > 1 else ''} {int_runs(gpus)} "
+                     f"{'have' if len(gpus) > 1 else 'has'} no row")
+    if pairs:
+        parts.append(f"{len(pairs)} GPU pair{'s' if len(pairs) > 1 else ''} "
+                     f"({shown}) {'have' if len(pairs) > 1 else 'has'} no path: not checked")
+    if nics:
+        parts.append(f"{len(nics)} NIC{'s' if len(nics) > 1 else ''} "
+                     "placed only by their columns")
+    return [finding(
+        "info", "source.cut", S.NODE,
+        f"the pasted topo -m stops after {note.subject}: " + "; ".join(parts),
+        expected="every row", actual=f"rows up to {note.subject}", source="topo-text",
+        hint="paste the whole nvidia-smi topo -m output, or take a snapshot on the node "
+             "(nvtopo snapshot)",
+        covers=[S.gpu(i) for i in gpus] + [S.pair(a, b) for a, b in pairs])]
 
 
 def _unlisted_on_bus(d: Disagreement) -> bool:

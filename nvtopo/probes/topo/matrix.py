@@ -74,13 +74,14 @@ def parse_lines(lines: List[str], first_line: int = 0) -> Topology:
     for line_no, label in found.rows:
         rows.read(lines[line_no], line_no, label, aff_cols, note, first_line)
     note.more("topo.duplicate_row", found.more_repeats, "warning")
-    rows.note_gaps(note)
+    cut = rows.cut(found.rows[-1][0] if found.rows else None, lines)
+    rows.note_gaps(note, cut)
     cells = rows.cells
 
     kind = _matrix_kind(cells, lines)
     info.kind = kind
     if kind == "paths":
-        _fill_mirror(devices, cells, note)
+        _fill_mirror(devices, cells, note, cut)
     _report_cells(devices, cells, kind, note)
 
     legend, style = _legend(lines)
@@ -90,7 +91,7 @@ def parse_lines(lines: List[str], first_line: int = 0) -> Topology:
 
     nic_names, stray, more_stray = _nic_legend(lines, set(devices))
     _add_devices(topo, devices, rows, aff_cols, nic_names, note)
-    _note_nic_legend(topo, nic_names, stray, more_stray, note)
+    _note_nic_legend(topo, nic_names, stray, more_stray, note, cut)
 
     matrix = Matrix(devices=devices, cells=cells, source=SOURCE)
     if kind == "p2p":
@@ -222,13 +223,31 @@ class _Rows:
         elif any(v for v in values.values()):
             self.nic_aff[label] = values
 
-    def note_gaps(self, note: Notes) -> None:
-        """Rows cut short, devices with no row."""
+    def cut(self, last_row_line: Optional[int], lines: List[str]) -> Optional[str]:
+        """The label of the last row when the paste stops there: the rows it printed are
+        the header's first devices, in order, every later device has none, and no legend
+        follows (a paste cut short, not rows left out in the middle).  Else None."""
+        missing = [d for d in self.devices if d not in self.seen]
+        if not missing or not self.seen or last_row_line is None:
+            return None
+        k = len(self.devices) - len(missing)
+        if any(d not in self.seen for d in self.devices[:k]):
+            return None
+        if any(_LEGEND_RE.match(ln.rstrip()) or _NIC_MAP_RE.match(ln)
+               for ln in lines[last_row_line + 1:]):
+            return None
+        return self.devices[k - 1]
+
+    def note_gaps(self, note: Notes, cut: Optional[str] = None) -> None:
+        """Rows cut short, devices with no row (a paste cut after a row: said once, with
+        the cells it leaves unknown, by :func:`_fill_mirror`)."""
         n = len(self.devices)
         for (count, missing), labels in self.short.items():
             note("topo.short_row", f"row{'s' if len(labels) > 1 else ''} {', '.join(labels)} "
                  f"{'have' if len(labels) > 1 else 'has'} {count} of {n} cells; nothing "
                  "printed for " + ", ".join(missing), level="warning", subject=labels[0])
+        if cut is not None:
+            return
         for lab in self.devices:
             if lab not in self.seen:
                 note("topo.missing_row", f"no row for {lab}: its paths come only from its "
@@ -315,10 +334,10 @@ def _gpu(index: int, lab: str, values: Dict[str, Optional[str]],
 
 
 def _note_nic_legend(topo: Topology, nic_names: Dict[str, str], stray: Dict[str, None],
-                     more_stray: int, note: Notes) -> None:
+                     more_stray: int, note: Notes, cut: Optional[str] = None) -> None:
     nic_labels = [x.label for x in topo.nics]
     unnamed = [lab for lab in nic_labels if _NIC_LABEL_RE.match(lab) and lab not in nic_names]
-    if unnamed:
+    if unnamed and cut is None:  # a cut paste's note says the legend went with the rest
         note("topo.no_nic_legend", "no NIC Legend for " + ", ".join(unnamed)
              + ": device names unknown, labels used as names")
     if stray:
@@ -344,7 +363,10 @@ def _matrix_kind(cells: List[List[Optional[str]]], lines: List[str]) -> str:
     return "p2p" if legend_p2p else "paths"
 
 
-def _fill_mirror(devices: List[str], cells: List[List[Optional[str]]], note: Notes) -> None:
+def _fill_mirror(devices: List[str], cells: List[List[Optional[str]]], note: Notes,
+                 cut: Optional[str] = None) -> None:
+    """Cells not printed taken from their mirror; the pairs still unknown noted (a paste
+    cut after row ``cut``: one note saying so, which rows and how many pairs)."""
     n = len(devices)
     first: List[str] = []
     filled = 0
@@ -356,7 +378,7 @@ def _fill_mirror(devices: List[str], cells: List[List[Optional[str]]], note: Not
                 if filled < 6:
                     first.append(f"{devices[i]}-{devices[j]}")
                 filled += 1
-    if filled:
+    if filled and cut is None:
         shown = ", ".join(first) + (f" and {filled - 6} more" if filled > 6 else "")
         note("topo.mirrored", f"{filled} cells not printed were taken from the "
              f"mirrored cell (paths are symmetric): {shown}", level="info")
@@ -366,7 +388,16 @@ def _fill_mirror(devices: List[str], cells: List[List[Optional[str]]], note: Not
     # After mirroring a cell is unknown exactly where its mirror is: each pair once, and
     # no list of up to a million pair names.
     count = sum(1 for i in range(n) for j in range(i + 1, n) if cells[i][j] is None)
-    if count:
+    if cut is not None:
+        after = devices[devices.index(cut) + 1:]
+        note("topo.cut", f"the paste stops after {cut} (row {n - len(after)} of {n}): no row "
+             f"for {label_runs(after)}; their paths to the devices above come from those "
+             f"rows, {count} device pair{'s' if count != 1 else ''} among them "
+             f"{'have' if count != 1 else 'has'} no path"
+             + ("; no NIC Legend either (NICs keep their matrix labels)"
+                if any(_NIC_LABEL_RE.match(d) for d in devices) else ""),
+             level="warning", subject=cut)
+    elif count:
         unknown = heapq.nsmallest(6, (f"{devices[i]}-{devices[j]}" for i in range(n)
                                       for j in range(i + 1, n) if cells[i][j] is None))
         shown = ", ".join(unknown) + (f" and {count - 6} more" if count > 6 else "")
@@ -450,3 +481,23 @@ def _legend(lines: List[str]) -> Tuple[Dict[str, str], Optional[str]]:
     else:
         style = "modern"
     return legend, style
+
+
+def label_runs(labels: List[str], most: int = 6) -> str:
+    """Matrix labels as runs (``GPU4-GPU7, NIC0-NIC7``), at most ``most`` runs named."""
+    runs: List[List[Tuple[str, int]]] = []
+    other: List[str] = []
+    for lab in labels:
+        m = re.match(r"^([A-Za-z_]+)([0-9]{1,6})$", lab)
+        if not m:
+            other.append(lab)
+            continue
+        key, k = m.group(1), int(m.group(2))
+        if runs and runs[-1][-1][0] == key and runs[-1][-1][1] + 1 == k:
+            runs[-1].append((key, k))
+        else:
+            runs.append([(key, k)])
+    words = [f"{r[0][0]}{r[0][1]}" if len(r) == 1 else f"{r[0][0]}{r[0][1]}-{r[-1][0]}{r[-1][1]}"
+             for r in runs] + other
+    more = len(words) - most
+    return ", ".join(words[:most]) + (f" and {more} more" if more > 0 else "")

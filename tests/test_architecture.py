@@ -285,17 +285,27 @@ def _sizes() -> Dict[str, int]:
             len(MODULES[name].read_text(encoding="utf-8").splitlines()) for name in MODULES}
 
 
+def _over(sizes: Dict[str, int], limit: int, allowed: Dict[str, Tuple[int, str]]
+          ) -> Dict[str, int]:
+    """What is over ``limit`` and not allowed (or grown past what its entry allows)."""
+    return {k: n for k, n in sizes.items() if n > limit
+            and (k not in allowed or n > allowed[k][0])}
+
+
+def _stale(sizes: Dict[str, int], limit: int, allowed: Dict[str, Tuple[int, str]]
+           ) -> Dict[str, Optional[int]]:
+    """Allow-list entries no longer needed: gone, or back within ``limit``."""
+    return {k: sizes.get(k) for k in allowed if k not in sizes or sizes[k] <= limit}
+
+
 def test_modules_are_of_a_readable_size():
-    too_big = {rel: n for rel, n in _sizes().items() if n > MAX_LINES
-               and (rel not in BIG_ALLOWED or n > BIG_ALLOWED[rel][0])}
+    too_big = _over(_sizes(), MAX_LINES, BIG_ALLOWED)
     assert not too_big, (f"modules over {MAX_LINES} lines (split them; an allow-listed one "
                          f"may not grow): {too_big}")
 
 
 def test_the_size_allow_list_only_shrinks():
-    sizes = _sizes()
-    stale = {rel: sizes.get(rel) for rel in BIG_ALLOWED
-             if rel not in sizes or sizes[rel] <= MAX_LINES}
+    stale = _stale(_sizes(), MAX_LINES, BIG_ALLOWED)
     assert not stale, f"split or gone: remove from BIG_ALLOWED: {stale}"
 
 
@@ -338,16 +348,13 @@ def test_the_function_measure():
 
 
 def test_functions_are_of_a_readable_size():
-    too_long = {q: n for q, n in _functions().items() if n > MAX_FUNCTION_LINES
-                and (q not in LONG_ALLOWED or n > LONG_ALLOWED[q][0])}
+    too_long = _over(_functions(), MAX_FUNCTION_LINES, LONG_ALLOWED)
     assert not too_long, (f"functions over {MAX_FUNCTION_LINES} lines (split them; an "
                           f"allow-listed one may not grow): {too_long}")
 
 
 def test_the_function_allow_list_only_shrinks():
-    sizes = _functions()
-    stale = {q: sizes.get(q) for q in LONG_ALLOWED
-             if q not in sizes or sizes[q] <= MAX_FUNCTION_LINES}
+    stale = _stale(_functions(), MAX_FUNCTION_LINES, LONG_ALLOWED)
     assert not stale, f"split or gone: remove from LONG_ALLOWED: {stale}"
 
 

@@ -139,7 +139,8 @@ _ROWS: Tuple[Tuple[Any, ...], ...] = (
     # -- gpu
     ("gpu.missing", "gpu", "node", "fewer GPUs than the layout, where the evidence shows a "
      "GPU gone (sysfs lists it and the driver does not, a port-map NIC's slot without its GPU, "
-     "the board's PCIe switches); a count alone is a warning", "GPU list (NVML, topo text), "
+     "the board's PCIe switches), or short of a layout the user named; a count alone under "
+     "auto-selection is a warning", "GPU list (NVML, topo text), "
      "sysfs PCI tree, the layout's GPU count", _sure("gpu"), "check dmesg for Xid 79 and "
      "lspci for the device; reseat or replace the GPU; in a VM or container, check which "
      "GPUs are passed through", "GPU7"),
@@ -428,7 +429,9 @@ FAMILY_NOTES: Dict[str, str] = {
         " or sysfs shows the GPUs behind the board's PCIe switches (bare metal). A count "
         'alone (a pasted matrix, a VM\'s flat bus) is one `gpu.missing` warning on `node`: "6 '
         'of 8 GPUs seen: GPUs missing, or a VM/container given a subset?" (half the board or '
-        'less with its GPU name: no layout, see layout selection)'),
+        'less with its GPU name: no layout, see layout selection) under auto-selection; '
+        'against a layout the user named (`--layout`, `--layout-file`: what the node must be) '
+        'it is an error'),
     "fabric": (
         'NVSwitch systems: fabric state/status (NVML), no NV# between any pair (topo text), '
         'switches reached'),
@@ -436,7 +439,8 @@ FAMILY_NOTES: Dict[str, str] = {
         "links down (NVML's rule: not inactive by design; a pasted `nvlink -s` GPU that "
         'prints "all links are inActive" is `nvlink.link_down` on that GPU where the layout '
         "expects NVLink on it, nothing where it expects none: an unbridged card; one GPU's "
-        '`nvlink -s` listing every link an NVSwitch layout gives it, some `<inactive>`: each '
+        '`nvlink -s` listing every link an NVSwitch layout gives it, or a mesh layout the '
+        "user named whose pairs use all of the GPU's links (DGX-1V), some `<inactive>`: each "
         'of those, [nvml.md §5](nvml.md#5-judging-link-states)), NV# per pair against the '
         'layout (subject `GPU2-GPU6`), error counters (nonzero: warning; above `replay` 1000,'
         ' `recovery` 10, `crc_flit` 1000, `crc_data` 100, `ecc` 100: error; a layout may '

@@ -116,6 +116,8 @@ class _Gpus:
         if F.bare_metal(self.topo, v, present):
             renumber = bool(present) and max(present) < have
             return self._gone_on_bare_metal(gone, slots, renumber, have, n_exp)
+        if sel.how == "user":
+            return self._short_of_named(gone, slots, have, n_exp)
         # a count alone cannot tell GPUs that fell off the bus from a VM or a
         # container given part of the board: one warning, never an error
         return [finding(
@@ -134,6 +136,28 @@ class _Gpus:
                  "(CUDA_VISIBLE_DEVICES); on bare metal, check dmesg for Xid 79 "
                  "(fallen off the bus) and lspci for the device, and take a snapshot "
                  "(nvtopo snapshot) so sysfs can tell",
+            covers=[S.gpu(i) for i in gone])]
+
+    def _short_of_named(self, gone: List[int], slots: List[int], have: int, n_exp: int
+                        ) -> List[Finding]:
+        """Fewer GPUs than a layout the user named (``--layout``/``--layout-file``): the
+        name asserts the board, so a shortfall is a fault, not a guess (whether a VM or a
+        container shows part of a board is auto-selection's question)."""
+        layout = self.layout
+        assert layout is not None  # (n_exp only with a layout)
+        where = ("; by the NVLink mesh the absent slot" + ("s are" if len(slots) > 1
+                                                          else " is")
+                 + " the layout's " + ", ".join(f"GPU{t}" for t in slots)
+                 if len(slots) == len(gone) else "")
+        return [finding(
+            demote("error", self.inferred), "gpu.missing", S.NODE,
+            f"{have} of {n_exp} GPU{'s' if n_exp != 1 else ''} seen, and the layout "
+            f"named, {layout.name}, has {n_exp}: GPUs are missing{where}; the absent "
+            "slots' NVLink pairs, NICs and NUMA are not checked",
+            expected=n_exp, actual=have, source=self.src,
+            hint="check dmesg for Xid 79 (fallen off the bus) and lspci for the device; "
+                 "reseat or replace the GPU (the node should be drained); a VM or "
+                 "container given part of the board: check it without --layout",
             covers=[S.gpu(i) for i in gone])]
 
     def _in_empty_slots(self, gone: List[int], empty: List[int], have: int, n_exp: int

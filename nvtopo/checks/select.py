@@ -206,7 +206,10 @@ def _chosen(cand: Candidate, reason: str, cands: List[Candidate], how: str = "us
     mapping = cand.mapping
     if reason.startswith("--"):
         reason += ": " + ("; ".join(cand.why) if cand.why else "chosen by the user")
-        if cand.excluded:
+        if cand.subset_of is not None:
+            # named: the board is asserted, so "a subset?" (auto's guess) is GPUs missing
+            reason += f" (does not fit: GPUs missing from its {cand.subset_of}-GPU board)"
+        elif cand.excluded:
             reason += f" (does not fit: {cand.excluded})"
     sel = Selection(layout=lay, reason=reason, how=how, ties=list(ties), candidates=cands,
                     numa_unsure=list(numa_unsure))

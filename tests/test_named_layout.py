@@ -99,3 +99,31 @@ def test_named_mesh_excerpt_listing_fewer_links_stays_inactive():
              if "Link 4:" not in ln and "Link 5:" not in ln]
     _, found = _check(snapshot.load_text("\n".join(lines) + "\n", "v100-cut"), "dgx-1-v100")
     assert not [f for f in found if f.code == "nvlink.link_down"]
+
+
+def _sim(name, *faults):
+    import json
+
+    from nvtopo import layouts
+    from nvtopo.simulate import simulate
+
+    doc = json.loads(json.dumps(simulate(layouts.load(name), faults, seed=1)))
+    return snapshot.derive(doc, where=name)
+
+
+@pytest.mark.parametrize("gone,nic", [(0, "mlx5_0"), (3, "mlx5_3"), (7, "mlx5_7")])
+def test_a_missing_gpu_is_placed_in_its_slot_by_the_pci_tree(gone, nic):
+    """A DGX A100 (no port map; one compute NIC per GPU behind its PCIe switch) with GPU0
+    gone: the tools number the rest 0-6, and the slot whose NIC has no GPU near it is the
+    one named, not the last index (was: "GPU7 is missing ... may be another slot")."""
+    _, found = _check(_sim("dgx-a100", f"gpu-missing:GPU{gone}"))
+    missing = [f for f in found if f.code == "gpu.missing"]
+    assert [(f.severity, str(f.subject)) for f in missing] == [("error", "GPU7")]
+    assert f"the empty slot is the layout's GPU{gone} (its NIC {nic} is on the bus" \
+        in missing[0].message
+    assert "may be another slot" not in missing[0].message
+
+
+def test_a_healthy_board_has_no_empty_slot():
+    _, found = _check(_sim("dgx-a100"))
+    assert not [f for f in found if f.code == "gpu.missing"]

@@ -423,7 +423,9 @@ FAMILY_NOTES: Dict[str, str] = {
         'GPU count and model (NVML name) against the layout; a GPU NVML lost mid-probe; a GPU'
         ' on the PCI bus (sysfs) the driver does not list. Fewer GPUs than the layout is an '
         'error only where the evidence shows a GPU gone: sysfs lists it and the driver does '
-        "not, NVML lost it, the port map's NIC of a slot is on the bus with no GPU near it "
+        "not, NVML lost it, the port map's NIC of a slot (on a board with one compute NIC "
+        "per GPU and no port map: the compute NICs in PCI bus order, on bare metal) is on "
+        "the bus with no GPU near it "
         "(the finding's message then names that slot, its subject staying the index the tools"
         ' leave out, and the GPUs present keep their NIC and NUMA checks in their own slots),'
         " or sysfs shows the GPUs behind the board's PCIe switches (bare metal). A count "

@@ -139,7 +139,8 @@ _ROWS: Tuple[Tuple[Any, ...], ...] = (
     # -- gpu
     ("gpu.missing", "gpu", "node", "fewer GPUs than the layout, where the evidence shows a "
      "GPU gone (sysfs lists it and the driver does not, a port-map NIC's slot without its GPU, "
-     "the board's PCIe switches); a count alone is a warning", "GPU list (NVML, topo text), "
+     "the board's PCIe switches), or short of a layout the user named; a count alone under "
+     "auto-selection is a warning", "GPU list (NVML, topo text), "
      "sysfs PCI tree, the layout's GPU count", _sure("gpu"), "check dmesg for Xid 79 and "
      "lspci for the device; reseat or replace the GPU; in a VM or container, check which "
      "GPUs are passed through", "GPU7"),
@@ -426,13 +427,17 @@ FAMILY_NOTES: Dict[str, str] = {
         'GPU count and model (NVML name) against the layout; a GPU NVML lost mid-probe; a GPU'
         ' on the PCI bus (sysfs) the driver does not list. Fewer GPUs than the layout is an '
         'error only where the evidence shows a GPU gone: sysfs lists it and the driver does '
-        "not, NVML lost it, the port map's NIC of a slot is on the bus with no GPU near it "
+        "not, NVML lost it, the port map's NIC of a slot (on a board with one compute NIC "
+        "per GPU and no port map: the compute NICs in PCI bus order, on bare metal) is on "
+        "the bus with no GPU near it "
         "(the finding's message then names that slot, its subject staying the index the tools"
         ' leave out, and the GPUs present keep their NIC and NUMA checks in their own slots),'
         " or sysfs shows the GPUs behind the board's PCIe switches (bare metal). A count "
         'alone (a pasted matrix, a VM\'s flat bus) is one `gpu.missing` warning on `node`: "6 '
         'of 8 GPUs seen: GPUs missing, or a VM/container given a subset?" (half the board or '
-        'less with its GPU name: no layout, see layout selection)'),
+        'less with its GPU name: no layout, see layout selection) under auto-selection; '
+        'against a layout the user named (`--layout`, `--layout-file`: what the node must be) '
+        'it is an error'),
     "fabric": (
         'NVSwitch systems: fabric state/status (NVML), no NV# between any pair (topo text), '
         'switches reached'),
@@ -444,7 +449,8 @@ FAMILY_NOTES: Dict[str, str] = {
         "links up (error), or an odd number of other GPUs above two have links up, or it is "
         "an H100/H200 NVL card (warning); nothing where the layout expects none or nothing "
         "says it has NVLinks (a GeForce or unbridged PCIe card); one GPU's "
-        '`nvlink -s` listing every link an NVSwitch layout gives it, some `<inactive>`: each '
+        '`nvlink -s` listing every link an NVSwitch layout gives it, or a mesh layout the '
+        "user named whose pairs use all of the GPU's links (DGX-1V), some `<inactive>`: each "
         'of those, [nvml.md §5](nvml.md#5-judging-link-states)), NV# per pair against the '
         'layout (subject `GPU2-GPU6`), error counters (nonzero: warning; above `replay` 1000,'
         ' `recovery` 10, `crc_flit` 1000, `crc_data` 100, `ecc` 100: error; a layout may '

@@ -42,6 +42,9 @@ class Candidate:
     matched: int = 0
     #: GPUs on another NUMA node than the layout's map says.
     numa_bad: int = 0
+    #: the score the GPUs earned by fitting the layout's NUMA map: evidence for it only
+    #: against a layout whose map they misfit, none against one that states no map.
+    numa_bonus: float = 0.0
     #: the input's compute NICs are not as many as the layout's.
     nic_count_off: bool = False
 
@@ -359,7 +362,8 @@ class _Scoring:
         # evidence for a layout whose map the GPUs fit, never against one they misfit: a
         # NUMA mismatch must not push the pick to a layout that states no NUMA map (an
         # H100 board with its NUMA nodes swapped is not a B200 that passes)
-        c.score += max(0.0, 0.5 * (good - bad))
+        c.numa_bonus = max(0.0, 0.5 * (good - bad))
+        c.score += c.numa_bonus
         c.numa_bad = bad
         if good or bad:
             c.why.append(f"NUMA {good}/{good + bad} as expected")

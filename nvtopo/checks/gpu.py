@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Set
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from ..layouts import name_matches
-from ..model import Topology
-from . import Finding, Subject, demote, facts as F, finding
+from ..model import Topology, path_rank, pci_bdf
+from . import Finding, Subject, demote, facts as F, finding, roles
 from . import subject as S
 from .select import Selection
 
@@ -111,11 +111,20 @@ class _Gpus:
             # a layout given directly (not through select): the same NIC evidence
             placed = F.slots_by_nic(self.topo, layout, sorted(present))
             empty = placed[1] if placed is not None else []
+        by_nic: Optional[Dict[int, List[str]]] = None
+        if not empty and not slots and F.bare_metal(self.topo, v, present):
+            # no port map: the board's PCIe tree, its compute NICs one per GPU slot in bus
+            # order, tells which slot's NIC has no GPU near it
+            tree = _slots_by_placement(self.topo, layout, sorted(present))
+            if tree is not None:
+                empty, by_nic = tree
         if empty:
-            return self._in_empty_slots(gone, empty, have, n_exp)
+            return self._in_empty_slots(gone, empty, have, n_exp, by_nic)
         if F.bare_metal(self.topo, v, present):
             renumber = bool(present) and max(present) < have
             return self._gone_on_bare_metal(gone, slots, renumber, have, n_exp)
+        if sel.how == "user":
+            return self._short_of_named(gone, slots, have, n_exp)
         # a count alone cannot tell GPUs that fell off the bus from a VM or a
         # container given part of the board: one warning, never an error
         return [finding(
@@ -136,15 +145,38 @@ class _Gpus:
                  "(nvtopo snapshot) so sysfs can tell",
             covers=[S.gpu(i) for i in gone])]
 
-    def _in_empty_slots(self, gone: List[int], empty: List[int], have: int, n_exp: int
+    def _short_of_named(self, gone: List[int], slots: List[int], have: int, n_exp: int
                         ) -> List[Finding]:
-        """The port map's NICs tell the slot, and that its card is on the bus with no GPU
-        near it: the GPU is gone (the tools number the GPUs after it one lower)."""
+        """Fewer GPUs than a layout the user named (``--layout``/``--layout-file``): the
+        name asserts the board, so a shortfall is a fault, not a guess (whether a VM or a
+        container shows part of a board is auto-selection's question)."""
+        layout = self.layout
+        assert layout is not None  # (n_exp only with a layout)
+        where = ("; by the NVLink mesh the absent slot" + ("s are" if len(slots) > 1
+                                                          else " is")
+                 + " the layout's " + ", ".join(f"GPU{t}" for t in slots)
+                 if len(slots) == len(gone) else "")
+        return [finding(
+            demote("error", self.inferred), "gpu.missing", S.NODE,
+            f"{have} of {n_exp} GPU{'s' if n_exp != 1 else ''} seen, and the layout "
+            f"named, {layout.name}, has {n_exp}: GPUs are missing{where}; the absent "
+            "slots' NVLink pairs, NICs and NUMA are not checked",
+            expected=n_exp, actual=have, source=self.src,
+            hint="check dmesg for Xid 79 (fallen off the bus) and lspci for the device; "
+                 "reseat or replace the GPU (the node should be drained); a VM or "
+                 "container given part of the board: check it without --layout",
+            covers=[S.gpu(i) for i in gone])]
+
+    def _in_empty_slots(self, gone: List[int], empty: List[int], have: int, n_exp: int,
+                        by_nic: Optional[Dict[int, List[str]]] = None) -> List[Finding]:
+        """The port map's NICs (or, ``by_nic``, the compute NICs in PCI bus order) tell the
+        slot, and that its card is on the bus with no GPU near it: the GPU is gone (the
+        tools number the GPUs after it one lower)."""
         layout = self.layout
         # the layout slot -> its port-map NICs, as the layout file states them (before the
         # layout was renumbered to the node's GPUs)
         assert layout is not None  # (n_exp only with a layout)
-        orig = self.sel.port_map or layout.nics.placement.port_map or {}
+        orig = by_nic or self.sel.port_map or layout.nics.placement.port_map or {}
         # the subject stays the index the tools leave out (the last ones: the node's own
         # GPU numbers are taken by the GPUs present); the message names the slot
         out: List[Finding] = []
@@ -155,11 +187,14 @@ class _Gpus:
                 f"GPU{idx} is missing: {have} of {n_exp} GPUs are listed, and the "
                 f"empty slot is the layout's GPU{slot} (its NIC "
                 f"{'/'.join(nics) or '?'} is on the bus with no GPU near it); the "
-                "tools number the GPUs after it one lower, and those are checked in "
-                "their own slots", expected=n_exp, actual=have, source=self.src,
+                "tools number the GPUs after it one lower" + (
+                    " (told by the PCI tree: the compute NICs in bus order are the "
+                    "slots); its NVLink pairs and NUMA slot are not checked" if by_nic
+                    else ", and those are checked in their own slots"),
+                expected=n_exp, actual=have, source=self.src,
                 hint="check dmesg for Xid 79 (fallen off the bus) and lspci for the "
                      "device; reseat or replace the GPU (the node should be drained)",
-                covers=[S.gpu(idx)]))
+                covers=[S.gpu(idx)] + (_pair_subjects(idx, self.n_all) if by_nic else [])))
         return out
 
     def _gone_on_bare_metal(self, gone: List[int], slots: List[int], renumber: bool,
@@ -210,3 +245,38 @@ class _Gpus:
                             "GPU model not checked: no GPU names in the input (a topo "
                             "text does not name them; NVML does)", source=self.src)]
         return []
+
+
+def _slots_by_placement(topo: Topology, layout: Any, present: List[int]
+                        ) -> Optional[Tuple[List[int], Dict[int, List[str]]]]:
+    """The empty GPU slots of a board with one compute NIC per GPU and no port map, told
+    by the PCI tree: the compute NICs in bus order are the slots, each present GPU has
+    exactly one of them at the layout's path or closer (in the same order), and each empty
+    slot's NIC is on the bus with no GPU near it.  ``(empty slots, slot -> its NIC)``, or
+    None where the tree does not tell."""
+    place = layout.nics.placement if layout is not None else None
+    n_exp = layout.gpus.count if layout is not None else None
+    limit = path_rank(place.gpu_to_nearest_compute_nic or "PIX") if place is not None \
+        else None
+    if place is None or place.gpus_per_compute_nic != 1 or not isinstance(n_exp, int) \
+            or limit is None:
+        return None
+    comp = [topo.nic(x) for x in roles.resolve(topo, layout, present).compute]
+    nics = sorted((n for n in comp if n is not None and pci_bdf(n.pci_bus_id) is not None),
+                  key=lambda n: pci_bdf(n.pci_bus_id))  # type: ignore[arg-type,return-value]  # (None filtered above)
+    if len(nics) != n_exp:
+        return None
+    owner: Dict[int, int] = {}  # slot (NIC rank) -> the GPU near it
+    for g in present:
+        near = [k for k, n in enumerate(nics)
+                if 0 < (path_rank(topo.gpu_nic_path(g, n.name)[0]) or 0) <= limit]
+        if len(near) != 1 or near[0] in owner:
+            return None
+        owner[near[0]] = g
+    if [owner[k] for k in sorted(owner)] != sorted(present):
+        return None  # GPUs numbered in bus order sit in the slots in the same order
+    empty = [k for k in range(n_exp) if k not in owner]
+    if len(empty) != n_exp - len(present):
+        return None
+    return empty, {k: [n.name] for k, n in enumerate(nics)}
+

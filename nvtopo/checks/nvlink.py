@@ -27,18 +27,19 @@ def _major(v: Optional[str]) -> Optional[str]:
 
 
 def _listed_inactive(topo: Topology, i: int, gl: Any, layout: Optional[Any], nvswitch: bool,
-                     links_per_gpu: Any) -> List[int]:
+                     links_per_gpu: Any, mesh_named: bool = False) -> List[int]:
     """The ``<inactive>`` links of a pasted ``nvlink -s`` GPU block that are down: the
-    layout is an NVSwitch board that states how many links each GPU uses (it uses every
-    one), and the block lists exactly those links, some up; the GPU is the layout's model
-    (by name) and no link of it goes straight to a GPU (a bridge).  Elsewhere an
-    ``<inactive>`` link may be idle by design (bridged boards): it stays inactive."""
-    if layout is None or not nvswitch or not isinstance(links_per_gpu, int) \
+    layout uses every link of each GPU (an NVSwitch board that states how many; a mesh
+    the user named, :func:`_mesh_uses_every_link`), and the block lists exactly those
+    links, some up; the GPU is the layout's model (by name) and, on an NVSwitch board, no
+    link of it goes straight to a GPU (a bridge).  Elsewhere an ``<inactive>`` link may be
+    idle by design (bridged boards): it stays inactive."""
+    if layout is None or not (nvswitch or mesh_named) or not isinstance(links_per_gpu, int) \
             or links_per_gpu <= 0 or gl.source != "nvml-text" or not gl.active:
         return []
     if sorted(x.link for x in gl.links) != list(range(links_per_gpu)):
         return []
-    if any(x.remote is not None and x.remote.type == "gpu" for x in gl.links):
+    if nvswitch and any(x.remote is not None and x.remote.type == "gpu" for x in gl.links):
         return []
     g = topo.gpu(i)
     pattern = layout.gpus.name_pattern
@@ -57,6 +58,22 @@ def _how_off(topo: Topology, i: int) -> str:
     if (links[0].reason or "").startswith("dcgmi"):
         return f"dcgmi nvlink -s: all {len(links)} links D"
     return f"nvidia-smi nvlink -s: all {len(links)} links <inactive>"
+
+
+def _mesh_uses_every_link(sel: Selection, i: int, expected: Dict[Tuple[int, int], int]
+                          ) -> bool:
+    """A layout the user named (``--layout``/``--layout-file``: what the node must be) is a
+    direct NVLink mesh whose pairs give GPU ``i`` every one of its links (a DGX-1V GPU: NV2
+    + NV2 + NV1 + NV1 = 6): a link it lists ``<inactive>`` is down, not idle by design.
+    Auto-selection asserts nothing of the kind (another board of the model may leave
+    links unwired)."""
+    layout = sel.layout
+    if sel.how != "user" or layout is None or layout.nvlink.nvswitch \
+            or layout.nvlink.pairs is None:
+        return False
+    lpg = layout.nvlink.links_per_gpu
+    return isinstance(lpg, int) and lpg > 0 and \
+        sum(c for (a, b), c in expected.items() if i in (a, b)) == lpg
 
 
 def check(topo: Topology, sel: Selection) -> List[Finding]:
@@ -111,6 +128,7 @@ class _Links:
         self.present = v.present
         self.missing = F.missing_gpus(layout, v)
         self.to_absent = sel.links_to_absent
+        self.sel = sel
         self.deficit: Dict[int, int] = {}
 
     def pairs_of(self, i: int) -> List[Tuple[int, int]]:
@@ -147,7 +165,8 @@ class _Links:
         # (renumbered mesh: the selection's mapping says which layout slot is absent)
         gone = 0 if nvswitch else self.to_absent[i] if i in self.to_absent else sum(
             expected.get((min(i, k), max(i, k)), 0) for k in self.missing)
-        listed = _listed_inactive(self.topo, i, gl, layout, nvswitch, links_per_gpu)
+        mesh = _mesh_uses_every_link(self.sel, i, expected)
+        listed = _listed_inactive(self.topo, i, gl, layout, nvswitch, links_per_gpu, mesh)
         downs = list(gl.down[gone:]) + listed
         self.deficit[i] = max(0, len(gl.down) - gone) + len(listed)
         out: List[Finding] = []
@@ -156,7 +175,9 @@ class _Links:
             reason = (rec.reason if rec is not None else None) or "should be up"
             if link in listed:
                 reason = (f"nvidia-smi prints <inactive>; {layout.name} uses all "  # type: ignore[union-attr]  # (listed is empty without a layout)
-                          f"{links_per_gpu} links of every GPU (NVSwitch), and GPU{i} "
+                          f"{links_per_gpu} links of every GPU ("
+                          + ("NVSwitch" if nvswitch else "its NVLink mesh; the layout was "
+                             "named, so the node must be it") + f"), and GPU{i} "
                           f"lists all {links_per_gpu}, {len(gl.links) - len(listed)} up")
             short = [f"GPU{a}-GPU{b}" for (a, b) in self.pairs_of(i)
                      if v.pairs[(a, b)][0] < expected.get((a, b), 10 ** 6)]

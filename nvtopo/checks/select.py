@@ -5,8 +5,9 @@ match, so a degraded node (a GPU missing, a link down) still picks its own
 layout.  Mesh layouts (DGX-1) match up to GPU renumbering: the mapping found
 is reported and the layout is renumbered to the node's GPU indices before
 the checks run.  When several layouts fit equally (8 GPUs with NV18 on every
-pair: DGX H100, HGX H100, H20, B200... without GPU names), the selection says
-so and picks the most common (the layout's ``selection.priority``).
+pair: DGX H100, HGX H100, H20, B200... without GPU names), the selection lists
+them all, says what would decide (the GPU names) and picks the most common (the
+layout's ``selection.priority``).
 """
 
 from __future__ import annotations
@@ -142,15 +143,9 @@ def select(topo: Topology, choice: Any = "auto", layout_file: Optional[str] = No
                             c.numa_bad, c.layout.name))
     top = fit[0]
     # (a layout whose NUMA map the GPUs misfit more than the pick's does not fit equally)
-    ties = [c for c in fit if abs(c.score - top.score) < 1e-9 and c.numa_bad <= top.numa_bad
+    ties = [c for c in fit if _equal_fit(c, top) and c.numa_bad <= top.numa_bad
             and (c.nic_contradiction is None) == (top.nic_contradiction is None)]
-    reason = "auto: " + "; ".join(top.why)
-    if len(ties) > 1:
-        reason += ("; ambiguous: " + ", ".join(c.layout.name for c in ties)
-                   + f" fit equally, picked {top.layout.name} (the most common); "
-                   "give --layout NAME to choose")
-    elif len(fit) > 1:
-        reason += f"; next: {fit[1].layout.name}"
+    reason = "auto: " + "; ".join(top.why) + _ambiguity_text(topo, fit, ties)
     if top.nic_contradiction is not None:
         reason += (f"; the NICs do not fit {top.layout.name} ({top.nic_contradiction}): its "
                    "NIC expectations are not applied")
@@ -161,6 +156,37 @@ def select(topo: Topology, choice: Any = "auto", layout_file: Optional[str] = No
     return _chosen(top, reason, cands, how="ambiguous" if len(ties) > 1 else "auto",
                    ties=[c.layout.name for c in ties] if len(ties) > 1 else [],
                    numa_unsure=unsure)
+
+
+def _equal_fit(c: Candidate, top: Candidate) -> bool:
+    """``c`` fits the node as well as ``top`` on what tells them apart.  The GPUs' NUMA
+    nodes say which board of a GPU model a node is (a DGX A100's map, not a generic HGX
+    A100's), never which GPU model: fitting one model's NUMA map is no evidence against
+    another model's layout that states none (8 GPUs, NV18 on every pair, no names: an
+    H100 board and a B200 board alike)."""
+    a, b = c.score, top.score
+    if c.layout.family != top.layout.family:
+        if c.layout.numa.gpu_node is None:
+            b -= top.numa_bonus
+        if top.layout.numa.gpu_node is None:
+            a -= c.numa_bonus
+    return abs(a - b) < 1e-9
+
+
+def _ambiguity_text(topo: Topology, fit: List[Candidate], ties: List[Candidate]) -> str:
+    """What the reason adds: every layout that fits equally and what would decide between
+    them (the GPU names, where the ties are of different GPU models and none is known),
+    else the next best fit."""
+    top = fit[0]
+    if len(ties) <= 1:
+        return f"; next: {fit[1].layout.name}" if len(fit) > 1 else ""
+    text = ("; ambiguous: " + ", ".join(c.layout.name for c in ties)
+            + f" fit equally, picked {top.layout.name} (the most common); ")
+    patterns = {c.layout.gpus.name_pattern for c in ties}
+    if len(patterns) > 1 and not gpu_names(topo)[0]:
+        text += ("the GPU names would decide (a snapshot, or `nvidia-smi -q` pasted in "
+                 "the same file), or ")
+    return text + "give --layout NAME to choose"
 
 
 def _auto_candidate(topo: Topology, layout: Any) -> bool:
@@ -180,7 +206,10 @@ def _chosen(cand: Candidate, reason: str, cands: List[Candidate], how: str = "us
     mapping = cand.mapping
     if reason.startswith("--"):
         reason += ": " + ("; ".join(cand.why) if cand.why else "chosen by the user")
-        if cand.excluded:
+        if cand.subset_of is not None:
+            # named: the board is asserted, so "a subset?" (auto's guess) is GPUs missing
+            reason += f" (does not fit: GPUs missing from its {cand.subset_of}-GPU board)"
+        elif cand.excluded:
             reason += f" (does not fit: {cand.excluded})"
     sel = Selection(layout=lay, reason=reason, how=how, ties=list(ties), candidates=cands,
                     numa_unsure=list(numa_unsure))

@@ -44,7 +44,7 @@ from nvtopo.probes.nvml import text as nvml_text
 from nvtopo.probes.nvml import xml as nvml_xml
 from nvtopo.probes.topo import MAX_DEVICES, MAX_LINE_CHARS, MAX_NOTES, TopoParseError
 from nvtopo.probes.topo import locate as topo_locate
-from nvtopo.probes.topo import matrix as topo_matrix
+from nvtopo.probes.topo import legend as topo_legend
 from nvtopo.probes.topo import scan as topo_scan
 from nvtopo.snapshot import read
 
@@ -437,7 +437,7 @@ def test_a_legend_wrapped_over_many_lines_is_linear_and_capped():
         topo = topo_text.parse(text)
     legend = topo.topo_text.to_dict()["legend"]["X"]
     assert legend.startswith("Self and more words") and legend.endswith(" …")
-    assert len(legend) <= topo_matrix._MAX_LEGEND_CHARS + 2
+    assert len(legend) <= topo_legend.MAX_LEGEND_CHARS + 2
 
 
 def test_a_header_line_longer_than_read_is_an_error():

@@ -65,7 +65,7 @@ _IOMMU_RE = re.compile(r"^\s*IOMMU\s*:\s*(enabled|disabled)\b", re.I)
 _VERIFY_RE = re.compile(r"^\s*Platform verification (succeeded|failed)\b", re.I)
 _PLATFORM_RE = re.compile(r"^\s*Platform\s*:\s*([A-Za-z0-9_]{1,20})\s*$")
 #: A driver line anywhere in the head (``NVMe : Supported``, ``NVMe : compat``).
-_NVME_LINE_RE = re.compile(r"^[ \t*]*NVMe[ \t]*:[ \t]*\**[ \t]*[A-Za-z]", re.M)
+_NVME_LINE_RE = re.compile(r"^[ \t*]*NVMe[ \t]*:[ \t]*(?:\*+[ \t]*)?[A-Za-z]", re.M)
 #: The words a driver's value is made of, when it is a support verdict or a mode list
 #: (GDS 1.16+: ``nvfs, compat``); other values (``true``, ``TRACE``) are not driver lines.
 VERDICT_WORDS = frozenset(("supported", "unsupported", "nvfs", "p2pdma", "compat"))

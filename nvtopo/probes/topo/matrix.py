@@ -13,6 +13,7 @@ from ...model.node import TopoText
 from ...safe import ascii_int
 from .locate import TopoParseError, find_header, locate
 from .affinity import AFFINITY_FIELDS, assign_affinity
+from .legend import LEGEND_RE, NIC_MAP_RE, legend_of
 from .unwrap import Rejoined, untruncate, unwrap
 from .scan import (AFF_COL_RE, AFFINITY_LIKE_RE, MAX_DEVICES, MAX_LINE_CHARS, Notes, Tok,
                    clip, scan_cells, split_labels, split_tokens)
@@ -24,14 +25,10 @@ _P2P_TOKENS = frozenset({"OK", "CNS", "GNS", "TNS", "NS", "DR", "U"})
 _GPU_LABEL_RE = re.compile(r"^GPU([0-9]{1,6})$")
 _NUMA_ID_RE = re.compile(r"^[0-9]{1,9}$")
 _NIC_LABEL_RE = re.compile(r"^NIC[0-9]+$")
-_NIC_MAP_RE = re.compile(r"^\s*(NIC[0-9]+)\s*:\s*(\S+)\s*$")
-_LEGEND_RE = re.compile(r"^\s*(X|SOC|SYS|NODE|PHB|PXB|PIX|NV#|OK|CNS|GNS|TNS|NS|DR|U)\s*=\s*(.*)$")
 _OK_LEGEND_RE = re.compile(r"^\s*OK\s*=")
 _CMD_RE = re.compile(r"nvidia-smi\s+topo\s+(.*)$")
 _P2P_MODE_RE = re.compile(r"(?:-p2p|--p2pstatus)[ =]+([rwnap])\b")
 _SPACES_RE = re.compile(r"\s+")
-#: Longest legend description kept (wrapped lines are joined up to this).
-_MAX_LEGEND_CHARS = 1024
 #: NIC Legend entries for devices not in the matrix that are named in the note.
 _MAX_STRAY_NICS = 64
 
@@ -84,7 +81,7 @@ def parse_lines(lines: List[str], first_line: int = 0) -> Topology:
         _fill_mirror(devices, cells, note, cut)
     _report_cells(devices, cells, kind, note)
 
-    legend, style = _legend(lines)
+    legend, style = legend_of(lines)
     if legend:
         info.legend = legend
     info.legend_style = style
@@ -233,7 +230,7 @@ class _Rows:
         k = len(self.devices) - len(missing)
         if any(d not in self.seen for d in self.devices[:k]):
             return None
-        if any(_LEGEND_RE.match(ln.rstrip()) or _NIC_MAP_RE.match(ln)
+        if any(LEGEND_RE.match(ln.rstrip()) or NIC_MAP_RE.match(ln)
                for ln in lines[last_row_line + 1:]):
             return None
         return self.devices[k - 1]
@@ -281,7 +278,7 @@ def _nic_legend(lines: List[str], known: Set[str]) -> Tuple[Dict[str, str], Dict
     stray: Dict[str, None] = {}
     more_stray = 0
     for line in lines:
-        m = _NIC_MAP_RE.match(line)
+        m = NIC_MAP_RE.match(line)
         if m:
             if m.group(1) in known:
                 nic_names[m.group(1)] = m.group(2)
@@ -446,41 +443,6 @@ def _nvlink_pairs(devices: List[str], cells: List[List[Optional[str]]],
             if count is not None:
                 out.append(NVLinkPair(a=a, b=b, count=count, source=SOURCE))
     return out
-
-
-def _legend(lines: List[str]) -> Tuple[Dict[str, str], Optional[str]]:
-    parts: Dict[str, List[str]] = {}  # wrapped lines joined at the end (no quadratic +=)
-    size: Dict[str, int] = {}
-    last = None
-    for line in lines:
-        m = _LEGEND_RE.match(line.rstrip())
-        if m:
-            last = m.group(1)
-            parts[last] = [m.group(2)]
-            size[last] = len(m.group(2))
-        elif last and line.strip() and line[:1].isspace() and "=" not in line \
-                and not _NIC_MAP_RE.match(line) and not line.strip().endswith(":"):
-            if size[last] <= _MAX_LEGEND_CHARS:  # a wrapped legend line
-                parts[last].append(line.strip())
-            size[last] += len(line)
-        else:
-            last = None if not line.strip() or line.strip().endswith(":") else last
-    legend: Dict[str, str] = {}
-    for key, words in parts.items():
-        text = " ".join(words)
-        cut = size[key] > _MAX_LEGEND_CHARS or len(text) > _MAX_LEGEND_CHARS
-        legend[key] = text[:_MAX_LEGEND_CHARS] + " …" if cut else text
-    if not legend:
-        return legend, None
-    if "SOC" in legend:
-        style = "soc"
-    elif "switch" in (legend.get("PIX", "") + legend.get("PXB", "")).lower():
-        style = "transitional"
-    elif "OK" in legend:
-        style = "p2p"
-    else:
-        style = "modern"
-    return legend, style
 
 
 def label_runs(labels: List[str], most: int = 6) -> str:

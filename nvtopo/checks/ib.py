@@ -87,6 +87,8 @@ class _Ports:
                     key = (p.link_layer, _peer_role(nic_roles.role(n.name)), _card(h))
                     self.peer_best[key] = max(self.peer_best.get(key, 0), p.rate_gbps)
         self.unknown: List[str] = []
+        #: no GPU in the input (a pasted ibstat alone): a compute role says its evidence
+        self.paste = not F.view(topo).present
 
     def port_findings(self, n: Any, h: Any, p: Any) -> List[Finding]:
         """One port: down, on the wrong link layer, slow, its error counters."""
@@ -102,7 +104,8 @@ class _Ports:
                 self.unknown.append(f"{subj} state")
             return []
         if state != "ACTIVE" or (phys is not None and phys != "LinkUp"):
-            return [_port_down(n, h, subj, state, phys, role, is_comp, unknown_role)]
+            return [_port_down(n, h, subj, state, phys, role, is_comp, unknown_role,
+                               self.paste)]
         out: List[Finding] = []
         layer = p.link_layer
         want_layer = self.want_layer
@@ -196,18 +199,24 @@ class _Ports:
 
 
 def _port_down(n: Any, h: Any, subj: Any, state: str, phys: Optional[str],
-               role: Optional[R.Role], is_comp: bool, unknown_role: bool) -> Finding:
-    """A port not ACTIVE/LinkUp: an error on a compute port, else a warning."""
+               role: Optional[R.Role], is_comp: bool, unknown_role: bool,
+               paste: bool = False) -> Finding:
+    """A port not ACTIVE/LinkUp: an error on a compute port, else a warning.  A compute role
+    decided from a paste alone (no GPU in the input) says its evidence."""
     return finding(
         "error" if is_comp else "warning", "ib.port_down", subj,
         f"{subj} is {state}/{phys or 'phys state unknown'}"
-        + (" (a compute port: the GPU(s) behind it lose their RDMA path)"
+        + (f" (a compute port, by the paste: {_unknown_why(role)}; the GPU(s) it serves "
+           "lose their RDMA path)" if is_comp and paste else
+           " (a compute port: the GPU(s) behind it lose their RDMA path)"
            if is_comp else f" (role unknown: {_unknown_why(role)}; down may be "
            "by design)" if unknown_role else
            " (not a compute port: down may be by design)")
         + ("; phys state Disabled: administratively off" if phys == "Disabled"
            else "; phys state Polling: no link partner (cable, transceiver or "
-           "switch port)" if phys == "Polling" else ""),
+           "switch port)" if phys == "Polling" else "; state INIT: the link is up but no "
+           "subnet manager has configured the port (is the SM running, does it see this "
+           "port?)" if state == "INIT" else ""),
         expected="ACTIVE/LinkUp", actual=f"{state}/{phys}" if phys else state, source=h.source or "sysfs",
         hint="check the cable/transceiver and the switch port (ibstat, "
              "mlxlink -d DEV); Disabled: ibportstate / the subnet manager; "

@@ -138,17 +138,63 @@ def sm_lids(topo: Topology, name: str) -> Set[int]:
 
 
 def single_function(topo: Topology, name: str) -> Optional[bool]:
-    """No other RDMA device on the same card (PCI function); None where the PCI address is
-    not known.  Storage and management cards are dual-port beside single-port compute
-    cards."""
+    """No other RDMA device on the same card (PCI function; in a paste with no PCI address,
+    the system image GUID the functions of one card share); None where neither is known.
+    Storage and management cards are dual-port beside single-port compute cards."""
     h = _hca(topo, name)
     bdf = h.pci_address if h is not None else None
     if not isinstance(bdf, str):
-        return None
+        img = h.sys_image_guid if h is not None and not h.soft else None
+        if not img:
+            return None
+        return not any(m.name != name and m.sysfs is not None
+                       and m.sysfs.sys_image_guid == img for m in topo.nics)
     stem = bdf.rsplit(".", 1)[0]
     return not any(m.name != name and m.sysfs is not None
                    and isinstance(m.sysfs.pci_address, str)
                    and m.sysfs.pci_address.rsplit(".", 1)[0] == stem for m in topo.nics)
+
+
+#: Card models (``CA type``) of Mellanox/NVIDIA virtual functions: Connect-IB, ConnectX-4,
+#: -4 Lx, -5, -5 Ex, -6 VFs and the ConnectX family VF (ConnectX-6 Dx and later).  A VF is
+#: handed to a pod or a VM to carry its data.
+VF_CARDS = frozenset(("MT4114", "MT4116", "MT4118", "MT4120", "MT4122", "MT4124", "MT4126"))
+#: Card models that top out below :data:`MANAGEMENT_BELOW_GBPS` (ConnectX-4 Lx and its VF,
+#: ConnectX-6 Lx: 25/50 Gb/s Ethernet): a management kind, where the input has no rate.
+SLOW_CARDS = frozenset(("MT4117", "MT4118", "MT4127"))
+#: The unicast LID range an SM assigns (0: none yet; 0xffff: unassigned, a port never
+#: configured).
+_LID_MAX = 0xBFFF
+
+
+def held_lids(topo: Topology, name: str) -> Set[int]:
+    """LIDs the subnet manager gave the NIC's InfiniBand ports (a unicast LID beside an SM
+    LID), whatever the port's state: a port that went Down/Polling keeps the LID it held."""
+    h = _hca(topo, name)
+    return {int(p.lid) for p in (h.ports if h is not None else [])
+            if p.link_layer == "InfiniBand" and isinstance(p.lid, int)
+            and 0 < p.lid <= _LID_MAX and isinstance(p.sm_lid, int) and p.sm_lid > 0}
+
+
+def _active(topo: Topology, name: str) -> bool:
+    """An active port (with or without a rate in the input)."""
+    h = _hca(topo, name)
+    return any(p.state == "ACTIVE" for p in (h.ports if h is not None else []))
+
+
+def _siblings(topo: Topology, name: str) -> List[str]:
+    """The other functions of the NIC's card (the same system image GUID)."""
+    h = _hca(topo, name)
+    img = h.sys_image_guid if h is not None else None
+    return [m.name for m in topo.nics if img and m.name != name and m.sysfs is not None
+            and m.sysfs.sys_image_guid == img]
+
+
+def _down(topo: Topology, name: str) -> bool:
+    """Every port of the NIC known and none active."""
+    h = _hca(topo, name)
+    ports = h.ports if h is not None else []
+    return bool(ports) and all(p.state is not None and p.state != "ACTIVE" for p in ports)
 
 
 def _best_path(topo: Topology, name: str, present: Sequence[int]
@@ -224,6 +270,7 @@ def _resolve(topo: Topology, layout: Any, present: List[int], missing: List[int]
     pool, lack = r.off_place()
     if pool:
         r.decide_pool(pool, lack)
+    r.by_paste()
     r.the_rest()
     r.management()
     return r.roles()
@@ -428,6 +475,103 @@ class _Resolver:
                       f"{len(self.missing)} GPU(s) missing")
         return Role(x, COMPUTE, by, ev, named=x in named)
 
+    def by_paste(self) -> None:
+        """A pasted ibstat/ibv_devinfo/ibstatus alone (no NIC placed, none with a PCI path to
+        a GPU): the paste says which ports carry data.  The compute kind is the card model
+        and link layer most of the paste's NICs run active (at least two, more than those of
+        the kind that are down); a NIC of that kind is compute (a dual-function card beside
+        single-function ones, or one on another subnet manager, is not); one of another kind
+        is not.  With no such kind: an InfiniBand virtual function (handed to a pod or VM to
+        carry its data) is compute, and so is an InfiniBand port holding the LID the paste's
+        one subnet manager gave it.  Anything else stays unknown."""
+        topo = self.topo
+        if self.placed or any(self.best[x] is not None for x in self.names):
+            return
+        hw = [x for x in self.names if _hca(topo, x) is not None and not _hca(topo, x).soft]
+        und = [x for x in hw if x not in self.decided]
+        kind, up, down = self._paste_kind(hw)
+        if kind is not None and self.want_layer and self.want_layer not in kind[1]:
+            kind, up, down = None, [], []  # not the layout's compute network
+        sms = set().union(*(sm_lids(topo, x) for x in hw)) if hw else set()
+        for x in und:
+            r = self._paste_role(x, kind, up, down, sms) or Role(x, UNKNOWN, "none", [
+                "the paste alone does not tell (no card model active on 2 or more of its "
+                "NICs, more than are down; no InfiniBand VF; no LID from the paste's one "
+                "subnet manager)"])
+            r.named = x in self.named
+            self.decided[x] = r
+
+    def _paste_kind(self, und: List[str]) -> Tuple[Any, List[str], List[str]]:
+        """The paste's compute kind (card model, link layers, single-function), its NICs up,
+        and down."""
+        topo = self.topo
+        groups: Dict[Tuple[Optional[str], Tuple[str, ...], Optional[bool]], List[str]] = {}
+        for x in und:
+            k = (card(topo, x), tuple(sorted(layers(topo, x))), single_function(topo, x))
+            if k[0] and k[1]:
+                groups.setdefault(k, []).append(x)
+        # a kind whose ports run below a compute NIC's rate is a management kind
+        # (ibv_devinfo prints no rate: an active port of a card model that does not top
+        # out below it counts)
+        fast = {k: [x for x in g if any(r >= MANAGEMENT_BELOW_GBPS for r in rates(topo, x))
+                    or (_active(topo, x) and not rates(topo, x) and k[0] not in SLOW_CARDS)]
+                for k, g in groups.items()}
+        ranked = sorted(((len(f), k) for k, f in fast.items() if f), key=lambda t: -t[0])
+        if not ranked or ranked[0][0] < 2 or (len(ranked) > 1 and ranked[1][0] == ranked[0][0]):
+            return None, [], []
+        k = ranked[0][1]
+        up = [x for x in groups[k] if _active(topo, x)]
+        down = [x for x in groups[k] if _down(topo, x)]
+        if len(up) <= len(down):
+            return None, [], []
+        return k, up, down
+
+    def _paste_role(self, x: str, kind: Any, up: List[str], down: List[str],
+                    sms: Set[int]) -> Optional[Role]:
+        """One NIC's role by the paste's own evidence (see :meth:`by_paste`); None: none."""
+        topo = self.topo
+        model, lay = card(topo, x), tuple(sorted(layers(topo, x)))
+        if kind is not None:
+            words = (f"card model {kind[0]} and link layer {'/'.join(kind[1])}"
+                     + (", single-function," if kind[2] else ""))
+            at = sorted(set().union(*(rates(topo, u) for u in up)))
+            seen = (f"the paste's compute kind: {len(up)} of its NICs active"
+                    + (f" at {'/'.join(_g(r) for r in at)} Gb/s" if at else "")
+                    + f", {len(down)} down")
+            if (model, lay) != kind[:2]:
+                if not model or not lay:
+                    return None
+                return Role(x, STORAGE, "card", [
+                    f"card model {model}, link layer {'/'.join(lay)}: not {words}, {seen}"])
+            if kind[2] is True and single_function(topo, x) is False:
+                return Role(x, STORAGE, "card", [
+                    "a dual-function card (its system image GUID is another NIC's) beside "
+                    f"single-function cards of {words}, {seen}"])
+            sib = [u for u in _siblings(topo, x) if _active(topo, u)]
+            if sib and _down(topo, x):
+                return Role(x, UNKNOWN, "none", [
+                    f"{words} as {seen}; but the other port of its card ({', '.join(sib)}) is "
+                    "up: a card cabled on one port by design or a lost link cannot be told"],
+                    maybe_compute=True)
+            comp_sms = set().union(*(sm_lids(topo, u) for u in up))
+            mine = sm_lids(topo, x)
+            if mine and comp_sms and not mine & comp_sms:
+                return Role(x, STORAGE, "sm_lid", [
+                    f"SM LID {'/'.join(str(s) for s in sorted(mine))}, the compute ports' "
+                    f"{'/'.join(str(s) for s in sorted(comp_sms))}: another subnet"])
+            return Role(x, COMPUTE, "card", [f"{words} as {seen}"])
+        if "InfiniBand" in lay and model in VF_CARDS:
+            return Role(x, COMPUTE, "card", [
+                f"an InfiniBand virtual function ({model}): handed to a pod or VM to carry "
+                "its data"])
+        lids = held_lids(topo, x)
+        if lids and len(sms) == 1:
+            return Role(x, COMPUTE, "sm_lid", [
+                f"holds LID {'/'.join(str(v) for v in sorted(lids))} from the subnet manager "
+                f"at LID {next(iter(sms))}: a port of the paste's one managed InfiniBand "
+                "subnet"])
+        return None
+
     def the_rest(self) -> None:
         """NICs nothing above decided: storage off every GPU's switch, else unknown."""
         for x in self.names:
@@ -474,5 +618,5 @@ def _g(x: float) -> str:
 
 
 __all__ = ["COMPUTE", "EVIDENCE", "MANAGEMENT", "ROLES", "Role", "Roles", "STORAGE",
-           "UNKNOWN", "card", "compute_nics", "layers", "port_map_names", "rates", "resolve",
+           "UNKNOWN", "VF_CARDS", "card", "compute_nics", "held_lids", "layers", "port_map_names", "rates", "resolve",
            "single_function", "sm_lids"]

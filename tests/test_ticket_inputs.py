@@ -342,6 +342,7 @@ def test_q_x_reads_the_same_facts_as_q_text():
          "                Max                       : 16x\n"
          "                Current                   : 8x\n"
          "        Replays Since Reset               : 0\n"
+         "    Performance State                     : P0\n"
          "    Fabric\n"
          "        State                             : Completed\n"
          "        Status                            : Insufficient Resources\n"

@@ -105,8 +105,11 @@ IB_THRESHOLDS: Mapping[str, int] = {
     "port_xmit_constraint_errors": 100, "port_rcv_constraint_errors": 100,
     "local_link_integrity_errors": 10, "excessive_buffer_overrun_errors": 10,
     "VL15_dropped": 1000}
+#: A GPU's PCIe replays since the driver loaded (``Replays Since Reset``) above this are an
+#: error; nonzero below is a warning.
+PCIE_THRESHOLDS: Mapping[str, int] = {"replay": 100}
 #: The threshold of a counter no table names.
-OTHER_THRESHOLD = {"nvlink": 1000, "ib": 100}
+OTHER_THRESHOLD = {"nvlink": 1000, "ib": 100, "pcie": 100}
 
 _SURE = Ladder("error", "warning")
 _ERROR = Ladder("error", "error")
@@ -207,6 +210,17 @@ _ROWS: Tuple[Tuple[Any, ...], ...] = (
     ("pcie.gen_low", "pcie", "node", "a PCIe hop slower than both ends allow (a warning: idle "
      "GPUs lower their speed, unless the GPU is known busy)", "sysfs PCIe link speed, NVML",
      _sure("pcie"), "re-check under load; reseat the card if it stays slow", "GPU5"),
+    ("pcie.gen_idle", "pcie", "node", "PCIe links below their top speed on GPUs the input "
+     "shows idle (a power-saving performance state such as P8, or the clocks reason Idle): "
+     "power saving by design, one note for the node", "-q performance state and clocks "
+     "reasons, NVML/sysfs link speed", _INFO, "to test the link, re-check under load"),
+    ("pcie.width_design", "pcie", "node", "a laptop GPU's PCIe link narrower than the GPU "
+     "allows: the notebook's design", "the GPU name (Laptop, Mobile, Max-Q), link width",
+     _INFO, "nothing to do", "GPU0"),
+    ("pcie.replays", "pcie", "node", "a GPU's PCIe replay counter nonzero (warning) or above "
+     "the threshold (error): the link retransmits corrupted packets", "NVML PCIe replay "
+     "counter, -q Replays Since Reset", _SURE, "watch whether it grows; check AER errors; "
+     "reseat the card (and its riser/cable)", "GPU2", PCIE_THRESHOLDS),
     _nc("pcie", "PCIe links", "sysfs or NVML PCIe link state"),
     # -- nic
     ("nic.missing", "nic", "node", "a compute NIC of the layout is absent", "RDMA devices, "
@@ -465,10 +479,15 @@ FAMILY_NOTES: Dict[str, str] = {
         "each GPU's and NIC's PCIe hops against min(max of both ends) (sysfs; NVML current vs"
         ' max otherwise); one degraded NIC link is one finding naming every RDMA device '
         'behind it (a RoCE bond and a sub-function on one card: "mlx5_2 and mlx5_bond_0 share'
-        ' one PCIe link, which runs at Gen4"), not one per device name: narrower is an error;'
-        ' slower is a warning, because idle GPUs lower their speed, unless the GPU is known '
-        'busy (an NVML utilisation sample ≥ 50 %; today\'s NVML probe records none, so "idle '
-        'or unknown")'),
+        ' one PCIe link, which runs at Gen4"), not one per device name: narrower is an error,'
+        " except on a laptop GPU (a Laptop/Mobile/Max-Q name: `pcie.width_design`, a note); "
+        "slower is judged by the load the input states (an NVML or `-q` utilisation sample "
+        "≥ 50 %, the `-q`/`-q -x` performance state: P0-P2 full performance, P5 and above "
+        "power saving; the clocks reason Idle): under load an error; idle, one "
+        "`pcie.gen_idle` note for the node (idle GPUs lower their speed by design), unless "
+        "another GPU of the model, idle the same way, keeps its link at full speed (an "
+        "error); load unknown, a warning. Each GPU's PCIe replay counter: nonzero a warning, "
+        "above `replay` 100 an error (`--thresholds`: family `pcie`)"),
     "nic": (
         'a layout without NIC facts lists NIC placement as not checked; the HGX 8-GPU layouts'
         ' check one NIC per GPU at PIX/PXB by placement (`nics.per_gpu`, docs/layouts.md: one'
@@ -605,7 +624,8 @@ def cap(severity_: str, sure: str) -> str:
 _OVERRIDES: "contextvars.ContextVar[Mapping[str, Mapping[str, int]]]" = \
     contextvars.ContextVar("nvtopo_thresholds", default={})
 #: the codes whose thresholds a family's counters are judged by.
-THRESHOLD_CODES = {"nvlink": "nvlink.errors", "ib": "ib.counter_errors"}
+THRESHOLD_CODES = {"nvlink": "nvlink.errors", "ib": "ib.counter_errors",
+                   "pcie": "pcie.replays"}
 
 
 def thresholds(family: str, layout_given: Any = None) -> Dict[str, int]:
@@ -634,4 +654,4 @@ def using_thresholds(overrides: Optional[Mapping[str, Mapping[str, int]]]) -> It
 
 
 __all__ = ["CATALOG", "Check", "Ladder", "SURENESS", "cap", "get", "severity", "thresholds",
-           "using_thresholds", "NVLINK_THRESHOLDS", "IB_THRESHOLDS"]
+           "using_thresholds", "NVLINK_THRESHOLDS", "IB_THRESHOLDS", "PCIE_THRESHOLDS"]

@@ -87,12 +87,12 @@ def _classes(path: str, classes: Any) -> Dict[str, Dict[str, Dict[str, int]]]:
         if not cls:
             raise NvtopoError("classes: a class name is empty", where=path)
         if not isinstance(families, dict):
-            raise NvtopoError(f"classes.{cls}: must map families (nvlink, ib) to counters",
+            raise NvtopoError(f"classes.{cls}: must map families (nvlink, ib, pcie) to counters",
                               where=path)
         out[cls] = {}
         for family, table in families.items():
             if family not in catalog.THRESHOLD_CODES:
-                raise NvtopoError(f"classes.{cls}.{family}: no such family (nvlink, ib)",
+                raise NvtopoError(f"classes.{cls}.{family}: no such family (nvlink, ib, pcie)",
                                   where=path)
             out[cls][family] = _family(path, f"classes.{cls}.{family}", family, table)
     return out

@@ -132,6 +132,11 @@ class TextGpu(Record):
     pcie: Optional[GpuPcie] = fld("nvidia-smi -q PCI")
     pci: TextPci = fld("the GPU header's bus id", factory=TextPci)
     notes: List[str] = fld("what the text did not say about this GPU", factory=list)
+    performance_state: Optional[str] = fld("-q Performance State (P0 full performance ... "
+                                           "P8 idle; P12 or more minimum power)", omit="none")
+    clocks_idle: Optional[bool] = fld("-q Clocks Event Reasons (Clocks Throttle Reasons before "
+                                      "driver 535) / Idle: true where Active", omit="none")
+    utilization: Optional[Utilization] = fld("-q Utilization (GPU, Memory)", omit="none")
 
 
 # --- the node ------------------------------------------------------------------------------

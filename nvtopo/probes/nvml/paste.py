@@ -57,6 +57,9 @@ _LINK_WORD = re.compile(r"^\s*Link ([^\s:,]+)[:,]")
 _FABRIC_LINE = re.compile(r"^[^\S\n]*Fabric[^\S\n]*$", re.M)
 _STATE_LINE = re.compile(r"^[^\S\n]*State[^\S\n]*:", re.M)
 _NON_SLUG = re.compile(r"[^a-z0-9]+")
+_Q_HDR_ANY = re.compile(r"^[^\S\n]*GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]"
+                        r"[^\S\n]*$", re.M)
+_LINK_INFO_LINE = re.compile(r"^[^\S\n]*GPU Link Info[^\S\n]*$", re.M)
 
 #: Notes of one kind kept per GPU (the rest are counted in one note).
 MAX_NOTES = MAX_BAD_NOTES
@@ -170,12 +173,15 @@ _ERRORS = {"replay": "replay", "recovery": "recovery", "crc": "crc_flit",
 
 
 def looks_like(text: str) -> bool:
-    """True when the text holds nvidia-smi nvlink or ``-q`` Fabric output."""
+    """True when the text holds nvidia-smi nvlink output, or ``-q`` output with a Fabric
+    block or a GPU block with its PCI link."""
     for line in text.splitlines():
         if (_gpu_header(line) or _S_SPEED.match(line) or _S_INACTIVE.match(line)
                 or _R_LINE.match(line) or _e_line(line) or _c_line(line)
                 or _ALL_INACTIVE.search(line)):
             return True
+    if _Q_HDR_ANY.search(text) and _LINK_INFO_LINE.search(text):
+        return True  # a -q GPU block with its PCI link (a laptop's or a GeForce's -q)
     return bool(_FABRIC_LINE.search(text) and _STATE_LINE.search(text))
 
 

@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional
 
 from ...model import GPU, NVLinkPair, Topology, pci_bdf
 from ...model.nvlink import Remote, TextGpuLinks, TextLink
-from ...model.nvml import GpuPcie, TextGpu, TextNode, TextPair, TextPci
+from ...model.nvml import GpuPcie, TextGpu, TextNode, TextPair, TextPci, Utilization
 from ...safe import ascii_int
 from .decode import fabric_facts
 from .links import bandwidth_gbps
@@ -136,7 +136,8 @@ def derive_text(text: str) -> Topology:
         model.nvml_text = TextGpu(
             index=i, fault=None, nvlink=nv, fabric=fabric_facts(fabric_raw(q)),
             pcie=GpuPcie(**pcie) if any(v is not None for v in pcie.values()) else None,
-            pci=TextPci(bus_id=g.get("bus_id")), notes=[n["message"] for n in g["notes"]])
+            pci=TextPci(bus_id=g.get("bus_id")), notes=[n["message"] for n in g["notes"]],
+            **load_facts(q))
         topo.gpus.append(model)
         for n in g["notes"]:
             if n["code"] in ONCE_PER_PASTE:
@@ -159,6 +160,36 @@ def derive_text(text: str) -> Topology:
         topo.note("nvml_text.empty", "no GPU found in the nvidia-smi text", source=SOURCE,
                   level="warning")
     return topo
+
+
+_PSTATE = re.compile(r"^P([0-9]|1[0-5])$")
+#: the Idle line of the clocks reasons block: "Clocks Event Reasons" since driver 535,
+#: "Clocks Throttle Reasons" before, "Clocks Reasons" in some 530s
+_IDLE_KEY = re.compile(r"^Clocks (?:Event |Throttle )?Reasons / Idle$")
+
+
+def load_facts(q: Dict[str, str]) -> Dict[str, Any]:
+    """What a ``-q`` block says of the GPU's load: its performance state (``P0``..``P15``),
+    whether its clocks are lowered because it is idle, its utilisation (absent where not
+    printed or ``N/A``)."""
+    out: Dict[str, Any] = {}
+    ps = (na(q.get("Performance State", "")) or "").upper()
+    if _PSTATE.match(ps):
+        out["performance_state"] = ps
+    idle = next((na(v) for k, v in q.items() if _IDLE_KEY.match(k)), None)
+    if idle is not None and slug(idle) in ("active", "not_active"):
+        out["clocks_idle"] = slug(idle) == "active"
+    util = {k: _percent(q.get(f"Utilization / {label}", q.get(f"Utilization / {label.upper()}")))
+            for k, label in (("gpu", "Gpu"), ("memory", "Memory"))}
+    if util["gpu"] is not None:
+        out["utilization"] = Utilization(**{k: v for k, v in util.items() if v is not None})
+    return out
+
+
+def _percent(v: Optional[str]) -> Optional[int]:
+    """``"37 %"`` -> 37; ``None`` for anything else (N/A, above 100)."""
+    n = _int(v)
+    return n if n is not None and n <= 100 and (v or "").strip().endswith("%") else None
 
 
 def _model_name(g: Dict[str, Any]) -> Optional[str]:

@@ -3,7 +3,8 @@
 The XML (``nvsmi_device_vN.dtd``) holds what ``nvidia-smi -q`` prints, element by element:
 ``<gpu id="00000000:18:00.0">`` is the text's ``GPU 00000000:18:00.0`` block, ``<pci>``
 its ``PCI`` block, ``<fabric>`` its ``Fabric`` block.  :func:`to_q_text` writes the elements
-nvtopo reads (product name, UUID, the PCI link block, the Fabric block) as the ``-q`` text
+nvtopo reads (product name, UUID, the PCI link block, the Fabric block, the performance
+state, the clocks reason Idle, the utilisation) as the ``-q`` text
 they stand for, and :func:`derive_xml` gives that text to the one ``-q`` reader
 (:func:`~.text.derive_text`): one parser of the facts, one set of records (source
 ``nvml-text``).
@@ -71,15 +72,28 @@ LABELS: Dict[str, str] = {
     "access_timeout_recovery": "Access Timeout Recovery",
     "incorrect_configuration": "Incorrect Configuration",
     "summary": "Summary",
+    "performance_state": "Performance State",
+    "clocks_event_reasons": "Clocks Event Reasons",
+    "clocks_throttle_reasons": "Clocks Throttle Reasons",
+    "clocks_event_reason_gpu_idle": "Idle",
+    "clocks_throttle_reason_gpu_idle": "Idle",
+    "utilization": "Utilization",
+    "gpu_util": "GPU",
+    "memory_util": "Memory",
 }
 #: Blocks of a ``<gpu>`` read (everything else under a GPU is skipped), and the leaves
 #: directly under ``<gpu>`` read.
-BLOCKS = ("pci", "fabric")
-GPU_LEAVES = ("product_name", "uuid")
+BLOCKS = ("pci", "fabric", "clocks_event_reasons", "clocks_throttle_reasons", "utilization")
+GPU_LEAVES = ("product_name", "uuid", "performance_state")
 _PCI_READ = ("pci_bus_id", "pci_device_id", "pci_gpu_link_info", "pcie_gen", "link_widths",
              "max_link_gen", "current_link_gen", "device_current_link_gen",
              "max_device_link_gen", "max_host_link_gen", "max_link_width",
              "current_link_width", "replay_counter", "replay_rollover_counter")
+#: Block -> the elements read under it (``fabric`` is read whole).
+_READ = {"pci": _PCI_READ,
+         "clocks_event_reasons": ("clocks_event_reason_gpu_idle",),
+         "clocks_throttle_reasons": ("clocks_throttle_reason_gpu_idle",),
+         "utilization": ("gpu_util", "memory_util")}
 
 
 def looks_like(text: str) -> bool:
@@ -142,7 +156,8 @@ class _Reader:
                 self.line_read()
                 lines.append((1, LABELS[name], ""))
                 line = len(lines) - 1
-            elif self.block >= 0 and (stack[self.block] == "fabric" or name in _PCI_READ):
+            elif self.block >= 0 and (stack[self.block] == "fabric"
+                                      or name in _READ.get(stack[self.block], ())):
                 label = LABELS.get(name, name)
                 self.line_read()
                 lines.append((rel, label, None))

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any, List
 
-from ..checks.catalog import CATALOG, FAMILY_NOTES, Check
+from ..checks.catalog import CATALOG, Check
+from ..checks.family_notes import FAMILY_NOTES
 
 THRESHOLDS_DOC = """\
 ## Thresholds: `--thresholds FILE`

@@ -155,6 +155,10 @@ REAL_FAULTS = {
         {("fabric.in_progress", "node")},
         "Fabric State In Progress: NVLink P2P is not usable until training completes "
         "(gpu-operator issue 2511: it stayed so); NVML's in_progress is the same error"),
+    "nvidia_smi_q_rtx4090_2gpu_p2_gpu1_x8_gen3.txt": (
+        {("pcie.width_low", "GPU1"), ("pcie.gen_low", "GPU1"), ("pcie.replays", "GPU1")},
+        "made for issue 23 (class 4): GPU1 under load (P2, 96 % busy) at x8 Gen3 of x16 Gen4, "
+        "4812 PCIe replays; GPU0 beside it at full speed"),
     "nvlink_s_b200_8gpu_gpu5_all_inactive.txt": (
         {("nvlink.link_down", "GPU5")},
         "made for issue 23 (class 2): one B200 of eight prints \"all links are inActive\" "

@@ -614,7 +614,7 @@ MUTATIONS = [
     ("catalog", "checks/0/ladder", _set("observed", "fatal"), "$.checks[0].ladder.observed"),
     ("thresholds", "", _set("schema_version", 2), "$.schema_version"),
     ("thresholds", "classes/*/nvlink", _set("replay", -1), "$.classes.*.nvlink.replay"),
-    ("thresholds", "classes/*", _set("pcie", {}), "$.classes.*"),
+    ("thresholds", "classes/*", _set("nvme", {}), "$.classes.*"),
 ]
 
 

@@ -72,7 +72,7 @@ def test_the_file_overrides_the_layouts_thresholds(tmp_path: Path) -> None:
     ({"schema_version": 1}, "classes"),
     ({"schema_version": 1, "classes": {}, "extra": 1}, "extra"),
     ({"schema_version": 1, "classes": []}, "classes"),
-    ({"schema_version": 1, "classes": {"*": {"pcie": {}}}}, "classes.*.pcie"),
+    ({"schema_version": 1, "classes": {"*": {"nvme": {}}}}, "classes.*.nvme"),
     ({"schema_version": 1, "classes": {"*": {"ib": {"symbol_eror": 1}}}},
      "classes.*.ib.symbol_eror"),
     ({"schema_version": 1, "classes": {"x": {"nvlink": {"replay": -1}}}},

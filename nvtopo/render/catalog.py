@@ -32,7 +32,8 @@ class named as the node's layout.
 }
 ```
 
-The file is read strictly: keys other than these, a family other than `nvlink` or `ib`, a
+The file is read strictly: keys other than these, a family other than `nvlink`, `ib` or
+`pcie` (its `replay` counter), a
 counter the family does not count, or a value that is not a whole number from 0 to 2^64 - 1
 is one line naming the file and the key, and exit status 2, before any input is read. Its
 JSON Schema is [schemas/thresholds.schema.json](schemas/thresholds.schema.json).

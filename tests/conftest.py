@@ -62,6 +62,18 @@ SLOW_TESTS = frozenset({
     "test_gzip_snapshots::test_a_gzip_bomb_never_costs_more_than_the_bound",
     "test_round_trip::test_control_characters_past_the_json_bound_are_refused_not_written",
     "test_simulate::test_a_72_gpu_nvlink_domain",
+    # every layout, fixture, tree or recording swept (the core tier keeps the same rule
+    # on fewer inputs: the cache, proof and derivation tests of test_snapshot_cache,
+    # test_proof and test_simulate; test_check_every_format and the audit table for escaping;
+    # the CLI runner validates every JSON document any core test prints)
+    "test_snapshot_cache::test_cache_of_every_healthy_layout_equals_rederiving",
+    "test_simulate::test_healthy_node_every_source_derives_and_agrees",
+    "test_proof::test_healthy_node_has_no_error",
+    "test_injection::test_links_ib_and_capture",
+    "test_injection::test_show_every_format",
+    "test_schemas::test_sysfs_trees",
+    "test_schemas::test_nvml_recordings",
+    "test_round_trip::test_every_fixture_round_trips",
 })
 #: Words in a test's name that make it a sweep or a soak.
 SLOW_WORDS = ("fuzz", "mutated", "never_crash", "megabytes", "soak")

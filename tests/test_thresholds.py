@@ -148,3 +148,18 @@ def test_audit_applies_the_file(tmp_path: Path) -> None:
         out[bool(extra)] = next(f["severity"] for f in node["findings"]
                                 if f["code"] == "ib.counter_errors")
     assert out == {False: "warning", True: "error"}
+
+
+def test_a_fifo_a_device_or_an_oversized_file_is_refused_without_reading_it(
+        tmp_path: Path) -> None:
+    import os
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)  # opening it for reading would block forever
+    big = tmp_path / "big.json"
+    big.write_bytes(b" " * (T.MAX_BYTES + 1))
+    for path, said in ((str(fifo), "not a regular file"), ("/dev/zero", "not a regular file"),
+                       (str(big), "larger than")):
+        r = runner.invoke(app, ["check", "--example", "dgx-h100-healthy", "--thresholds", path])
+        assert r.exit_code == 2 and len(r.stderr.splitlines()) == 1, r.stderr
+        assert path in r.stderr and said in r.stderr, r.stderr

@@ -177,7 +177,8 @@ class _Ports:
         sat_err = [c for c in sat if c in thresholds]
         if not (errs or sat_err):
             return []
-        over = {k: val for k, val in errs.items() if val > thresholds.get(k, 100)}
+        over = {k: val for k, val in errs.items()
+                if val > catalog.threshold("ib", thresholds, k)}
         sev = "error" if (over or sat_err) else "warning"
         txt = ", ".join(f"{k}={val}" + ("+" if k in sat else "")
                         for k, val in sorted(errs.items()))
@@ -190,7 +191,7 @@ class _Ports:
             + ("" if sev == "error" else " (small; counters are cumulative: watch "
                "whether they grow)"),
             # the limit, not a value to reach: "symbol_error <= 100"
-            expected=", ".join(f"{k} <= {thresholds.get(k, 100)}"
+            expected=", ".join(f"{k} <= {catalog.threshold('ib', thresholds, k)}"
                                for k in sorted(errs)), actual=errs,
             source=h.source or "sysfs",
             hint="clear the counters (perfquery -x -R) and watch them grow; symbol "

@@ -372,7 +372,8 @@ def _counter_findings(v: Any, layout: Optional[Any], present: List[int]) -> List
                     if isinstance(val, int) and val > 0}
             if not errs:
                 continue
-            over = {k: val for k, val in errs.items() if val > thresholds.get(k, 1000)}
+            over = {k: val for k, val in errs.items()
+                    if val > catalog.threshold("nvlink", thresholds, k)}
             sev = "error" if over else "warning"
             out.append(finding(
                 sev, "nvlink.errors", S.link(i, rec.link),
@@ -380,7 +381,8 @@ def _counter_findings(v: Any, layout: Optional[Any], present: List[int]) -> List
                 + ", ".join(f"{k}={val}" for k, val in sorted(errs.items()))
                 + (f" (above the threshold for {', '.join(sorted(over))})" if over else
                    " (cumulative since the driver loaded; below the thresholds)"),
-                expected={k: thresholds.get(k, 1000) for k in errs}, actual=errs,
+                expected={k: catalog.threshold("nvlink", thresholds, k) for k in errs},
+                actual=errs,
                 source=gl.source,
                 hint="watch whether they grow (nvidia-smi nvlink -e); a growing CRC/replay "
                      "count points at the link: reset, then reseat/service"))

@@ -120,21 +120,15 @@ def parse(path: str, text: str) -> Thresholds:
 
 
 def read(path: str) -> Thresholds:
-    """Read and validate ``--thresholds FILE``; any fault is one :class:`NvtopoError`."""
-    import os
-    import stat
+    """Read and validate ``--thresholds FILE``; any fault is one :class:`NvtopoError`.  The
+    bytes come through the one bounded reader every input has (a FIFO or device refused,
+    never more than :data:`MAX_BYTES` read)."""
+    from ..snapshot.read import read_bytes
 
-    try:
-        if not stat.S_ISREG(os.stat(path).st_mode):  # never block on a FIFO or a device
-            raise NvtopoError("not a regular file", where=path)
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_BYTES + 1)
-    except OSError as exc:
-        raise NvtopoError(f"cannot read: {exc.strerror or exc}", where=path) from None
-    if len(raw) > MAX_BYTES:
-        raise NvtopoError(f"larger than {MAX_BYTES} bytes: not a thresholds file", where=path)
+    raw, where = read_bytes(path, option="--thresholds", limit=MAX_BYTES,
+                            what="a thresholds file", content=False)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise NvtopoError("not UTF-8 text: not a thresholds file", where=path) from None
+        raise NvtopoError("not UTF-8 text: not a thresholds file", where=where) from None
     return parse(path, text)

@@ -45,7 +45,7 @@ def read_bytes(path: str, option: str = "--from", limit: int = MAX_INPUT_BYTES,
     Never more than ``limit`` + 1 bytes are read.  ``option`` names the option in the
     error about an empty name, ``what`` the input expected in the one about a large file.
     Every file nvtopo reads comes through here (``--from``, ``--layout-file``, ``--fabric``,
-    a directory's ``collect.json``).  ``content=False``: the bounds on snapshots' and
+    ``--thresholds``, a directory's ``collect.json``).  ``content=False``: the bounds on snapshots' and
     nvidia-smi texts' content (:func:`_check_bulk`) are left to the caller, which holds the
     data to bounds of its own (an ``ibnetdiscover`` dump has more lines than any
     nvidia-smi text; a manifest counts its JSON values with :func:`json_values_within`).

@@ -339,6 +339,10 @@ _ROWS: Tuple[Tuple[Any, ...], ...] = (
     ("source.disagreement", "source", "node", "two sources said different things about one "
      "fact", "every source of the fact", _WARN, "re-take the snapshot; report which source "
      "is wrong", "GPU0-GPU1"),
+    ("source.outvoted", "source", "node", "a text (topo -m, a pasted -q or nvlink text) "
+     "states a fact otherwise than NVML and sysfs, which agree: they decide, and the text "
+     "is stale or edited", "every source of the fact (NVML and sysfs read live)", _WARN,
+     "re-take the text or the snapshot; the checks use what NVML and sysfs read", "GPU4"),
     ("source.gpus_not_listed", "source", "node", "GPUs on the PCI bus that no driver-level "
      "source lists (a job given part of the node, or GPUs the driver did not initialise)",
      "sysfs PCI tree, NVML/topo text", _WARN, "check CUDA/NVIDIA_VISIBLE_DEVICES and the "

@@ -76,6 +76,7 @@ DERIVATION_MODULES = ("__init__.py", "errors.py", "model/__init__.py", "model/co
                       "model/net.py", "model/nvlink.py", "model/nvml.py", "model/pcie.py",
                       "model/rdma.py",
                       "model/spec.py", "model/storage.py", "model/topology.py", "model/vocab.py",
+                      "model/votes.py",
                       "snapshot/__init__.py", "snapshot/cache.py", "snapshot/document.py",
                       "snapshot/read.py", "probes/readers.py", "probes/gds_text.py",
                       "probes/dcgmi_text.py", "probes/nvml/xml.py",

@@ -91,7 +91,7 @@ DERIVATION_MODULES = ("__init__.py", "errors.py", "model/__init__.py", "model/co
                       "probes/nvml/paste_q.py",
                       "probes/nvml/record.py", "probes/nvml/source.py", "probes/nvml/text.py",
                       "probes/nvml/vocab.py", "probes/nvml/walk.py", "probes/sysfs/__init__.py",
-                      "probes/sysfs/build.py", "probes/sysfs/facts.py", "probes/sysfs/live.py",
+                      "probes/sysfs/build.py", "probes/sysfs/drivers.py", "probes/sysfs/facts.py", "probes/sysfs/live.py",
                       "probes/sysfs/nvme.py", "probes/sysfs/system.py",
                       "probes/sysfs/parse.py", "probes/sysfs/read.py", "probes/sysfs/root.py",
                       "probes/sysfs/walk.py", "probes/sysfs/net.py", "probes/host.py",

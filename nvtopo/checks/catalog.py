@@ -155,6 +155,14 @@ _ROWS: Tuple[Tuple[Any, ...], ...] = (
     ("gpu.model", "gpu", "node", "a GPU model (NVML name) other than the layout's", "NVML "
      "GPU names, the layout's model", _sure("gpu"), "is this the right layout? give --layout "
      "NAME or --layout-file FILE", "GPU2"),
+    ("gpu.no_driver", "gpu", "node", "a GPU on the PCI bus that no NVIDIA driver holds "
+     "(no driver bound, or nouveau): its NVLinks, NVML facts and P2P are unknown",
+     "sysfs: the PCI function's bound driver (uevent DRIVER=)", _sure("gpu"),
+     "install or load the NVIDIA driver (modprobe nvidia; dmesg says why it did not bind); "
+     "blacklist nouveau", "GPU0"),
+    ("gpu.passthrough", "gpu", "node", "a GPU bound to vfio-pci (or pci-stub): passed "
+     "through to a virtual machine, not this host's to drive", "sysfs: the PCI function's "
+     "bound driver", _INFO, "nothing, if the GPU is meant for a VM", "GPU0"),
     _nc("gpu", "GPU count or model", "a GPU list with names"),
     # -- fabric
     ("fabric.not_started", "fabric", "node", "NVSwitch fabric not started (Fabric Manager not "
@@ -339,6 +347,10 @@ _ROWS: Tuple[Tuple[Any, ...], ...] = (
     ("source.disagreement", "source", "node", "two sources said different things about one "
      "fact", "every source of the fact", _WARN, "re-take the snapshot; report which source "
      "is wrong", "GPU0-GPU1"),
+    ("source.outvoted", "source", "node", "a text (topo -m, a pasted -q or nvlink text) "
+     "states a fact otherwise than NVML and sysfs, which agree: they decide, and the text "
+     "is stale or edited", "every source of the fact (NVML and sysfs read live)", _WARN,
+     "re-take the text or the snapshot; the checks use what NVML and sysfs read", "GPU4"),
     ("source.gpus_not_listed", "source", "node", "GPUs on the PCI bus that no driver-level "
      "source lists (a job given part of the node, or GPUs the driver did not initialise)",
      "sysfs PCI tree, NVML/topo text", _WARN, "check CUDA/NVIDIA_VISIBLE_DEVICES and the "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Set, Tuple
 
+from .. import layouts as layouts_pkg
 from ..layouts import name_matches
 from ..model import Topology, path_rank, pci_bdf
 from . import Finding, Subject, demote, facts as F, finding, roles
@@ -25,6 +26,60 @@ def check(topo: Topology, sel: Selection) -> List[Finding]:
                            "NVML (sysfs sees the PCI devices, not whether the driver can "
                            "use them)", source=g.src))
     out.extend(g.model_findings())
+    out.extend(_drivers(topo, g.n_all))
+    return out
+
+
+#: The driver that drives a GPU; those that hold one for a virtual machine (passthrough).
+NVIDIA_DRIVER = "nvidia"
+PASSTHROUGH_DRIVERS = ("vfio-pci", "pci-stub")
+
+
+def _drivers(topo: Topology, n_all: int) -> List[Finding]:
+    """GPUs on the PCI bus that no NVIDIA driver holds, as sysfs read their driver: none
+    bound, or another driver (nouveau): an error, everything the driver would tell is
+    unknown; bound to a passthrough driver (vfio-pci): a note, the GPU is a VM's.  One
+    finding per driver state (one cause: the driver not loaded), naming its GPUs.  A driver
+    sysfs did not read (an older snapshot) says nothing."""
+    names = layouts_pkg.device_names()
+    by_state: Dict[str, List[str]] = {}
+    idx: Dict[str, List[int]] = {}
+    for g in topo.gpus:
+        drv = g.sysfs.driver if g.sysfs is not None else None
+        if drv is None or drv == NVIDIA_DRIVER:
+            continue
+        dev_id = str(g.sysfs.device_id or "").strip().lower()  # type: ignore[union-attr]  # (drv is read from it)
+        by_state.setdefault(drv, []).append(
+            f"GPU{g.index} {g.sysfs.pci_address}" + (  # type: ignore[union-attr]
+                f" ({names[dev_id]})" if dev_id in names else f" (device {dev_id or '?'})"))
+        idx.setdefault(drv, []).append(g.index)
+    out: List[Finding] = []
+    for drv, what in by_state.items():
+        gpus = idx[drv]
+        subj = S.gpu(gpus[0]) if len(gpus) == 1 else S.NODE
+        listed = "; ".join(what)
+        are = "is" if len(gpus) == 1 else "are"
+        if drv in PASSTHROUGH_DRIVERS:
+            out.append(finding(
+                "info", "gpu.passthrough", subj,
+                f"{listed} {are} bound to {drv}: passed through to a virtual machine, not "
+                "this host's to drive; NVLink and NVML facts are checked inside the VM",
+                expected=None, actual=drv, source="sysfs",
+                hint="nothing to do if the GPU is meant for a VM; otherwise unbind it from "
+                     f"{drv} and load the NVIDIA driver"))
+            continue
+        held = "with no driver bound" if drv == "" else f"bound to {drv}, not the NVIDIA driver"
+        out.append(finding(
+            "error", "gpu.no_driver", subj,
+            f"{listed} {are} on the PCI bus {held}: not checked (unknown, not passed): "
+            "the GPU list, NVLink, P2P, fabric and every NVML fact",
+            expected=NVIDIA_DRIVER, actual=drv or "none", source="sysfs",
+            hint=("install or load the NVIDIA driver (modprobe nvidia; dmesg says why it "
+                  "did not bind)" if drv == "" else
+                  f"blacklist {drv} and load the NVIDIA driver (modprobe -r {drv}; "
+                  "modprobe nvidia), or reboot after rebuilding the initramfs"),
+            covers=[S.gpu(i) for i in gpus]
+            + [p for i in gpus for p in _pair_subjects(i, n_all)]))
     return out
 
 

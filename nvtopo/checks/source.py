@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from ..model import GPU_FACTS, NIC_FACTS, Disagreement, Topology, int_runs
+from ..model import GPU_FACTS, NIC_FACTS, Disagreement, Topology, int_runs, votes
 from . import Finding, Subject, facts as F, finding
 from . import subject as S
 from .select import Selection
@@ -23,8 +23,10 @@ def check(topo: Topology, sel: Selection) -> List[Finding]:
     unlisted = [d for d in topo.disagreements if _unlisted_on_bus(d)]
     if unlisted:
         out.append(_not_listed(unlisted))
+    outvoted = [d for d in topo.disagreements if votes.outvoted(d) is not None]
+    out.extend(_outvoted(topo, outvoted))
     for d in topo.disagreements:
-        if any(d is u for u in unlisted):
+        if any(d is u for u in unlisted) or any(d is o for o in outvoted):
             continue
         subj = subject_of(topo, d)
         ds = groups.setdefault(subj, [])
@@ -45,6 +47,33 @@ def check(topo: Topology, sel: Selection) -> List[Finding]:
             source=", ".join(sorted({k for d in ds for k in d.values})),
             hint="the sources were read at different times or one is wrong: re-take the "
                  "snapshot; a persistent difference points at the fact to look at"))
+    return out
+
+
+def _outvoted(topo: Topology, ds: List[Disagreement]) -> List[Finding]:
+    """One finding per subject for the facts a text states otherwise than NVML and sysfs,
+    which agree (:func:`nvtopo.model.votes.settle` gave the model their value): the text is
+    stale or edited; the verdict stands on the live sources."""
+    groups: Dict[Subject, List[Disagreement]] = {}
+    for d in ds:
+        groups.setdefault(subject_of(topo, d), []).append(d)
+    out: List[Finding] = []
+    for subj, group in groups.items():
+        said = [(d, votes.outvoted(d)) for d in group]
+        texts = sorted({v[0] for _, v in said if v is not None})
+        out.append(finding(
+            "warning", "source.outvoted", subj,
+            f"{subj}: " + "; ".join(
+                d.message if d.fact == "presence"
+                else f"the {v[0]} says {d.fact} {v[1]}; NVML and sysfs both say {v[2]}"
+                for d, v in said if v is not None)
+            + ": NVML and sysfs decide (the text is stale or was edited)",
+            expected={d.fact: v[2] for d, v in said if v is not None},
+            actual={d.fact: f"{v[0]}: {v[1]}" for d, v in said if v is not None},
+            source=", ".join(texts + list(votes.LIVE_SOURCES)),
+            hint="a text that disagrees with what NVML and sysfs read live was taken at "
+                 "another time or edited: the checks use the live sources; re-take the "
+                 "text (or the snapshot) if it should have agreed"))
     return out
 
 

@@ -8,6 +8,7 @@ is.  The package, one job per module:
 * :mod:`.codec`: records <-> JSON, strict on the way in;
 * :mod:`.core`: GPU, NIC, Matrix, NVLinkPair, Note, Disagreement;
 * :mod:`.topology`: the node (:class:`Topology`) and how sources merge into it;
+* :mod:`.votes`: two agreeing live sources (NVML, sysfs) outvote a text, once merged;
 * the per-source records by domain: :mod:`.nvlink`, :mod:`.nvml`, :mod:`.pcie`,
   :mod:`.rdma`, :mod:`.storage`, :mod:`.host`, :mod:`.node`.
 

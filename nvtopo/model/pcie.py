@@ -82,6 +82,8 @@ class PciPlacement(Record):
     layout_note: Optional[str] = fld("when the bridges above cannot be paired into switches",
                                      omit="none")
     numa_unknown: Optional[str] = fld("why numa_node is null", omit="none")
+    driver: Optional[str] = fld("the kernel driver bound (uevent DRIVER=): \"\" none bound, "
+                                "null not read", omit="none")
 
 
 @record

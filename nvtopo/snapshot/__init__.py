@@ -115,7 +115,9 @@ class Opened(namedtuple("Opened", ("model", "document", "where", "cached", "warn
         if need in ("check", "show") and topo.gds_text is not None:
             return  # a pasted gdscheck -p: GPUDirect Storage facts, no GPU (docs/storage.md)
         if not topo.gpus and topo.matrix is None and topo.p2p is None \
-                and not any(n.sysfs is not None for n in topo.nics):  # ibstat text
+                and not any(n.sysfs is not None for n in topo.nics) \
+                and not any(n.code == "sysfs.no_rdma_driver" for n in topo.notes):
+            # (an ibstat text has NICs; a node after a reimage NICs with no RDMA driver)
             why = "; ".join(n.message for n in topo.notes) or "no GPU facts"
             raise NvtopoError(f"nothing to {need}: {why}",
                               where=topo.origin.file or "input")

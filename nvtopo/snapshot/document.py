@@ -14,6 +14,7 @@ from .. import __version__
 from .. import probes as probes_pkg
 from ..errors import NvtopoError
 from ..model import Host, Origin, Topology
+from ..model.votes import settle
 from ..safe import json_loads
 from .read import MAX_TEXT_BYTES, MAX_TEXT_LINES
 
@@ -187,6 +188,7 @@ def derive(doc: Dict[str, Any], where: Optional[str] = None) -> Topology:
             raise NvtopoError(f"corrupt snapshot: the {name} evidence cannot be read "
                               f"({type(exc).__name__}: {exc})", where=where) from None
         topo.merge(fragment)
+    settle(topo)  # NVML and sysfs agreeing outvote a text
     unknown = sorted(set(probes) - set(probes_pkg.PROBES))
     if unknown:
         topo.note("source.unknown_probe", "snapshot holds evidence this nvtopo does not read: "

@@ -14,6 +14,7 @@ from ...model.node import SysfsNode
 from ...model.pcie import PciFunction, PciPlacement
 from ...model.rdma import Hca, Netdev
 from ...model.storage import NvmeDrive
+from .drivers import driver_of, nic_driver_words, nic_model, note_gpu_drivers
 from .nvme import build as nvme_facts
 from . import walk
 from .net import build_net, net_cut
@@ -80,6 +81,7 @@ def _pci_facts(dev: Dict[str, Any], pci: Dict[str, Dict[str, Any]]) -> PciPlacem
         link=link_facts(dev),
         hops=hops,
         narrowest_hop=narrowest(hops),
+        driver=driver_of(dev),
     )
     if not paired:
         facts.layout_note = "unpaired PCIe bridges above this device: switch count unknown"
@@ -133,6 +135,7 @@ def _gpus(topo: Topology, pci: Dict[str, Dict[str, Any]]
             g.sources["numa_affinity"] = SOURCE
         g.sysfs = facts
         topo.gpus.append(g)
+    note_gpu_drivers(topo, gpus, gpu_labels)
     if gpus:
         topo.note("sysfs.gpu_order", "sysfs numbers GPUs in PCI bus order (GPU0 = lowest bus "
                   "id), as nvidia-smi does by default; other enumerations (CUDA_DEVICE_ORDER, "
@@ -394,11 +397,13 @@ def _no_rdma(topo: Topology, raw: Dict[str, Any], pci: Dict[str, Dict[str, Any]]
     bare = _bare_nics(raw, pci, hcas)
     for d in bare:
         dev_id = d["attrs"].get("device")
-        topo.note("sysfs.no_rdma_driver", f"PCI function {d['bdf']} (vendor "
+        model = nic_model(d)
+        topo.note("sysfs.no_rdma_driver", f"PCI function {d['bdf']} ("
+                  + (f"{model}, " if model else "") + f"vendor "
                   f"0x{d['vendor'] or 0:04x}, device {(dev_id or '?').strip()}) is an RDMA-capable "
-                  "NIC with no RDMA device under class/infiniband: its RDMA driver (mlx5_ib / "
-                  "ib_core) is not loaded or not bound, so it cannot carry RDMA or GPUDirect "
-                  "RDMA traffic", source=SOURCE, level="warning", subject=d["bdf"])
+                  f"NIC with no RDMA device under class/infiniband: {nic_driver_words(d)}, so "
+                  "it cannot carry RDMA or GPUDirect RDMA traffic", source=SOURCE,
+                  level="warning", subject=d["bdf"])
     if raw.get("ib_error") is not None:
         rdma = f"class/infiniband absent or unreadable: {reason(raw['ib_error'])}"
         if bare:

@@ -43,6 +43,8 @@ PORT_ATTRS = ("state", "phys_state", "rate", "link_layer", "lid", "sm_lid", "gid
 #: PCI attributes read for GPUs, NICs, NVMe drives and bridges.
 PCI_ATTRS = ("device", "numa_node", "local_cpulist", "current_link_speed", "current_link_width",
              "max_link_speed", "max_link_width")
+#: Read for GPUs and NICs only: the driver bound (``DRIVER=``), see :mod:`.drivers`.
+DRIVER_ATTRS = ("uevent",)
 #: Peer-memory modules (GPUDirect RDMA) and GPUDirect Storage.
 MODULES = ("nvidia_peermem", "nv_peer_mem", "nvidia_fs")
 PEER_MEM_FILES = ("kernel/mm/memory_peers/nv_mem/version",)
@@ -92,7 +94,7 @@ def _read_pci(v: Any, base: str, bdf: str, kind: str, vendor: Optional[int],
     dev: Dict[str, Any] = {"bdf": bdf, "kind": kind, "vendor": vendor, "class": cls,
                            "path": real, "host_bridge": host, "chain": chain,
                            "attrs": {}, "errors": {}}
-    read_attrs(v, base, PCI_ATTRS, dev)
+    read_attrs(v, base, PCI_ATTRS + DRIVER_ATTRS if kind in ("gpu", "nic") else PCI_ATTRS, dev)
     return dev
 
 

@@ -134,3 +134,20 @@ def test_unbridged_cards_stay_by_design():
         assert lost(rep) == [], path.name
         assert not [f for f in rep.findings if f.code.startswith("nvlink.")
                     and f.severity != "info"], path.name
+
+
+def test_unjudged_all_down_is_said_once_as_a_note():
+    """Nothing says these GPUs have NVLinks (no layout, no model, no other GPU with links):
+    not a fault, but not silence either: one note for the node naming every such GPU."""
+    for path, gpus in ((DCGMI_PAIR, "GPU0, GPU1"), (RTX4090, "GPU0, GPU1")):
+        rep = report(path)
+        notes = [f for f in rep.findings if f.code == "nvlink.not_checked"
+                 and "no NVLink up" in f.message]
+        assert len(notes) == 1, path.name
+        assert notes[0].severity == "info"
+        assert notes[0].message.startswith(gpus + " state no NVLink up"), notes[0].message
+        assert "--layout" in notes[0].message
+        assert rep.exit_status == 0
+    # a layout that gives the pair NVLink still makes it an error, and no such note
+    rep = report(DCGMI_OK)
+    assert not [f for f in rep.findings if "no NVLink up" in f.message]

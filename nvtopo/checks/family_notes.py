@@ -32,8 +32,9 @@ FAMILY_NOTES: Dict[str, str] = {
         "`nvlink.link_down` on that GPU where the layout expects NVLink on it, or, with no "
         "layout, where its model is an SXM/HGX part and a GPU of that model in the paste has "
         "links up (error), or an odd number of other GPUs above two have links up, or it is "
-        "an H100/H200 NVL card (warning); nothing where the layout expects none or nothing "
-        "says it has NVLinks (a GeForce or unbridged PCIe card); one GPU's "
+        "an H100/H200 NVL card (warning); nothing where the layout expects none, and one "
+        "`nvlink.not_checked` note for the node where nothing says it has NVLinks (a "
+        "GeForce or unbridged PCIe card, by design; down if bridged); one GPU's "
         '`nvlink -s` listing every link an NVSwitch layout gives it, or a mesh layout the '
         "user named whose pairs use all of the GPU's links (DGX-1V), some `<inactive>`: each "
         'of those, [nvml.md §5](nvml.md#5-judging-link-states)), NV# per pair against the '

@@ -230,12 +230,15 @@ class _Links:
         catalog's ladder by how sure that evidence is); a layout that gives it none, or
         nothing at all (a GeForce or unbridged PCIe card), leaves it idle by design."""
         out: List[Finding] = []
+        idle: List[int] = []
         for i in self.present:
             if not F.lost_every_link(self.topo, self.v, i):
                 continue
             said = self._owed_by_layout(i) if self.layout is not None \
                 else F.nvlink_owed(self.topo, self.v, i)
             if said is None:
+                if self.layout is None:
+                    idle.append(i)
                 continue
             sure, why = said
             if sure == "missing":
@@ -252,7 +255,23 @@ class _Links:
                 "NVLinks are down",
                 expected="active", actual="all inactive", source="nvml-text",
                 hint=HINT_LINK, covers=self.gpu_and_pairs(i)))
-        return out
+        return out + self._idle_by_design_or_not(idle)
+
+    def _idle_by_design_or_not(self, idle: List[int]) -> List[Finding]:
+        """GPUs that state no NVLink up where nothing (no layout, no model, no other GPU)
+        says they have NVLinks: not judged, but said, once for the node (a GeForce or
+        unbridged card is idle by design; a bridged or SXM one would be down)."""
+        if not idle:
+            return []
+        gpus = ", ".join(f"GPU{i}" for i in idle)
+        return [finding(
+            "info", "nvlink.not_checked", S.NODE,
+            f"{gpus} state{'s' if len(idle) == 1 else ''} no NVLink up "
+            f"({_how_off(self.topo, idle[0])}); not judged: nothing in the input says "
+            f"{'it has' if len(idle) == 1 else 'they have'} NVLinks (by design on a card "
+            "with no NVLink bridge; down if bridged or an SXM part: give --layout NAME to "
+            "say which)",
+            source="nvml-text", covers=[S.gpu(i) for i in idle])]
 
     def _owed_by_layout(self, i: int) -> Optional[Tuple[str, str]]:
         """The layout's word on GPU ``i``'s NVLinks: ``(sure, why)``, or None where it gives

@@ -45,6 +45,7 @@ SLOW_TESTS = frozenset({
     "test_proof::test_one_fault_gives_exactly_its_finding",  # every fault kind, simulated
     "test_proof::test_two_faults_on_distinct_subjects_give_exactly_both_findings",
     "test_schemas::test_simulated_healthy_node_of_every_layout",
+    "test_probe_incomplete::test_the_largest_simulated_domain_reads_back",  # 144 GPUs, ~15 s
     "test_partial_evidence::test_excerpt_never_worsens_the_matrix_verdict",
     "test_nvml_recording::test_simulated_recording_equals_the_live_capture_through_pynvml",
     "test_probe_imports::test_twenty_fresh_live_snapshots_lose_no_probe",

@@ -373,7 +373,8 @@ def sealed_snapshot(tmp_path_factory):
 
 
 def _loaded(args: List[str]) -> Dict[str, object]:
-    """The modules a fresh ``nvtopo ARGS`` process loaded, and its exit status."""
+    """The modules a fresh ``nvtopo ARGS`` process loaded, and its exit status (the
+    stand-ins of :mod:`nvtopo.cli.deferred` are no module loaded)."""
     code = ("import json, sys\n"
             "from nvtopo.cli import run\n"
             "sys.argv = ['nvtopo'] + json.loads(sys.argv[1])\n"
@@ -381,7 +382,8 @@ def _loaded(args: List[str]) -> Dict[str, object]:
             "    run()\n"
             "except SystemExit as e:\n"
             "    status = e.code\n"
-            "sys.stderr.write('\\nMODULES ' + json.dumps([status, sorted(sys.modules)]))\n")
+            "real = sorted(m for m, v in sys.modules.items() if type(v).__name__ != '_StandIn')\n"
+            "sys.stderr.write('\\nMODULES ' + json.dumps([status, real]))\n")
     env = dict(os.environ, PYTHONPATH=str(PKG.parent))
     done = subprocess.run([sys.executable, "-c", code, json.dumps(args)], capture_output=True,
                           text=True, env=env, timeout=120)
@@ -398,6 +400,39 @@ def test_check_json_of_a_sealed_snapshot_loads_no_rich_and_no_probe(sealed_snaps
     assert "nvtopo.checks" in mods and "nvtopo.snapshot.cache" in mods
     assert not {m for m in mods if m == "rich" or m.startswith("rich.")}
     assert not {m for m in mods if m.startswith("nvtopo.probes.")}
+
+
+def test_help_loads_no_markdown_and_no_pygments():
+    """typer's help imports rich.markdown (markdown_it) and rich.traceback (pygments) for
+    Markdown help and pretty tracebacks, neither of which nvtopo has: they stay stand-ins
+    (nvtopo/cli/deferred.py), and the help is Rich's all the same."""
+    for args in (["--help"], ["check", "--help"]):
+        run = _loaded(args)
+        assert run["status"] == 0
+        mods = run["modules"]
+        assert "typer.rich_utils" in mods and "rich.console" in mods
+        assert not {m for m in mods if m.split(".")[0] in ("markdown_it", "pygments", "mdurl")}
+        assert "rich.markdown" not in mods and "rich.traceback" not in mods
+
+
+def test_a_deferred_module_is_the_real_one_when_used():
+    """Code that does use a deferred class gets the real one (made, asked, isinstance)."""
+    code = ("import sys\n"
+            "from nvtopo.cli.deferred import defer\n"
+            "defer()\n"
+            "from rich.markdown import Markdown\n"
+            "from rich.traceback import Traceback\n"
+            "m = Markdown('# x')\n"
+            "assert type(m).__module__ == 'rich.markdown' and isinstance(m, Markdown)\n"
+            "assert type(sys.modules['rich.markdown']).__name__ == 'module'\n"
+            "assert Traceback.from_exception is not None\n"
+            "import rich.markdown\n"
+            "assert rich.markdown.Markdown is type(m)\n"
+            "print('ok')\n")
+    env = dict(os.environ, PYTHONPATH=str(PKG.parent))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert done.stdout.strip() == "ok", done.stderr
 
 
 def test_check_table_loads_rich(sealed_snapshot):

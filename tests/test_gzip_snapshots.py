@@ -250,7 +250,7 @@ def test_decompressed_json_meets_the_json_bounds(tmp_path):
     many.write_bytes(gzip.compress(body))
     res = make_runner().invoke(app, ["show", "--from", str(many)])
     assert res.exit_code == 2
-    _one_line_error(res.stderr, str(many), "more than 1,000,000 JSON values")
+    _one_line_error(res.stderr, str(many), "more than 2,000,000 JSON values")
 
 
 def test_truncated_gzip(tmp_path, plain):

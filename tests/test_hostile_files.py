@@ -518,20 +518,20 @@ def _snapshot_with(tmp_path: Path, name: str, **probe_fields) -> Path:
 
 
 def test_json_past_its_bound_is_refused_before_decoding(tmp_path):
-    path = _snapshot_with(tmp_path, "big.json", padding="\U0001F600" + "a" * (17 * 2 ** 20))
+    path = _snapshot_with(tmp_path, "big.json", padding="\U0001F600" + "a" * (33 * 2 ** 20))
     res = make_runner().invoke(app, ["check", "--from", str(path)])
     assert res.exit_code == 2
-    _one_line_error(res.stderr, str(path), "JSON larger than 16 MiB")
+    _one_line_error(res.stderr, str(path), "JSON larger than 32 MiB")
 
 
 def test_json_of_too_many_values_is_refused_before_decoding(tmp_path):
     path = tmp_path / "values.json"
     path.write_text('{"kind": "nvtopo-snapshot", "schema_version": 1, "probes": {"x": {"a": ['
-                    + "{}," * 1_700_000 + "{}]}}}", encoding="utf-8")
+                    + "{}," * 1_500_000 + "{}]}}}", encoding="utf-8")
     assert path.stat().st_size > 4 * 2 ** 20
     res = make_runner().invoke(app, ["show", "--from", str(path)])
     assert res.exit_code == 2
-    _one_line_error(res.stderr, str(path), "more than 1,000,000 JSON values")
+    _one_line_error(res.stderr, str(path), "more than 2,000,000 JSON values")
 
 
 def test_text_past_its_bound_is_refused(tmp_path):

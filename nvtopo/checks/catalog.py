@@ -362,6 +362,11 @@ _ROWS: Tuple[Tuple[Any, ...], ...] = (
     ("source.probe_crashed", "source", "node", "a live probe failed inside nvtopo: every "
      "fact it reads is unknown", "the probe's status", _ERROR, "a bug in nvtopo: re-take "
      "the snapshot, and report the error it names", "nvml probe"),
+    ("source.probe_incomplete", "source", "node", "a live probe stopped part-way (its "
+     "deadline, or its evidence limit): the facts it did not reach are unknown, named, and "
+     "the verdict does not pass on the rest", "the probe's status and what it recorded",
+     _ERROR, "re-take the snapshot with a longer --timeout; a probe cut again points at the "
+     "device it was reading when it stopped", "nvml probe"),
     ("source.probe_unanswered", "source", "node", "a live probe did not answer within "
      "--timeout: every fact it reads is unknown", "the probe's status", _WARN, "re-take the "
      "snapshot with a longer --timeout", "nvml probe"),

@@ -45,11 +45,12 @@ def check(topo: Topology, sel: Selection) -> List[Finding]:
     bad: Dict[Tuple[int, int], Dict[str, str]] = {}
     srcs: Dict[Tuple[int, int], str] = {}
     for cap, (devs, cells, src) in mats.items():
-        for i, a in enumerate(devs):
-            for j, b in enumerate(devs):
-                ia, ib = F.gpu_index(a), F.gpu_index(b)
-                if ia is None or ib is None or ia >= ib or ia not in present \
-                        or ib not in present or (ia, ib) not in want:
+        # each label's GPU index once, the GPUs present alone (not once per cell)
+        gpus = [(i, ia) for i, ia in enumerate(F.gpu_index(a) for a in devs)
+                if ia is not None and ia in present]
+        for i, ia in gpus:
+            for j, ib in gpus:
+                if ia >= ib or (ia, ib) not in want:
                     continue
                 tok = cells[i][j] if cells[i][j] is not None else cells[j][i]
                 if tok is None or tok in ("OK", "X"):

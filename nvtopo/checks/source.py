@@ -18,7 +18,7 @@ def check(topo: Topology, sel: Selection) -> List[Finding]:
     """One finding per typed subject: a pair's path and p2p disagreements, or a NIC named
     by its matrix label (``GPU0-NIC0``) and by its device name (``GPU0-mlx5_0``), are one
     disagreement about one thing."""
-    out: List[Finding] = _lost_probes(topo) + _cut_paste(topo)
+    out: List[Finding] = _lost_probes(topo) + _cut_probes(topo) + _cut_paste(topo)
     groups: Dict[Subject, List[Disagreement]] = {}
     unlisted = [d for d in topo.disagreements if _unlisted_on_bus(d)]
     if unlisted:
@@ -105,6 +105,30 @@ def _lost_probes(topo: Topology) -> List[Finding]:
                   "the error it names" if crashed else
                   "re-take the snapshot with a longer --timeout; a probe that hangs again "
                   "points at the driver or the device it asks (nvidia-smi, NVML, sysfs)")))
+    return out
+
+
+#: The notes of a live probe that stopped part-way: at its deadline (NVML, sysfs) or at its
+#: evidence limit (sysfs).  Each note's message names what the probe did not reach.
+CUT_PROBE_NOTES = ("nvml.timeout", "sysfs.timeout", "sysfs.limit")
+
+
+def _cut_probes(topo: Topology) -> List[Finding]:
+    """A probe cut short recorded part of the node: what it did not reach is unknown (its
+    note names it), so the verdict cannot pass on the rest: one error per probe."""
+    out: List[Finding] = []
+    seen = set()
+    for note in topo.notes:
+        if note.code not in CUT_PROBE_NOTES or note.source in seen:
+            continue
+        seen.add(note.source)
+        out.append(finding(
+            "error", "source.probe_incomplete", S.other(f"{note.source} probe"),
+            f"the {note.source} probe stopped part-way, so a pass cannot speak for what it "
+            f"did not reach: {note.message}",
+            expected="finished", actual="incomplete", source=note.source,
+            hint="re-take the snapshot with a longer --timeout; a probe cut again points at "
+                 "the device it was reading when it stopped (dmesg, nvidia-smi -q)"))
     return out
 
 

@@ -128,7 +128,9 @@ def run() -> None:
     collecting = gc.isenabled()
     gc.disable()  # start-up (typer, the command's module) makes no garbage: see _settled
     from . import streams
+    from .deferred import defer
 
+    defer()  # typer's help imports rich.markdown and rich.traceback; nvtopo uses neither
     streams.setup()
     try:
         _run(collecting)

@@ -77,7 +77,7 @@ def simulate_cmd(
     lay = layout(layout_name, layout_file, "simulate", named=True)
     doc = sim.simulate(lay, list(fault or []), seed=seed, hostname=hostname, mesh=mesh)
     faults = doc["simulated"]["faults"]
-    emit(snapshot.dumps(doc), output, f" (simulated {lay.name}"
+    emit(snapshot.file_text(doc, "simulate"), output, f" (simulated {lay.name}"
          + (f", faults: {', '.join(faults)}" if faults else ", healthy") + ")")
 
 

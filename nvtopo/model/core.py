@@ -130,17 +130,30 @@ class Matrix(Record):
 
     def get(self, a: str, b: str) -> Optional[str]:
         """Cell for row ``a`` and column ``b``, or ``None``."""
-        memo = self.__dict__.get("_pos")  # (a copy of the devices it indexes, the index)
-        if memo is None or memo[0] != self.devices:
-            pos: Dict[str, int] = {}
-            for k, lab in enumerate(self.devices):
-                pos.setdefault(lab, k)  # the first occurrence, as list.index finds it
-            memo = self.__dict__["_pos"] = (list(self.devices), pos)
-        pos = memo[1]
+        devices = self.devices
+        memo = self.__dict__.get("_pos")  # (the devices list it indexes, its length, the index)
+        if memo is None or memo[0] is not devices or memo[1] != len(devices):
+            memo = self._index()
+        pos = memo[2]
         i, j = pos.get(a), pos.get(b)
         if i is None or j is None:
             return None
+        if devices[i] != a or devices[j] != b:  # a label changed in place: index anew
+            pos = self._index()[2]
+            i, j = pos.get(a), pos.get(b)
+            if i is None or j is None:
+                return None
         return self.cells[i][j]
+
+    def _index(self) -> Tuple[List[str], int, Dict[str, int]]:
+        """Each label's row, the first occurrence as ``list.index`` finds it; kept beside the
+        fields (O(1) a lookup: a copy of the labels compared on every lookup made the checks
+        of an N-GPU domain grow as N^3)."""
+        pos: Dict[str, int] = {}
+        for k, lab in enumerate(self.devices):
+            pos.setdefault(lab, k)
+        memo = self.__dict__["_pos"] = (self.devices, len(self.devices), pos)
+        return memo
 
     def pairs(self) -> Iterator[Tuple[str, str, Optional[str]]]:
         """Every unordered pair ``(a, b, token)`` above the diagonal."""

@@ -29,6 +29,21 @@ from .storage import GdsCheck
 SCHEMA_VERSION = 1
 
 
+def _lookup(topo: Any, slot: str, items: List[Any], keys: Any) -> Dict[Any, int]:
+    """Position of the first item of each key in ``items`` (one of ``topo``'s lists), built
+    once and kept in ``topo.__dict__[slot]`` beside the fields (never encoded or compared);
+    built anew when the list is another one or its length changed."""
+    memo = topo.__dict__.get(slot)
+    if memo is not None and memo[0] is items and memo[1] == len(items):
+        return memo[2]
+    pos: Dict[Any, int] = {}
+    for i, item in enumerate(items):
+        for key in keys(item):
+            pos.setdefault(key, i)
+    topo.__dict__[slot] = (items, len(items), pos)
+    return pos
+
+
 @record
 class Topology(Record):
     """Everything known about one node."""
@@ -68,13 +83,24 @@ class Topology(Record):
     # -- lookups -------------------------------------------------------------
 
     def gpu(self, index: int) -> Optional[GPU]:
-        for g in self.gpus:
+        """The first GPU of that index (indexed: O(1) a lookup)."""
+        gpus = self.gpus
+        i = _lookup(self, "_gpu_index", gpus, lambda g: (g.index,)).get(index)
+        if i is not None and gpus[i].index == index:
+            return gpus[i]
+        for g in gpus:  # absent, or an index changed in place since the index was built
             if g.index == index:
                 return g
         return None
 
     def nic(self, label_or_name: str) -> Optional[NIC]:
-        for n in self.nics:
+        """The first NIC of that label or name (indexed: O(1) a lookup; a linear scan here
+        inside the checks' per-GPU NIC searches made them grow as N^3)."""
+        nics = self.nics
+        i = _lookup(self, "_nic_index", nics, lambda n: (n.label, n.name)).get(label_or_name)
+        if i is not None and label_or_name in (nics[i].label, nics[i].name):
+            return nics[i]
+        for n in nics:  # absent, or renamed in place since the index was built
             if n.label == label_or_name or n.name == label_or_name:
                 return n
         return None

@@ -241,14 +241,20 @@ def _guid(i: int, rank: int) -> str:
 def write(p: Plan, directory: str) -> Iterator[str]:
     """Write every node's snapshot into ``directory`` (made if missing); yield each path."""
     from .. import output
-    from ..snapshot import dumps
+    from ..snapshot import dumps, read
 
     if os.path.exists(directory) and not os.path.isdir(directory):
         raise NvtopoError("not a directory", where=directory)
     os.makedirs(directory, exist_ok=True)
     for i in range(p.nodes):
         path = os.path.join(directory, f"{hostname(p, i)}.json")
-        output.write(dumps(node_document(p, i)), path)
+        text = dumps(node_document(p, i))
+        try:  # what --from would refuse is not written (the reader's bounds)
+            read.within_bounds(text.encode("utf-8", errors="surrogatepass"), path)
+        except NvtopoError as exc:
+            raise NvtopoError(f"not kept as a snapshot: nvtopo would not read the file back "
+                              f"({exc.message})", where=path) from None
+        output.write(text, path)
         yield path
 
 

@@ -201,16 +201,18 @@ def _kind_of(path: str, mode: Optional[int] = None) -> str:
 #: rows took 200 s and 4.6 GB), so more is refused.
 MAX_TEXT_BYTES = 8 * 1024 * 1024
 MAX_TEXT_LINES = 100_000
-#: A snapshot is never larger (a DGX H100's is 0.5 MB, a DGX-2's 0.6 MB).  Decoding a JSON
-#: string may take four bytes a character (one emoji in 64 MiB of ASCII: 0.6 GB), so JSON
-#: past this is refused before it is decoded.
-MAX_JSON_BYTES = 16 * 1024 * 1024
+#: A snapshot nvtopo writes is never larger (a DGX H100's is 0.5 MB, a DGX-2's 0.6 MB, a
+#: simulated 144-GPU NVLink domain's 17.6 MiB with 950,000 values; a larger one is not
+#: written: :func:`nvtopo.snapshot.file_text`).  Decoding a JSON string may take four bytes
+#: a character (one emoji in 64 MiB of ASCII: 0.6 GB), so JSON past this is refused before
+#: it is decoded.
+MAX_JSON_BYTES = 32 * 1024 * 1024
 #: Most JSON values (commas and brackets, counted before decoding) a snapshot larger than
-#: :data:`_COUNT_PAST` bytes may hold: a DGX H100 snapshot holds about 17,000 and a DGX-2
-#: 23,000.  A value costs up to ~100 bytes decoded (64 MiB of ``{},`` decode to 1.7 GB),
+#: :data:`_COUNT_PAST` bytes may hold: a DGX H100 snapshot holds about 17,000, a DGX-2
+#: 23,000 and a simulated 144-GPU domain 950,000.  A value costs up to ~100 bytes decoded (64 MiB of ``{},`` decode to 1.7 GB),
 #: so this bounds what decoding a hostile file costs; a smaller file cannot hold enough
 #: values to matter (4 MiB: 1.4 million at most), and is not counted.
-MAX_JSON_VALUES = 1_000_000
+MAX_JSON_VALUES = 2_000_000
 _COUNT_PAST = 4 * 1024 * 1024
 
 

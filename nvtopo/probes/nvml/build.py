@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
-from ...model import GPU, Matrix, NVLinkPair, Topology, pci_bdf
+from ...model import GPU, Matrix, NVLinkPair, Topology, int_runs, pci_bdf
 from ...model.nvlink import NvmlGpuLinks, NvmlLink, Remote
 from ...model.nvml import (BadValue, C2c, C2cLink, Fault, GpuPcie, Incomplete, Mig, NvmlGpu, NvmlNode,
                            NvmlPair, NvmlPci, NvmlSystem, P2PMatrix)
@@ -79,14 +79,53 @@ def build(facts: Dict[str, Any], source: str, evidence: Optional[Dict[str, Any]]
     node.switches = switches
     _matrices(topo, facts, gpus, pairs, node)
     if facts.get("incomplete"):
-        inc = facts["incomplete"]
-        what = f"NVML did not answer {inc['call']}" if inc.get("call") else \
-            "the NVML probe did not finish"
-        topo.note("nvml.timeout", what
-                  + (f" for GPU {inc['gpu']}" if inc.get("gpu") is not None else "")
-                  + " before the deadline; facts after it are unknown",
-                  source=source, level="warning")
+        topo.note("nvml.timeout", _incomplete_message(facts), source=source, level="warning")
     return topo
+
+
+def _incomplete_message(facts: Dict[str, Any]) -> str:
+    """What a recording cut at its deadline did not reach, named: the call it stopped at,
+    the GPUs it never walked, the GPU whose walk it cut, and the GPU pairs whose P2P status
+    and common ancestor were not asked (the walker asks GPU after GPU, then pair after
+    pair: :func:`.walk.walk`)."""
+    inc = facts["incomplete"]
+    call, stop = inc.get("call"), inc.get("gpu")
+    text = (f"NVML did not answer {call}" if call else "the NVML probe did not finish") + (
+        f" for GPU {stop}" if stop is not None else "") + " before the deadline"
+    gpus = facts.get("gpus") or []
+    walked = {g["index"] for g in gpus}
+    count = (facts.get("system") or {}).get("device_count")
+    total = count if is_int(count) and count >= 0 else len(walked)
+    unknown: List[str] = []
+    never = [i for i in range(total) if i not in walked]
+    if never:
+        unknown.append(f"every NVML fact of GPU{'s' if len(never) > 1 else ''} "
+                       f"{int_runs(never)} (never reached)")
+    if stop is not None and stop in walked and not str(call or "").startswith(_PAIR_CALLS):
+        unknown.append(f"GPU {stop}'s facts from {call} on (its NVLink links among them)")
+    raw = facts.get("pairs") or {}
+    known = sum(1 for a in range(total) for b in range(a + 1, total)
+                if _pair_asked(raw.get(f"{a}-{b}"), True) and _pair_asked(raw.get(f"{b}-{a}"),
+                                                                          False))
+    pairs = total * (total - 1) // 2
+    if known < pairs:
+        unknown.append(f"the P2P status and common ancestor of {pairs - known} of {pairs} GPU "
+                       "pairs")
+    if not unknown:
+        return text + "; facts after it are unknown"
+    return text + "; unknown: " + "; ".join(unknown)
+
+
+#: The walker's calls about a GPU pair (asked after every GPU's own calls).
+_PAIR_CALLS = ("nvmlDeviceGetP2PStatus", "nvmlDeviceGetTopologyCommonAncestor")
+
+
+def _pair_asked(rec: Any, ancestor: bool) -> bool:
+    """Whether every question about one ordered pair was answered (an error is an answer)."""
+    if not isinstance(rec, dict):
+        return False
+    return all(f"p2p_{name}" in rec for name, _ in P2P_INDEXES) and (
+        not ancestor or "ancestor" in rec)
 
 
 def _matrices(topo: Topology, facts: Dict[str, Any], gpus: List[Dict[str, Any]],

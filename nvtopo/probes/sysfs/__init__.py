@@ -23,7 +23,7 @@ device, port and counter), :mod:`.build` (raw values to the model).
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, List
 
 from ...model import Topology
 from . import read
@@ -52,13 +52,7 @@ def derive(evidence: Dict[str, Any]) -> Topology:
     timed_out = status == "timeout"
     unread = LIMIT if status == "limit" else DEADLINE if timed_out else NOT_RECORDED
     raw = collect(EvidenceView(evidence, unread=unread))
-    if timed_out:
-        errors = evidence.get("errors")
-        n = sum(1 for e in (errors.values() if isinstance(errors, dict) else ())
-                if e == DEADLINE)
-        topo.note("sysfs.timeout", f"{evidence.get('error') or 'sysfs probe timed out'} "
-                  f"({n} files)", source=SOURCE, level="warning")
-    elif status == "limit":
+    if status == "limit":
         topo.note("sysfs.limit", str(evidence.get("error") or LIMIT), source=SOURCE,
                   level="warning")
     cut = evidence.get("cut")
@@ -68,7 +62,42 @@ def derive(evidence: Dict[str, Any]) -> Topology:
                   f" with more than {read.MAX_DIR_ENTRIES} entries, the rest not read: "
                   + ", ".join(paths[:4]) + (f" and {len(paths) - 4} more" if len(paths) > 4
                                             else ""), source=SOURCE, level="warning")
-    return build_fragment(raw, root=evidence.get("root"), topo=topo)
+    topo = build_fragment(raw, root=evidence.get("root"), topo=topo)
+    if timed_out:
+        errors = evidence.get("errors")
+        late = [str(p) for p, e in (errors.items() if isinstance(errors, dict) else ())
+                if e == DEADLINE]
+        never = [name for name, why in (topo.sysfs.absent_devices.items()
+                                        if topo.sysfs is not None else ()) if why == DEADLINE]
+        topo.note("sysfs.timeout", f"{evidence.get('error') or 'sysfs probe timed out'} "
+                  f"({len(late)} files){_devices_of(late, never)}", source=SOURCE,
+                  level="warning")
+    return topo
+
+
+def _devices_of(paths: List[str], never: List[str], most: int = 8) -> str:
+    """The devices the unread ``paths`` belong to, then those ``never`` reached, named
+    (``; unread facts of mlx5_3, 0000:2d:00.0``): a file's device is the name after
+    ``infiniband``, ``net`` or ``nvme`` in its path, else the deepest PCI address in it."""
+    names: Dict[str, None] = {}
+    for path in paths:
+        parts = path.split("/")
+        name = None
+        for i, part in enumerate(parts[:-1]):
+            if part in ("infiniband", "net", "nvme") and i + 2 < len(parts):
+                name = parts[i + 1]
+                break
+            if part.count(":") == 2 and "." in part:
+                name = part
+        if name is not None:
+            names.setdefault(name, None)
+    for name in never:
+        names.setdefault(name, None)
+    if not names:
+        return ""
+    shown = list(names)
+    return "; unread facts of " + ", ".join(shown[:most]) + (
+        f" and {len(shown) - most} more devices" if len(shown) > most else "")
 
 
 #: The probe interface, and the names other packages (the simulator, ``diff``, the CLI's

@@ -1,0 +1,111 @@
+"""Start-up of every command against its floor, the bare ``import typer, rich.console, rich.table``.
+
+Each command runs as a fresh process on a sealed DGX H100 snapshot (as ``nvtopo simulate``
+writes one), interleaved with the floor run by run, so load hits both alike; the figure is
+the CPU time (user + system) the child used (``getrusage(RUSAGE_CHILDREN)``), which load
+on a shared machine disturbs far less than wall time.  Medians of ``--runs``; the load
+average is printed with the table.  Targets (issue 29): at most 1.3x the floor, JSON output
+nearer 1.1x.
+
+Both run as an installed package does, with compiled bytecode under a private
+``PYTHONPYCACHEPREFIX`` filled by warm-up runs (never written into the checkout).
+
+    python benchmarks/bench_startup.py [--runs 11] [--only check,help] [--repo PATH]
+
+``--repo PATH`` runs another checkout's nvtopo too (``PYTHONPATH=PATH``; the code before a
+change), interleaved with this one and the floor, for a before/after on one machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Dict, List
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from _machine import installed_env, machine  # noqa: E402
+
+FLOOR = ["-c", "import typer, rich.console, rich.table"]
+#: name -> (arguments after ``python -m nvtopo``, SNAP standing for the snapshot; target)
+COMMANDS = {
+    "help": (["--help"], 1.3),
+    "check": (["check", "--from", "SNAP"], 1.3),
+    "check-json": (["check", "--from", "SNAP", "--format", "json"], 1.1),
+    "check-example": (["check", "--example", "dgx-h100"], 1.3),
+    "show": (["show", "--from", "SNAP"], 1.3),
+    "show-json": (["show", "--from", "SNAP", "--format", "json"], 1.1),
+    "links": (["links", "--from", "SNAP"], 1.3),
+}
+
+
+def cpu(cmd: List[str], env: Dict[str, str]) -> float:
+    """CPU seconds (user + system) of one fresh run of ``cmd``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False,
+                   env=env)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=11)
+    ap.add_argument("--only", default=None, help="commands to run, comma-separated")
+    ap.add_argument("--repo", default=None, help="another checkout, measured alike")
+    args = ap.parse_args()
+    from nvtopo import layouts, snapshot
+    from nvtopo.simulate import simulate
+
+    names = args.only.split(",") if args.only else list(COMMANDS)
+    tmp = tempfile.mkdtemp(prefix="nvtopo-bench-")
+    try:
+        snap = os.path.join(tmp, "node.json")
+        Path(snap).write_text(snapshot.dumps(simulate(layouts.load("dgx-h100"), [], seed=1)))
+        env = installed_env(os.path.join(tmp, "pycache"))
+        envs = {"": env}
+        if args.repo:
+            envs["other "] = dict(installed_env(os.path.join(tmp, "pycache-other")),
+                                  PYTHONPATH=str(Path(args.repo).resolve()))
+        py = sys.executable
+        cmds = {(tag, n): [py, "-m", "nvtopo"] + [snap if a == "SNAP" else a
+                                                  for a in COMMANDS[n][0]]
+                for n in names for tag in envs}
+        for (tag, _), cmd in [(("", ""), [py] + FLOOR)] + list(cmds.items()):  # .pyc, cache
+            cpu(cmd, envs[tag]), cpu(cmd, envs[tag])
+        floor: List[float] = []
+        runs: Dict[tuple, List[float]] = {k: [] for k in cmds}
+        for _ in range(args.runs):  # interleaved: the floor before every command
+            for (tag, n), cmd in cmds.items():
+                floor.append(cpu([py] + FLOOR, env))
+                runs[(tag, n)].append(cpu(cmd, envs[tag]))
+        base = statistics.median(floor)
+        print(f"machine: {machine()}")
+        print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
+              f"{args.runs} runs each, interleaved with the floor; CPU time, medians")
+        print(f"  {'floor: import typer, rich.console, rich.table':<48} {base * 1000:7.1f} ms")
+        out = {"floor_ms": round(base * 1000, 1), "commands": {}}
+        for (tag, n), times in runs.items():
+            m = statistics.median(times)
+            target = COMMANDS[n][1]
+            print(f"  {tag + 'nvtopo ' + ' '.join(COMMANDS[n][0]):<48} {m * 1000:7.1f} ms  "
+                  f"{m / base:5.2f}x  target <= {target}x  "
+                  f"{'OK' if m / base <= target else 'OVER'}")
+            out["commands"][tag + n] = {"ms": round(m * 1000, 1), "ratio": round(m / base, 2)}
+        print(json.dumps(out))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

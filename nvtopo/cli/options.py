@@ -160,6 +160,21 @@ def thresholds(path: Optional[str]) -> Any:
     return thresholds_mod.read(path)
 
 
+def _bundled(name: str, where: str) -> Any:
+    """A bundled layout by name; an unknown name is blamed on what named it (the ``--layout``
+    option, or the argument of ``layouts show``), with the closest names."""
+    import difflib
+
+    from .. import layouts
+
+    if name in layouts.names():
+        return layouts.load(name)
+    close = difflib.get_close_matches(name, layouts.names(), n=2, cutoff=0.6)
+    hint = f"did you mean {' or '.join(close)}? " if close else ""
+    raise NvtopoError(f"no bundled layout named {name!r}; {hint}`nvtopo layouts` lists them",
+                      where=where)
+
+
 def layout(name: Optional[str], path: Optional[str], command: str, *,
            named: bool = False, stdin_taken: bool = False) -> Any:
     """The layout ``--layout NAME``/``--layout-file FILE`` (or a NAME argument: ``named``)
@@ -180,7 +195,8 @@ def layout(name: Optional[str], path: Optional[str], command: str, *,
     elif name not in (None, "auto") and path is not None:
         raise NvtopoError("use either --layout or --layout-file, not both", where=command)
     if path is None:
-        return "auto" if not named and name in (None, "auto") else layouts.load(str(name))
+        return "auto" if not named and name in (None, "auto") else _bundled(
+            str(name), command if named else "--layout")
     from .. import snapshot
 
     if stdin_taken and path in snapshot.STDIN_NAMES:

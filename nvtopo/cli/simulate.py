@@ -4,7 +4,7 @@ from typing import List, Optional
 
 import typer
 
-from .io import check_output, emit, handles_errors
+from .io import check_output, emit, handles_errors, say
 from .options import layout, layout_file_option, output_option
 
 
@@ -83,8 +83,6 @@ def simulate_cmd(
 
 def _fleet(lay, nodes: int, output: Optional[str], faults: List[str], fleet_faults: List[str],
            seed: int, prefix: Optional[str], mesh: bool = False) -> None:
-    import sys
-
     from ..errors import NvtopoError
     from ..simulate import fleet
 
@@ -93,4 +91,4 @@ def _fleet(lay, nodes: int, output: Optional[str], faults: List[str], fleet_faul
     p = fleet.plan(lay, nodes, seed=seed, prefix=prefix or "node", fleet_faults=fleet_faults,
                    node_faults=faults, mesh=mesh)
     count = sum(1 for _ in fleet.write(p, output))
-    sys.stderr.write(f"wrote {count} simulated {lay.name} snapshots to {output}\n")
+    say(f"nvtopo: wrote {count} simulated {lay.name} snapshots to {output}")

@@ -6,7 +6,7 @@ import typer
 
 from .io import console, err, handles_errors
 from .options import (AuditFormat, format_option, layout, layout_file_option, layout_option,
-                      thresholds, thresholds_option)
+                      quiet_option, thresholds, thresholds_option)
 
 
 @handles_errors
@@ -31,13 +31,15 @@ def audit_cmd(
                                        help="Table: list every file (default: the latest "
                                             "snapshot of each host; the older are counted)."),
     thresholds_file: Optional[str] = thresholds_option(),
+    quiet: bool = quiet_option(),
 ) -> None:
     """Check a fleet of saved snapshots: one row per node, a summary by finding code, and
     the files that could not be read.
 
     Files are streamed through worker processes (memory stays flat however many
     there are); each is checked exactly as `nvtopo check --from FILE` would.
-    A progress bar is shown on a terminal (on standard error).
+    While it works, a progress line counts the files on standard error when that is a
+    terminal (--quiet: none); it is erased before the table.
 
     Exit status: 0 no node fails, 1 at least one node fails, 2 nothing could
     be read (or a bad layout name or file).
@@ -59,7 +61,7 @@ def audit_cmd(
     summary = audit_cmds.report(paths, chosen, fmt.value, jobs=jobs,
                                 console=console() if fmt is AuditFormat.table else None,
                                 failed=failed, all_snapshots=all_snapshots,
-                                thresholds=limits)
+                                thresholds=limits, quiet=quiet)
     if summary.verdicts.get("pass", 0) + summary.verdicts.get("fail", 0) == 0:
         err("audit: nothing could be read" if summary.files else "audit: no input files")
     raise typer.Exit(summary.exit_status())

@@ -135,6 +135,12 @@ LAYOUT_FILE_HELP = ("Check against your own layout file (JSON; see `nvtopo layou
                     "'-' reads standard input.")
 
 
+def quiet_option() -> Any:
+    return typer.Option(False, "--quiet", "-q",
+                        help="No progress line on standard error (drawn only when it is a "
+                             "terminal, and erased when the work ends).")
+
+
 def layout_option(help: str = LAYOUT_HELP) -> Any:
     return typer.Option("auto", "--layout", "-l", metavar="NAME|auto", help=help)
 

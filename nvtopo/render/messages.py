@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from typing import Any, List, Optional
+from typing import Any, Callable, List, Optional
 
 from ..safe import printable
 
@@ -83,6 +83,16 @@ def wrap(line: str, at: Optional[int], hang: int = HANG) -> List[str]:
     return lines
 
 
+#: Called before a message is written: a progress line (:mod:`.progress`) erases itself.
+_before: Optional[Callable[[], None]] = None
+
+
+def before_write(hook: Optional[Callable[[], None]]) -> None:
+    """Call ``hook`` before each message (None: no longer)."""
+    global _before
+    _before = hook
+
+
 def say(line: str, stream: Any = None) -> None:
     """One message on standard error, flushed (pipes and test runners must see it), made
     printable (file names and evidence may hold escapes and newlines: one message is one
@@ -91,6 +101,8 @@ def say(line: str, stream: Any = None) -> None:
         sys.stdout.flush()
     except Exception:  # noqa: BLE001 - said by the caller, or at exit (cli.streams)
         pass
+    if _before is not None:
+        _before()
     out = sys.stderr if stream is None else stream
     text = "\n".join(wrap(printable(line), width(out)))
     out.write(text + "\n")
@@ -112,4 +124,4 @@ def note(message: str) -> None:
     say(f"nvtopo: note: {message}")
 
 
-__all__ = ["HANG", "error", "is_terminal", "note", "say", "warning", "width", "wrap"]
+__all__ = ["HANG", "before_write", "error", "is_terminal", "note", "say", "warning", "width", "wrap"]

@@ -12,7 +12,8 @@ from ..safe import printable
 if TYPE_CHECKING:  # Rich is imported by the table printers only: JSON output never loads it
     from rich.console import Console
 
-from .layout import STYLE, TITLE, print_findings, print_wrapped, value as _val  # noqa: F401 (re-exported)
+from .findings import STYLE, TITLE, print_findings  # noqa: F401 (re-exported)
+from .layout import print_wrapped, value as _val  # noqa: F401 (re-exported)
 
 
 def print_check(report: Report, console: Console, *, brief: bool = False,

@@ -59,7 +59,12 @@ SCREENS_CASES = {
     "diff": ["diff", "healthy.json", "faulty.json"],
     "audit-fleet-300": ["audit", "fleet", "--jobs", "1"],
     "audit-fleet-300-failed": ["audit", "fleet", "--failed", "--jobs", "1"],
+    # standard output a terminal: the failing nodes and a count of the passing ones
+    "audit-fleet-300-terminal": ["audit", "fleet", "--jobs", "1"],
+    "cluster-fleet-300": ["cluster", "fleet", "--jobs", "1"],
 }
+#: Cases captured with standard output (and error) taken for a terminal (TTY_COMPATIBLE=1).
+TERMINAL_CASES = {"audit-fleet-300-terminal"}
 
 
 @pytest.fixture(scope="module")
@@ -94,11 +99,12 @@ def workdir(tmp_path_factory):
     return root
 
 
-def capture(args, width, workdir, colour=False):
+def capture(args, width, workdir, colour=False, terminal=False):
     old = os.getcwd()
     os.chdir(workdir)
     try:
-        env = {"COLUMNS": str(width), "TERM": "xterm-256color" if colour else "dumb"}
+        env = {"COLUMNS": str(width), "TERM": "xterm-256color" if colour else "dumb",
+               "TTY_COMPATIBLE": "1" if terminal else "0"}
         env.update({"FORCE_COLOR": "1"} if colour else {"NO_COLOR": "1"})
         r = runner.invoke(app, list(args), env=env)
     finally:
@@ -110,7 +116,7 @@ def capture(args, width, workdir, colour=False):
 @pytest.mark.parametrize("width", [80, 200])
 @pytest.mark.parametrize("name", sorted(SCREENS_CASES))
 def test_screen(name, width, workdir):
-    out = capture(SCREENS_CASES[name], width, workdir)
+    out = capture(SCREENS_CASES[name], width, workdir, terminal=name in TERMINAL_CASES)
     assert all(len(line) <= width for line in out.splitlines()), name
     golden = SCREENS / f"{name}.{width}.txt"
     if UPDATE:

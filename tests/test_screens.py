@@ -26,7 +26,7 @@ HERE = Path(__file__).resolve().parent
 FIXTURES = HERE.parent / "fixtures"
 SCREENS = HERE / "golden" / "screens"
 UPDATE = os.environ.get("NVTOPO_UPDATE_SCREENS") == "1"
-runner = make_runner()
+runner = make_runner(check_schemas=False)  # (a forced terminal gets tables, not JSON)
 
 FAULTS = ["nvlink-down:GPU3:7", "ib-port-down:mlx5_4", "pcie-width:GPU5:8",
           "gpu-missing:GPU7", "counters:mlx5_2:symbol_error=100",
@@ -62,9 +62,11 @@ SCREENS_CASES = {
     # standard output a terminal: the failing nodes and a count of the passing ones
     "audit-fleet-300-terminal": ["audit", "fleet", "--jobs", "1"],
     "cluster-fleet-300": ["cluster", "fleet", "--jobs", "1"],
+    "layouts": ["layouts"],
+    "layouts-show-terminal": ["layouts", "show", "dgx-h100"],
 }
 #: Cases captured with standard output (and error) taken for a terminal (TTY_COMPATIBLE=1).
-TERMINAL_CASES = {"audit-fleet-300-terminal"}
+TERMINAL_CASES = {"audit-fleet-300-terminal", "layouts-show-terminal"}
 
 
 @pytest.fixture(scope="module")

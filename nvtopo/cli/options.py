@@ -8,7 +8,7 @@ it reads, never the option itself).
 from __future__ import annotations
 
 import enum
-from typing import Any, Optional
+from typing import Any, List, Optional
 
 import typer
 
@@ -123,7 +123,29 @@ def output_option(help: str = OUTPUT_HELP) -> Any:
 # --- --format ------------------------------------------------------------------------------
 
 
-def format_option(default: enum.Enum, help: str) -> Any:
+def layout_names(incomplete: str) -> List[str]:
+    """Shell completion: the bundled layouts' names starting with what was typed."""
+    from .. import layouts
+
+    return [n for n in layouts.names() if n.startswith(incomplete)]
+
+
+def example_names(incomplete: str) -> List[str]:
+    """Shell completion of ``check --example``: the bundled examples (snapshots and texts)
+    starting with what was typed."""
+    from .. import examples
+
+    return [n for n in examples.snapshot_names() if n.startswith(incomplete)]
+
+
+def text_example_names(incomplete: str) -> List[str]:
+    """Shell completion of ``show --example``: the bundled texts."""
+    from .. import examples
+
+    return [n for n in examples.names() if n.startswith(incomplete)]
+
+
+def format_option(default: Optional[enum.Enum], help: str) -> Any:
     return typer.Option(default, "--format", metavar="FORMAT", help=help)
 
 
@@ -142,7 +164,9 @@ def quiet_option() -> Any:
 
 
 def layout_option(help: str = LAYOUT_HELP) -> Any:
-    return typer.Option("auto", "--layout", "-l", metavar="NAME|auto", help=help)
+    return typer.Option("auto", "--layout", "-l", metavar="NAME|auto", help=help,
+                        autocompletion=lambda incomplete: layout_names(incomplete) + [
+                            a for a in ["auto"] if a.startswith(incomplete)])
 
 
 def layout_file_option(help: str = LAYOUT_FILE_HELP) -> Any:

@@ -5,13 +5,14 @@ from typing import List, Optional
 import typer
 
 from .io import check_output, emit, handles_errors, say
-from .options import layout, layout_file_option, output_option, quiet_option
+from .options import layout, layout_file_option, layout_names, output_option, quiet_option
 
 
 @handles_errors
 def simulate_cmd(
     layout_name: Optional[str] = typer.Argument(
-        None, metavar="LAYOUT", help="A bundled layout (`nvtopo layouts` lists them)."),
+        None, metavar="LAYOUT", help="A bundled layout (`nvtopo layouts` lists them).",
+        autocompletion=layout_names),
     fault: Optional[List[str]] = typer.Option(
         None, "--fault", metavar="SPEC",
         help="Inject a fault (repeatable): nvlink-down:GPU3:7, nvlink-degraded:GPU2-GPU6, "

@@ -124,4 +124,5 @@ def note(message: str) -> None:
     say(f"nvtopo: note: {message}")
 
 
-__all__ = ["HANG", "before_write", "error", "is_terminal", "note", "say", "warning", "width", "wrap"]
+__all__ = ["HANG", "before_write", "error", "is_terminal", "note", "say", "warning", "width",
+           "wrap"]

@@ -62,11 +62,15 @@ SCREENS_CASES = {
     # standard output a terminal: the failing nodes and a count of the passing ones
     "audit-fleet-300-terminal": ["audit", "fleet", "--jobs", "1"],
     "cluster-fleet-300": ["cluster", "fleet", "--jobs", "1"],
+    "links-healthy-terminal": ["links", "--from", "healthy.json"],
+    "links-faulty-terminal": ["links", "--from", "faulty.json"],
+    "show-nvlink-s-paste": ["show", "--from", "nvlink-s.txt"],
     "layouts": ["layouts"],
     "layouts-show-terminal": ["layouts", "show", "dgx-h100"],
 }
 #: Cases captured with standard output (and error) taken for a terminal (TTY_COMPATIBLE=1).
-TERMINAL_CASES = {"audit-fleet-300-terminal", "layouts-show-terminal"}
+TERMINAL_CASES = {"audit-fleet-300-terminal", "layouts-show-terminal",
+                  "links-healthy-terminal", "links-faulty-terminal"}
 
 
 @pytest.fixture(scope="module")
@@ -84,6 +88,8 @@ def workdir(tmp_path_factory):
     from test_cli import synthetic_44
 
     (root / "wide.txt").write_text(synthetic_44()[0], encoding="utf-8")
+    (root / "nvlink-s.txt").write_bytes(
+        (FIXTURES / "nvml-text" / "nvlink_s_h100_sxm_1gpu_link7_inactive.txt").read_bytes())
     # a fleet of 300 files: 280 hosts (20 with a second, later snapshot), 1 in 7 failing
     small = {}
     for kind, faults in (("ok", []), ("nv", ["nvlink-down:GPU3:7"]),
@@ -105,8 +111,9 @@ def capture(args, width, workdir, colour=False, terminal=False):
     old = os.getcwd()
     os.chdir(workdir)
     try:
-        env = {"COLUMNS": str(width), "TERM": "xterm-256color" if colour else "dumb",
-               "TTY_COMPATIBLE": "1" if terminal else "0"}
+        env = {"COLUMNS": str(width), "TERM": "xterm-256color" if colour else "dumb"}
+        if terminal:
+            env["TTY_COMPATIBLE"] = "1"
         env.update({"FORCE_COLOR": "1"} if colour else {"NO_COLOR": "1"})
         r = runner.invoke(app, list(args), env=env)
     finally:

@@ -35,6 +35,7 @@ SLOW_MODULES = frozenset({
     "test_properties",  # hypothesis soaks
     "test_nvml_damage",  # every recorded value damaged every way
     "test_screens", "test_widths",  # every golden screen at every width
+    "test_messages",  # every stderr message capture at 80 and 200 columns
     "test_regex_budget",  # every regex timed on hostile input
     "test_json_fuzz",  # mutated pastes through every JSON command
     "test_signals",  # real worker pools signalled

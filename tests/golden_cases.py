@@ -310,6 +310,9 @@ def cases() -> List[Case]:
     out.append(Case("layouts/list.txt", ("layouts",)))
     out.append(Case("layouts/list.json", ("layouts", "--format", "json")))
     out.append(Case("layouts/show-dgx-h100.json", ("layouts", "show", "dgx-h100")))
+    out.append(Case("layouts/list-alias.json", ("layouts", "list", "--format", "json")))
+    out.append(Case("layouts/show-dgx-h100.txt", ("layouts", "show", "dgx-h100", "--format",
+                                                  "table")))
 
     names = [c.name for c in out]
     assert len(names) == len(set(names)), "duplicate golden case names"

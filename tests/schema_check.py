@@ -180,6 +180,8 @@ def document_of(args: Any) -> Optional[Tuple[str, str, Optional[str]]]:
             return f"layouts {sub}", "layout", None
         if sub is None and _option(rest, "--format") == "json":
             return "layouts", "layouts", None
+        if sub == "list" and _option(rest[i + 1:], "--format") == "json":
+            return "layouts", "layouts", None
     return None
 
 

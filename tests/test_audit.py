@@ -105,7 +105,7 @@ def test_unreadable_files_listed_with_reasons(fleet, cli):
     r = cli("audit", str(fleet / "bad"), str(fleet / "rack-a" / "node00.json"))
     assert r.exit_code == 0, r.output
     assert "Could not be read (3)" in r.stdout and "file is empty" in r.stdout
-    assert "AUDIT: 4 file(s) · 1 pass · 0 fail · 3 unreadable" in r.stdout
+    assert "AUDIT: PASS · 4 file(s) · 1 pass · 0 fail · 3 unreadable" in r.stdout
 
 
 def test_exit_statuses(fleet, cli, tmp_path):
@@ -190,8 +190,11 @@ def test_summary_caps_names_but_counts_exactly():
 def test_table_and_prometheus(fleet, cli):
     r = cli("audit", str(fleet / "rack-a"), "--jobs", "1")
     assert r.exit_code == 1
-    assert "Findings by code" in r.stdout and "nvlink.link_down" in r.stdout
-    assert "AUDIT: 12 file(s) · 9 pass · 3 fail · 0 unreadable" in r.stdout
+    # the answer first: the verdict, then the findings (check's view), then the nodes
+    assert r.stdout.startswith("AUDIT: FAIL · 12 file(s)")
+    assert r.stdout.index("Errors (") < r.stdout.index("nvlink.link_down") < r.stdout.index(
+        "Nodes")
+    assert "AUDIT: FAIL · 12 file(s) · 9 pass · 3 fail · 0 unreadable" in r.stdout
     r = cli("audit", str(fleet / "rack-a"), str(fleet / "bad"), "--format", "prometheus")
     assert r.exit_code == 1
     lines = r.stdout.splitlines()
@@ -291,7 +294,7 @@ def test_table_keeps_one_compact_row_per_host_and_sorts_failing_first(monkeypatc
     assert "n7.json" in body[0] and "n5.json" in body[1] and "n0.json" not in text
     assert text.count("Worst finding") == 1
     assert "Could not be read (3)" in text and "… and 1 more" in text
-    assert "AUDIT: 13 file(s) · 9 pass · 1 fail · 3 unreadable" in text
+    assert "AUDIT: FAIL · 13 file(s) · 9 pass · 1 fail · 3 unreadable" in text
     assert "5 older snapshots of the same hosts not listed" in text
 
 
@@ -303,8 +306,30 @@ def test_table_all_snapshots_and_failed():
     _, failed = _printed(rows, failed=True)
     body = [ln for ln in failed.splitlines() if ln.startswith("h")]
     assert len(body) == 1 and body[0].split()[:2] == ["h2", "FAIL"]
-    assert "4 passing nodes not listed (--failed)" in failed
-    assert "AUDIT: 10 file(s) · 9 pass · 1 fail · 0 unreadable" in failed
+    assert "4 passing nodes not listed (--all lists every node)" in failed
+    assert "AUDIT: FAIL · 10 file(s) · 9 pass · 1 fail · 0 unreadable" in failed
+
+
+def test_a_terminal_lists_the_failing_nodes_and_counts_the_others(fleet, cli):
+    """stdout a terminal: the failing nodes and one line for the passing ones (--all for
+    every row); piped: every row, as scripts read it."""
+    from cli_runner import make_runner
+
+    from nvtopo.cli import app
+
+    def run(*extra, terminal):
+        env = {"TTY_COMPATIBLE": "1" if terminal else "0", "TERM": "dumb", "NO_COLOR": "1",
+               "COLUMNS": "120"}
+        return make_runner().invoke(app, ["audit", str(fleet / "rack-a"), "--jobs", "1",
+                                          *extra], env=env).stdout
+
+    def rows(out):
+        return [ln.split()[1] for ln in out.splitlines() if ln.startswith("node")]
+
+    assert rows(run(terminal=True)) == ["FAIL"] * 3
+    assert "9 passing nodes not listed (--all lists every node)" in run(terminal=True)
+    assert rows(run("--all", terminal=True)) == ["FAIL"] * 3 + ["PASS"] * 9
+    assert rows(run(terminal=False)) == ["FAIL"] * 3 + ["PASS"] * 9
 
 
 def test_table_readable_at_80_columns():

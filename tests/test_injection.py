@@ -483,7 +483,7 @@ def test_audit_table(fleet):
             assert base in plain, f"file name of {name} not shown escaped: {base!r}"
         assert "bad\\x1b]0;title\\x07[link=http:__evil]x.json" in plain
         assert "node\\udcff.json" in plain
-        assert "AUDIT: 13 file(s) · 0 pass · 12 fail · 1 unreadable" in plain
+        assert "AUDIT: FAIL · 13 file(s) · 0 pass · 12 fail · 1 unreadable" in plain
 
 
 def test_audit_json_and_prometheus(fleet):

@@ -26,7 +26,7 @@ HERE = Path(__file__).resolve().parent
 FIXTURES = HERE.parent / "fixtures"
 SCREENS = HERE / "golden" / "screens"
 UPDATE = os.environ.get("NVTOPO_UPDATE_SCREENS") == "1"
-runner = make_runner()
+runner = make_runner(check_schemas=False)  # (a forced terminal gets tables, not JSON)
 
 FAULTS = ["nvlink-down:GPU3:7", "ib-port-down:mlx5_4", "pcie-width:GPU5:8",
           "gpu-missing:GPU7", "counters:mlx5_2:symbol_error=100",
@@ -59,7 +59,18 @@ SCREENS_CASES = {
     "diff": ["diff", "healthy.json", "faulty.json"],
     "audit-fleet-300": ["audit", "fleet", "--jobs", "1"],
     "audit-fleet-300-failed": ["audit", "fleet", "--failed", "--jobs", "1"],
+    # standard output a terminal: the failing nodes and a count of the passing ones
+    "audit-fleet-300-terminal": ["audit", "fleet", "--jobs", "1"],
+    "cluster-fleet-300": ["cluster", "fleet", "--jobs", "1"],
+    "links-healthy-terminal": ["links", "--from", "healthy.json"],
+    "links-faulty-terminal": ["links", "--from", "faulty.json"],
+    "show-nvlink-s-paste": ["show", "--from", "nvlink-s.txt"],
+    "layouts": ["layouts"],
+    "layouts-show-terminal": ["layouts", "show", "dgx-h100"],
 }
+#: Cases captured with standard output (and error) taken for a terminal (TTY_COMPATIBLE=1).
+TERMINAL_CASES = {"audit-fleet-300-terminal", "layouts-show-terminal",
+                  "links-healthy-terminal", "links-faulty-terminal"}
 
 
 @pytest.fixture(scope="module")
@@ -77,6 +88,8 @@ def workdir(tmp_path_factory):
     from test_cli import synthetic_44
 
     (root / "wide.txt").write_text(synthetic_44()[0], encoding="utf-8")
+    (root / "nvlink-s.txt").write_bytes(
+        (FIXTURES / "nvml-text" / "nvlink_s_h100_sxm_1gpu_link7_inactive.txt").read_bytes())
     # a fleet of 300 files: 280 hosts (20 with a second, later snapshot), 1 in 7 failing
     small = {}
     for kind, faults in (("ok", []), ("nv", ["nvlink-down:GPU3:7"]),
@@ -94,11 +107,13 @@ def workdir(tmp_path_factory):
     return root
 
 
-def capture(args, width, workdir, colour=False):
+def capture(args, width, workdir, colour=False, terminal=False):
     old = os.getcwd()
     os.chdir(workdir)
     try:
         env = {"COLUMNS": str(width), "TERM": "xterm-256color" if colour else "dumb"}
+        if terminal:
+            env["TTY_COMPATIBLE"] = "1"
         env.update({"FORCE_COLOR": "1"} if colour else {"NO_COLOR": "1"})
         r = runner.invoke(app, list(args), env=env)
     finally:
@@ -110,7 +125,7 @@ def capture(args, width, workdir, colour=False):
 @pytest.mark.parametrize("width", [80, 200])
 @pytest.mark.parametrize("name", sorted(SCREENS_CASES))
 def test_screen(name, width, workdir):
-    out = capture(SCREENS_CASES[name], width, workdir)
+    out = capture(SCREENS_CASES[name], width, workdir, terminal=name in TERMINAL_CASES)
     assert all(len(line) <= width for line in out.splitlines()), name
     golden = SCREENS / f"{name}.{width}.txt"
     if UPDATE:

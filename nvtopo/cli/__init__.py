@@ -147,10 +147,9 @@ def run() -> None:
 
 
 def _failed_output(exc: Exception) -> None:
-    from ..safe import printable
+    from ..render import messages
 
-    sys.stderr.write(f"nvtopo: error: {printable(str(exc))}\n")
-    sys.stderr.flush()
+    messages.error(str(exc))
     sys.exit(2)
 
 
@@ -179,22 +178,24 @@ def _run(collecting: bool = True) -> None:
     try:
         rc = app(standalone_mode=False)
     except (KeyboardInterrupt, typer.Abort, getattr(cx, "Abort", typer.Abort)):
-        sys.stderr.write("nvtopo: interrupted\n")
+        from ..render import messages
+
+        messages.say("nvtopo: interrupted")
         sys.exit(130)
     except cx.UsageError as exc:
-        from ..safe import printable
+        from ..render import messages
 
         if type(exc).__name__ == "NoArgsIsHelpError":  # bare `nvtopo`: the help, as before
             exc.show()
             sys.exit(exc.exit_code)
         where = exc.ctx.command_path if exc.ctx is not None else "nvtopo"
-        msg = " ".join(printable(exc.format_message()).split())
-        sys.stderr.write(f"nvtopo: error: {msg} (see: {printable(where)} --help)\n")
+        msg = " ".join(exc.format_message().split())
+        messages.error(f"{msg} (see: {where} --help)")
         sys.exit(2)
     except cx.ClickException as exc:
-        from ..safe import printable
+        from ..render import messages
 
-        sys.stderr.write(f"nvtopo: error: {printable(exc.format_message())}\n")
+        messages.error(exc.format_message())
         sys.exit(exc.exit_code)
     sys.exit(rc if isinstance(rc, int) else 0)
 

@@ -8,9 +8,9 @@ import typer
 from ..errors import NvtopoError
 
 from .io import check_output, console, emit, handles_errors, to_terminal
-from .options import (CheckFormat, format_option, from_option, layout, layout_file_option,
-                      layout_option, output_option, sysfs_root_option, thresholds,
-                      thresholds_option, timeout_option)
+from .options import (CheckFormat, example_names, format_option, from_option, layout,
+                      layout_file_option, layout_option, output_option, sysfs_root_option,
+                      thresholds, thresholds_option, timeout_option)
 
 #: Version of the ``nvtopo check --format json`` document (docs/json.md).
 CHECK_SCHEMA_VERSION = 1
@@ -34,7 +34,7 @@ def check_cmd(
         help="Table: one line per finding (code, subject, expected → actual), no "
              "explanations or hints."),
     example: Optional[str] = typer.Option(
-        None, "--example", metavar="NAME",
+        None, "--example", metavar="NAME", autocompletion=example_names,
         help="Check a bundled example instead of this machine: dgx-h100-healthy, "
              "dgx-h100-faulty (simulated snapshots) or dgx-h100 (a topo -m text)."),
     verbose: bool = typer.Option(

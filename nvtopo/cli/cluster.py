@@ -6,7 +6,7 @@ from typing import List, Optional
 import typer
 
 from .io import check_output, console, emit, err, handles_errors, say, to_terminal
-from .options import format_option, output_option
+from .options import format_option, output_option, quiet_option
 
 
 class ClusterFormat(str, enum.Enum):
@@ -35,6 +35,7 @@ def cluster_cmd(
         help="An ibnetdiscover dump: --format slurm-topology then writes the tree form "
              "(switches and their nodes, joined by the HCAs' node_desc); json gains 'fabric'."),
     output: Optional[str] = output_option(),
+    quiet: bool = quiet_option(),
 ) -> None:
     """The cross-node view of a fleet, from its snapshots alone (no layout needed): NVLink
     domains and cliques, rails (rank i = the compute NIC of GPU i), duplicate GUIDs and
@@ -43,6 +44,9 @@ def cluster_cmd(
     Exit status: 0 no error finding, 1 at least one, 2 nothing could be read.
 
     With k8s-labels, a node refused (named on stderr, no line written) also gives 1.
+
+    While it reads, a progress line counts the snapshots on standard error when that is a
+    terminal (--quiet: none).
 
     Examples:
 
@@ -56,9 +60,11 @@ def cluster_cmd(
     """
     from ..commands import cluster as cluster_cmds
     from ..render import cluster as render
+    from ..render.progress import Progress
 
     check_output(output)
-    result = cluster_cmds.run(paths, jobs=jobs, fabric=fabric)
+    with Progress("reading snapshots", quiet=quiet, ticking=True) as bar:
+        result = cluster_cmds.run(paths, jobs=jobs, fabric=fabric, progress=bar.advance)
     if not result.nodes:
         err("cluster: nothing could be read" if result.unreadable else "cluster: no input files")
         raise typer.Exit(result.exit_status())

@@ -5,6 +5,7 @@ from typing import Any, Dict, List, Optional
 import typer
 
 from .io import handles_errors, say
+from .options import quiet_option
 
 app = typer.Typer(
     help="Collect every node's snapshot through Slurm (srun) or Ray into one directory: "
@@ -70,7 +71,13 @@ def _command(value: Optional[str]) -> Optional[List[str]]:
     return argv
 
 
-def _collected(command: str, collect: Any) -> None:
+def _said(quiet: bool) -> Any:
+    """The engine's progress messages (``srun on 8 node(s)``): on standard error, none with
+    ``--quiet``."""
+    return (lambda line: None) if quiet else (lambda line: say(f"nvtopo: {line}"))
+
+
+def _collected(command: str, collect: Any, quiet: bool = False) -> None:
     """Run ``collect()`` (a collection, returning its manifest), report it, exit.
 
     A signal (SIGTERM, SIGHUP, SIGINT) ends a collection in order: the engine's processes
@@ -83,8 +90,11 @@ def _collected(command: str, collect: Any) -> None:
     from ..commands.collect.interrupt import Interrupted
     from .io import err
 
+    from ..render.progress import Progress
+
     try:
-        manifest, out_dir = collect()
+        with Progress(f"{command}: waiting for the nodes", quiet=quiet, ticking=True):
+            manifest, out_dir = collect()
     except Interrupted as exc:
         err(f"{command}: interrupted by {exc.name} before any node was asked; nothing was "
             "collected")
@@ -154,6 +164,7 @@ def slurm_cmd(
                                         "several steps, one after another."),
     node_command: Optional[str] = typer.Option(None, "--node-command", metavar="CMD",
                                                help=_COMMAND_HELP),
+    quiet: bool = quiet_option(),
 ) -> None:
     """Every node's snapshot through srun, one task per node.
 
@@ -185,7 +196,7 @@ def slurm_cmd(
     command = _command(node_command)
     _collected("collect slurm", lambda: (slurm.collect(
         out_dir, selection, limits, command,
-        progress=lambda line: say(f"nvtopo: {line}")), out_dir))
+        progress=_said(quiet)), out_dir), quiet)
 
 
 @app.command("ray")
@@ -203,6 +214,7 @@ def ray_cmd(
         help="Seconds Ray may take to start the tasks (workers starting)."),
     node_command: Optional[str] = typer.Option(None, "--node-command", metavar="CMD",
                                                help=_COMMAND_HELP),
+    quiet: bool = quiet_option(),
 ) -> None:
     """Every alive Ray node's snapshot, one task pinned to each node.
 
@@ -226,7 +238,7 @@ def ray_cmd(
     command = _command(node_command)
     _collected("collect ray", lambda: (ray_engine.collect(
         out_dir, address, timeout, node_limit or timeout + 30.0, command,
-        launch_wait=launch_wait, progress=lambda line: say(f"nvtopo: {line}")), out_dir))
+        launch_wait=launch_wait, progress=_said(quiet)), out_dir), quiet)
 
 
 @app.command("node-record", hidden=True)

@@ -10,20 +10,16 @@ from typing import Any, Callable, Optional, TypeVar
 import typer
 
 from ..errors import ExitStatus, NvtopoError
-from ..safe import printable
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def say(line: str) -> None:
-    """One line on stderr, flushed (test runners and pipes must see it).  One line
-    whatever it quotes: file names and evidence may hold newlines and escapes."""
-    try:
-        sys.stdout.flush()
-    except (OSError, ValueError, NvtopoError):  # said by the caller, or at exit (cli.streams)
-        pass
-    sys.stderr.write(printable(line) + "\n")
-    sys.stderr.flush()
+    """One message on stderr, through the one writer (:func:`nvtopo.render.messages.say`):
+    one line when piped, wrapped at spaces on a terminal, flushed."""
+    from ..render import messages
+
+    messages.say(line)
 
 
 def err(message: str) -> None:

@@ -6,7 +6,7 @@ import typer
 
 from .io import console, handles_errors, print_json
 from .options import (TOPOLOGY_FROM_HELP, Format, format_option, from_option, layout,
-                      layout_file_option, sysfs_root_option, timeout_option)
+                      layout_file_option, layout_names, sysfs_root_option, timeout_option)
 
 app = typer.Typer(
     help="Expected layouts: list them, show one, or capture one from a known-good node.",
@@ -20,7 +20,8 @@ def layouts_list(
     ctx: typer.Context,
     fmt: Format = format_option(Format.table, help="table (Rich) or json."),
 ) -> None:
-    """List the bundled layouts (name, title, GPUs, NV#, compute NICs).
+    """List the bundled layouts (name, GPUs, NV#, compute NICs, title); `layouts list` is
+    the same.
 
     Examples:
 
@@ -32,6 +33,19 @@ def layouts_list(
     """
     if ctx.invoked_subcommand is not None:
         return
+    _list(fmt)
+
+
+@app.command("list")
+@handles_errors
+def layouts_list_cmd(
+    fmt: Format = format_option(Format.table, help="table (Rich) or json."),
+) -> None:
+    """List the bundled layouts (as `nvtopo layouts`)."""
+    _list(fmt)
+
+
+def _list(fmt: Format) -> None:
     from .. import layouts as layouts_pkg
 
     rows = [layouts_pkg.load(n).summary() for n in layouts_pkg.names()]
@@ -46,21 +60,24 @@ def layouts_list(
 @app.command("show")
 @handles_errors
 def layouts_show(
-    name: Optional[str] = typer.Argument(None, metavar="NAME", help="A bundled layout."),
+    name: Optional[str] = typer.Argument(None, metavar="NAME", help="A bundled layout.",
+                                         autocompletion=layout_names),
     layout_file: Optional[str] = layout_file_option(
         help="Show (and validate) your own file. '-' reads standard input."),
-    fmt: Format = format_option(Format.json, help="json (the file format, the default: "
-                                                  "docs/layouts.md §2) or table (readable)."),
+    fmt: Optional[Format] = format_option(
+        None, help="table (readable) or json (the file format: docs/layouts.md §2). "
+                   "Default: table on a terminal, json when piped."),
 ) -> None:
-    """Print one layout: as JSON (the file format: docs/layouts.md §2), or with
-    --format table as a readable list of its expectations."""
+    """Print one layout: on a terminal a readable list of its expectations, piped (or with
+    --format json) the JSON file (docs/layouts.md §2)."""
     data = layout(name, layout_file, "layouts show", named=True).data
-    if fmt is Format.json:
+    con = console()
+    if fmt is Format.json or (fmt is None and not con.is_terminal):
         print_json(data)
     else:
         from ..render import check as render_check
 
-        render_check.print_layout(data, console())
+        render_check.print_layout(data, con)
 
 
 @app.command("capture")

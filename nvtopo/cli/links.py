@@ -21,13 +21,18 @@ def links(
     problems: bool = typer.Option(False, "--problems",
                                   help="Table: only the links that are not as expected (down, "
                                        "unknown, nonzero error counters)."),
+    verbose: bool = typer.Option(False, "--verbose", "-v",
+                                 help="Table: a table for every GPU (on a terminal the GPUs "
+                                      "whose links are all active with no error share one "
+                                      "line)."),
 ) -> None:
     """Show every NVLink of every GPU: state, version, speed, remote end, error counters.
 
     States: active; inactive (unused by design: MIG, a bridge using part of the
     links, no peer attached); down (a link that should be up is not); not_supported
     (no NVLink on this GPU); unknown.  The rule that decided is printed.
-    Nonzero error counters are shown in red.
+    Nonzero error counters are shown in red.  On a terminal the GPUs whose links are
+    all active with no error share one line (-v: a table each); a summary line ends it.
 
     Examples:
 
@@ -48,4 +53,6 @@ def links(
     if fmt is Format.json:
         print_json({"schema_version": render_links.LINKS_SCHEMA_VERSION, **doc})
     else:
-        render_links.print_links(doc, console(), problems=problems)
+        con = console()
+        render_links.print_links(doc, con, problems=problems,
+                                 collapse=con.is_terminal and not verbose and gpu is None)

@@ -8,7 +8,7 @@ it reads, never the option itself).
 from __future__ import annotations
 
 import enum
-from typing import Any, Optional
+from typing import Any, List, Optional
 
 import typer
 
@@ -123,7 +123,29 @@ def output_option(help: str = OUTPUT_HELP) -> Any:
 # --- --format ------------------------------------------------------------------------------
 
 
-def format_option(default: enum.Enum, help: str) -> Any:
+def layout_names(incomplete: str) -> List[str]:
+    """Shell completion: the bundled layouts' names starting with what was typed."""
+    from .. import layouts
+
+    return [n for n in layouts.names() if n.startswith(incomplete)]
+
+
+def example_names(incomplete: str) -> List[str]:
+    """Shell completion of ``check --example``: the bundled examples (snapshots and texts)
+    starting with what was typed."""
+    from .. import examples
+
+    return [n for n in examples.snapshot_names() if n.startswith(incomplete)]
+
+
+def text_example_names(incomplete: str) -> List[str]:
+    """Shell completion of ``show --example``: the bundled texts."""
+    from .. import examples
+
+    return [n for n in examples.names() if n.startswith(incomplete)]
+
+
+def format_option(default: Optional[enum.Enum], help: str) -> Any:
     return typer.Option(default, "--format", metavar="FORMAT", help=help)
 
 
@@ -135,8 +157,16 @@ LAYOUT_FILE_HELP = ("Check against your own layout file (JSON; see `nvtopo layou
                     "'-' reads standard input.")
 
 
+def quiet_option() -> Any:
+    return typer.Option(False, "--quiet", "-q",
+                        help="No progress line on standard error (drawn only when it is a "
+                             "terminal, and erased when the work ends).")
+
+
 def layout_option(help: str = LAYOUT_HELP) -> Any:
-    return typer.Option("auto", "--layout", "-l", metavar="NAME|auto", help=help)
+    return typer.Option("auto", "--layout", "-l", metavar="NAME|auto", help=help,
+                        autocompletion=lambda incomplete: layout_names(incomplete) + [
+                            a for a in ["auto"] if a.startswith(incomplete)])
 
 
 def layout_file_option(help: str = LAYOUT_FILE_HELP) -> Any:
@@ -160,6 +190,21 @@ def thresholds(path: Optional[str]) -> Any:
     return thresholds_mod.read(path)
 
 
+def _bundled(name: str, where: str) -> Any:
+    """A bundled layout by name; an unknown name is blamed on what named it (the ``--layout``
+    option, or the argument of ``layouts show``), with the closest names."""
+    import difflib
+
+    from .. import layouts
+
+    if name in layouts.names():
+        return layouts.load(name)
+    close = difflib.get_close_matches(name, layouts.names(), n=2, cutoff=0.6)
+    hint = f"did you mean {' or '.join(close)}? " if close else ""
+    raise NvtopoError(f"no bundled layout named {name!r}; {hint}`nvtopo layouts` lists them",
+                      where=where)
+
+
 def layout(name: Optional[str], path: Optional[str], command: str, *,
            named: bool = False, stdin_taken: bool = False) -> Any:
     """The layout ``--layout NAME``/``--layout-file FILE`` (or a NAME argument: ``named``)
@@ -180,7 +225,8 @@ def layout(name: Optional[str], path: Optional[str], command: str, *,
     elif name not in (None, "auto") and path is not None:
         raise NvtopoError("use either --layout or --layout-file, not both", where=command)
     if path is None:
-        return "auto" if not named and name in (None, "auto") else layouts.load(str(name))
+        return "auto" if not named and name in (None, "auto") else _bundled(
+            str(name), command if named else "--layout")
     from .. import snapshot
 
     if stdin_taken and path in snapshot.STDIN_NAMES:

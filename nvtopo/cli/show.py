@@ -6,15 +6,15 @@ from typing import Optional
 import typer
 
 from .io import check_output, console, emit, handles_errors, to_terminal
-from .options import (ShowFormat, format_option, from_option, output_option, sysfs_root_option,
-                      timeout_option)
+from .options import (ShowFormat, format_option, from_option, output_option,
+                      sysfs_root_option, text_example_names, timeout_option)
 
 
 @handles_errors
 def show(
     from_: Optional[str] = from_option(),
     example: Optional[str] = typer.Option(
-        None, "--example", metavar="NAME",
+        None, "--example", metavar="NAME", autocompletion=text_example_names,
         help="Show a bundled example instead of this machine (dgx-h100)."),
     fmt: ShowFormat = format_option(
         ShowFormat.table,

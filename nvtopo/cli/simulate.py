@@ -4,14 +4,15 @@ from typing import List, Optional
 
 import typer
 
-from .io import check_output, emit, handles_errors
-from .options import layout, layout_file_option, output_option
+from .io import check_output, emit, handles_errors, say
+from .options import layout, layout_file_option, layout_names, output_option, quiet_option
 
 
 @handles_errors
 def simulate_cmd(
     layout_name: Optional[str] = typer.Argument(
-        None, metavar="LAYOUT", help="A bundled layout (`nvtopo layouts` lists them)."),
+        None, metavar="LAYOUT", help="A bundled layout (`nvtopo layouts` lists them).",
+        autocompletion=layout_names),
     fault: Optional[List[str]] = typer.Option(
         None, "--fault", metavar="SPEC",
         help="Inject a fault (repeatable): nvlink-down:GPU3:7, nvlink-degraded:GPU2-GPU6, "
@@ -44,6 +45,7 @@ def simulate_cmd(
         help="Simulate a node of this layout file. '-' reads standard input."),
     output: Optional[str] = output_option(
         help="Write the snapshot here (atomically). '-' or none: standard output."),
+    quiet: bool = quiet_option(),
 ) -> None:
     """Write a synthetic snapshot of a node of LAYOUT: healthy, or with faults injected.
 
@@ -60,6 +62,9 @@ def simulate_cmd(
       nvtopo simulate dgx-h100 --fault nvlink-down:GPU3:7 -o bad.json && nvtopo check --from bad.json
 
       nvtopo simulate dgx-1-v100 --fault gpu-missing:GPU7 --fault ib-rate:mlx5_1:50 --seed 7
+
+    With --nodes, a progress line counts the nodes written on standard error when that is a
+    terminal (--quiet: none).
     """
     from .. import simulate as sim
     from .. import snapshot
@@ -69,7 +74,7 @@ def simulate_cmd(
         raise NvtopoError("--hostname is empty", where="simulate")
     if nodes is not None:
         _fleet(layout(layout_name, layout_file, "simulate", named=True), nodes, output,
-               list(fault or []), list(fleet_fault or []), seed, hostname, mesh)
+               list(fault or []), list(fleet_fault or []), seed, hostname, mesh, quiet)
         return
     if fleet_fault:
         raise NvtopoError("--fleet-fault needs --nodes", where="simulate")
@@ -82,15 +87,14 @@ def simulate_cmd(
 
 
 def _fleet(lay, nodes: int, output: Optional[str], faults: List[str], fleet_faults: List[str],
-           seed: int, prefix: Optional[str], mesh: bool = False) -> None:
-    import sys
-
+           seed: int, prefix: Optional[str], mesh: bool = False, quiet: bool = False) -> None:
     from ..errors import NvtopoError
+    from ..render.progress import track
     from ..simulate import fleet
 
     if not output or output == "-":
         raise NvtopoError("--nodes writes a directory: give it with -o DIR", where="simulate")
     p = fleet.plan(lay, nodes, seed=seed, prefix=prefix or "node", fleet_faults=fleet_faults,
                    node_faults=faults, mesh=mesh)
-    count = sum(1 for _ in fleet.write(p, output))
-    sys.stderr.write(f"wrote {count} simulated {lay.name} snapshots to {output}\n")
+    count = sum(1 for _ in track(fleet.write(p, output), "simulating", nodes, quiet=quiet))
+    say(f"nvtopo: wrote {count} simulated {lay.name} snapshots to {output}")

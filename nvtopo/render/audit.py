@@ -116,6 +116,7 @@ class TablePrinter:
             self.hidden_pass = sum(1 for _, r in items if r.verdict == "pass")
             items = [(k, r) for k, r in items if r.verdict != "pass"]
         if not items:
+            self._print_hidden()
             return
         items.sort(key=lambda kr: (VERDICT_ORDER.get(kr[1].verdict, 2),
                                    printable(kr[1].hostname or "~"), kr[1].file))
@@ -159,70 +160,103 @@ class TablePrinter:
                 row.append(str(self.older.get(k, 0) or ""))
             t.add_row(*row)
         self.console.print(fit(t, getattr(self.console, "width", 80) or 80))
+        self._print_hidden()
 
-    def finish(self, summary: Summary) -> None:
-        from rich.table import Table
+    def _print_hidden(self) -> None:
+        """The one line that counts the passing nodes left out of the table."""
         from rich.text import Text
 
-        from .cells import text
-        from .layout import fit, print_wrapped
+        from .layout import print_wrapped
 
-        self._print_nodes()
-        console = self.console
-        width = getattr(console, "width", 80) or 80
-        bad = self.bad
+        n = self.hidden_pass
+        if n:
+            print_wrapped(self.console, Text(
+                f"{n} passing node{'s' if n != 1 else ''} not listed (--all lists every "
+                "node)", style="green"), 0, 2)
+
+    def finish(self, summary: Summary) -> None:
+        """The verdict line, the findings by code (the view ``check`` draws), the nodes
+        (failing first), the files that could not be read, then the notes."""
+        from .layout import print_wrapped
+
         doc = summary.to_dict()
+        print_wrapped(self.console, _verdict_line(doc), 0, 2)
         if doc["codes"]:
-            t = Table(title="Findings by code", title_justify="left", expand=False)
-            t.add_column("Code", no_wrap=True)
-            t.add_column("Severity", no_wrap=True)
-            t.add_column("Nodes", justify="right")
-            t.add_column(f"Which (first {SHOWN_NODES})", ratio=1)
-            for c in doc["codes"]:
-                which = ", ".join(c["shown"]) + (f", … +{c['more']} more" if c["more"] else "")
-                t.add_row(text(c["code"], style="red" if c["severity"] == "error" else "yellow"),
-                          text(c["severity"]), text(c["nodes"]), text(which))
-            console.print(fit(t, width))
-        if bad:
-            t = Table(title=f"Could not be read ({self.nbad})", title_justify="left", expand=False,
-                      title_style="yellow")
-            t.add_column("File", no_wrap=True)
-            t.add_column("Reason", ratio=1)
-            for r in bad:
-                t.add_row(text(r.file), text(r.reason or ""))
-            if self.nbad > len(bad):
-                t.add_row(f"… and {self.nbad - len(bad)} more", "(--format json lists every file)")
-            console.print(fit(t, width))
-        line = Text(f"AUDIT: {doc['files']} file(s) · ", style="bold")
-        line.append(f"{doc['pass']} pass", style="bold green")
-        line.append(" · ")
-        line.append(f"{doc['fail']} fail", style="bold red" if doc["fail"] else "bold")
-        line.append(" · ")
-        line.append(f"{doc['unreadable']} unreadable",
-                    style="bold yellow" if doc["unreadable"] else "bold")
-        if doc["checked"] == 0:
-            line.append("  (nothing could be checked)", style="bold yellow")
-        print_wrapped(console, line, 0, 2)
+            from .findings import print_findings
+
+            print_findings([_code_finding(c) for c in doc["codes"]], self.console)
+        self._print_nodes()
+        self._print_unreadable()
+        self._print_notes(doc)
+
+    def _print_unreadable(self) -> None:
+        from rich.table import Table
+
+        from .cells import text
+        from .layout import fit
+
+        bad = self.bad
+        if not bad:
+            return
+        t = Table(title=f"Could not be read ({self.nbad})", title_justify="left", expand=False,
+                  title_style="yellow")
+        t.add_column("File", no_wrap=True)
+        t.add_column("Reason", ratio=1)
+        for r in bad:
+            t.add_row(text(r.file), text(r.reason or ""))
+        if self.nbad > len(bad):
+            t.add_row(f"… and {self.nbad - len(bad)} more", "(--format json lists every file)")
+        self.console.print(fit(t, getattr(self.console, "width", 80) or 80))
+
+    def _print_notes(self, doc: Dict[str, Any]) -> None:
+        from rich.text import Text
+
+        from .layout import print_wrapped
+
         shown = []
         folded = sum(self.older.values())
         if folded and not self.all_snapshots:
             shown.append(f"{folded} older snapshot{'s' if folded != 1 else ''} of the same "
                          "hosts not listed (the latest per host is; --all-snapshots lists "
                          "every file)")
-        if self.hidden_pass:
-            shown.append(f"{self.hidden_pass} passing node{'s' if self.hidden_pass != 1 else ''}"
-                         " not listed (--failed)")
         for s in shown:
-            print_wrapped(console, Text("note: " + s, style="dim"), 0, 2)
+            print_wrapped(self.console, Text("note: " + s, style="dim"), 0, 2)
         if doc["rederived"]:
             n = doc["rederived"]
-            print_wrapped(console, Text(
+            print_wrapped(self.console, Text(
                 f"note: {n} snapshot{'s' if n != 1 else ''} carried no model cache this nvtopo "
                 "can use (none, or written by another nvtopo version or build, or edited since) "
                 "and "
                 f"{'were' if n != 1 else 'was'} re-derived from the evidence, several times "
                 "slower; `nvtopo snapshot --from FILE -o FILE` gives a snapshot a fresh cache",
                 style="dim"), 0, 2)
+
+
+def _verdict_line(doc: Dict[str, Any]) -> Any:
+    """``AUDIT: FAIL · 300 file(s) · 260 pass · 40 fail · 0 unreadable``: the answer first."""
+    from rich.text import Text
+
+    verdict = "FAIL" if doc["fail"] else "PASS" if doc["checked"] else "NOTHING CHECKED"
+    line = Text("AUDIT: ", style="bold")
+    line.append(verdict, style="bold red" if doc["fail"] else "bold green"
+                if doc["checked"] else "bold yellow")
+    line.append(f" · {doc['files']} file(s) · ", style="bold")
+    line.append(f"{doc['pass']} pass", style="bold green")
+    line.append(" · ")
+    line.append(f"{doc['fail']} fail", style="bold red" if doc["fail"] else "bold")
+    line.append(" · ")
+    line.append(f"{doc['unreadable']} unreadable",
+                style="bold yellow" if doc["unreadable"] else "bold")
+    return line
+
+
+def _code_finding(c: Dict[str, Any]) -> Dict[str, Any]:
+    """A finding code over the fleet in the form of a node's finding: the subject is the
+    number of nodes, the text names the first of them."""
+    which = ", ".join(c["shown"]) + (f", … +{c['more']} more" if c["more"] else "")
+    n = c["nodes"]
+    return {"severity": c["severity"], "code": c["code"],
+            "subject": f"{n} node{'s' if n != 1 else ''}", "message": which}
 
 
 # --- JSON (streamed) ----------------------------------------------------------------------

@@ -12,7 +12,8 @@ from ..safe import printable
 if TYPE_CHECKING:  # Rich is imported by the table printers only: JSON output never loads it
     from rich.console import Console
 
-from .layout import STYLE, TITLE, print_findings, print_wrapped, value as _val  # noqa: F401 (re-exported)
+from .findings import STYLE, TITLE, print_findings  # noqa: F401 (re-exported)
+from .layout import print_wrapped, value as _val  # noqa: F401 (re-exported)
 
 
 def print_check(report: Report, console: Console, *, brief: bool = False,
@@ -42,19 +43,40 @@ def print_check(report: Report, console: Console, *, brief: bool = False,
 
 
 def print_layouts(rows: List[Dict[str, Any]], console: Console) -> None:
-    from rich.table import Table
+    """The bundled layouts, one per line: name, GPUs, NV#, compute NICs, then the title
+    where every title has room on its row, else each on the line beneath (wrapped at
+    spaces, indented): at 80 columns no name or title is cut."""
+    from rich.text import Text
 
     from .cells import text
 
-    table = Table(title="Layouts", title_justify="left")
-    table.add_column("Name", no_wrap=True, style="bold")
-    table.add_column("Title", ratio=1)
-    for col in ("GPUs", "NV#", "Compute NICs"):
-        table.add_column(col, no_wrap=True)
-    for r in rows:
-        table.add_row(text(r["name"]), text(r["title"]), text(_val(r["gpus"])),
-                      text(_val(r["nvlink"])), text(_val(r["nics"])))
-    console.print(table)
+    heads = ("Name", "GPUs", "NV#", "Compute NICs")
+    cells = [(printable(r["name"]), printable(_val(r["gpus"])), printable(_val(r["nvlink"])),
+              printable(_val(r["nics"]))) for r in rows]
+    widths = [max([len(h)] + [len(c[i]) for c in cells]) for i, h in enumerate(heads)]
+    lead = sum(widths) + 2 * len(widths)  # where the title starts on a row's own line
+
+    def line(values: Any, style: str = "") -> Text:
+        out = Text()
+        for i, (v, w) in enumerate(zip(values, widths)):
+            out.append(v.ljust(w) + "  ", style=style or ("bold" if i == 0 else ""))
+        return out
+
+    titles = [printable(r["title"]) for r in rows]
+    side = lead + max([len(t) for t in titles] + [5]) <= console.width  # every title fits
+    head = line(heads, "bold underline")
+    if side:
+        head.append("Title", style="bold underline")
+    head.rstrip()
+    console.print(head, soft_wrap=True)
+    for c, title in zip(cells, titles):
+        row = line(c)
+        if side:
+            row.append(title)
+        row.rstrip()
+        console.print(row, soft_wrap=True)
+        if not side:
+            print_wrapped(console, text(title, "dim"), 2, 2)
 
 
 def _flat(prefix: str, x: Any, out: List[Any]) -> None:

@@ -135,47 +135,65 @@ def k8s_labels(doc: Dict[str, Any]) -> str:
 
 
 def table(doc: Dict[str, Any], console: Any) -> None:
-    """The Rich view: a summary line, the NVLink domains, the findings."""
+    """The Rich view: the verdict line, the findings (the view ``check`` draws), then the
+    multi-node NVLink domains (a domain of one node is counted, not listed)."""
+    from rich.text import Text
+
+    from .layout import print_wrapped
+
+    c = doc["counts"]
+    local = c.get("node_local") or 0
+    verdict = str(doc["verdict"]).upper()
+    line = Text("CLUSTER: ", style="bold")
+    line.append(verdict, style="bold red" if doc["verdict"] == "fail" else "bold green")
+    line.append(f" · {c['nodes']} node(s) read, {c['unreadable']} unreadable · "
+                f"{c['domains']} NVLink domain(s)"
+                + (f" ({local} node(s) with a node-local NVSwitch fabric, not a multi-node "
+                   "domain)" if local else "")
+                + f" · {c['errors']} error(s), {c['warnings']} warning(s)")
+    print_wrapped(console, line, 0, 2)
+    if doc["findings"]:
+        from .findings import print_findings
+
+        print_findings([_fleet_finding(f) for f in doc["findings"]], console, verbose=True)
+    _domains(doc, console)
+
+
+def _fleet_finding(f: Dict[str, Any]) -> Dict[str, Any]:
+    """A cross-node finding in the form of a node's: its node count joins the subject."""
+    n = f.get("node_count") or 0
+    subject = printable(f["subject"]) + (f" ({n} node{'s' if n != 1 else ''})" if n else "")
+    return dict(f, subject=subject)
+
+
+#: Domains listed in the table (the JSON document has every one).
+SHOWN_DOMAINS = 50
+
+
+def _domains(doc: Dict[str, Any], console: Any) -> None:
     from rich.table import Table
     from rich.text import Text
 
     from .layout import Fitted, id_column, text_column
 
-    c = doc["counts"]
-    local = c.get("node_local") or 0
-    console.print(Text(f"{c['nodes']} node(s) read, {c['unreadable']} unreadable; "
-                       f"{c['domains']} NVLink domain(s)"
-                       + (f" ({local} node(s) with a node-local NVSwitch fabric, not a "
-                          "multi-node domain)" if local else "")
-                       + f"; {c['errors']} error(s), "
-                       f"{c['warnings']} warning(s): {doc['verdict'].upper()}"))
-    if doc["domains"]:
-        t = Table(title="NVLink domains")
+    multi = [d for d in doc["domains"] if len(d["nodes"]) > 1]
+    single = len(doc["domains"]) - len(multi)
+    if multi:
+        t = Table(title="NVLink domains (more than one node)")
         id_column(t, "domain (ClusterUUID)")
         text_column(t, "cliques")
         id_column(t, "nodes", justify="right")
         text_column(t, "first nodes")
-        for d in doc["domains"][:50]:
+        for d in multi[:SHOWN_DOMAINS]:
             t.add_row(Text(printable(d["cluster_uuid"])),
                       Text(",".join(str(x) for x in d["cliques"])), Text(str(len(d["nodes"]))),
                       Text(printable(", ".join(d["nodes"][:4]))))
-        if len(doc["domains"]) > 50:
-            t.caption = f"{len(doc['domains']) - 50} more domains in --format json"
+        if len(multi) > SHOWN_DOMAINS:
+            t.caption = f"{len(multi) - SHOWN_DOMAINS} more domains in --format json"
         console.print(Fitted(t))
-    if doc["findings"]:
-        t = Table(title="Findings")
-        id_column(t, "severity")
-        id_column(t, "code")
-        id_column(t, "subject")
-        id_column(t, "nodes", justify="right")
-        text_column(t, "message")
-        for f in doc["findings"]:
-            style = "red" if f["severity"] == "error" else "yellow" if \
-                f["severity"] == "warning" else ""
-            t.add_row(Text(f["severity"], style=style), Text(f["code"]),
-                      Text(printable(f["subject"])), Text(str(f["node_count"])),
-                      Text(printable(f["message"])))
-        console.print(Fitted(t))
+    if single:
+        console.print(Text(f"{single} NVLink domain(s) of one node not listed "
+                           "(--format json lists them)", style="dim"))
 
 
 def text(doc: Dict[str, Any], fmt: str) -> str:

@@ -9,7 +9,8 @@ from rich.table import Table
 from rich.text import Text
 
 from .cells import printable, text
-from .check import STYLE, _val
+from .check import _val
+from .findings import TITLE, print_findings
 from .layout import Fitted
 
 
@@ -45,24 +46,15 @@ def print_diff(doc: Dict[str, Any], console: Console) -> None:
     if nc:
         line.append(printable(f"  (not comparable: {_sources(nc)})"), style="yellow")
     console.print(line)
-    for key, title in (("new", "New findings"), ("resolved", "Resolved findings"),
-                       ("unconfirmed", "Findings not compared (evidence on one side only)")):
+    for key, title in (("new", "New"), ("resolved", "Resolved"),
+                       ("unconfirmed", "Not compared (evidence on one side only):")):
         group = v.get(key) or []
         if not group:
             continue
-        t = Table(title=f"{title} ({len(group)})", title_justify="left", expand=False)
-        t.add_column("Severity", no_wrap=True)
-        t.add_column("Code", no_wrap=True)
-        t.add_column("Subject", no_wrap=True)
         if key == "unconfirmed":
-            t.add_column("Seen in", no_wrap=True)
-        t.add_column("What", ratio=1)
-        for f in group:
-            cells = [text(f["severity"], style=STYLE.get(f["severity"], "")), text(f["code"]),
-                     text(f["subject"])] + ([text(f.get("side", ""))] if key == "unconfirmed"
-                                            else [])
-            t.add_row(*cells, text(f["message"]))
-        console.print(Fitted(t))
+            group = [dict(f, subject=f"{f['subject']} ({f.get('side', '')})") for f in group]
+        print_findings(group, console, verbose=True,
+                       titles={s: f"{title} {TITLE[s].lower()}" for s in TITLE})
     compared = (doc.get("sources") or {}).get("compared") or []
     scope = ""
     if nc:

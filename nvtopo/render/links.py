@@ -243,74 +243,136 @@ def problem_link(lk: Dict[str, Any]) -> bool:
     return lk["state"] in ("down", "unknown") or any(v for v in lk["errors"].values())
 
 
+def _gpu_bad(g: Dict[str, Any]) -> bool:
+    return bool(g.get("fault")) or _fabric_bad(g.get("fabric")) or \
+        _c2c_bad(g.get("c2c")) or any(problem_link(lk) for lk in g["links"])
+
+
 def problems_first(doc: Dict[str, Any], only: bool = False) -> Dict[str, Any]:
     """The table view of ``doc``: GPUs with a problem link (or a fault) first; with
     ``only``, just those GPUs and, of each, just its problem links."""
-    def bad(g: Dict[str, Any]) -> bool:
-        return bool(g.get("fault")) or _fabric_bad(g.get("fabric")) or \
-            _c2c_bad(g.get("c2c")) or any(problem_link(lk) for lk in g["links"])
-    gpus = sorted(doc["gpus"], key=lambda g: not bad(g))  # stable: index order kept
+    gpus = sorted(doc["gpus"], key=lambda g: not _gpu_bad(g))  # stable: index order kept
     if only:
         gpus = [dict(g, links=[lk for lk in g["links"] if problem_link(lk)])
-                for g in gpus if bad(g)]
+                for g in gpus if _gpu_bad(g)]
     return dict(doc, gpus=gpus)
 
 
-def print_links(doc: Dict[str, Any], console: Console, *, problems: bool = False) -> None:
+def _healthy(g: Dict[str, Any]) -> bool:
+    """Every link of the GPU active, no error counter above 0, nothing else wrong."""
+    return bool(g["links"]) and not _gpu_bad(g) and all(
+        lk["state"] == "active" for lk in g["links"])
+
+
+def print_links(doc: Dict[str, Any], console: Console, *, problems: bool = False,
+                collapse: bool = False) -> None:
     """The links document as one table per GPU, GPUs with problems first; ``problems``:
-    only the links that are not as expected (down, unknown, nonzero error counters)."""
-    total = len(doc["gpus"])
+    only the links that are not as expected (down, unknown, nonzero error counters);
+    ``collapse``: the healthy GPUs (every link active, no error) on one line instead of a
+    table each.  A summary line ends it."""
+    every = doc["gpus"]
+    total = len(every)
     doc = problems_first(doc, only=problems)
     if problems and not doc["gpus"]:
         console.print(text(f"no NVLink problem on {total} GPU{'s' if total != 1 else ''} "
                            "(no link down or unknown, no error counter above 0)"))
+    shared, same_c2c = _node_lines(doc, console)
+    folded = [g for g in doc["gpus"] if collapse and _healthy(g)]
+    for g in doc["gpus"]:
+        if g not in folded:
+            _print_gpu(g, console, shared, same_c2c)
+    if folded:
+        n = len(folded[0]["links"])
+        same = all(len(g["links"]) == n for g in folded)
+        print_wrapped(console, Text.assemble(
+            (f"GPU{'s' if len(folded) > 1 else ''} "
+             + ", ".join(str(g["index"]) for g in folded), "green"),
+            printable(f": {'all ' + str(n) if same else 'all'} links active, no error "
+                      "counters"), ("  (-v lists every link)", "dim")), 0, 2)
+        console.print()
+    _print_tail(doc, console)
+    print_wrapped(console, _summary(every), 0, 2)
+
+
+def _summary(gpus: List[Dict[str, Any]]) -> Text:
+    """``links: 8 GPUs · 144 links: 143 active, 1 down · 0 with error counters``."""
+    states: Dict[str, int] = {}
+    for g in gpus:
+        for lk in g["links"]:
+            states[lk["state"]] = states.get(lk["state"], 0) + 1
+    nlinks = sum(states.values())
+    erring = sum(1 for g in gpus for lk in g["links"] if any(v for v in lk["errors"].values()))
+    order = ["active", "down", "inactive", "unknown", "not_supported"]
+    keys = [k for k in order if k in states] + sorted(k for k in states if k not in order)
+    line = Text("links: ", style="bold")
+    line.append(printable(f"{len(gpus)} GPU{'s' if len(gpus) != 1 else ''} · {nlinks} "
+                          f"link{'s' if nlinks != 1 else ''}" + (":" if keys else "")))
+    for i, k in enumerate(keys):
+        line.append("," if i else "")
+        line.append(printable(f" {states[k]} {k.replace('_', ' ')}"),
+                    style=STATE_STYLES.get(k, "") if k != "active" else "")
+    line.append(f" · {erring} with error counters", style="bold red" if erring else "")
+    return line
+
+
+def _node_lines(doc: Dict[str, Any], console: Console) -> Tuple[bool, bool]:
+    """The fabric and C2C lines shared by every GPU, once for the node."""
     fabrics = [g.get("fabric") for g in doc["gpus"]]
-    shared = len(fabrics) > 1 and fabrics[0] and all(f == fabrics[0] for f in fabrics)
+    shared = bool(len(fabrics) > 1 and fabrics[0] and all(f == fabrics[0] for f in fabrics))
     if shared:  # one line for the node, not one per GPU
         line = _fabric_text(fabrics[0])
         line.append(f" (all {len(fabrics)} GPUs)")
         print_wrapped(console, line, 0, 2)
     c2cs = [g.get("c2c") for g in doc["gpus"]]
-    same_c2c = len(c2cs) > 1 and c2cs[0] and all(c == c2cs[0] for c in c2cs)
+    same_c2c = bool(len(c2cs) > 1 and c2cs[0] and all(c == c2cs[0] for c in c2cs))
     if same_c2c:
         line = _c2c_text(c2cs[0])
         line.append(f" (all {len(c2cs)} GPUs)")
         print_wrapped(console, line, 0, 2)
-    for g in doc["gpus"]:
-        if g.get("fault"):
-            print_wrapped(console, text(f"GPU{g['index']}: {g['fault'].get('message')}",
-                                        style="bold red"), 0, 2)
-        if g.get("fabric") and not shared:
-            line = _fabric_text(g["fabric"])
-            line.append(f" (GPU{g['index']})")
-            print_wrapped(console, line, 0, 2)
-        if g.get("c2c") and not same_c2c:
-            line = _c2c_text(g["c2c"])
-            line.append(f" (GPU{g['index']})")
-            print_wrapped(console, line, 0, 2)
-        if not g["links"]:
-            what = {"not_supported": "NVLink not supported on this GPU",
-                    "inactive": g.get("reason") or "all links inactive"}.get(
-                        g["nvlink"], "no NVLink facts")
-            console.print(text(f"GPU{g['index']} · {g.get('name') or '?'} · {what}",
-                               style="dim" if g["nvlink"] == "not_supported" else "yellow"))
-            console.print()
-            continue
-        console.print(Fitted(gpu_table(g)))
-        reasons: Dict[str, List[int]] = {}
-        for lk in g["links"]:
-            if lk["state"] != "active" and lk.get("reason"):
-                reasons.setdefault(f"{lk['state']}: {lk['reason']}", []).append(lk["link"])
-        for why, ids in reasons.items():
-            style = "bold red" if why.startswith("down") else "yellow"
-            word = "link" if len(ids) == 1 else "links"
-            print_wrapped(console, text(f"{word} {', '.join(map(str, ids))} {why}",
-                                        style=style), 2, 2)
-        bad = [(lk["link"], k, v) for lk in g["links"] for k, v in lk["errors"].items() if v]
-        if bad:
-            print_wrapped(console, text("nonzero error counters: " + ", ".join(
-                f"link {i} {k}={v}" for i, k, v in bad), style="bold red"), 2, 2)
+    return shared, same_c2c
+
+
+def _print_gpu(g: Dict[str, Any], console: Console, shared: bool, same_c2c: bool) -> None:
+    """One GPU: its fault, fabric and C2C lines where not the node's, its table, the
+    reasons of its links not active, its nonzero error counters."""
+    if g.get("fault"):
+        print_wrapped(console, text(f"GPU{g['index']}: {g['fault'].get('message')}",
+                                    style="bold red"), 0, 2)
+    if g.get("fabric") and not shared:
+        line = _fabric_text(g["fabric"])
+        line.append(f" (GPU{g['index']})")
+        print_wrapped(console, line, 0, 2)
+    if g.get("c2c") and not same_c2c:
+        line = _c2c_text(g["c2c"])
+        line.append(f" (GPU{g['index']})")
+        print_wrapped(console, line, 0, 2)
+    if not g["links"]:
+        what = {"not_supported": "NVLink not supported on this GPU",
+                "inactive": g.get("reason") or "all links inactive"}.get(
+                    g["nvlink"], "no NVLink facts")
+        console.print(text(f"GPU{g['index']} · {g.get('name') or '?'} · {what}",
+                           style="dim" if g["nvlink"] == "not_supported" else "yellow"))
         console.print()
+        return
+    console.print(Fitted(gpu_table(g)))
+    reasons: Dict[str, List[int]] = {}
+    for lk in g["links"]:
+        if lk["state"] != "active" and lk.get("reason"):
+            reasons.setdefault(f"{lk['state']}: {lk['reason']}", []).append(lk["link"])
+    for why, ids in reasons.items():
+        style = "bold red" if why.startswith("down") else "yellow"
+        word = "link" if len(ids) == 1 else "links"
+        print_wrapped(console, text(f"{word} {', '.join(map(str, ids))} {why}",
+                                    style=style), 2, 2)
+    bad = [(lk["link"], k, v) for lk in g["links"] for k, v in lk["errors"].items() if v]
+    if bad:
+        print_wrapped(console, text("nonzero error counters: " + ", ".join(
+            f"link {i} {k}={v}" for i, k, v in bad), style="bold red"), 2, 2)
+    console.print()
+
+
+def _print_tail(doc: Dict[str, Any], console: Console) -> None:
+    """The node's pairs, notes, disagreements and what did not answer."""
     pairs = doc.get("pairs") or []
     if pairs:
         counts = sorted({p["count"] for p in pairs})

@@ -471,7 +471,24 @@ def render(topo: Topology, width: int) -> RenderableType:
     if note_text is not None:
         parts += [Text(""), note_text]
     parts += [Text(""), summary(topo)]
+    elsewhere = _read_better_by(topo)
+    if elsewhere is not None:
+        parts.append(elsewhere)
     return Group(*parts)
+
+
+def _read_better_by(topo: Topology) -> Optional[Text]:
+    """A paste another command reads better, said in one line: link states pasted (``nvidia-smi
+    nvlink -s``, ``dcgmi nvlink -s``) with no path matrix are ``links``' to show."""
+    if _no_matrix(topo) and topo.origin.file and any(
+            g.nvml_text is not None for g in topo.gpus):
+        return Text.assemble(("link states: ", "bold"),
+                             printable(f"nvtopo links --from {topo.origin.file}"))
+    return None
+
+
+def _no_matrix(topo: Topology) -> bool:
+    return topo.matrix is None and topo.p2p is None
 
 
 def print_topology(topo: Topology, console: Console) -> None:

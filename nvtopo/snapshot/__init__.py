@@ -292,9 +292,17 @@ def _open_example(name: str) -> Opened:
 
 
 _LIVE = "live probe"
-_NO_GPU_HINT = ("to audit a saved file instead: nvtopo show --from FILE (a snapshot, or a "
-                "pasted `nvidia-smi topo -m`; - reads stdin), or try: nvtopo show --example "
-                "dgx-h100")
+
+
+def _no_gpu_hint(command: str) -> str:
+    """How to go on without a GPU here, in the command the user ran (``check --from FILE``
+    for ``check``; ``show`` for a command that reads no file)."""
+    cmd = command if command in ("show", "check", "links", "snapshot", "layouts capture") \
+        else "show"
+    example = cmd if cmd in ("show", "check") else "show"
+    return (f"to read a saved file instead: `nvtopo {cmd} --from FILE` (a snapshot, or a "
+            f"pasted `nvidia-smi topo -m`; - reads stdin), or try `nvtopo {example} "
+            f"--example dgx-h100`")
 
 
 def _open_live(request: Input) -> Opened:
@@ -319,11 +327,11 @@ def _open_live(request: Input) -> Opened:
     if request.probes == EVERY_PROBE:
         if options.sysfs_root:
             topo.origin = Origin.of("live", sysfs_root=options.sysfs_root)
-        _some_gpu_here(topo, doc, options)
+        _some_gpu_here(topo, doc, options, request.command)
     return Opened(model=topo, document=doc, where=_LIVE, warnings=warnings)
 
 
-def _some_gpu_here(topo: Topology, doc: Dict[str, Any], options: Any) -> None:
+def _some_gpu_here(topo: Topology, doc: Dict[str, Any], options: Any, command: str) -> None:
     """Refuse a probe of every source that found no GPU, saying why and how to read a file
     instead; an explicit ``--sysfs-root`` tree with NICs is shown all the same."""
     from ..probes import topo as topo_text
@@ -336,8 +344,8 @@ def _some_gpu_here(topo: Topology, doc: Dict[str, Any], options: Any) -> None:
     evidence = doc["probes"][topo_text.SOURCE]
     why = evidence.get("error") or "nvidia-smi topo -m listed no GPU"
     if evidence.get("status") == "missing":
-        raise NvtopoError(f"no NVIDIA GPU here: {why}; {_NO_GPU_HINT}", where=_LIVE)
-    raise NvtopoError(f"{why}; {_NO_GPU_HINT}", where=_LIVE)
+        raise NvtopoError(f"no NVIDIA GPU here: {why}; {_no_gpu_hint(command)}", where=_LIVE)
+    raise NvtopoError(f"{why}; {_no_gpu_hint(command)}", where=_LIVE)
 
 
 def _open_sysfs(options: Any) -> Opened:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from . import domains, identity, mesh, rails, shape, skew
 from .facts import NodeFacts, node_facts, read_manifest
@@ -118,15 +118,18 @@ def read(paths: Sequence[str], jobs: Optional[int] = None, batch_size: int = 16
             yield from pending.popleft().result()
 
 
-def run(paths: Sequence[str], jobs: Optional[int] = None, fabric: Optional[str] = None
-        ) -> ClusterResult:
+def run(paths: Sequence[str], jobs: Optional[int] = None, fabric: Optional[str] = None,
+        progress: Optional[Callable[[], None]] = None) -> ClusterResult:
     """Read every snapshot, then run every family over the nodes read.  ``fabric``: an
-    ``ibnetdiscover`` dump (read first: a bad one fails before any snapshot is read)."""
+    ``ibnetdiscover`` dump (read first: a bad one fails before any snapshot is read);
+    ``progress``: called once per snapshot read (the CLI's progress line)."""
     from . import fabric as fabric_mod
 
     dump = fabric_mod.read(fabric) if fabric is not None else None
     result = ClusterResult()
     for nf in read(paths, jobs):
+        if progress is not None:
+            progress()
         (result.unreadable if nf.error is not None else result.nodes).append(nf.compact())
     result.findings = evaluate(result.nodes, result.unreadable)
     if dump is not None:

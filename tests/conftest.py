@@ -32,6 +32,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE")
 SLOW_MODULES = frozenset({
     "test_cache_validation",  # every mistyped key path of a resealed cache
     "test_collect_slurm_real", "test_collect_ray_real", "test_cluster_slurm_real",  # engines
+    "test_slurm_forms_real",
     "test_properties",  # hypothesis soaks
     "test_nvml_damage",  # every recorded value damaged every way
     "test_screens", "test_widths",  # every golden screen at every width

@@ -164,7 +164,13 @@ def test_cli_json_slurm_labels_and_exit_status(tmp_path, healthy, faulty):
     assert res.exit_code == 0
     lines = [x for x in res.stdout.splitlines() if not x.startswith("#")]
     assert lines == ["BlockName=block000 Nodes=node-[00000-00017]",
-                     "BlockName=block001 Nodes=node-[00018-00035]", "BlockSizes=18"]
+                     "BlockName=block001 Nodes=node-[00018-00035]",
+                     "BlockSizes=18,36"]  # a rack, then two racks (docs/cluster.md §3)
+    res = runner.invoke(app, ["cluster", str(healthy), "--format", "slurm-yaml", "-j", "1"])
+    assert res.exit_code == 0
+    lines = [x for x in res.stdout.splitlines() if not x.startswith("#")]
+    assert lines[:7] == ["---", "- topology: nvlink", "  cluster_default: true", "  block:",
+                         "    block_sizes:", "      - 18", "      - 36"]
     out = tmp_path / "labels.txt"
     res = runner.invoke(app, ["cluster", str(healthy), "--format", "k8s-labels", "-j", "1",
                               "-o", str(out)])

@@ -13,6 +13,7 @@ class ClusterFormat(str, enum.Enum):
     table = "table"
     json = "json"
     slurm_topology = "slurm-topology"
+    slurm_yaml = "slurm-yaml"
     k8s_labels = "k8s-labels"
 
 
@@ -25,7 +26,8 @@ def cluster_cmd(
     fmt: ClusterFormat = format_option(
         ClusterFormat.table, help="table (Rich), json, slurm-topology (topology.conf: block "
                                   "form, one block per NVLink domain; tree form with "
-                                  "--fabric) or k8s-labels (NODE key=value lines for xargs "
+                                  "--fabric), slurm-yaml (topology.yaml, Slurm 25.05: "
+                                  "blocks and, with --fabric, the tree) or k8s-labels (NODE key=value lines for xargs "
                                   "-L1 kubectl label node; nodes refused named on stderr)."),
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, metavar="N",
                                        help="Worker processes (default: every core; 1 reads "

@@ -10,20 +10,20 @@ labels Kubernetes takes, and no comment at all (the refused nodes go to standard
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 from ..safe import printable
 from .slurm import MAX_LABEL, hostlist, safe_name, slurm_block, slurm_tree, slurm_yaml
 
 
-def k8s_labels(doc: Dict[str, Any]) -> str:
+def k8s_labels(doc: Dict[str, Any], tiers: Optional[str] = None) -> str:
     """The label lines, ``NODE key=value ...`` (for ``xargs -L1 kubectl label node
     --overwrite``), and nothing else: no comment.  The nodes refused (a name or a value
     Kubernetes would not take) are :func:`nvtopo.render.k8s.labels`' second answer, for
     standard error."""
     from .k8s import labels
 
-    lines, _refused = labels(doc)
+    lines, _refused = labels(doc, tiers)
     return "".join(line + "\n" for line in lines)
 
 
@@ -71,8 +71,9 @@ def table(doc: Dict[str, Any], console: Any) -> None:
         console.print(Fitted(t))
 
 
-def text(doc: Dict[str, Any], fmt: str) -> str:
-    """The output of ``--format fmt`` as text (``table``: plain, for a file)."""
+def text(doc: Dict[str, Any], fmt: str, tiers: Optional[str] = None) -> str:
+    """The output of ``--format fmt`` as text (``table``: plain, for a file); ``tiers``: the
+    ``--tier-labels`` style of the Kubernetes formats."""
     if fmt == "json":
         import json
 
@@ -82,7 +83,13 @@ def text(doc: Dict[str, Any], fmt: str) -> str:
     if fmt == "slurm-yaml":
         return slurm_yaml(doc)
     if fmt == "k8s-labels":
-        return k8s_labels(doc)
+        return k8s_labels(doc, tiers)
+    if fmt == "k8s-json":
+        import json
+
+        from .k8s import apply_body
+
+        return json.dumps(apply_body(doc, tiers)[0], indent=2, ensure_ascii=True) + "\n"
     import io
 
     from rich.console import Console

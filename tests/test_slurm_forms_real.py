@@ -1,16 +1,22 @@
 """Every Slurm topology form ``nvtopo cluster`` writes, for the fleets that broke it (a partial
 collection, a storage-only leaf, a rail-optimised fabric, a tray outside its rack), loaded
-into the real slurmctld of this machine (munged + ``slurmctld -D`` on one host, no slurmd:
-the topology is read when slurmctld starts; ``scontrol show topology`` then answers, or
-slurmctld has stopped with ``fatal:``).  The fabrics are real ``ibnetdiscover`` output of
-ibsim (fixtures/ibnetdiscover/README.md).  Forms the installed Slurm cannot load (block:
-23.11, topology.yaml: 25.05) are checked by their grammar and the load is skipped, saying
-which version it needs.  Skipped without Slurm or root (``NVTOPO_REQUIRE_ENGINES=slurm`` makes
-that a failure)."""
+into every real slurmctld this machine can start: the installed one (Debian 12: 22.05) and a
+Debian 13 chroot's (24.11) where .ci/run made one.  munged and ``slurmctld -D`` only, no
+slurmd: the topology is read when slurmctld starts; ``scontrol show topology`` then answers, or
+slurmctld has stopped with ``fatal:``.  The fabrics are real ``ibnetdiscover`` output of ibsim
+(fixtures/ibnetdiscover/README.md).  A form no Slurm here can load (block: 23.11,
+topology.yaml: 25.05) is checked by its grammar and the load skipped, naming the version it
+needs.  Skipped without Slurm or root (``NVTOPO_REQUIRE_ENGINES=slurm`` makes that a
+failure)."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import signal
+import socket
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -24,55 +30,123 @@ from nvtopo.simulate import fleet
 IB = Path(__file__).resolve().parent.parent / "fixtures" / "ibnetdiscover"
 
 
-def _version():
-    out = subprocess.run([H._tool("slurmctld"), "-V"], capture_output=True, text=True,
-                         timeout=20).stdout.split()
-    nums = out[-1].split(".")[:2] if out else ["0", "0"]
-    return tuple(int(x) for x in nums)
+#: A newer Slurm in a Debian 13 chroot (24.11), where .ci/run made one (``debootstrap
+#: --variant=minbase --include=slurmctld,slurm-client,munge trixie DIR``); another directory
+#: may be named by NVTOPO_SLURM_CHROOT.
+CHROOT = os.environ.get("NVTOPO_SLURM_CHROOT", "/var/tmp/nvtopo-slurm-trixie")
 
 
-class _Ctld(H.SlurmCluster):
-    """munged and slurmctld only, with ``plugin`` and the topology file ``name``."""
-
-    plugin = "topology/tree"
-    files: dict = {}
-
-    def _spawn(self, name, argv):
-        if name.startswith("slurmd"):
-            return
-        if name == "slurmctld":
-            with open(self.conf, "a", encoding="utf-8") as f:
-                f.write(f"TopologyPlugin={self.plugin}\n")
-            for fname, text in self.files.items():
-                (self.conf.parent / fname).write_text(text, encoding="utf-8")
-        super()._spawn(name, argv)
-
-    def _all_idle(self):
-        if self.procs["slurmctld"].poll() is not None:
-            return True
-        return subprocess.run(["scontrol", "show", "topology"], env=self.env, timeout=20,
-                              capture_output=True).returncode == 0
+def slurms():
+    """The Slurms this machine can start: "/" (the installed one) and the chroot, each where
+    its slurmctld, scontrol and munged exist and this is root."""
+    out = []
+    if H.slurm_missing() is None:
+        out.append("/")
+    root = Path(CHROOT)
+    if os.geteuid() == 0 and all((root / p).exists() for p in (
+            "usr/sbin/slurmctld", "usr/bin/scontrol", "usr/sbin/munged", "etc/munge/munge.key")):
+        out.append(str(root))
+    return out
 
 
-def load_tree(tmp_path, conf, nodes):
-    """(slurmctld still running, ``scontrol show topology``, its log)."""
-    why = H.slurm_missing()
-    if why:
-        H.skip_or_fail("slurm", why)
-    base = tmp_path / "slurm"
-    base.mkdir()
-    c = _Ctld(base, nodes=nodes)
-    c.files = {"topology.conf": conf}
+def _in(root, argv):
+    return argv if root == "/" else ["chroot", root] + argv
+
+
+def version(root):
+    """(major, minor) of the slurmctld under ``root``."""
+    out = subprocess.run(_in(root, ["/usr/sbin/slurmctld", "-V"]), capture_output=True,
+                         text=True, timeout=20).stdout.split()
+    return tuple(int(x) for x in out[-1].split(".")[:2])
+
+
+def shown(v):
+    return f"{v[0]}.{v[1]:02d}"
+
+
+def _conf(base, inside, plugin, nodes):
+    host = socket.gethostname()
+    port = H._free_ports(1)[0]
+    lines = [
+        "ClusterName=nvtopotest", f"SlurmctldHost={host}(127.0.0.1)", f"SlurmctldPort={port}",
+        "SlurmUser=root", "SlurmdUser=root", "AuthType=auth/munge", "CredType=cred/munge",
+        f"AuthInfo=socket={inside}/munge.sock", f"StateSaveLocation={inside}/state",
+        f"SlurmdSpoolDir={inside}/spool", f"SlurmctldPidFile={inside}/slurmctld.pid",
+        f"SlurmctldLogFile={inside}/slurmctld.log", "ProctrackType=proctrack/linuxproc",
+        "TaskPlugin=task/none", "SchedulerType=sched/builtin", "SelectType=select/cons_tres",
+        "SelectTypeParameters=CR_CPU", "MpiDefault=none", "MailProg=/bin/true",
+        "JobAcctGatherType=jobacct_gather/none", "AccountingStorageType=accounting_storage/none",
+        f"TopologyPlugin={plugin}",
+        f"NodeName={slurm.hostlist(nodes)} NodeHostname={host} NodeAddr=127.0.0.1 CPUs=2 "
+        "State=UNKNOWN",
+        "PartitionName=test Nodes=ALL Default=YES MaxTime=INFINITE State=UP"]
+    (base / "slurm.conf").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def start_ctld(root, files, plugin, nodes):
+    """Start munged and ``slurmctld -D`` under ``root`` with ``files`` (name -> text) beside
+    slurm.conf; (slurmctld still running, ``scontrol show topology``, its log)."""
+    base = Path(tempfile.mkdtemp(prefix="nvtopo-slurm-", dir=str(Path(root) / "tmp")))
+    inside = "/" + str(base.relative_to(root)) if root != "/" else str(base)
+    base.chmod(0o755)
+    for d in ("state", "spool"):
+        (base / d).mkdir()
+    _conf(base, inside, plugin, nodes)
+    for name, text in files.items():
+        (base / name).write_text(text, encoding="utf-8")
+    env = dict(os.environ, SLURM_CONF=f"{inside}/slurm.conf")
+    procs = []
     try:
-        c.start(timeout=40)
-        alive = c.procs["slurmctld"].poll() is None
-        shown = subprocess.run(["scontrol", "show", "topology"], env=c.env, timeout=20,
-                               capture_output=True, text=True).stdout if alive else ""
+        procs.append(_start(root, base, "munged", [
+            "/usr/sbin/munged", "-F", "-f", f"--socket={inside}/munge.sock",
+            "--key-file=/etc/munge/munge.key", f"--log-file={inside}/munged.log",
+            f"--pid-file={inside}/munged.pid", f"--seed-file={inside}/munged.seed"], env))
+        H._wait_for(lambda: (base / "munge.sock").exists(), 10, "munged's socket")
+        ctld = _start(root, base, "slurmctld", ["/usr/sbin/slurmctld", "-D", "-i", "-f",
+                                                f"{inside}/slurm.conf"], env)
+        procs.append(ctld)
+        ask = _in(root, ["scontrol", "show", "topology"])
+        H._wait_for(lambda: ctld.poll() is not None or subprocess.run(
+            ask, env=env, capture_output=True, timeout=20).returncode == 0, 40, "slurmctld")
+        alive = ctld.poll() is None
+        topo = subprocess.run(ask, env=env, capture_output=True, text=True,
+                              timeout=20).stdout if alive else ""
     finally:
-        c.stop()
-    log = (base / "log" / "slurmctld.log").read_text(errors="replace") + \
-        (base / "log" / "slurmctld.out").read_text(errors="replace")
-    return alive, shown, log
+        _stop(procs)
+    log = "".join((base / f).read_text(errors="replace") for f in
+                  ("slurmctld.log", "slurmctld.out") if (base / f).exists())
+    shutil.rmtree(base, ignore_errors=True)
+    return alive, topo, log
+
+
+def _start(root, base, name, argv, env):
+    with open(base / f"{name}.out", "wb") as log:
+        return subprocess.Popen(_in(root, argv), stdin=subprocess.DEVNULL, stdout=log,
+                                stderr=subprocess.STDOUT, env=env, start_new_session=True)
+
+
+def _stop(procs):
+    for p in reversed(procs):
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGTERM)
+        try:
+            p.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait(10)
+
+
+def _any_slurm():
+    found = slurms()
+    if not found:
+        H.skip_or_fail("slurm", H.slurm_missing() or "no Slurm to start")
+    return found
+
+
+def load_tree(conf, nodes):
+    """Load into every Slurm here: [(version, alive, shown, log)]."""
+    return [(version(r),) + start_ctld(r, {"topology.conf": conf}, "topology/tree", nodes)
+            for r in _any_slurm()]
 
 
 def _switches(text):
@@ -95,19 +169,24 @@ def _doc(tmp_path, layout, count, dump=None, keep=None):
     return cluster.document(cluster.run([str(snaps)], jobs=1, fabric=fab))
 
 
-def _assert_loads(tmp_path, conf, nodes):
-    alive, shown, log = load_tree(tmp_path, conf, nodes)
-    assert alive, log[-2000:]
-    bad = [x for x in log.splitlines() if "error" in x.lower() and
-           ("switch" in x.lower() or "topology" in x.lower())]
-    assert not bad, bad
-    theirs = _switches(shown)
-    ours = _switches(conf)
-    assert set(theirs) == set(ours), shown
-    for name, (leaf_nodes, _below) in ours.items():
-        if leaf_nodes is not None:
-            assert theirs[name][0] == leaf_nodes, shown
-    return theirs
+def _assert_loads(conf, nodes):
+    """``conf`` loads into every Slurm here: slurmctld keeps running, logs no switch or
+    topology error, shows our switches; {version: its switches}."""
+    out = {}
+    for v, alive, topo, log in load_tree(conf, nodes):
+        assert alive, (shown(v), log[-2000:])
+        bad = [x for x in log.splitlines() if "error" in x.lower() and
+               ("switch" in x.lower() or "topology" in x.lower())]
+        assert not bad, (shown(v), bad)
+        theirs = _switches(topo)
+        ours = _switches(conf)
+        assert set(theirs) == set(ours), (shown(v), topo)
+        for name, (leaf_nodes, _below) in ours.items():
+            if leaf_nodes is not None:
+                assert theirs[name][0] == leaf_nodes, (shown(v), topo)
+        out[v] = theirs
+    print("tree form loaded into Slurm " + ", ".join(shown(v) for v in out))
+    return out
 
 
 TREES = {
@@ -133,9 +212,9 @@ def test_the_tree_form_loads(tmp_path, case):
     conf = slurm.slurm_tree(_doc(tmp_path, "dgx-h100", 4, dump, keep))
     assert _switches(conf) == want, conf
     nodes = keep or ["node-00000", "node-00001", "node-00002", "node-00003"]
-    theirs = _assert_loads(tmp_path, conf, nodes)
-    top = [v for k, v in theirs.items() if want[k][1] is not None]
-    assert top[0][0] == slurm.hostlist(nodes)  # the top reaches every node
+    for v, theirs in _assert_loads(conf, nodes).items():
+        top = [t for k, t in theirs.items() if want[k][1] is not None]
+        assert top[0][0] == slurm.hostlist(nodes), shown(v)  # the top reaches every node
 
 
 @pytest.mark.parametrize("conf,says", [
@@ -144,11 +223,11 @@ def test_the_tree_form_loads(tmp_path, case):
     ("SwitchName=a Nodes=node-[00000-00001]\nSwitchName=b Nodes=node-[00000-00001]\n"
      "SwitchName=s Switches=a,b\n", "Multiple leaf switches"),
 ])
-def test_the_loader_sees_what_slurm_refuses(tmp_path, conf, says):
+def test_the_loader_sees_what_slurm_refuses(conf, says):
     """The files nvtopo wrote before (issue 26): the check above would have caught them."""
-    alive, _shown, log = load_tree(tmp_path, conf, ["node-00000", "node-00001"])
-    assert says in log, log[-2000:]
-    assert not alive or "error" in log
+    for v, alive, _topo, log in load_tree(conf, ["node-00000", "node-00001"]):
+        assert says in log, (shown(v), log[-2000:])
+        assert not alive or "error" in log, shown(v)
 
 
 def _scalar(text):
@@ -204,11 +283,6 @@ def read_yaml(text):
     return value
 
 
-def _shown_version():
-    major, minor = _version()
-    return f"{major}.{minor:02d}"
-
-
 def _stray_doc(tmp_path):
     """Two GB200 NVL72 racks of 18 trays and one tray outside its rack (its own domain)."""
     doc = _doc(tmp_path, "gb200-nvl72-tray", 37)
@@ -216,15 +290,42 @@ def _stray_doc(tmp_path):
     return doc
 
 
+def _newer(since):
+    """The Slurms here of version ``since`` or later; skip, naming the version, if none."""
+    need = tuple(int(x) for x in since.split("."))
+    roots = [r for r in slurms() if version(r) >= need]
+    if not roots:
+        have = ", ".join(shown(version(r)) for r in slurms()) or "none"
+        pytest.skip(f"needs Slurm {since} or later; this machine has {have} (set "
+                    "NVTOPO_SLURM_CHROOT to a Debian 13 chroot with slurmctld, as .ci/run "
+                    "makes): checked by its grammar only")
+    return roots
+
+
 def test_the_block_form_of_a_fleet_with_a_stray_tray(tmp_path):
-    conf = slurm.slurm_block(_stray_doc(tmp_path))
+    doc = _stray_doc(tmp_path)
+    conf = slurm.slurm_block(doc)
     words = [x for x in conf.splitlines() if not x.startswith("#")]
-    assert words[-1] == "BlockSizes=18,36"
-    assert [len(x.split()) for x in words[:-1]] == [2, 2, 2]
-    assert "fewer than the base block size 18" in conf
-    if _version() < (23, 11):
-        pytest.skip(f"the block form needs Slurm {slurm.SINCE['block']} or later; this "
-                    f"machine has {_shown_version()}: checked by its grammar")
+    assert words == ["BlockName=block000 Nodes=node-[00000-00017]",
+                     "BlockName=block001 Nodes=node-[00018-00035]", "BlockSizes=18,36"]
+    assert "(node-00036) has 1 node(s), fewer than the base block size 18: left out" in conf
+    nodes = [f"node-{i:05d}" for i in range(37)]
+    for root in _newer(slurm.SINCE["block"]):
+        alive, topo, log = start_ctld(root, {"topology.conf": conf}, "topology/block", nodes)
+        assert alive, log[-2000:]
+        assert "AggregatedBlock=block[000-001]" in topo and "BlockSize=36" in topo, topo
+        assert "blocks lack access to 1 nodes: node-00036" in log, log[-2000:]
+        print(f"block form loaded into Slurm {shown(version(root))}")
+
+
+def test_a_block_smaller_than_the_base_stops_slurm(tmp_path):
+    """Why a stray tray is left out of the blocks: Slurm stops on it."""
+    conf = ("BlockName=b0 Nodes=node-[00000-00017]\nBlockName=b1 Nodes=node-00018\n"
+            "BlockSizes=18\n")
+    for root in _newer(slurm.SINCE["block"]):
+        alive, _topo, log = start_ctld(root, {"topology.conf": conf}, "topology/block",
+                                 [f"node-{i:05d}" for i in range(19)])
+        assert not alive and "children count lower than bblock_node_cnt" in log, log[-2000:]
 
 
 def test_topology_yaml_of_tree_and_blocks(tmp_path):
@@ -238,9 +339,11 @@ def test_topology_yaml_of_tree_and_blocks(tmp_path):
     assert [t["topology"] for t in topos] == ["fabric", "nvlink"]
     assert [t["cluster_default"] for t in topos] == [True, False]
     assert topos[1]["block"]["block_sizes"] == [18, 36]
-    assert [len(b) for b in topos[1]["block"]["blocks"]] == [2, 2, 2]
+    assert [b["block"] for b in topos[1]["block"]["blocks"]] == ["block000", "block001"]
     assert all(set(s) in ({"switch", "nodes"}, {"switch", "children"})
                for s in topos[0]["tree"]["switches"])
-    if _version() < (25, 5):
-        pytest.skip(f"topology.yaml needs Slurm {slurm.SINCE['yaml']} or later; this machine "
-                    f"has {_shown_version()}: checked by its schema")
+    for root in _newer(slurm.SINCE["yaml"]):
+        alive, topo, log = start_ctld(root, {"topology.yaml": text}, "topology/tree",
+                                [f"node-{i:05d}" for i in range(37)])
+        assert alive, log[-2000:]
+        assert "AggregatedBlock" in topo or "SwitchName" in topo, topo

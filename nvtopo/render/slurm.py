@@ -15,8 +15,12 @@ Every file written is one slurmctld accepts, whatever was collected:
   identical leaves are one: written under the first's name, the others named in a comment.
   Switches above that reach the same written switches are merged the same way;
 * a block's base size (``BlockSizes``) is the size most domains have (a rack), never the
-  smallest: a tray outside its rack is a block of its own, smaller than the base, named in a
-  comment (and ``cluster.domain_incomplete`` where the layout knows the rack's size).
+  smallest: a tray outside its rack (its own domain) does not make every rack 1-node blocks.
+  A domain smaller than the base is left out, named in a comment, its nodes in no block:
+  Slurm 24.11 stops on a block smaller than the base (``fatal: Block configuration (b1)
+  children count lower than bblock_node_cnt``) and only warns of nodes in no block
+  (``blocks lack access to 1 nodes``); ``cluster.domain_incomplete`` reports it where the
+  layout knows the rack's size.
 
 Renderers receive plain data (the JSON document) and decide nothing about the fleet; names are
 written only when made of the characters Slurm's grammar allows (:func:`safe_name`), any other
@@ -223,22 +227,29 @@ def block_sizes(sizes: List[int]) -> List[int]:
 
 
 def blocks(doc: Dict[str, Any]) -> Tuple[List[Tuple[str, List[str]]], List[str]]:
-    """(block name, nodes) per NVLink domain, and the comment lines."""
-    out: List[Tuple[str, List[str]]] = []
+    """(block name, nodes) per NVLink domain of at least the base size (numbered from 000 in
+    the domains' order), and the comment lines."""
+    found: List[Tuple[Dict[str, Any], List[str]]] = []
     notes: List[str] = []
-    for i, d in enumerate(doc["domains"]):
+    for d in doc["domains"]:
         names = [n for n in d["nodes"] if safe_name(n)]
         notes += [f"# skipped (a name topology.conf cannot hold): {printable(n)}"
                   for n in d["nodes"] if not safe_name(n)]
         if names:
-            notes.append(f"# block{i:03d}: domain {printable(d['cluster_uuid'])} clique(s) "
-                         + ",".join(str(c) for c in d["cliques"]))
-            out.append((f"block{i:03d}", names))
-    sizes = block_sizes([len(ns) for _b, ns in out])
-    for name, ns in out:
-        if len(ns) < sizes[0]:
-            notes.append(f"# {name} has {len(ns)} node(s), fewer than the base block size "
-                         f"{sizes[0]}: a tray outside its rack, or a rack not fully collected")
+            found.append((d, names))
+    base = base_size([len(ns) for _d, ns in found]) if found else 0
+    out: List[Tuple[str, List[str]]] = []
+    for d, ns in found:
+        what = (f"domain {printable(d['cluster_uuid'])} clique(s) "
+                + ",".join(str(c) for c in d["cliques"]))
+        if len(ns) < base:
+            notes.append(f"# {what} ({hostlist(ns)}) has {len(ns)} node(s), fewer than the "
+                         f"base block size {base}: left out, its nodes in no block (Slurm "
+                         "stops on a block smaller than the base); a tray outside its rack, "
+                         "or a rack not fully collected")
+            continue
+        out.append((f"block{len(out):03d}", ns))
+        notes.append(f"# {out[-1][0]}: {what}")
     if doc["no_domain"]:
         notes.append(f"# {len(doc['no_domain'])} node(s) in no NVLink domain are in no block")
     return out, notes

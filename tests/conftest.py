@@ -63,6 +63,7 @@ SLOW_TESTS = frozenset({
     "test_gzip_snapshots::test_a_gzip_bomb_never_costs_more_than_the_bound",
     "test_round_trip::test_control_characters_past_the_json_bound_are_refused_not_written",
     "test_simulate::test_a_72_gpu_nvlink_domain",
+    "test_watch::test_sigterm_between_rounds_ends_the_loop_with_0",  # a real process, waited on
     # every layout, fixture, tree or recording swept (the core tier keeps the same rule
     # on fewer inputs: the cache, proof and derivation tests of test_snapshot_cache,
     # test_proof and test_simulate; test_check_every_format and the audit table for escaping;

@@ -18,8 +18,8 @@ Every file written is one slurmctld accepts, whatever was collected:
   smallest: a tray outside its rack (its own domain) does not make every rack 1-node blocks.
   A domain smaller than the base is left out, named in a comment, its nodes in no block:
   Slurm 24.11 stops on a block smaller than the base (``fatal: Block configuration (b1)
-  children count lower than bblock_node_cnt``) and only warns of nodes in no block
-  (``blocks lack access to 1 nodes``); ``cluster.domain_incomplete`` reports it where the
+  children count lower than bblock_node_cnt``; 26.05 takes it) and only warns of nodes in no
+  block (``blocks lack access to 1 nodes``); ``cluster.domain_incomplete`` reports it where the
   layout knows the rack's size.
 
 Renderers receive plain data (the JSON document) and decide nothing about the fleet; names are
@@ -245,8 +245,8 @@ def blocks(doc: Dict[str, Any]) -> Tuple[List[Tuple[str, List[str]]], List[str]]
         if len(ns) < base:
             notes.append(f"# {what} ({hostlist(ns)}) has {len(ns)} node(s), fewer than the "
                          f"base block size {base}: left out, its nodes in no block (Slurm "
-                         "stops on a block smaller than the base); a tray outside its rack, "
-                         "or a rack not fully collected")
+                         "24.11 stops on a block smaller than the base); a tray outside its "
+                         "rack, or a rack not fully collected")
             continue
         out.append((f"block{len(out):03d}", ns))
         notes.append(f"# {out[-1][0]}: {what}")

@@ -58,6 +58,10 @@ class NodeResult:
     findings: Optional[List[Dict[str, Any]]] = None
     #: A snapshot whose model had to be re-derived from its evidence (no usable cache).
     rederived: bool = False
+    #: The engine's name for the node (``collect.json`` beside the file), where there is one:
+    #: it names the node before the hostname does (a one-host test cluster's snapshots share
+    #: one hostname, and were taken for one host's older snapshots).
+    node: Optional[str] = None
 
     def to_dict(self) -> Dict[str, Any]:
         d: Dict[str, Any] = {"file": self.file, "hostname": self.hostname, "layout": self.layout,
@@ -66,6 +70,8 @@ class NodeResult:
                              "findings": list(self.findings or [])}
         if self.reason is not None:
             d["reason"] = self.reason
+        if self.node is not None:
+            d["node"] = self.node
         return d
 
 
@@ -141,7 +147,8 @@ class Summary:
 
 
 def node_name(r: NodeResult) -> str:
-    return r.hostname or os.path.basename(r.file)
+    """The engine's name (collect.json), else the hostname, else the file's name."""
+    return r.node or r.hostname or os.path.basename(r.file)
 
 
 # --- inputs ---------------------------------------------------------------------------
@@ -351,18 +358,80 @@ def _bad_input(path: str, reason: str) -> NodeResult:
     return NodeResult(file=path, hostname=None, layout=None, verdict="error", reason=reason)
 
 
-def _work(batch: List[Tuple[str, Optional[str]]], layout: Any, layout_file: Optional[str],
+#: An input: (path, why it cannot be read or None, the engine's name or None).
+Item = Tuple[str, Optional[str], Optional[str]]
+
+
+def _work(batch: List[Item], layout: Any, layout_file: Optional[str],
           with_findings: bool, thresholds: Any = None) -> List[NodeResult]:
-    return [check_file(p, layout, layout_file, with_findings, thresholds) if why is None
-            else _bad_input(p, why) for p, why in batch]
+    out = []
+    for p, why, node in batch:
+        r = (check_file(p, layout, layout_file, with_findings, thresholds) if why is None
+             else _bad_input(p, why))
+        r.node = node
+        out.append(r)
+    return out
+
+
+#: The largest ``collect.json`` read (a manifest of 100,000 nodes is a few tens of MB).
+MAX_MANIFEST_BYTES = 64 << 20
+#: The most JSON values a ``collect.json`` may hold (counted before decoding, as a
+#: snapshot's are): about 15 a node, so 100,000 nodes hold 1.5 million; a value costs up to
+#: ~100 bytes decoded (60 MB of empty objects decoded to 1.6 GB).
+MAX_MANIFEST_VALUES = 2_000_000
+
+
+def read_manifest(directory: str) -> Dict[str, str]:
+    """``collect.json`` beside the snapshots: file name -> the engine's node name ({} when
+    there is none, or it is JSON of another kind).  Read through the one bounded reader
+    every input has (a FIFO, a device or a manifest past :data:`MAX_MANIFEST_BYTES` or
+    :data:`MAX_MANIFEST_VALUES` is refused before it is decoded); a manifest that cannot be
+    read, or is not JSON, is a one-line :class:`~nvtopo.errors.NvtopoError` naming it."""
+    from .errors import NvtopoError
+    from .snapshot import read
+    from .safe import json_loads
+
+    path = os.path.join(directory, "collect.json")
+    if not os.path.lexists(path):
+        return {}
+    what = "a manifest nvtopo collect wrote"
+    data, where = read.read_bytes(path, option="collect.json", limit=MAX_MANIFEST_BYTES,
+                                  what=what, content=False)
+    read.json_values_within(data, where, MAX_MANIFEST_VALUES, what)
+    try:
+        doc = json_loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise NvtopoError(f"not UTF-8 text; not {what}", where=where) from None
+    except ValueError as exc:
+        raise NvtopoError(f"not JSON ({str(exc)[:120]}); not {what}", where=where) from None
+    out: Dict[str, str] = {}
+    if not isinstance(doc, dict) or doc.get("kind") != "nvtopo-collect":
+        return out
+    for entry in doc.get("nodes") or []:
+        if isinstance(entry, dict) and isinstance(entry.get("file"), str) \
+                and isinstance(entry.get("node"), str):
+            out[os.path.basename(entry["file"])] = entry["node"]
+    return out
+
+
+def named(items: Iterable[Tuple[str, Optional[str]]]) -> Iterator[Item]:
+    """Each input with the engine's name ``collect.json`` beside it gives (``nvtopo
+    collect``'s manifest, read once per directory, as ``cluster`` reads it)."""
+    manifests: Dict[str, Dict[str, str]] = {}
+    for path, why in items:
+        d = os.path.dirname(path) or "."
+        if d not in manifests:
+            if len(manifests) > 64:
+                manifests.clear()
+            manifests[d] = read_manifest(d)
+        yield path, why, manifests[d].get(os.path.basename(path))
 
 
 # --- running over a fleet -----------------------------------------------------------------
 
 
-def _batches(items: Iterable[Tuple[str, Optional[str]]], size: int
-             ) -> Iterator[List[Tuple[str, Optional[str]]]]:
-    batch: List[Tuple[str, Optional[str]]] = []
+def _batches(items: Iterable[Item], size: int) -> Iterator[List[Item]]:
+    batch: List[Item] = []
     for it in items:
         batch.append(it)
         if len(batch) >= size:
@@ -383,7 +452,7 @@ def run(paths: Sequence[str], *, layout: Any = "auto", layout_file: Optional[str
     list of files nor the results are ever held whole.
     """
     jobs = jobs or os.cpu_count() or 1
-    items = expand(paths)
+    items = named(expand(paths))
     if jobs <= 1:
         for batch in _batches(items, batch_size):
             yield from _work(batch, layout, layout_file, with_findings, thresholds)

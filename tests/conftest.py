@@ -32,6 +32,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE")
 SLOW_MODULES = frozenset({
     "test_cache_validation",  # every mistyped key path of a resealed cache
     "test_collect_slurm_real", "test_collect_ray_real", "test_cluster_slurm_real",  # engines
+    "test_slurm_forms_real",
     "test_properties",  # hypothesis soaks
     "test_nvml_damage",  # every recorded value damaged every way
     "test_screens", "test_widths",  # every golden screen at every width
@@ -64,6 +65,7 @@ SLOW_TESTS = frozenset({
     "test_gzip_snapshots::test_a_gzip_bomb_never_costs_more_than_the_bound",
     "test_round_trip::test_control_characters_past_the_json_bound_are_refused_not_written",
     "test_simulate::test_a_72_gpu_nvlink_domain",
+    "test_watch::test_sigterm_between_rounds_ends_the_loop_with_0",  # a real process, waited on
     # every layout, fixture, tree or recording swept (the core tier keeps the same rule
     # on fewer inputs: the cache, proof and derivation tests of test_snapshot_cache,
     # test_proof and test_simulate; test_check_every_format and the audit table for escaping;

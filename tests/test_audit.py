@@ -438,3 +438,39 @@ def test_snapshots_without_a_usable_cache_are_counted_and_named_in_a_note(tmp_pa
     r = cli("audit", str(tmp_path), "--jobs", "1")
     assert _json(cli("audit", str(tmp_path), "--format", "json"))["summary"]["rederived"] == 0
     assert "note:" not in r.stdout
+
+
+def test_the_engines_node_names_from_collect_json_name_the_nodes(tmp_path):
+    """A one-host test cluster (Slurm's slurmd -N, Ray's local workers): every snapshot has
+    one hostname, and audit took four of five for that host's older snapshots.  The engine's
+    names in collect.json (nvtopo collect) name the nodes, as cluster reads them."""
+    from nvtopo.layouts import load
+    from nvtopo.simulate import fleet as sim_fleet
+    from nvtopo.snapshot import dumps
+
+    plan = sim_fleet.plan(load("dgx-h100"), 3)
+    nodes = []
+    for i in range(3):
+        doc = sim_fleet.node_document(plan, i)
+        doc["host"]["hostname"] = "testhost"
+        (tmp_path / f"n{i}.json").write_text(dumps(doc))
+        nodes.append({"node": f"n{i}", "file": f"n{i}.json", "status": "answered"})
+    (tmp_path / "collect.json").write_text(json.dumps({"kind": "nvtopo-collect",
+                                                       "nodes": nodes}))
+    rs = list(audit.run([str(tmp_path)], jobs=1))
+    assert [(r.node, r.hostname) for r in rs] == [(f"n{i}", "testhost") for i in range(3)]
+    assert [r.to_dict()["node"] for r in rs] == ["n0", "n1", "n2"]
+    res = make_runner().invoke(app, ["audit", str(tmp_path), "-j", "1"], terminal_width=160)
+    rows = [line.split()[0] for line in res.stdout.splitlines()
+            if line.split() and line.split()[0] in ("n0", "n1", "n2", "testhost")]
+    assert rows == ["n0", "n1", "n2"], res.stdout
+    assert "Older" not in res.stdout
+    res = make_runner().invoke(app, ["audit", str(tmp_path), "-j", "1", "--format", "json"])
+    doc = json.loads(res.stdout)  # (the runner validates it against audit.schema.json)
+    assert [n["node"] for n in doc["nodes"]] == ["n0", "n1", "n2"]
+    import schema_check
+
+    schema_check.validate(doc, "audit")
+    (tmp_path / "collect.json").unlink()  # without it: one host, two older snapshots
+    res = make_runner().invoke(app, ["audit", str(tmp_path), "-j", "1"], terminal_width=160)
+    assert "testhost" in res.stdout and "Older" in res.stdout

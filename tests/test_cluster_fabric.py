@@ -170,3 +170,44 @@ def test_a_switch_of_many_peers_and_a_leaf_of_many_nodes_are_linear():
     assert len(leaf["switches"][0]["nodes"]) == n // 2
     took = time.process_time() - start
     assert took < 20, took  # a hang detector: a few seconds here
+
+
+def _sw(name, level, nodes=(), switches=()):
+    return {"name": name, "level": level, "nodes": list(nodes), "switches": list(switches)}
+
+
+def test_tree_switches_one_leaf_per_node_group_and_no_undefined_child():
+    """Nodes hanging from different sets of leaves (one node cabled to only some rails) are
+    groups of their own; a leaf of nobody is dropped with its spine; no child undefined."""
+    from nvtopo.render.slurm import tree_switches
+
+    fab = {"switches": [_sw("r0", 0, ["a", "b"]), _sw("r1", 0, ["a", "b"]),
+                        _sw("r2", 0, ["a"]), _sw("stor", 0, []),
+                        _sw("s0", 1, switches=["r0", "r1", "r2"]),
+                        _sw("s1", 1, switches=["r0", "r1", "r2"]),
+                        _sw("s2", 1, switches=["stor"]),
+                        _sw("core", 2, switches=["s0", "s1", "s2"])]}
+    out, notes = tree_switches(fab)
+    # b hangs from r0 and r1, which hold a too: a leaf of its own name; a from all three,
+    # r2 holding only a: named r2
+    assert out == [("r0-g0", ["b"], None), ("r2", ["a"], None),
+                   ("s0", None, ["r0-g0", "r2"]), ("core", None, ["s0"])]
+    defined = {name for name, _n, _s in out}
+    assert all(c in defined for _name, _n, below in out for c in below or [])
+    placed = [n for _name, nodes, _s in out for n in nodes or []]
+    assert sorted(placed) == ["a", "b"]  # each node under exactly one leaf
+    text = "\n".join(notes)
+    assert "dropped 1 leaf switch(es)" in text and "stor" in text
+    assert "s0 stands for 2 switches" in text and "s2" in text
+
+
+@pytest.mark.parametrize("sizes,want", [
+    ([18, 18, 1], [18, 36]),   # a stray tray: its own block, not the base
+    ([18, 17, 18, 18, 18], [18, 64 // 16 * 18]),  # 4 full racks
+    ([4], [4]),
+    ([2, 3], [3]),  # a tie: the larger
+])
+def test_block_sizes_keep_each_rack_a_block(sizes, want):
+    from nvtopo.render.slurm import block_sizes
+
+    assert block_sizes(sizes) == want

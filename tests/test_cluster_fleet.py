@@ -85,6 +85,10 @@ def test_each_fault_is_found_with_its_nodes(faulty):
     assert nodes("cluster.duplicate_guid") == [name(p, 8), name(p, 9)]
     assert nodes("cluster.duplicate_lid") == [name(p, 10), name(p, 11)]
     assert [str(f.subject) for f in codes["cluster.duplicate_hostname"]] == [name(p, 13)]
+    dup = codes["cluster.duplicate_hostname"][0]  # the nodes carrying it: their files
+    assert sorted(os.path.basename(x) for x in dup.nodes) == sorted(
+        f"{name(p, i)}.json" for i in (12, 13)), dup.nodes
+    assert all(os.path.basename(x) in dup.message for x in dup.nodes)
     odd = {str(f.subject): f.nodes for f in codes["cluster.odd_node"]}
     assert odd[f"{GB} pcie_width"] == [name(p, 14)]
     # the tray outside its domain: a domain of 1; the split domain: two halves of 9
@@ -164,7 +168,13 @@ def test_cli_json_slurm_labels_and_exit_status(tmp_path, healthy, faulty):
     assert res.exit_code == 0
     lines = [x for x in res.stdout.splitlines() if not x.startswith("#")]
     assert lines == ["BlockName=block000 Nodes=node-[00000-00017]",
-                     "BlockName=block001 Nodes=node-[00018-00035]", "BlockSizes=18"]
+                     "BlockName=block001 Nodes=node-[00018-00035]",
+                     "BlockSizes=18,36"]  # a rack, then two racks (docs/cluster.md §3)
+    res = runner.invoke(app, ["cluster", str(healthy), "--format", "slurm-yaml", "-j", "1"])
+    assert res.exit_code == 0
+    lines = [x for x in res.stdout.splitlines() if not x.startswith("#")]
+    assert lines[:7] == ["---", "- topology: nvlink", "  cluster_default: true", "  block:",
+                         "    block_sizes:", "      - 18", "      - 36"]
     out = tmp_path / "labels.txt"
     res = runner.invoke(app, ["cluster", str(healthy), "--format", "k8s-labels", "-j", "1",
                               "-o", str(out)])
@@ -298,3 +308,24 @@ def test_an_active_port_at_a_lower_rate_is_still_a_mismatch(tmp_path):
     assert ("error", "cluster.rail_mismatch", "rail 2", ("node-00002",)) in got
     assert not any(f.code in ("cluster.rail_down", "cluster.rail_subnet") for f in r.findings)
     assert r.exit_status() == 1
+
+
+def test_duplicate_hostname_names_the_engines_nodes(tmp_path):
+    """Two nodes the engine knows as gpu-a and gpu-b both claim one hostname: the finding
+    names them (not only the hostname)."""
+    from nvtopo.snapshot import dumps
+
+    p = fleet.plan(load("dgx-h100"), 3)
+    entries = []
+    for i, node in enumerate(["gpu-a", "gpu-b", "gpu-c"]):
+        doc = fleet.node_document(p, i)
+        if i < 2:
+            doc["host"]["hostname"] = "clone"
+        (tmp_path / f"s{i}.json").write_text(dumps(doc))
+        entries.append({"node": node, "file": f"s{i}.json", "status": "answered"})
+    (tmp_path / "collect.json").write_text(json.dumps({"kind": "nvtopo-collect",
+                                                       "nodes": entries}))
+    r = cluster.run([str(tmp_path)], jobs=1)
+    dup = [f for f in r.findings if f.code == "cluster.duplicate_hostname"]
+    assert len(dup) == 1 and dup[0].nodes == ["gpu-a", "gpu-b"] and dup[0].node_count == 2
+    assert "'clone' in 2 snapshots: gpu-a, gpu-b" in dup[0].message

@@ -227,3 +227,73 @@ def test_docs_name_the_prefix():
     with open(os.path.join(root, "docs", "cluster.md"), encoding="utf-8") as f:
         doc = f.read()
     assert "nvtopo.io/gpu.clique" in doc and "nvidia.com/gpu.clique=" not in doc
+
+
+def _node_ok(item):
+    """A partial Node of the apply body: name and labels only, each one Kubernetes takes."""
+    assert item["apiVersion"] == "v1" and item["kind"] == "Node", item
+    assert set(item) == {"apiVersion", "kind", "metadata"}
+    assert set(item["metadata"]) == {"name", "labels"}
+    assert k8s.node_name_problem(item["metadata"]["name"]) is None
+    for key, value in item["metadata"]["labels"].items():
+        assert k8s.label_key_problem(key) is None, key
+        assert k8s.label_value_problem(value) is None, (key, value)
+
+
+def test_k8s_json_is_an_apply_body_that_refuses_what_labels_refuse(tmp_path):
+    d = _fleet(tmp_path, HOSTILE)
+    res = runner.invoke(app, ["cluster", str(d), "-j", "1", "--format", "k8s-json"])
+    assert res.exit_code == 1 and "Traceback" not in res.output
+    body = json.loads(res.stdout)
+    assert body["apiVersion"] == "v1" and body["kind"] == "List"
+    for item in body["items"]:
+        _node_ok(item)
+    assert [i["metadata"]["name"] for i in body["items"]] == [f"node-{i:05d}" for i in range(4)]
+    labels = body["items"][0]["metadata"]["labels"]
+    assert labels["nvtopo.io/rails"] == "4" and labels["nvtopo.io/rail-rate-gbps"] == "400"
+    assert len([x for x in res.stderr.splitlines() if "refused node" in x]) == len(HOSTILE)
+
+
+def test_tier_labels_follow_the_tree_slurm_is_given_and_kueue_reads_them(tmp_path):
+    """A rail-optimised fabric (every node on 8 rail leaves): one leaf per node group, as in
+    topology.conf; the Kueue Topology lists the levels broadest first."""
+    from pathlib import Path
+
+    dump = Path(__file__).resolve().parent.parent / "fixtures" / "ibnetdiscover" / \
+        "ibsim-rail-optimised.txt"
+    d = tmp_path / "fleet"
+    list(fleet.write(fleet.plan(load("dgx-h100"), 4), str(d)))
+    res = runner.invoke(app, ["cluster", str(d), "-j", "1", "--format", "k8s-json",
+                              "--fabric", str(dump), "--tier-labels", "topograph"])
+    assert res.exit_code == 0, res.output
+    items = json.loads(res.stdout)["items"]
+    for item in items[:-1]:
+        _node_ok(item)
+    tiers = {i["metadata"]["name"]: {k.rpartition("/")[2]: v for k, v in
+                                     i["metadata"]["labels"].items()
+                                     if k.startswith("network.topology.nvidia.com/")}
+             for i in items[:-1]}
+    assert tiers["node-00001"] == {"leaf": "su0-rail0", "spine": "spine0"}
+    assert tiers["node-00002"] == {"leaf": "su1-rail0", "spine": "spine0"}
+    assert items[-1] == {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "Topology",
+                         "metadata": {"name": "nvtopo"}, "spec": {"levels": [
+                             {"nodeLabel": "network.topology.nvidia.com/spine"},
+                             {"nodeLabel": "network.topology.nvidia.com/leaf"},
+                             {"nodeLabel": "kubernetes.io/hostname"}]}}  # no NVLink domain
+    res = runner.invoke(app, ["cluster", str(d), "-j", "1", "--format", "k8s-labels",
+                              "--fabric", str(dump), "--tier-labels", "topograph-v1"])
+    calls, rc, _ = _xargs(res.stdout, tmp_path)
+    got = _one_node_per_line(calls)
+    assert "fabric.topograph.run/tier-0=su0-rail0" in got["node-00000"]
+    assert "fabric.topograph.run/tier-1=spine0" in got["node-00000"]
+
+
+def test_the_nvlink_domain_tier_is_gfds_clique_value(tmp_path):
+    d = _fleet(tmp_path, [])
+    res = runner.invoke(app, ["cluster", str(d), "-j", "1", "--format", "k8s-json",
+                              "--tier-labels", "topograph"])
+    items = json.loads(res.stdout)["items"]
+    labels = items[0]["metadata"]["labels"]
+    assert labels["network.topology.nvidia.com/accelerator"] == labels["nvtopo.io/gpu.clique"]
+    assert [lv["nodeLabel"] for lv in items[-1]["spec"]["levels"]] == [
+        "network.topology.nvidia.com/accelerator", "kubernetes.io/hostname"]

@@ -355,3 +355,23 @@ def test_nodes_that_left_name_the_stale_keys_once_and_briefly():
     msg = gone[0].message
     assert f"{n_bare} peer keys no node has" in msg and f"and {n_bare - 5} more" in msg
     assert sum(k in msg for k in key[n_meshed:]) == 5
+
+
+def _wg(name, key, peer_keys):
+    return NodeFacts(file=name, name=name, mesh=[("wg0", key, 1420, list(peer_keys), None)],
+                     net_listed=True)
+
+
+def test_a_rekeyed_node_is_one_finding_not_an_unknown_peer_listing_every_node():
+    """d left the mesh and came back with a new key: the others lack it and still list its
+    old key.  One finding about d names the old key; no unknown-peer warning naming a, b, c."""
+    names = "abcd"
+    nodes = [_wg(n, "k" + n, ["k" + m for m in names if m != n]) for n in "abc"]
+    nodes.append(_wg("d", "kd-new", ["ka", "kb", "kc"]))
+    got = cmesh.check(nodes)
+    assert [(f.code, str(f.subject)) for f in got] == [("cluster.mesh_node_missing", "d")]
+    assert "still list peer key kd" in got[0].message and "re-keyed" in got[0].message
+    # a stray key the lacking nodes do not all list stays its own finding (another cause)
+    nodes[0] = _wg("a", "ka", ["kb", "kc", "kx"])
+    got = sorted((f.code, str(f.subject)) for f in cmesh.check(nodes))
+    assert ("cluster.mesh_unknown_peer", "kd") in got and ("cluster.mesh_unknown_peer", "kx") in got

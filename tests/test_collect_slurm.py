@@ -551,3 +551,24 @@ def test_the_deadline_ends_srun_s_whole_process_group(fake, tmp_path, monkeypatc
         assert took < 2 + 1 + 15, took
     finally:
         _kill_leftovers(fake)
+
+
+def test_the_default_node_command_ignores_an_nvtopo_directory_where_it_starts(tmp_path):
+    """srun and Ray start the node's command in the submitting directory: a checkout of
+    nvtopo's source there (or any ``nvtopo/``) shadowed ``python -m nvtopo``, and every node
+    failed with an ImportError.  The default runs the installed entry point."""
+    import subprocess
+
+    from nvtopo.commands.collect.slurm import default_node_command
+
+    fake = tmp_path / "nvtopo"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("raise ImportError('the wrong nvtopo')\n")
+    (fake / "__main__.py").write_text("raise SystemExit('the wrong nvtopo')\n")
+    run = [*default_node_command(), "layouts", "--help"]
+    done = subprocess.run(run, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "wrong nvtopo" not in done.stderr and "Usage: nvtopo layouts" in done.stdout
+    shadowed = subprocess.run([run[0], "-m", "nvtopo", "layouts", "--help"], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120)
+    assert shadowed.returncode != 0 and "wrong nvtopo" in shadowed.stderr  # what it fixes

@@ -13,7 +13,14 @@ class ClusterFormat(str, enum.Enum):
     table = "table"
     json = "json"
     slurm_topology = "slurm-topology"
+    slurm_yaml = "slurm-yaml"
     k8s_labels = "k8s-labels"
+    k8s_json = "k8s-json"
+
+
+class TierStyle(str, enum.Enum):
+    topograph = "topograph"
+    topograph_v1 = "topograph-v1"
 
 
 @handles_errors
@@ -25,8 +32,11 @@ def cluster_cmd(
     fmt: ClusterFormat = format_option(
         ClusterFormat.table, help="table (Rich), json, slurm-topology (topology.conf: block "
                                   "form, one block per NVLink domain; tree form with "
-                                  "--fabric) or k8s-labels (NODE key=value lines for xargs "
-                                  "-L1 kubectl label node; nodes refused named on stderr)."),
+                                  "--fabric), slurm-yaml (topology.yaml, Slurm 25.05: "
+                                  "blocks and, with --fabric, the tree) k8s-labels (NODE key=value lines for xargs "
+                                  "-L1 kubectl label node; nodes refused named on stderr) "
+                                  "or k8s-json (a server-side apply body: a List of "
+                                  "Nodes' labels)."),
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, metavar="N",
                                        help="Worker processes (default: every core; 1 reads "
                                             "in this process)."),
@@ -34,6 +44,12 @@ def cluster_cmd(
         None, "--fabric", metavar="FILE",
         help="An ibnetdiscover dump: --format slurm-topology then writes the tree form "
              "(switches and their nodes, joined by the HCAs' node_desc); json gains 'fabric'."),
+    tiers: Optional[TierStyle] = typer.Option(
+        None, "--tier-labels", metavar="STYLE",
+        help="k8s-labels/k8s-json: add topology tier labels in NVIDIA topograph's keys "
+             "(topograph: network.topology.nvidia.com/accelerator,leaf,spine,core; "
+             "topograph-v1: accelerator.topograph.run/domain, fabric.topograph.run/tier-N); "
+             "k8s-json then ends with a Kueue Topology of those levels."),
     output: Optional[str] = output_option(),
     quiet: bool = quiet_option(),
 ) -> None:
@@ -43,7 +59,7 @@ def cluster_cmd(
 
     Exit status: 0 no error finding, 1 at least one, 2 nothing could be read.
 
-    With k8s-labels, a node refused (named on stderr, no line written) also gives 1.
+    With k8s-labels or k8s-json, a node refused (named on stderr, not written) also gives 1.
 
     While it reads, a progress line counts the snapshots on standard error when that is a
     terminal (--quiet: none).
@@ -57,6 +73,8 @@ def cluster_cmd(
       nvtopo cluster fleet/ --format slurm-topology -o topology.conf
 
       nvtopo cluster fleet/ --format k8s-labels | xargs -L1 kubectl label node --overwrite
+
+      nvtopo cluster fleet/ --fabric ib.txt --format k8s-json --tier-labels topograph -o l.json
     """
     from ..commands import cluster as cluster_cmds
     from ..render import cluster as render
@@ -73,11 +91,11 @@ def cluster_cmd(
     if fmt is ClusterFormat.table and to_terminal(output):
         render.table(doc, console())
     else:
-        emit(render.text(doc, fmt.value), output)
-    if fmt is ClusterFormat.k8s_labels:
+        emit(render.text(doc, fmt.value, tiers.value if tiers else None), output)
+    if fmt in (ClusterFormat.k8s_labels, ClusterFormat.k8s_json):
         from ..render.k8s import labels
 
-        _lines, refused = labels(doc)
+        _lines, refused = labels(doc, tiers.value if tiers else None)
         for line in refused:
             say(f"nvtopo: {line}")
         if refused:  # a node left unlabelled is something to act on (docs/cluster.md §3)

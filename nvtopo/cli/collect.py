@@ -22,7 +22,8 @@ _LIMIT_HELP = ("Seconds the whole run on a node may take; past it the node count
                "out. Default: --timeout + 30.")
 _COMMAND_HELP = ("The nvtopo the nodes run, as a command line split like a shell's words "
                  "(no shell runs it), e.g. '/opt/nvtopo/bin/nvtopo'. Default: this Python "
-                 "with -m nvtopo (a shared installation, or the same image everywhere).")
+                 "running nvtopo's entry point, whatever the working directory holds (a "
+                 "shared installation, or the same image everywhere).")
 
 
 def _seconds(option: str, low: float = 0.1, high: float = 86400.0) -> Any:

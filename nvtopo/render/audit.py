@@ -95,8 +95,8 @@ class TablePrinter:
                 self.bad.append(compact(r))
             return
         self.count += 1
-        key: Any = (r.hostname if r.hostname and not self.all_snapshots
-                    else ("file", r.file, self.count))
+        host = r.node or r.hostname  # the engine's name first (collect.json)
+        key: Any = (host if host and not self.all_snapshots else ("file", r.file, self.count))
         old = self.rows.get(key)
         if old is not None:
             self.older[key] = self.older.get(key, 0) + 1
@@ -119,7 +119,8 @@ class TablePrinter:
             self._print_hidden()
             return
         items.sort(key=lambda kr: (VERDICT_ORDER.get(kr[1].verdict, 2),
-                                   printable(kr[1].hostname or "~"), kr[1].file))
+                                   printable(kr[1].node or kr[1].hostname or "~"),
+                                   kr[1].file))
         older = any(self.older.get(k) for k, _ in items)
         base = _common_dir([r.file for _, r in items])
         layouts = {r.layout for _, r in items}
@@ -150,7 +151,7 @@ class TablePrinter:
                 worst = Text.assemble((printable(code), "red" if sev == "error" else "yellow"),
                                       printable(f" {subject}"),
                                       (f" (+{more} more)" if more else "", "dim"))
-            row = [text(r.hostname or "–"),
+            row = [text(r.node or r.hostname or "–"),
                    Text(r.verdict.upper(), style=VERDICT_STYLE[r.verdict]),
                    str(r.errors), str(r.warnings), worst]
             if not one_layout:

@@ -20,7 +20,7 @@ labels).  No comment is ever written on the labels' lines.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..safe import printable
 
@@ -98,7 +98,69 @@ def label_key_problem(key: Any) -> Optional[str]:
     return f"name: {why}" if why else None
 
 
-def _row_labels(row: Dict[str, Any]) -> Tuple[List[Tuple[str, str]], Optional[str]]:
+#: ``--tier-labels`` styles: (the NVLink domain's key, the switch tiers' keys from the leaf
+#: up).  ``topograph``: NVIDIA topograph's labels before 1.0 (its Kubernetes engine's
+#: ``network.topology.nvidia.com/{accelerator,leaf,spine,core}``); ``topograph-v1``:
+#: topograph 1.x (``accelerator.topograph.run/domain``, ``fabric.topograph.run/tier-N``, tier
+#: 0 the switch next to the node).  Either is what Kueue's topology-aware scheduling is given
+#: as its ``Topology`` levels (:func:`kueue_topology`).
+TIER_STYLES: Dict[str, Tuple[str, Tuple[str, ...]]] = {
+    "topograph": ("network.topology.nvidia.com/accelerator",
+                  tuple("network.topology.nvidia.com/" + t for t in ("leaf", "spine", "core"))),
+    "topograph-v1": ("accelerator.topograph.run/domain",
+                     tuple(f"fabric.topograph.run/tier-{i}" for i in range(8))),
+}
+HOSTNAME = "kubernetes.io/hostname"
+
+
+def _chains(doc: Dict[str, Any]) -> Dict[str, List[str]]:
+    """Node -> the written switches above it, leaf first (the tree Slurm is given: one leaf
+    per node, :func:`nvtopo.render.slurm.tree_switches`); empty without ``--fabric``."""
+    from .slurm import tree_switches
+
+    fab = doc.get("fabric")
+    if fab is None:
+        return {}
+    switches, _notes = tree_switches(fab)
+    parent: Dict[str, str] = {}
+    leaf_of: Dict[str, str] = {}
+    for name, nodes, below in switches:
+        for n in nodes or []:
+            leaf_of[n] = name
+        for c in sorted(below or []):
+            parent.setdefault(c, name)
+    out: Dict[str, List[str]] = {}
+    for node, leaf in leaf_of.items():
+        chain = [leaf]
+        while chain[-1] in parent and len(chain) < 16:
+            chain.append(parent[chain[-1]])
+        out[node] = chain
+    return out
+
+
+def tier_labels(doc: Dict[str, Any], style: Optional[str]) -> Dict[str, List[Tuple[str, str]]]:
+    """Node name -> its tier labels in ``style`` (none when ``style`` is None): the NVLink
+    domain (``<ClusterUUID>.<clique>``, the value GFD's ``nvidia.com/gpu.clique`` holds) and
+    the switches above it, leaf first, as many as the style has keys."""
+    if style is None:
+        return {}
+    acc, tiers = TIER_STYLES[style]
+    chains = _chains(doc)
+    out: Dict[str, List[Tuple[str, str]]] = {}
+    for row in doc.get("node_rows") or []:
+        name = row.get("engine_name") or row.get("hostname")
+        if not isinstance(name, str):
+            continue
+        pairs: List[Tuple[str, str]] = []
+        if row.get("domain") and row.get("clique") is not None:
+            pairs.append((acc, f"{row['domain']}.{row['clique']}"))
+        pairs += list(zip(tiers, chains.get(row.get("name") or "", [])))
+        out[name] = pairs
+    return out
+
+
+def _row_labels(row: Dict[str, Any], extra: Sequence[Tuple[str, str]] = ()
+                ) -> Tuple[List[Tuple[str, str]], Optional[str]]:
     """A node row's labels (key, value), or why the row cannot be labelled."""
     labels: List[Tuple[str, str]] = []
     domain, clique = row.get("domain"), row.get("clique")
@@ -109,6 +171,7 @@ def _row_labels(row: Dict[str, Any]) -> Tuple[List[Tuple[str, str]], Optional[st
     rate = row.get("rail_rate_gbps")
     if rate is not None:
         labels.append((RAIL_RATE, str(rate)))
+    labels += list(extra)
     for key, value in labels:
         why = label_key_problem(key) or label_value_problem(value)
         if why:
@@ -116,12 +179,21 @@ def _row_labels(row: Dict[str, Any]) -> Tuple[List[Tuple[str, str]], Optional[st
     return labels, None
 
 
-def labels(doc: Dict[str, Any]) -> Tuple[List[str], List[str]]:
+def labels(doc: Dict[str, Any], tiers: Optional[str] = None) -> Tuple[List[str], List[str]]:
     """The label lines (``NODE key=value ...``) of a ``cluster`` JSON document, and one line
     per refused node saying which and why (for standard error, never for the lines).
+    ``tiers``: a :data:`TIER_STYLES` name, its labels added (:func:`tier_labels`).
 
     The node name is the engine's name (``collect.json``) where there is one, else the
     snapshot's hostname; a file name is never taken for a node name."""
+    lines, refused, _pairs = labelled(doc, tiers)
+    return lines, refused
+
+
+def labelled(doc: Dict[str, Any], tiers: Optional[str] = None
+             ) -> Tuple[List[str], List[str], List[Tuple[str, List[Tuple[str, str]]]]]:
+    """:func:`labels`' lines and refusals, and (node, labels) of every line."""
+    extra = tier_labels(doc, tiers)
     rows = doc.get("node_rows") or []
     names: List[Any] = [row.get("engine_name") or row.get("hostname") for row in rows]
     count: Dict[Any, int] = {}
@@ -130,6 +202,7 @@ def labels(doc: Dict[str, Any]) -> Tuple[List[str], List[str]]:
             count[name] = count.get(name, 0) + 1
     lines: List[str] = []
     refused: List[str] = []
+    written: List[Tuple[str, List[Tuple[str, str]]]] = []
     for row, name in zip(rows, names):
         shown = printable(repr(name if name is not None else row.get("name")))
         why = node_name_problem(name)
@@ -141,7 +214,7 @@ def labels(doc: Dict[str, Any]) -> Tuple[List[str], List[str]]:
                    "one node")
         pairs: List[Tuple[str, str]] = []
         if why is None:
-            pairs, why = _row_labels(row)
+            pairs, why = _row_labels(row, extra.get(name, ()) if isinstance(name, str) else ())
         line = " ".join([str(name)] + [f"{k}={v}" for k, v in pairs])
         if why is None and not set(line) <= LINE_CHARS | {" "}:  # the class, whatever passed
             why = "a character the labels pipeline cannot carry"
@@ -149,8 +222,41 @@ def labels(doc: Dict[str, Any]) -> Tuple[List[str], List[str]]:
             refused.append(f"k8s-labels: refused node {shown}: {why}")
             continue
         lines.append(line)
-    return lines, refused
+        written.append((str(name), pairs))
+    return lines, refused, written
 
 
-__all__ = ["labels", "node_name_problem", "label_value_problem", "label_key_problem",
+def kueue_topology(tiers: str, depth: int, domain: bool = True, name: str = "nvtopo"
+                   ) -> Dict[str, Any]:
+    """A Kueue ``Topology`` (``kueue.x-k8s.io/v1beta1``) whose levels are the tier labels,
+    broadest first: the ``depth`` switch tiers written (the top one first), the NVLink domain
+    (where ``domain``: some node is in one; Kueue leaves out nodes lacking a level's label),
+    then the node itself (``kubernetes.io/hostname``, as Kueue's documentation has it)."""
+    acc, keys = TIER_STYLES[tiers]
+    levels = [{"nodeLabel": k} for k in reversed(keys[:depth])]
+    levels += [{"nodeLabel": acc}] if domain else []
+    levels.append({"nodeLabel": HOSTNAME})
+    return {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "Topology",
+            "metadata": {"name": name}, "spec": {"levels": levels}}
+
+
+def apply_body(doc: Dict[str, Any], tiers: Optional[str] = None) -> Tuple[Dict[str, Any],
+                                                                          List[str]]:
+    """``--format k8s-json``: a ``v1`` ``List`` of partial ``Node`` objects (name and labels
+    only), a server-side apply body (``kubectl apply --server-side --field-manager=nvtopo
+    -f``), with the Kueue ``Topology`` last when ``tiers`` is given; and the refusals."""
+    _lines, refused, written = labelled(doc, tiers)
+    items: List[Dict[str, Any]] = [
+        {"apiVersion": "v1", "kind": "Node",
+         "metadata": {"name": node, "labels": dict(pairs)}} for node, pairs in written]
+    if tiers is not None:
+        acc, keys = TIER_STYLES[tiers]
+        depth = max([sum(k in keys for k, _v in pairs) for _n, pairs in written] + [0])
+        domain = any(k == acc for _n, pairs in written for k, _v in pairs)
+        items.append(kueue_topology(tiers, depth, domain))
+    return {"apiVersion": "v1", "kind": "List", "items": items}, refused
+
+
+__all__ = ["labels", "labelled", "apply_body", "kueue_topology", "tier_labels", "TIER_STYLES",
+           "node_name_problem", "label_value_problem", "label_key_problem",
            "LABEL_KEYS", "PREFIX", "LINE_CHARS"]

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from . import domains, identity, mesh, rails, shape, skew
-from .facts import NodeFacts, node_facts, read_manifest
+from .facts import NodeFacts, node_facts
 from ...checks import subject as S
 from ...checks.findings import Finding, exit_status, verdict
 from .finding import make
@@ -56,18 +56,10 @@ class ClusterResult:
 
 def inputs(paths: Sequence[str]) -> Iterator[Tuple[str, Optional[str], Optional[str]]]:
     """``(path, reason, engine name)`` of every input file (``reason``: why it is no file)."""
-    from ...audit import NOT_SNAPSHOTS, expand
+    from ...audit import NOT_SNAPSHOTS, expand, named
 
-    manifests: Dict[str, Dict[str, str]] = {}
-    for path, why in expand(paths):
-        if os.path.basename(path) in NOT_SNAPSHOTS:
-            continue
-        d = os.path.dirname(path) or "."
-        if d not in manifests:
-            if len(manifests) > 64:
-                manifests.clear()
-            manifests[d] = read_manifest(d)
-        yield path, why, manifests[d].get(os.path.basename(path))
+    yield from named((path, why) for path, why in expand(paths)
+                     if os.path.basename(path) not in NOT_SNAPSHOTS)
 
 
 def _work(batch: List[Tuple[str, Optional[str], Optional[str]]]) -> List[NodeFacts]:

@@ -15,14 +15,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
-from ...safe import json_loads
-
-#: The largest ``collect.json`` read (a manifest of 100,000 nodes is a few tens of MB).
-MAX_MANIFEST_BYTES = 64 << 20
-#: The most JSON values a ``collect.json`` may hold (counted before decoding, as a
-#: snapshot's are): about 15 a node, so 100,000 nodes hold 1.5 million; a value costs up to
-#: ~100 bytes decoded (60 MB of empty objects decoded to 1.6 GB).
-MAX_MANIFEST_VALUES = 2_000_000
+from ...audit import MAX_MANIFEST_BYTES, MAX_MANIFEST_VALUES, read_manifest
 
 
 class Rail(NamedTuple):
@@ -119,38 +112,6 @@ class NodeFacts:
         """The node's NVLink domain (ClusterUUID) when every GPU with fabric facts agrees."""
         uuids = {f[0] for f in self.fabric if f[0]}
         return next(iter(uuids)) if len(uuids) == 1 else None
-
-
-def read_manifest(directory: str) -> Dict[str, str]:
-    """``collect.json`` beside the snapshots: file name -> the engine's node name ({} when
-    there is none, or it is JSON of another kind).  Read through the one bounded reader
-    every input has (a FIFO, a device or a manifest past :data:`MAX_MANIFEST_BYTES` or
-    :data:`MAX_MANIFEST_VALUES` is refused before it is decoded); a manifest that cannot be
-    read, or is not JSON, is a one-line :class:`~nvtopo.errors.NvtopoError` naming it."""
-    from ...errors import NvtopoError
-    from ...snapshot import read
-
-    path = os.path.join(directory, "collect.json")
-    if not os.path.lexists(path):
-        return {}
-    what = "a manifest nvtopo collect wrote"
-    data, where = read.read_bytes(path, option="collect.json", limit=MAX_MANIFEST_BYTES,
-                                  what=what, content=False)
-    read.json_values_within(data, where, MAX_MANIFEST_VALUES, what)
-    try:
-        doc = json_loads(data.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise NvtopoError(f"not UTF-8 text; not {what}", where=where) from None
-    except ValueError as exc:
-        raise NvtopoError(f"not JSON ({str(exc)[:120]}); not {what}", where=where) from None
-    out: Dict[str, str] = {}
-    if not isinstance(doc, dict) or doc.get("kind") != "nvtopo-collect":
-        return out
-    for entry in doc.get("nodes") or []:
-        if isinstance(entry, dict) and isinstance(entry.get("file"), str) \
-                and isinstance(entry.get("node"), str):
-            out[os.path.basename(entry["file"])] = entry["node"]
-    return out
 
 
 def node_facts(path: str, engine_name: Optional[str] = None) -> NodeFacts:

@@ -21,7 +21,9 @@ WireGuard interface should have every other such node as a peer.  One finding pe
 * ``cluster.mesh_membership_unknown`` (info): those of them with a listing, named with why,
   in a fleet whose other nodes are mostly meshed;
 * ``cluster.mesh_unknown_peer`` (warning): a peer key that matches no node in the view (a
-  node gone, a key rotated; or a node whose snapshot is not in the view), one per key;
+  node gone, a key rotated; or a node whose snapshot is not in the view), one per key; a
+  node's old key, listed by exactly the nodes that lack its new one, is folded into that
+  node's ``cluster.mesh_node_missing`` instead (re-keyed: one cause, one finding);
 * ``cluster.mesh_duplicate_key`` (error): one public key on two nodes (a cloned image);
 * ``cluster.mesh_mtu`` (warning): a node whose tunnel MTU differs from the majority's;
 * ``cluster.mesh_not_checked`` (info): nodes whose peers or key are unknown (``wg`` not
@@ -85,6 +87,7 @@ def check(nodes: List[NodeFacts]) -> List[Finding]:
         for k in sorted(peers[a] - everyone_keys):
             strays.setdefault(k, []).append(a)
     out += _no_interface(nodes, meshed, known, strays)
+    _rekeyed(out, known, keys, peers, strays)
     for k, names in sorted(strays.items())[:MAX_KEY_FINDINGS]:
         out.append(make("warning", "cluster.mesh_unknown_peer", S.fleet(k),
                         f"peer key {k} matches no node in this view; listed by "
@@ -249,6 +252,37 @@ def _counted(severity: str, code: str, subject: S.Subject, message: str, first: 
 def _named_head(first: List[str], count: int) -> str:
     """:func:`named` of ``count`` names of which ``first`` are the first (sorted)."""
     return ", ".join(first[:5]) + (f" and {count - 5} more" if count > 5 else "")
+
+
+def _rekeyed(found: List[Finding], known: List[str], keys: Dict[str, Set[str]],
+             peers: Dict[str, Set[str]], strays: Dict[str, List[str]]) -> None:
+    """A node re-keyed (it left the mesh and came back with a new key) is one cause: the
+    others lack its new key (``cluster.mesh_node_missing``) and still list its old one, a key
+    no node has, listed by exactly the nodes that lack it.  That key is taken out of
+    ``strays`` and named in the node's finding (no ``cluster.mesh_unknown_peer`` listing
+    every healthy node).  Only where one node and one key match each other, and for at most
+    :data:`MAX_KEY_FINDINGS` such findings (each costs a pass over the nodes)."""
+    missing = [f for f in found if f.code == "cluster.mesh_node_missing"]
+    if not missing or len(missing) > MAX_KEY_FINDINGS:
+        return
+    by_listers: Dict[frozenset, List[str]] = {}
+    for k, names in strays.items():
+        if len(names) >= 2:
+            by_listers.setdefault(frozenset(names), []).append(k)
+    lacking: Dict[str, frozenset] = {}
+    for f in missing:
+        b = str(f.subject)
+        lacking[b] = frozenset(a for a in known if a != b and not keys.get(b, set()) & peers[a])
+    for f in missing:
+        b = str(f.subject)
+        old = by_listers.get(lacking[b], [])
+        if len(old) != 1 or sum(x == lacking[b] for x in lacking.values()) != 1:
+            continue  # not one node and one key for each other
+        (k,) = old
+        del strays[k]
+        f.message += (f"; those nodes still list peer key {k}, which no node in this view "
+                      f"has: {b}'s old key ({b} was re-keyed)")
+        f.hint = f"replace {b}'s old key {k} with its new one in those nodes' WireGuard peers"
 
 
 def _no_interface(nodes: List[NodeFacts], meshed: List[NodeFacts], known: List[str],

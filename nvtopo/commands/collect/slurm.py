@@ -524,12 +524,21 @@ def _reasons(coll: Collection, batch: Sequence[str], reader: record.Reader, hint
 # --- the whole collection ------------------------------------------------------------------
 
 
+#: What the nodes' Python runs: nvtopo's entry point, imported after the working directory
+#: is taken off ``sys.path`` (``python -m nvtopo`` and ``-c`` put it first, so an ``nvtopo/``
+#: directory where srun or Ray starts the task, a checkout of nvtopo's source say, was
+#: imported instead, and every node failed with an ImportError).
+ENTRY = ("import sys; sys.path[:] = [p for p in sys.path if p not in ('', '.')]; "
+         "sys.argv[0] = 'nvtopo'; from nvtopo.cli import run; run()")
+
+
 def default_node_command() -> List[str]:
-    """This nvtopo, as the nodes run it: this Python with ``-m nvtopo`` (a shared
-    installation or the same image on every node)."""
+    """This nvtopo, as the nodes run it: this Python, running the installed entry point
+    (:data:`ENTRY`: immune to the working directory; a shared installation or the same
+    image on every node)."""
     import sys
 
-    return [sys.executable, "-m", "nvtopo"]
+    return [sys.executable, "-c", ENTRY]
 
 
 def collect(out_dir: str, selection: Selection, limits: Limits,

@@ -54,10 +54,11 @@ IB_TEXT = "ib-text"
 DCGMI_TEXT = "dcgmi-text"
 TOPO_TEXT = "topo-text"
 NVML_TEXT = "nvml-text"
+NCCL_LOG = "nccl-log"
 
 #: What nvtopo reads, named when an input is none of it (every reader's ``what`` is in it).
 READABLE = ("an nvtopo snapshot, nvidia-smi topo -m, nvidia-smi nvlink or -q text (or -q -x "
-            "XML), dcgmi nvlink -s, ibstat/ibv_devinfo/ibstatus or gdscheck -p")
+            "XML), dcgmi nvlink -s, ibstat/ibv_devinfo/ibstatus, gdscheck -p or an NCCL debug log")
 
 
 class Reader(NamedTuple):
@@ -228,6 +229,24 @@ def _nvml_read(text: str, where: str) -> "Topology":
     return nvml_text.derive_text(text)
 
 
+def _nccl_recognise(text: str) -> int:
+    from .nccl import log
+
+    return _sure(log.looks_like(text))
+
+
+def _nccl_read(text: str, where: str) -> "Topology":
+    from .nccl import log
+
+    return log.derive_text(text)
+
+
+def _nccl_cut(text: str) -> str:
+    from .nccl import log
+
+    return log.without_lines(text)
+
+
 #: Every reader, in the order they are asked (:func:`split`).
 READERS: Tuple[Reader, ...] = (
     Reader(SNAPSHOT, "an nvtopo snapshot", WHOLE, lambda text: _sure(is_json(text)), None),
@@ -236,6 +255,10 @@ READERS: Tuple[Reader, ...] = (
                    "kept in a snapshot"),
     Reader(NVML_XML, "-q -x XML", WHOLE, _xml_recognise, _xml_read, keep="nvml",
            vet=_xml_vet, origin=NVML_TEXT),
+    Reader(NCCL_LOG, "an NCCL debug log", BLOCKS, _nccl_recognise, _nccl_read, cut=_nccl_cut,
+           origin=NCCL_LOG,
+           refused="an NCCL debug log is read by `nvtopo explain --from`, not kept in a "
+                   "snapshot"),
     Reader(IB_TEXT, "ibstat/ibv_devinfo/ibstatus", BLOCKS, _ib_recognise, _ib_read,
            cut=_ib_cut,
            refused="ibstat/ibv_devinfo text is read by `nvtopo ib --from` and `nvtopo check "
@@ -342,5 +365,5 @@ def read_kept(probe: str, text: str) -> "Topology":
 
 __all__ = ["Reader", "Part", "READERS", "READABLE", "NO", "MENTIONED", "SURE", "WHOLE",
            "BLOCKS", "SHARED", "SNAPSHOT", "GDS_TEXT", "NVML_XML", "IB_TEXT", "DCGMI_TEXT",
-           "TOPO_TEXT", "NVML_TEXT", "KEPT_BY", "is_json", "reader", "names", "split", "model",
+           "TOPO_TEXT", "NVML_TEXT", "NCCL_LOG", "KEPT_BY", "is_json", "reader", "names", "split", "model",
            "kept_text", "read_kept"]

@@ -1,0 +1,120 @@
+"""What an NCCL debug log (``NCCL_DEBUG=INFO``) says NCCL did: its version, the ranks and the
+hosts they ran on, the transport of each connection, the HCAs it used and with what GPU Direct
+RDMA setting, the environment it echoed, its warnings (``docs/nccl.md``).
+
+These are facts NCCL printed, kept as printed (bounded); what they mean for the node is the
+``nccl`` check family's business.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional
+
+from .codec import Record, fld, record
+
+
+@record
+class NcclRank(Record):
+    """One rank, from its ``comm ... rank R nranks N cudaDev D ... busId B`` line."""
+
+    rank: int = fld("rank R", default=0)
+    host: Optional[str] = fld("the host of the line's host:pid:tid prefix (null: no prefix)")
+    cuda_dev: Optional[int] = fld("cudaDev D")
+    bus_id: Optional[str] = fld("busId, as printed (hex, no domain: 18000)")
+
+
+@record
+class NcclConnection(Record):
+    """One ``Channel CC/.. : A[a] -> B[b] [send|receive] via TRANSPORT`` line."""
+
+    channel: Optional[int] = fld("the channel number (Channel 02/..)")
+    src: Optional[int] = fld("the rank the data leaves")
+    dst: Optional[int] = fld("the rank the data reaches")
+    transport: str = fld("P2P, SHM, NET, CollNet, NVLS or other (the first word after via)",
+                         default="other")
+    net: Optional[str] = fld("NET only: IB, Socket or the plugin's name (NET/<net>/...)")
+    nic: Optional[int] = fld("NET only: NCCL's device index (NET/IB/<n>)")
+    gdr: Optional[bool] = fld("NET only: true when /GDRDMA is printed, false when not")
+    via: str = fld("the whole transport text after via (P2P/CUMEM/read, NET/IB/0/GDRDMA)",
+                   default="")
+    host: Optional[str] = fld("the host of the line's prefix (null: no prefix)")
+
+
+@record
+class NcclNetDevice(Record):
+    """One device of ``NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/RoCE`` or ``NET/Socket :
+    Using [0]eth0:10.0.0.1<0>``."""
+
+    index: int = fld("[n]", default=0)
+    name: str = fld("mlx5_0 (IB) or eth0 (Socket)", default="")
+    port: Optional[int] = fld("IB only: :1")
+    link_layer: Optional[str] = fld("IB only: IB or RoCE")
+    net: str = fld("IB or Socket (which line listed it)", default="IB")
+    host: Optional[str] = fld("the host of the line's prefix (null: no prefix)")
+
+
+@record
+class NcclGdr(Record):
+    """One ``GPU Direct RDMA Enabled/Disabled for [GPU g /] HCA n ['mlx5_0'] (distance d
+    <=/> l)`` line, or ``... Disabled ... (no module)``."""
+
+    enabled: bool = fld("Enabled or Disabled", default=False)
+    hca: Optional[int] = fld("HCA n (NCCL's net device index)")
+    hca_name: Optional[str] = fld("the HCA's name, where printed")
+    gpu: Optional[str] = fld("GPU g (a cudaDev or a busId, as printed)")
+    distance: Optional[int] = fld("the distance NCCL computed (PATH_PIX=1 ... PATH_SYS)")
+    limit: Optional[int] = fld("the level it compared against (NCCL_NET_GDR_LEVEL)")
+    reason: Optional[str] = fld("the words in brackets when not a distance: no module ...")
+    host: Optional[str] = fld("the host of the line's prefix (null: no prefix)")
+
+
+@record
+class NcclEvent(Record):
+    """A warning, an error or a line that says something is off (``NCCL WARN``, ``P2P is
+    disabled between connected GPUs``, ``Got async event``)."""
+
+    kind: str = fld("warn, async_event, ibv_error, p2p_disabled, nvls_unavailable, "
+                    "ib_missing, other", default="other")
+    text: str = fld("the line after NCCL INFO/WARN, bounded", default="")
+    host: Optional[str] = fld("the host of the line's prefix (null: no prefix)")
+    device: Optional[str] = fld("the device named (mlx5_0:1), where one is")
+    count: int = fld("how many times this line was seen", default=1)
+
+
+@record
+class NcclLog(Record):
+    """``extra.nccl-log``: a pasted NCCL debug log."""
+
+    version: Optional[str] = fld("NCCL version 2.x.y+cudaX")
+    lines: int = fld("NCCL lines read", default=0)
+    hosts: List[str] = fld("the hosts of the prefixes, in order seen", factory=list)
+    nranks: Optional[int] = fld("nranks of the comm lines (the largest)")
+    ranks: List[NcclRank] = fld("one per rank, the first line seen for it", factory=list)
+    connections: List[NcclConnection] = fld("Channel ... via ... lines (bounded)",
+                                            factory=list)
+    net_devices: List[NcclNetDevice] = fld("NET/IB and NET/Socket 'Using' lines",
+                                           factory=list)
+    networks: List[str] = fld("Using network IB/Socket/<plugin>, in order seen",
+                              factory=list)
+    gdr: List[NcclGdr] = fld("GPU Direct RDMA lines", factory=list)
+    env: Dict[str, str] = fld("NCCL_* variables echoed (set by environment to / set to)",
+                              factory=dict)
+    events: List[NcclEvent] = fld("warnings and errors, same text counted once",
+                                  factory=list)
+    nvls: Optional[bool] = fld("true: NVLS used (NVLS comm/channels > 0); false: said "
+                               "unavailable; null: the log does not say")
+    collnet: Optional[bool] = fld("true: CollNet connections seen or channels > 0")
+    rings: List[str] = fld("Channel NN/MM : r0 r1 ... (ring orders, bounded)", factory=list)
+    trees: List[str] = fld("Trees [..] lines (bounded)", factory=list)
+    truncated: bool = fld("true when a bound cut the log", default=False)
+
+    def transports(self) -> Dict[str, int]:
+        """How many connections of each transport (``NET/IB`` and ``NET/Socket`` apart)."""
+        out: Dict[str, int] = {}
+        for c in self.connections:
+            name = c.transport if c.transport != "NET" else f"NET/{c.net or '?'}"
+            out[name] = out.get(name, 0) + 1
+        return out
+
+
+__all__ = ["NcclConnection", "NcclEvent", "NcclGdr", "NcclLog", "NcclNetDevice", "NcclRank"]

@@ -1,0 +1,4 @@
+"""NCCL's own output, read from pasted text; nothing is captured live (``docs/nccl.md``).
+
+* :mod:`~nvtopo.probes.nccl.log`: ``NCCL_DEBUG=INFO`` logs (source ``nccl-log``).
+"""

@@ -44,8 +44,10 @@ def test_a_healthy_two_host_log_is_read_as_facts():
     assert len(got.gdr) == 16 and all(g.enabled and (g.distance, g.limit) == (3, 4)
                                       for g in got.gdr)
     assert got.env["NCCL_IB_HCA"].startswith("mlx5_0,mlx5_3")
-    assert [d.name for d in got.net_devices if d.host == "dgx-a01"][:3] == \
+    assert [d.name for d in got.net_devices if d.host == "dgx-a01" and d.net == "IB"][:3] == \
         ["mlx5_0", "mlx5_3", "mlx5_4"]
+    assert [(d.name, d.net) for d in got.net_devices if d.net != "IB"] == \
+        [("ibp24s0", "Bootstrap")] * 2
     assert got.rings[0].split()[:3] == ["0", "1", "2"] and len(got.trees) == 16
     assert got.events == [] and not got.truncated
 

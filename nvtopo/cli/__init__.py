@@ -42,6 +42,7 @@ COMMANDS = {
     "diff": ("diff", "diff_cmd"),
     "collect": ("collect", "app"),
     "cluster": ("cluster", "cluster_cmd"),
+    "explain": ("explain", "explain_cmd"),
 }
 
 HELP = (

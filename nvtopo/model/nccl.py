@@ -42,14 +42,14 @@ class NcclConnection(Record):
 
 @record
 class NcclNetDevice(Record):
-    """One device of ``NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/RoCE`` or ``NET/Socket :
-    Using [0]eth0:10.0.0.1<0>``."""
+    """One device of ``NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/RoCE``, ``NET/Socket :
+    Using [0]eth0:10.0.0.1<0>`` or ``Bootstrap : Using eth0:10.0.0.1<0>``."""
 
     index: int = fld("[n]", default=0)
     name: str = fld("mlx5_0 (IB) or eth0 (Socket)", default="")
     port: Optional[int] = fld("IB only: :1")
     link_layer: Optional[str] = fld("IB only: IB or RoCE")
-    net: str = fld("IB or Socket (which line listed it)", default="IB")
+    net: str = fld("IB, Socket or Bootstrap (which line listed it)", default="IB")
     host: Optional[str] = fld("the host of the line's prefix (null: no prefix)")
 
 
@@ -73,12 +73,25 @@ class NcclEvent(Record):
     """A warning, an error or a line that says something is off (``NCCL WARN``, ``P2P is
     disabled between connected GPUs``, ``Got async event``)."""
 
-    kind: str = fld("warn, async_event, ibv_error, p2p_disabled, nvls_unavailable, "
-                    "ib_missing, other", default="other")
+    kind: str = fld("warn, async_event, ibv_error, completion_error, p2p_disabled, "
+                    "nvls_unavailable, ib_missing, error, other", default="other")
     text: str = fld("the line after NCCL INFO/WARN, bounded", default="")
     host: Optional[str] = fld("the host of the line's prefix (null: no prefix)")
     device: Optional[str] = fld("the device named (mlx5_0:1), where one is")
     count: int = fld("how many times this line was seen", default=1)
+
+
+@record
+class NcclPath(Record):
+    """One entry of NCCL's per-GPU path lines (``GPU/8F000 :GPU/16000 (2/264.000000/NVL)
+    NET/4 (4/24.000000/PXB)``): from a GPU to another GPU, a CPU or a NET device."""
+
+    src: str = fld("the GPU, as printed (GPU/8F000: its busId)", default="")
+    dst: str = fld("GPU/<busId>, CPU/<n> or NET/<n>, as printed", default="")
+    hops: Optional[int] = fld("the first number: hops")
+    bw: Optional[float] = fld("the second: NCCL's bandwidth figure (GB/s)")
+    type: str = fld("the path type NCCL names (NVL, PIX, PXB, PHB, SYS ...)", default="")
+    host: Optional[str] = fld("the host of the line's prefix (null: no prefix)")
 
 
 @record
@@ -104,6 +117,7 @@ class NcclLog(Record):
     nvls: Optional[bool] = fld("true: NVLS used (NVLS comm/channels > 0); false: said "
                                "unavailable; null: the log does not say")
     collnet: Optional[bool] = fld("true: CollNet connections seen or channels > 0")
+    paths: List[NcclPath] = fld("the per-GPU path lines (bounded)", factory=list)
     rings: List[str] = fld("Channel NN/MM : r0 r1 ... (ring orders, bounded)", factory=list)
     trees: List[str] = fld("Trees [..] lines (bounded)", factory=list)
     truncated: bool = fld("true when a bound cut the log", default=False)
@@ -117,4 +131,5 @@ class NcclLog(Record):
         return out
 
 
-__all__ = ["NcclConnection", "NcclEvent", "NcclGdr", "NcclLog", "NcclNetDevice", "NcclRank"]
+__all__ = ["NcclConnection", "NcclEvent", "NcclGdr", "NcclLog", "NcclNetDevice", "NcclPath",
+           "NcclRank"]

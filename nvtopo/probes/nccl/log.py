@@ -28,7 +28,7 @@ import re
 from typing import Dict, List, Optional, Tuple
 
 from ...model.nccl import (NcclConnection, NcclEvent, NcclGdr, NcclLog, NcclNetDevice,
-                           NcclRank)
+                           NcclPath, NcclRank)
 from ...model.topology import Topology
 from ...safe import ascii_int, printable
 
@@ -46,12 +46,16 @@ MAX_TEXT = 300
 _MARKERS = ("NCCL INFO", "NCCL WARN")
 _PREFIX_RE = re.compile(r"([A-Za-z0-9][A-Za-z0-9_.\-]{0,62}):(\d{1,9}):(\d{1,9}) \[(\d{1,5})\]")
 _VERSION_RE = re.compile(r"\bNCCL version ([0-9][0-9A-Za-z.+\-]{0,40})")
-_COMM_RE = re.compile(r"\brank (\d{1,7}) nranks (\d{1,7})")
+_COMM_RE = re.compile(r"\brank (\d{1,7}) n[Rr]anks (\d{1,7})")
 _CUDADEV_RE = re.compile(r"\bcudaDev (\d{1,5})")
 _BUSID_RE = re.compile(r"\bbusId ([0-9a-fA-F]{1,16})\b")
 _CONN_RE = re.compile(r"^Channel (\d{1,4})(?:/\d{1,4})? : (\d{1,7})\[[0-9a-fA-F]{1,16}\] -> "
                       r"(\d{1,7})\[[0-9a-fA-F]{1,16}\](?: \[(?:send|receive)\])? via "
                       r"(\S[^\r\n]{0,120})")
+#: NCCL 2.4 and older: ``Ring 00 : 0 -> 1 [send] via NET/IB/0``.
+_OLD_CONN_RE = re.compile(r"^Ring (\d{1,4}) : (\d{1,7}) -> (\d{1,7})(?: \[(?:send|receive)\])? via "
+                          r"(\S[^\r\n]{0,120})")
+_BOOT_RE = re.compile(r"^Bootstrap ?: ?Using ([A-Za-z0-9_.\-]{1,64}):")
 _RING_RE = re.compile(r"^Channel \d{1,4}/\d{1,4} :([ 0-9]{1,16384})$")
 _IB_DEV_RE = re.compile(r"\[(\d{1,3})\]([A-Za-z0-9_.\-]{1,64}):(\d{1,3})/(IB|RoCE)")
 _SOCK_DEV_RE = re.compile(r"\[(\d{1,3})\]([A-Za-z0-9_.\-]{1,64}):")
@@ -62,6 +66,12 @@ _GDR_RE = re.compile(r"GPU Direct RDMA (?:\([\w\-]{1,30}\) )?(enabled|disabled) 
 _DIST_RE = re.compile(r"\(distance (\d{1,3}) ?([<>]=?) ?(\d{1,3})\)")
 _PAREN_RE = re.compile(r"\(([^()]{1,80})\)")
 _ENV_RE = re.compile(r"^(NCCL_[A-Z0-9_]{1,60}) set (?:by environment )?to ?([^\r\n]{0,200})$")
+#: ``GPU/8F000 :GPU/16000 (2/264.000000/NVL) CPU/0 (4/9.000000/SYS) NET/4 (...)``.
+_PATHS_HEAD_RE = re.compile(r"^GPU/([0-9A-Fa-f]{1,16}) ?:")
+_PATH_RE = re.compile(r"\b((?:GPU|CPU|NET|NVS|NIC)/[0-9A-Fa-f\-]{1,16}) \((\d{1,4})/([0-9.]{1,20})/"
+                      r"([A-Z0-9]{2,4})\)")
+#: The source location before ``NCCL WARN`` (``transport/nvls.cc:254``).
+_WHERE_RE = re.compile(r"([A-Za-z0-9_/]{1,80}\.(?:cc|c|h|cpp|cu)):\d{1,6} ?$")
 _CHANNELS_RE = re.compile(r"\b(\d{1,4}) nvls channels")
 _DEVICE_RE = re.compile(r"\b((?:mlx5|mlx4|irdma|bnxt_re|efa|qedr|hfi1|rxe)_?[A-Za-z0-9]{0,16}"
                         r"(?::\d{1,3})?)")
@@ -78,16 +88,22 @@ def looks_like(text: str) -> bool:
 
 
 def _message(line: str) -> Optional[Tuple[Optional[str], str, str]]:
-    """``(host, level, message)`` of an NCCL line, or None for any other line."""
+    """``(host, level, message)`` of an NCCL line, or None for any other line.  A WARN's
+    source location (``transport/nvls.cc:254 NCCL WARN``) is kept before its message, in
+    brackets (``[transport/nvls.cc] ...``)."""
     for marker in _MARKERS:
         at = line.find(marker)
         if at >= 0:
-            head = line[:at]
+            head = line[max(0, at - 300):at]
             found = None
-            for found in _PREFIX_RE.finditer(head[-200:]):
+            for found in _PREFIX_RE.finditer(head):
                 pass
             host = found.group(1) if found is not None else None
-            return host, marker[5:].lower(), line[at + len(marker):].strip()
+            msg = line[at + len(marker):].strip()
+            where = _WHERE_RE.search(head) if marker == "NCCL WARN" else None
+            if where is not None:
+                msg = f"[{where.group(1)}] {msg}"
+            return host, marker[5:].lower(), msg
     if _VERSION_RE.search(line):
         return None, "info", line[line.find("NCCL version"):].strip()
     return None
@@ -223,11 +239,15 @@ def _net_using(r: _Read, msg: str, host: Optional[str]) -> None:
             _device(r, NcclNetDevice(index=ascii_int(m.group(1)) or 0, name=m.group(2),
                                      port=ascii_int(m.group(3)), link_layer=m.group(4),
                                      net="IB", host=host))
-    else:
-        body = msg.split("Using", 1)[1]
-        for m in _SOCK_DEV_RE.finditer(body):
-            _device(r, NcclNetDevice(index=ascii_int(m.group(1)) or 0, name=m.group(2),
-                                     net="Socket", host=host))
+        return
+    net = "Socket" if msg.startswith("NET/Socket") else "Bootstrap"
+    body = msg.split("Using", 1)[1]
+    for m in _SOCK_DEV_RE.finditer(body):
+        _device(r, NcclNetDevice(index=ascii_int(m.group(1)) or 0, name=m.group(2),
+                                 net=net, host=host))
+    one = _BOOT_RE.match(msg)
+    if one is not None and net == "Bootstrap":
+        _device(r, NcclNetDevice(index=0, name=one.group(1), net=net, host=host))
 
 
 def _device(r: _Read, dev: NcclNetDevice) -> None:
@@ -254,9 +274,29 @@ def _gdr(r: _Read, m: "re.Match[str]", msg: str, host: Optional[str]) -> None:
     r.log.gdr.append(g)
 
 
+def _paths(r: _Read, msg: str, host: Optional[str]) -> None:
+    head = _PATHS_HEAD_RE.match(msg)
+    if head is None:
+        return
+    src = f"GPU/{head.group(1)}"
+    for m in _PATH_RE.finditer(msg, head.end()):
+        if len(r.log.paths) >= MAX_CONNECTIONS:
+            r.log.truncated = True
+            return
+        r.log.paths.append(NcclPath(src=src, dst=m.group(1), hops=ascii_int(m.group(2)),
+                                    bw=_float(m.group(3)), type=m.group(4), host=host))
+
+
+def _float(text: str) -> Optional[float]:
+    try:
+        return float(text) if text.count(".") <= 1 and text != "." else None
+    except ValueError:
+        return None
+
+
 def _info(r: _Read, msg: str, host: Optional[str]) -> None:
     """One INFO message (see the module doc for the lines read)."""
-    m = _CONN_RE.match(msg)
+    m = _CONN_RE.match(msg) or _OLD_CONN_RE.match(msg)
     if m is not None:
         _connection(r, m, host)
         return
@@ -271,9 +311,11 @@ def _info(r: _Read, msg: str, host: Optional[str]) -> None:
     v = _VERSION_RE.search(msg)
     if v is not None and r.log.version is None:
         r.log.version = v.group(1)
-    if " nranks " in msg:
+    if " nranks " in msg or " nRanks " in msg:
         _rank(r, msg, host)
-    if (msg.startswith("NET/IB") or msg.startswith("NET/Socket")) and "Using" in msg:
+    if msg.startswith("GPU/"):
+        _paths(r, msg, host)
+    if msg.startswith(("NET/IB", "NET/Socket", "Bootstrap")) and "Using" in msg:
         _net_using(r, msg, host)
     net = _NETWORK_RE.match(msg)
     if net is not None:
@@ -301,7 +343,8 @@ def _signals(r: _Read, msg: str, host: Optional[str]) -> None:
         r.event("nvls_unavailable", msg, host)
         if r.log.nvls is None:
             r.log.nvls = False
-    elif msg.startswith("NET/IB") and "no device found" in low:
+    elif (msg.startswith("NET/IB") and "no device found" in low) \
+            or ("libibverbs" in low and "fail" in low):
         r.event("ib_missing", msg, host)
     elif _NCCL_ERROR_RE.search(msg):
         r.event("error", msg, host)
@@ -316,14 +359,20 @@ def _signals(r: _Read, msg: str, host: Optional[str]) -> None:
 
 def _warn(r: _Read, msg: str, host: Optional[str]) -> None:
     low = msg.lower()
-    if "async event" in low:
+    if "async event" in low or "async fatal event" in low:
         kind = "async_event"
+    elif "got completion" in low:
+        kind = "completion_error"
     elif "ibv_" in low:
         kind = "ibv_error"
     elif "nvls" in low:
         kind = "nvls_unavailable"
+    elif _NCCL_ERROR_RE.search(msg):
+        kind = "error"
     else:
         kind = "warn"
+    if kind == "nvls_unavailable" and r.log.nvls is None:
+        r.log.nvls = False
     r.event(kind, msg, host)
 
 

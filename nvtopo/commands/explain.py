@@ -1,0 +1,143 @@
+"""``nvtopo explain``: why NCCL chose the paths its log shows, traced to the node's wiring
+(``docs/nccl.md``).
+
+The inputs (``--from``, repeated) come through the one front door: an NCCL debug log, and
+optionally the node's evidence (a snapshot, a pasted ``topo -m`` ...), or one ticket holding
+both.  With the node given, every check family runs on the node with the log's facts in it
+(the ``nccl`` family reads them, and the node's own faults, a port down, a link down, stand
+beside NCCL's); a log alone gives the ``nccl`` family's findings only.  The explanation says
+which paths NCCL used and, where the node is given and nothing is wrong, that they are the
+best the node has.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence
+
+from ..checks import Report
+from ..errors import NvtopoError
+from ..model import Topology
+from ..model.nccl import NcclLog
+
+#: Version of ``nvtopo explain --format json`` (docs/schemas/explain.schema.json).
+EXPLAIN_SCHEMA_VERSION = 1
+
+
+class Explanation:
+    """What :func:`explain` found: the report, the log's facts, the node (None: log alone),
+    the explanation's lines."""
+
+    def __init__(self, report: Report, log: NcclLog, node: Optional[Topology],
+                 inputs: Sequence[str], lines: List[str]) -> None:
+        self.report = report
+        self.log = log
+        self.node = node
+        self.inputs = list(inputs)
+        self.lines = lines
+
+    @property
+    def exit_status(self) -> int:
+        return self.report.exit_status
+
+    def document(self) -> Dict[str, Any]:
+        log = self.log
+        doc: Dict[str, Any] = {
+            "schema_version": EXPLAIN_SCHEMA_VERSION, "inputs": self.inputs,
+            "nccl": {"version": log.version, "hosts": list(log.hosts), "nranks": log.nranks,
+                     "transports": log.transports(), "networks": list(log.networks),
+                     "gdr": {"enabled": sum(1 for g in log.gdr if g.enabled),
+                             "disabled": sum(1 for g in log.gdr if not g.enabled)},
+                     "nvls": log.nvls, "env": dict(log.env), "truncated": log.truncated},
+            "node": None if self.node is None else {
+                "hostname": self.node.host.hostname, "gpus": len(self.node.gpus),
+                "nics": len(self.node.nics)},
+            "explanation": list(self.lines)}
+        doc.update(self.report.document())
+        return doc
+
+
+def explain(paths: Sequence[str], layout: Any = "auto") -> Explanation:
+    """Read ``paths`` (one NCCL log, at most one node's evidence, or a ticket with both) and
+    explain the log (see the module doc)."""
+    from .. import snapshot
+
+    if not paths:
+        raise NvtopoError("give the NCCL log with --from LOG (and the node's snapshot with a "
+                          "second --from)", where="explain")
+    log: Optional[NcclLog] = None
+    node: Optional[Topology] = None
+    for path in paths:
+        topo = snapshot.open_input(snapshot.Input(path=path, command="explain")).model
+        if topo.nccl_log is not None:
+            if log is not None:
+                raise NvtopoError("a second NCCL log: give one log (and the node's evidence)",
+                                  where=path)
+            log = topo.nccl_log
+        if topo.gpus or topo.nics or topo.matrix is not None:
+            if node is not None:
+                raise NvtopoError("a second node's evidence: explain reads one node beside "
+                                  "the log", where=path)
+            node = topo
+    if log is None:
+        raise NvtopoError("no NCCL debug log among the inputs (NCCL_DEBUG=INFO output: lines "
+                          "holding 'NCCL INFO')", where=paths[0])
+    report = _report(log, node, layout)
+    return Explanation(report, log, node, paths, summary(log, node, report))
+
+
+def _report(log: NcclLog, node: Optional[Topology], layout: Any) -> Report:
+    from .. import checks
+    from ..checks import nccl
+    from ..checks.select import given
+
+    if node is None:
+        alone = Topology(sources=["nccl-log"])
+        alone.nccl_log = log
+        return Report(layout_name="none", reason="an NCCL log alone: no node evidence",
+                      findings=tuple(nccl.check(alone, given(None))))
+    node.nccl_log = log
+    if "nccl-log" not in node.sources:
+        node.sources.append("nccl-log")
+    return checks.select_and_run(node, layout)
+
+
+def summary(log: NcclLog, node: Optional[Topology], report: Report) -> List[str]:
+    """Which paths NCCL used, in words, and what that means for the node."""
+    lines: List[str] = []
+    ranks = f"{log.nranks} ranks" if log.nranks else "ranks"
+    where = (f" on {len(log.hosts)} host(s) ({', '.join(log.hosts[:4])}"
+             f"{', …' if len(log.hosts) > 4 else ''})" if log.hosts else "")
+    lines.append(f"NCCL {log.version or '(version not in the paste)'}: {ranks}{where}")
+    used = log.transports()
+    if used:
+        lines.append("connections: " + ", ".join(f"{k} {v}" for k, v in sorted(used.items())))
+    else:
+        lines.append("the paste holds no Channel ... via ... lines (no connection seen)")
+    ib = [d for d in log.net_devices if d.net == "IB"]
+    if ib:
+        names = sorted({f"{d.name}/{d.link_layer or '?'}" for d in ib})
+        lines.append(f"HCAs NCCL used: {', '.join(names[:12])}")
+    on = sum(1 for g in log.gdr if g.enabled)
+    if log.gdr:
+        lines.append(f"GPU Direct RDMA: enabled on {on} of {len(log.gdr)} GPU/HCA pair(s)")
+    if log.nvls is not None:
+        lines.append("NVLS (NVLink SHARP): " + ("used" if log.nvls else "not used"))
+    lines.append(_verdict(node, report))
+    return lines
+
+
+def _verdict(node: Optional[Topology], report: Report) -> str:
+    nccl = [f for f in report.findings if f.code.startswith("nccl.") and f.severity != "info"]
+    if nccl:
+        return f"{len(nccl)} NCCL finding(s) below name what made NCCL choose a worse path"
+    if node is None:
+        return "the log shows no fault (give the node's snapshot to check these are the " \
+               "best paths the node has)"
+    other = [f for f in report.findings if f.severity == "error"]
+    if other:
+        return "NCCL's paths show no fault; the node's own errors are listed below"
+    return "these are the best paths the node has: NCCL shows no fault and the node's " \
+           "evidence offers nothing better"
+
+
+__all__ = ["EXPLAIN_SCHEMA_VERSION", "Explanation", "explain", "summary"]

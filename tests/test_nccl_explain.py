@@ -17,7 +17,7 @@ from nvtopo.probes.nccl import log as nccl_log
 
 ROOT = Path(__file__).resolve().parent.parent
 FIX = ROOT / "fixtures" / "nccl"
-LOGS = sorted(FIX.glob("*.log"))
+LOGS = sorted(FIX.glob("*.log")) + sorted(FIX.glob("*.txt"))
 runner = make_runner()
 
 
@@ -26,7 +26,7 @@ def expected(path: Path) -> dict:
 
 
 def test_every_fixture_log_states_its_causes():
-    assert len(LOGS) >= 12
+    assert len(LOGS) >= 18
     for path in LOGS:
         want = expected(path)
         assert set(want) >= {"alone", "thread", "shows"}, path.name
@@ -166,7 +166,7 @@ def test_explain_table_of_a_healthy_log():
 @pytest.mark.parametrize("inputs, words", [
     ([], "give the NCCL log"),
     (["fixtures/topo-corpus/02_hgx-h100-8gpu-nv18-8nic-gpunumaid-spaces-sglang.txt"],
-     "no NCCL debug log"),
+     "no NCCL debug log or nccl-tests output"),
     (["fixtures/nccl/healthy-2x8-h100-ib.log", "fixtures/nccl/shm-between-gpus.log"],
      "a second NCCL log")])
 def test_bad_inputs_are_one_line_and_exit_2(inputs, words):

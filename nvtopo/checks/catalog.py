@@ -375,6 +375,15 @@ _ROWS: Tuple[Tuple[Any, ...], ...] = (
      "pair's async error, a completion with an error status)", "NCCL debug log (NCCL WARN "
      "lines)", _ERROR, "check the GID index (RoCE), the ports' counters and reachability",
      "mlx5_0"),
+    ("nccl.busbw_low", "nccl", "node", "nccl-tests' all_reduce_perf peak bus bandwidth under "
+     "80% of what the layout's expected_bandwidth states (inside one node: allreduce_busbw; "
+     "across nodes: one compute NIC's figure, a warning), the bottleneck named from the log "
+     "beside it", "nccl-tests output, the layout's expected_bandwidth, the NCCL log",
+     Ladder("error", "warning", "nccl.not_checked"), "give the NCCL log of the run: its "
+     "transports name the bottleneck", "dgx-h100-9603"),
+    _nc("nccl", "nccl-tests bus bandwidth", "nccl-tests output and a layout's "
+        "expected_bandwidth", "give the node's evidence or --layout NAME; run all_reduce_perf "
+        "up to 8 GB (-e 8G)"),
     # -- source
     ("source.disagreement", "source", "node", "two sources said different things about one "
      "fact", "every source of the fact", _WARN, "re-take the snapshot; report which source "

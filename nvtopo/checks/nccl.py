@@ -1,4 +1,5 @@
-"""NCCL: why a run chose the path it chose, from its debug log (``extra.nccl-log``), traced to
+"""NCCL: why a run chose the path it chose, from its debug log (``extra.nccl-log``) and its
+nccl-tests tables (``extra.nccl-tests``: :mod:`.nccl_perf`), traced to
 the node's wiring where the node's evidence is given too (``docs/nccl.md``).
 
 A log alone says what NCCL did and, in its own words, some of why; a snapshot of the node
@@ -38,9 +39,17 @@ PORT_EVENTS = ("port error", "port active", "lid change", "gid table change", "s
 
 
 def check(topo: Topology, sel: Selection) -> List[Finding]:
+    out = _log(topo, sel) if topo.nccl_log is not None else []
+    if topo.nccl_tests is not None:
+        from . import nccl_perf
+
+        out += nccl_perf.check(topo.nccl_tests.tests, sel, out)
+    return out
+
+
+def _log(topo: Topology, sel: Selection) -> List[Finding]:
     log = topo.nccl_log
-    if log is None:
-        return []
+    assert log is not None
     node = Node(topo, log, sel)
     out: List[Finding] = []
     out += _socket(log, node)

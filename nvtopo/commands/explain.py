@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from ..checks import Report
 from ..errors import NvtopoError
 from ..model import Topology
-from ..model.nccl import NcclLog
+from ..model.nccl import NcclLog, NcclTests
 
 #: Version of ``nvtopo explain --format json`` (docs/schemas/explain.schema.json).
 EXPLAIN_SCHEMA_VERSION = 1
@@ -28,9 +28,11 @@ class Explanation:
     the explanation's lines."""
 
     def __init__(self, report: Report, log: NcclLog, node: Optional[Topology],
-                 inputs: Sequence[str], lines: List[str]) -> None:
+                 inputs: Sequence[str], lines: List[str],
+                 tests: Optional[NcclTests] = None) -> None:
         self.report = report
         self.log = log
+        self.tests = tests
         self.node = node
         self.inputs = list(inputs)
         self.lines = lines
@@ -51,9 +53,18 @@ class Explanation:
             "node": None if self.node is None else {
                 "hostname": self.node.host.hostname, "gpus": len(self.node.gpus),
                 "nics": len(self.node.nics)},
-            "explanation": list(self.lines)}
+            "explanation": list(self.lines),
+            "tests": [_test_doc(t) for t in (self.tests.tests if self.tests else [])]}
         doc.update(self.report.document())
         return doc
+
+
+def _test_doc(t: Any) -> Dict[str, Any]:
+    peak = t.peak()
+    return {"name": t.name, "ranks": len(t.ranks), "hosts": t.hosts,
+            "peak_busbw": peak.best_busbw if peak is not None else None,
+            "peak_size": peak.size if peak is not None else None,
+            "avg_busbw": t.avg_busbw}
 
 
 def explain(paths: Sequence[str], layout: Any = "auto") -> Explanation:
@@ -65,6 +76,7 @@ def explain(paths: Sequence[str], layout: Any = "auto") -> Explanation:
         raise NvtopoError("give the NCCL log with --from LOG (and the node's snapshot with a "
                           "second --from)", where="explain")
     log: Optional[NcclLog] = None
+    tests: Optional[NcclTests] = None
     node: Optional[Topology] = None
     for path in paths:
         topo = snapshot.open_input(snapshot.Input(path=path, command="explain")).model
@@ -73,37 +85,59 @@ def explain(paths: Sequence[str], layout: Any = "auto") -> Explanation:
                 raise NvtopoError("a second NCCL log: give one log (and the node's evidence)",
                                   where=path)
             log = topo.nccl_log
+        if topo.nccl_tests is not None:
+            if tests is not None:
+                raise NvtopoError("a second nccl-tests output: give one", where=path)
+            tests = topo.nccl_tests
         if topo.gpus or topo.nics or topo.matrix is not None:
             if node is not None:
                 raise NvtopoError("a second node's evidence: explain reads one node beside "
                                   "the log", where=path)
             node = topo
-    if log is None:
-        raise NvtopoError("no NCCL debug log among the inputs (NCCL_DEBUG=INFO output: lines "
-                          "holding 'NCCL INFO')", where=paths[0])
-    report = _report(log, node, layout)
-    return Explanation(report, log, node, paths, summary(log, node, report))
+    if log is None and tests is None:
+        raise NvtopoError("no NCCL debug log or nccl-tests output among the inputs "
+                          "(NCCL_DEBUG=INFO output: lines holding 'NCCL INFO')",
+                          where=paths[0])
+    log = log if log is not None else NcclLog()
+    report = _report(log, tests, node, layout)
+    lines = summary(log, node, report, tests)
+    return Explanation(report, log, node, paths, lines, tests)
 
 
-def _report(log: NcclLog, node: Optional[Topology], layout: Any) -> Report:
+def _report(log: NcclLog, tests: Optional[NcclTests], node: Optional[Topology],
+            layout: Any) -> Report:
     from .. import checks
     from ..checks import nccl
     from ..checks.select import given
 
-    if node is None:
-        alone = Topology(sources=["nccl-log"])
-        alone.nccl_log = log
-        return Report(layout_name="none", reason="an NCCL log alone: no node evidence",
-                      findings=tuple(nccl.check(alone, given(None))))
-    node.nccl_log = log
-    if "nccl-log" not in node.sources:
-        node.sources.append("nccl-log")
-    return checks.select_and_run(node, layout)
+    target = node if node is not None else Topology(sources=[])
+    for name, value in (("nccl-log", log if log.lines else None), ("nccl-tests", tests)):
+        if value is not None and name not in target.sources:
+            target.sources.append(name)
+    target.nccl_log = log if log.lines else None
+    target.nccl_tests = tests
+    if node is not None:
+        return checks.select_and_run(node, layout)
+    sel = given(None if isinstance(layout, str) else layout)
+    name = sel.layout.name if sel.layout is not None else "none"
+    reason = (f"given (--layout {name}): NCCL's output alone, no node evidence"
+              if sel.layout is not None else "NCCL's output alone: no node evidence")
+    return Report(layout_name=name, reason=reason, findings=tuple(nccl.check(target, sel)))
 
 
-def summary(log: NcclLog, node: Optional[Topology], report: Report) -> List[str]:
+def summary(log: NcclLog, node: Optional[Topology], report: Report,
+            tests: Optional[NcclTests] = None) -> List[str]:
     """Which paths NCCL used, in words, and what that means for the node."""
     lines: List[str] = []
+    for t in (tests.tests if tests is not None else []):
+        peak = t.peak()
+        if peak is not None:
+            lines.append(f"{t.name or 'nccl-tests'}: {len(t.ranks)} ranks; peak bus bandwidth "
+                         f"{peak.best_busbw:g} GB/s at {peak.size:,} B; average "
+                         f"{t.avg_busbw if t.avg_busbw is not None else '?'} GB/s")
+    if not log.lines:
+        lines.append(_verdict(node, report, "the table"))
+        return lines
     ranks = f"{log.nranks} ranks" if log.nranks else "ranks"
     where = (f" on {len(log.hosts)} host(s) ({', '.join(log.hosts[:4])}"
              f"{', …' if len(log.hosts) > 4 else ''})" if log.hosts else "")
@@ -122,16 +156,16 @@ def summary(log: NcclLog, node: Optional[Topology], report: Report) -> List[str]
         lines.append(f"GPU Direct RDMA: enabled on {on} of {len(log.gdr)} GPU/HCA pair(s)")
     if log.nvls is not None:
         lines.append("NVLS (NVLink SHARP): " + ("used" if log.nvls else "not used"))
-    lines.append(_verdict(node, report))
+    lines.append(_verdict(node, report, "the log"))
     return lines
 
 
-def _verdict(node: Optional[Topology], report: Report) -> str:
+def _verdict(node: Optional[Topology], report: Report, what: str) -> str:
     nccl = [f for f in report.findings if f.code.startswith("nccl.") and f.severity != "info"]
     if nccl:
-        return f"{len(nccl)} NCCL finding(s) below name what made NCCL choose a worse path"
+        return f"{len(nccl)} NCCL finding(s) below: what made NCCL slower than the node allows"
     if node is None:
-        return "the log shows no fault (give the node's snapshot to check these are the " \
+        return f"{what} shows no fault (give the node's snapshot to check these are the " \
                "best paths the node has)"
     other = [f for f in report.findings if f.severity == "error"]
     if other:

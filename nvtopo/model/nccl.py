@@ -131,5 +131,77 @@ class NcclLog(Record):
         return out
 
 
+
+
+@record
+class NcclTestRank(Record):
+    """One ``#  Rank  0 Group  0 Pid  33347 on node-a device  0 [0x0f] NVIDIA H800`` line."""
+
+    rank: int = fld("Rank N", default=0)
+    host: Optional[str] = fld("on HOST")
+    device: Optional[int] = fld("device N (the CUDA device)")
+    bus: Optional[str] = fld("[0x0f]: the PCI bus number, as printed")
+    gpu: Optional[str] = fld("the GPU's name, as printed")
+
+
+@record
+class NcclTestRow(Record):
+    """One row of an nccl-tests table: a message size, out-of-place then in-place."""
+
+    size: int = fld("size (B)", default=0)
+    count: Optional[int] = fld("count (elements)")
+    type: Optional[str] = fld("type (float, half ...)")
+    redop: Optional[str] = fld("redop (sum, none ...)")
+    root: Optional[int] = fld("root (-1: none; absent in old nccl-tests)")
+    time_us: Optional[float] = fld("out-of-place time (us)")
+    algbw: Optional[float] = fld("out-of-place algbw (GB/s)")
+    busbw: Optional[float] = fld("out-of-place busbw (GB/s)")
+    wrong: Optional[str] = fld("out-of-place #wrong (or error), as printed")
+    ip_time_us: Optional[float] = fld("in-place time (us)")
+    ip_algbw: Optional[float] = fld("in-place algbw (GB/s)")
+    ip_busbw: Optional[float] = fld("in-place busbw (GB/s)")
+    ip_wrong: Optional[str] = fld("in-place #wrong (or error), as printed")
+
+    @property
+    def best_busbw(self) -> Optional[float]:
+        values = [v for v in (self.busbw, self.ip_busbw) if v is not None]
+        return max(values) if values else None
+
+
+@record
+class NcclTest(Record):
+    """One nccl-tests run (``all_reduce_perf`` and the other ``*_perf``)."""
+
+    name: Optional[str] = fld("the test (all_reduce_perf ...), from its command line or "
+                              "'Collective test starting'")
+    nthread: Optional[int] = fld("# nThread N")
+    ngpus: Optional[int] = fld("nGpus N (per process)")
+    ranks: List[NcclTestRank] = fld("the '# Rank' lines", factory=list)
+    rows: List[NcclTestRow] = fld("the table's rows (bounded)", factory=list)
+    avg_busbw: Optional[float] = fld("# Avg bus bandwidth : X")
+    out_of_bounds: Optional[str] = fld("# Out of bounds values : N OK|FAILED")
+    truncated: bool = fld("true when a bound cut the table", default=False)
+
+    @property
+    def hosts(self) -> List[str]:
+        out: List[str] = []
+        for r in self.ranks:
+            if r.host is not None and r.host not in out:
+                out.append(r.host)
+        return out
+
+    def peak(self) -> Optional[NcclTestRow]:
+        """The row of the highest bus bandwidth (in- or out-of-place)."""
+        rows = [r for r in self.rows if r.best_busbw is not None]
+        return max(rows, key=lambda r: (r.best_busbw or 0.0, r.size)) if rows else None
+
+
+@record
+class NcclTests(Record):
+    """``extra.nccl-tests``: pasted nccl-tests output."""
+
+    tests: List[NcclTest] = fld("one per run in the paste", factory=list)
+
+
 __all__ = ["NcclConnection", "NcclEvent", "NcclGdr", "NcclLog", "NcclNetDevice", "NcclPath",
-           "NcclRank"]
+           "NcclRank", "NcclTest", "NcclTestRank", "NcclTestRow", "NcclTests"]

@@ -55,10 +55,11 @@ DCGMI_TEXT = "dcgmi-text"
 TOPO_TEXT = "topo-text"
 NVML_TEXT = "nvml-text"
 NCCL_LOG = "nccl-log"
+NCCL_TESTS = "nccl-tests"
 
 #: What nvtopo reads, named when an input is none of it (every reader's ``what`` is in it).
 READABLE = ("an nvtopo snapshot, nvidia-smi topo -m, nvidia-smi nvlink or -q text (or -q -x "
-            "XML), dcgmi nvlink -s, ibstat/ibv_devinfo/ibstatus, gdscheck -p or an NCCL debug log")
+            "XML), dcgmi nvlink -s, ibstat/ibv_devinfo/ibstatus, gdscheck -p, an NCCL debug log or nccl-tests output")
 
 
 class Reader(NamedTuple):
@@ -247,6 +248,24 @@ def _nccl_cut(text: str) -> str:
     return log.without_lines(text)
 
 
+def _perf_recognise(text: str) -> int:
+    from .nccl import perf
+
+    return _sure(perf.looks_like(text))
+
+
+def _perf_read(text: str, where: str) -> "Topology":
+    from .nccl import perf
+
+    return perf.derive_text(text)
+
+
+def _perf_cut(text: str) -> str:
+    from .nccl import perf
+
+    return perf.without_tables(text)
+
+
 #: Every reader, in the order they are asked (:func:`split`).
 READERS: Tuple[Reader, ...] = (
     Reader(SNAPSHOT, "an nvtopo snapshot", WHOLE, lambda text: _sure(is_json(text)), None),
@@ -258,6 +277,10 @@ READERS: Tuple[Reader, ...] = (
     Reader(NCCL_LOG, "an NCCL debug log", BLOCKS, _nccl_recognise, _nccl_read, cut=_nccl_cut,
            origin=NCCL_LOG,
            refused="an NCCL debug log is read by `nvtopo explain --from`, not kept in a "
+                   "snapshot"),
+    Reader(NCCL_TESTS, "nccl-tests output", BLOCKS, _perf_recognise, _perf_read, cut=_perf_cut,
+           origin=NCCL_TESTS,
+           refused="nccl-tests output is read by `nvtopo explain --from`, not kept in a "
                    "snapshot"),
     Reader(IB_TEXT, "ibstat/ibv_devinfo/ibstatus", BLOCKS, _ib_recognise, _ib_read,
            cut=_ib_cut,
@@ -365,5 +388,5 @@ def read_kept(probe: str, text: str) -> "Topology":
 
 __all__ = ["Reader", "Part", "READERS", "READABLE", "NO", "MENTIONED", "SURE", "WHOLE",
            "BLOCKS", "SHARED", "SNAPSHOT", "GDS_TEXT", "NVML_XML", "IB_TEXT", "DCGMI_TEXT",
-           "TOPO_TEXT", "NVML_TEXT", "NCCL_LOG", "KEPT_BY", "is_json", "reader", "names", "split", "model",
+           "TOPO_TEXT", "NVML_TEXT", "NCCL_LOG", "NCCL_TESTS", "KEPT_BY", "is_json", "reader", "names", "split", "model",
            "kept_text", "read_kept"]

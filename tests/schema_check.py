@@ -141,6 +141,8 @@ def document_of(args: Any) -> Optional[Tuple[str, str, Optional[str]]]:
         return None
     cmd, rest = argv[0], argv[1:]
     output = None
+    if cmd == "snapshot" and _option(rest, "--format") == "nccl-topo":
+        return None  # an NCCL topology file (XML), not a snapshot
     if cmd == "collect" and rest and rest[0] in ("slurm", "ray"):
         # the manifest, DIR/collect.json (the snapshots beside it are the snapshot schema's)
         out_dir = _option(rest[1:], "--output", "-o")

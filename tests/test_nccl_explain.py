@@ -17,7 +17,7 @@ from nvtopo.probes.nccl import log as nccl_log
 
 ROOT = Path(__file__).resolve().parent.parent
 FIX = ROOT / "fixtures" / "nccl"
-LOGS = sorted(FIX.glob("*.log")) + sorted(FIX.glob("*.txt"))
+LOGS = sorted(FIX.glob("*.log")) + sorted(FIX.glob("*.txt")) + sorted(FIX.glob("*.xml"))
 runner = make_runner()
 
 
@@ -166,7 +166,7 @@ def test_explain_table_of_a_healthy_log():
 @pytest.mark.parametrize("inputs, words", [
     ([], "give the NCCL log"),
     (["fixtures/topo-corpus/02_hgx-h100-8gpu-nv18-8nic-gpunumaid-spaces-sglang.txt"],
-     "no NCCL debug log or nccl-tests output"),
+     "no NCCL debug log, nccl-tests output or NCCL topology XML"),
     (["fixtures/nccl/healthy-2x8-h100-ib.log", "fixtures/nccl/shm-between-gpus.log"],
      "a second NCCL log")])
 def test_bad_inputs_are_one_line_and_exit_2(inputs, words):

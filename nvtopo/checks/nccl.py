@@ -44,6 +44,10 @@ def check(topo: Topology, sel: Selection) -> List[Finding]:
         from . import nccl_perf
 
         out += nccl_perf.check(topo.nccl_tests.tests, sel, out)
+    if topo.nccl_topo is not None:
+        from . import nccl_topo
+
+        out += nccl_topo.check(topo, sel)
     return out
 
 
@@ -258,7 +262,8 @@ def _gdr_finding(log: NcclLog, node: Node, host: Optional[str], off: List[NcclGd
         actual = f"distance {g.distance} > {g.limit}"
         hint = ("place the job's GPUs next to their HCAs (or the HCAs next to the GPUs); "
                 "NCCL_NET_GDR_LEVEL=SYS forces GDR at that distance (it may be slower); in a "
-                "VM whose PCIe tree is flattened give NCCL its real tree (NCCL_TOPO_FILE)")
+                "VM whose PCIe tree is flattened give NCCL its real tree (nvtopo snapshot "
+                "--format nccl-topo, then NCCL_TOPO_FILE)")
     else:
         reason = next((g.reason for g in off if g.reason), None)
         msg = (f"GPU Direct RDMA disabled for {', '.join(hcas)} "

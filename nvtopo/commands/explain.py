@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from ..checks import Report
 from ..errors import NvtopoError
 from ..model import Topology
-from ..model.nccl import NcclLog, NcclTests
+from ..model.nccl import NcclLog, NcclTests, NcclTopo
 
 #: Version of ``nvtopo explain --format json`` (docs/schemas/explain.schema.json).
 EXPLAIN_SCHEMA_VERSION = 1
@@ -77,6 +77,7 @@ def explain(paths: Sequence[str], layout: Any = "auto") -> Explanation:
                           "second --from)", where="explain")
     log: Optional[NcclLog] = None
     tests: Optional[NcclTests] = None
+    dump: Optional[NcclTopo] = None
     node: Optional[Topology] = None
     for path in paths:
         topo = snapshot.open_input(snapshot.Input(path=path, command="explain")).model
@@ -89,18 +90,29 @@ def explain(paths: Sequence[str], layout: Any = "auto") -> Explanation:
             if tests is not None:
                 raise NvtopoError("a second nccl-tests output: give one", where=path)
             tests = topo.nccl_tests
+        if topo.nccl_topo is not None:
+            if dump is not None:
+                raise NvtopoError("a second NCCL topology XML: give one", where=path)
+            dump = topo.nccl_topo
         if topo.gpus or topo.nics or topo.matrix is not None:
             if node is not None:
                 raise NvtopoError("a second node's evidence: explain reads one node beside "
                                   "the log", where=path)
             node = topo
-    if log is None and tests is None:
-        raise NvtopoError("no NCCL debug log or nccl-tests output among the inputs "
-                          "(NCCL_DEBUG=INFO output: lines holding 'NCCL INFO')",
+    if log is None and tests is None and dump is None:
+        raise NvtopoError("no NCCL debug log, nccl-tests output or NCCL topology XML among "
+                          "the inputs (NCCL_DEBUG=INFO output: lines holding 'NCCL INFO')",
                           where=paths[0])
+    if node is not None and dump is not None:
+        node.nccl_topo = dump
     log = log if log is not None else NcclLog()
     report = _report(log, tests, node, layout)
     lines = summary(log, node, report, tests)
+    if dump is not None:
+        lines.insert(0, f"NCCL's topology: {len(dump.gpus)} GPU(s), {len(dump.nets)} NET "
+                        f"device(s), {len(dump.cpus)} CPU(s)" + (
+                            "" if node is not None else
+                            " (give the node's snapshot to compare it with the node)"))
     return Explanation(report, log, node, paths, lines, tests)
 
 
@@ -136,7 +148,8 @@ def summary(log: NcclLog, node: Optional[Topology], report: Report,
                          f"{peak.best_busbw:g} GB/s at {peak.size:,} B; average "
                          f"{t.avg_busbw if t.avg_busbw is not None else '?'} GB/s")
     if not log.lines:
-        lines.append(_verdict(node, report, "the table"))
+        lines.append(_verdict(node, report, "the table" if tests is not None
+                              else "NCCL's topology"))
         return lines
     ranks = f"{log.nranks} ranks" if log.nranks else "ranks"
     where = (f" on {len(log.hosts)} host(s) ({', '.join(log.hosts[:4])}"

@@ -203,5 +203,86 @@ class NcclTests(Record):
     tests: List[NcclTest] = fld("one per run in the paste", factory=list)
 
 
+
+@record
+class NcclTopoCpu(Record):
+    """One ``<cpu>`` of NCCL's topology XML."""
+
+    numaid: Optional[int] = fld("numaid")
+    affinity: Optional[str] = fld("affinity (a CPU mask, as printed)")
+    arch: Optional[str] = fld("arch (x86_64, arm64 ...)")
+    vendor: Optional[str] = fld("vendor")
+
+
+@record
+class NcclTopoPci(Record):
+    """One ``<pci>`` element: a bridge, a GPU's or a NIC's PCI function."""
+
+    busid: str = fld("busid, as printed", default="")
+    class_: Optional[str] = fld("class (0x060400 bridge, 0x030200 GPU, 0x020700 IB NIC)",
+                                key="class")
+    link_speed: Optional[str] = fld("link_speed, as printed (16.0 GT/s PCIe)")
+    link_width: Optional[int] = fld("link_width")
+    parent: Optional[str] = fld("the enclosing <pci>'s busid (null: directly under a cpu)")
+    numaid: Optional[int] = fld("the enclosing <cpu>'s numaid")
+    holds: Optional[str] = fld("gpu or nic: the element inside it, where one is")
+
+
+@record
+class NcclTopoLink(Record):
+    """One ``<nvlink target= count= tclass=/>`` (or ``<c2c bw= count=/>``) of a GPU."""
+
+    target: Optional[str] = fld("target busid (a GPU, or an NVSwitch)")
+    count: Optional[int] = fld("count (links)")
+    tclass: Optional[str] = fld("tclass (0x030200 GPU, 0x068000 NVSwitch)")
+
+
+@record
+class NcclTopoGpu(Record):
+    """One ``<gpu>`` (inside its ``<pci>``)."""
+
+    busid: str = fld("its <pci>'s busid", default="")
+    dev: Optional[int] = fld("dev (the CUDA device)")
+    sm: Optional[int] = fld("sm (90: Hopper)")
+    rank: Optional[int] = fld("rank")
+    gdr: Optional[int] = fld("gdr (1: GPU Direct RDMA supported)")
+    nvlinks: List[NcclTopoLink] = fld("its <nvlink> elements", factory=list)
+
+
+@record
+class NcclTopoNet(Record):
+    """One ``<net>`` (inside ``<nic>`` inside its ``<pci>``)."""
+
+    name: str = fld("name (mlx5_0)", default="")
+    busid: Optional[str] = fld("the enclosing <pci>'s busid")
+    dev: Optional[int] = fld("dev")
+    speed: Optional[int] = fld("speed (Mb/s)")
+    port: Optional[int] = fld("port")
+    gdr: Optional[int] = fld("gdr")
+
+
+@record
+class NcclTopo(Record):
+    """``extra.nccl-topo``: NCCL's topology XML (``NCCL_TOPO_DUMP_FILE``, ``NCCL_TOPO_FILE``)."""
+
+    version: Optional[str] = fld("<system version=>")
+    cpus: List[NcclTopoCpu] = fld("<cpu> elements", factory=list)
+    pcis: List[NcclTopoPci] = fld("<pci> elements, in document order", factory=list)
+    gpus: List[NcclTopoGpu] = fld("<gpu> elements", factory=list)
+    nets: List[NcclTopoNet] = fld("<net> elements", factory=list)
+    truncated: bool = fld("true when a bound cut the document", default=False)
+
+    def ancestors(self, busid: str) -> List[str]:
+        """The <pci> busids above ``busid``, nearest first (bounded by the list)."""
+        by = {p.busid: p for p in self.pcis}
+        out: List[str] = []
+        at = by.get(busid)
+        while at is not None and at.parent is not None and len(out) < len(self.pcis):
+            out.append(at.parent)
+            at = by.get(at.parent)
+        return out
+
+
 __all__ = ["NcclConnection", "NcclEvent", "NcclGdr", "NcclLog", "NcclNetDevice", "NcclPath",
-           "NcclRank", "NcclTest", "NcclTestRank", "NcclTestRow", "NcclTests"]
+           "NcclRank", "NcclTest", "NcclTestRank", "NcclTestRow", "NcclTests", "NcclTopo",
+           "NcclTopoCpu", "NcclTopoGpu", "NcclTopoLink", "NcclTopoNet", "NcclTopoPci"]

@@ -80,6 +80,7 @@ DERIVATION_MODULES = ("__init__.py", "errors.py", "model/__init__.py", "model/co
                       "snapshot/read.py", "probes/readers.py", "probes/gds_text.py",
                       "probes/dcgmi_text.py", "probes/nvml/xml.py", "probes/nccl/__init__.py",
                       "probes/nccl/log.py", "probes/nccl/perf.py",
+                      "probes/nccl/topo_xml.py",
                       "probes/__init__.py", "probes/deadline.py", "probes/run.py",
                       "probes/topo/__init__.py", "probes/topo/affinity.py", "probes/topo/legend.py",
                       "probes/topo/live.py",

@@ -185,3 +185,13 @@ def test_untrusted_text_is_escaped_in_the_table(tmp_path):
     r = runner.invoke(app, ["explain", "--from", str(log)])
     assert r.exit_code == 1 and "\x1b[31m" not in r.stdout
     assert nccl_log.parse(log.read_text()).events[0].kind == "async_event"
+
+
+def test_nccls_own_path_line_names_the_distance(tmp_path):
+    log = tmp_path / "nccl.log"
+    log.write_text(
+        "h:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
+        "h:1:1 [0] NCCL INFO GPU/CA000 :GPU/CE000 (1/40.000000/NVL) NET/0 (5/12.000000/PHB)\n"
+        "h:1:1 [0] NCCL INFO GPU Direct RDMA Disabled for GPU ca000 / HCA 0 (distance 7 > 5)\n")
+    (f,) = explain_mod.explain([str(log)]).report.findings
+    assert "distance 7 > 5 (PHB)" in f.message  # the line's name, not the two readings

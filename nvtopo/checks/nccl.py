@@ -248,7 +248,8 @@ def _gdr_finding(log: NcclLog, node: Node, host: Optional[str], off: List[NcclGd
     sev, expected = "error", "GPU Direct RDMA enabled"
     if far:
         g = far[0]
-        names = path_names(log, g.distance)
+        named = _path_line(log, g, host)
+        names = [named] if named else path_names(log, g.distance)
         reading = " or ".join(names) if names else "a path type this nvtopo does not know"
         unsure = "" if len(names) == 1 else " (the NCCL version does not decide the numbering)"
         msg = (f"GPU Direct RDMA disabled for {', '.join(hcas)}: NCCL computed distance "
@@ -277,6 +278,18 @@ def _gdr_finding(log: NcclLog, node: Node, host: Optional[str], off: List[NcclGd
                 "(Linux 5.12+, open GPU kernel modules, NCCL 2.19+)")
     return finding(sev, "nccl.gdr_disabled", _subject(host), msg, expected=expected,
                    actual=actual, hint=hint, source=SOURCE)
+
+
+def _path_line(log: NcclLog, g: NcclGdr, host: Optional[str]) -> Optional[str]:
+    """The path type NCCL's own per-GPU path line names between that GPU and HCA
+    (``GPU/8F000 :... NET/4 (4/24.000000/PXB)``): better than reading the number."""
+    gpu = (g.gpu or "").lower()
+    if not gpu and len({r.bus_id for r in log.ranks if r.host == host}) == 1:
+        gpu = next(r.bus_id or "" for r in log.ranks if r.host == host)
+    for p in log.paths:
+        if p.host == host and p.src.lower() == f"gpu/{gpu}" and p.dst == f"NET/{g.hca}":
+            return p.type
+    return None
 
 
 def _hca_name(log: NcclLog, g: NcclGdr, host: Optional[str]) -> str:

@@ -140,3 +140,18 @@ def test_fuzzed_xml_parses_or_is_refused_in_one_line(pieces: List[str]) -> None:
             assert "\n" not in str(exc)
             return
     assert Topology.from_dict(topo.to_dict()).nccl_topo == topo.nccl_topo
+
+
+def test_nccls_graph_dump_is_read_and_judged_beside_the_node(h100):
+    path = FIX / "graph-dump-ring-sys.xml"
+    x = topo_xml.parse(path.read_text(encoding="utf-8"))
+    ring, tree = x.graphs
+    assert (ring.pattern, ring.nchannels, ring.bw_intra, ring.bw_inter, ring.type_intra,
+            ring.type_inter) == (4, 2, 20.0, 12.0, "NVL", "SYS")
+    assert ring.channels[1].split()[:3] == ["net1", "gpu1", "gpu0"] and tree.pattern == 1
+    alone = explain_mod.explain([str(path)])
+    assert alone.report.findings == () and "ring, 2 channel(s)" in alone.lines[0]
+    both = explain_mod.explain([str(path), str(h100)])
+    (f,) = [f for f in both.report.findings if f.code.startswith("nccl.")]
+    assert (f.code, f.severity) == ("nccl.topo_differs", "warning")
+    assert "reaches the network at SYS" in f.message

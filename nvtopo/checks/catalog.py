@@ -384,8 +384,9 @@ _ROWS: Tuple[Tuple[Any, ...], ...] = (
     ("nccl.topo_differs", "nccl", "node", "NCCL's topology XML differs from the node's "
      "evidence: GPUs one lists and the other does not, a GPU and its compute NIC under one "
      "switch on the node but joined only through the CPU in NCCL's tree (a VM's flat tree), "
-     "a GPU under another NUMA node", "NCCL_TOPO_DUMP_FILE XML, the node's PCI paths and "
-     "NUMA affinity", _WARN, "give NCCL the node's tree: nvtopo snapshot --format nccl-topo, "
+     "a GPU under another NUMA node, a graph reaching the network at PHB/SYS where every GPU "
+     "has its compute NIC at PIX/PXB", "NCCL_TOPO_DUMP_FILE / NCCL_GRAPH_DUMP_FILE XML, the "
+     "node's PCI paths and NUMA affinity", _WARN, "give NCCL the node's tree: nvtopo snapshot --format nccl-topo, "
      "then NCCL_TOPO_FILE"),
     _nc("nccl", "nccl-tests bus bandwidth", "nccl-tests output and a layout's "
         "expected_bandwidth", "give the node's evidence or --layout NAME; run all_reduce_perf "

@@ -31,7 +31,31 @@ def check(topo: Topology, sel: Selection) -> List[Finding]:
     out += _gpus(topo, x)
     out += _pairs(topo, x, sel)
     out += _numa(topo, x)
+    out += _graphs(topo, x, sel)
     return out
+
+
+#: NCCL's graph patterns by number (``NCCL_TOPO_PATTERN_*``).
+PATTERNS = {1: "balanced tree", 2: "split tree", 3: "tree", 4: "ring", 5: "NVLS",
+            6: "CollNet direct"}
+
+
+def _graphs(topo: Topology, x: NcclTopo, sel: Selection) -> List[Finding]:
+    """A graph reaching the network through the CPU (PHB/SYS) where the node has every GPU's
+    compute NIC at PIX/PXB: NCCL's view of the tree is worse than the node's."""
+    far = [g for g in x.graphs if g.type_inter in ("PHB", "SYS")]
+    if not far:
+        return []
+    compute = R.resolve(topo, sel.layout).compute or [n.name for n in topo.nics]
+    near = [g.index for g in topo.gpus
+            if any(topo.gpu_nic_path(g.index, n)[0] in NEAR for n in compute)]
+    if not topo.gpus or len(near) < len(topo.gpus):
+        return []
+    g = far[0]
+    return [_differs(f"NCCL's {PATTERNS.get(g.pattern or 0, 'graph')} graph {g.id} reaches the "
+                     f"network at {g.type_inter} ({g.bw_inter} GB/s) while the node puts every "
+                     "GPU's compute NIC at PIX/PXB: NCCL sees a worse tree than the node has",
+                     "PIX/PXB to the network", f"{g.type_inter}")]
 
 
 def _key(bus: Optional[str]) -> Optional[Tuple[int, int, int, int]]:

@@ -59,6 +59,21 @@ class Explanation:
         return doc
 
 
+def _dump_lines(dump: NcclTopo, node: Optional[Topology]) -> List[str]:
+    from ..checks.nccl_topo import PATTERNS
+
+    more = "" if node is not None else " (give the node's snapshot to compare it with the node)"
+    if dump.graphs:
+        lines = [f"NCCL's graph {g.id}: {PATTERNS.get(g.pattern or 0, 'pattern ?')}, "
+                 f"{g.nchannels} channel(s), {g.type_intra} inside the node ({g.bw_intra} "
+                 f"GB/s), {g.type_inter} to the network ({g.bw_inter} GB/s)"
+                 for g in dump.graphs[:8]]
+        lines[-1] += more
+        return lines
+    return [f"NCCL's topology: {len(dump.gpus)} GPU(s), {len(dump.nets)} NET device(s), "
+            f"{len(dump.cpus)} CPU(s)" + more]
+
+
 def _test_doc(t: Any) -> Dict[str, Any]:
     peak = t.peak()
     return {"name": t.name, "ranks": len(t.ranks), "hosts": t.hosts,
@@ -109,10 +124,7 @@ def explain(paths: Sequence[str], layout: Any = "auto") -> Explanation:
     report = _report(log, tests, node, layout)
     lines = summary(log, node, report, tests)
     if dump is not None:
-        lines.insert(0, f"NCCL's topology: {len(dump.gpus)} GPU(s), {len(dump.nets)} NET "
-                        f"device(s), {len(dump.cpus)} CPU(s)" + (
-                            "" if node is not None else
-                            " (give the node's snapshot to compare it with the node)"))
+        lines[:0] = _dump_lines(dump, node)
     return Explanation(report, log, node, paths, lines, tests)
 
 

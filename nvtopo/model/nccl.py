@@ -262,14 +262,33 @@ class NcclTopoNet(Record):
 
 
 @record
+class NcclGraph(Record):
+    """One ``<graph>`` of NCCL's graph dump (``NCCL_GRAPH_DUMP_FILE``): a search's result."""
+
+    id: Optional[int] = fld("id")
+    pattern: Optional[int] = fld("pattern (NCCL's: 1 balanced tree, 2 split tree, 3 tree, "
+                                 "4 ring, 5 NVLS, 6 CollNet direct)")
+    nchannels: Optional[int] = fld("nchannels")
+    crossnic: Optional[int] = fld("crossnic")
+    bw_intra: Optional[float] = fld("speedintra (bwintra in newer NCCL), GB/s")
+    bw_inter: Optional[float] = fld("speedinter (bwinter), GB/s")
+    type_intra: Optional[str] = fld("typeintra: the worst path inside the node (NVL, PIX ...)")
+    type_inter: Optional[str] = fld("typeinter: the worst path to the network (PIX ... SYS)")
+    channels: List[str] = fld("each <channel> as its devices in order (net0 gpu0 gpu1 ...)",
+                              factory=list)
+
+
+@record
 class NcclTopo(Record):
-    """``extra.nccl-topo``: NCCL's topology XML (``NCCL_TOPO_DUMP_FILE``, ``NCCL_TOPO_FILE``)."""
+    """``extra.nccl-topo``: NCCL's topology XML (``NCCL_TOPO_DUMP_FILE``, ``NCCL_TOPO_FILE``)
+    or graph XML (``NCCL_GRAPH_DUMP_FILE``)."""
 
     version: Optional[str] = fld("<system version=>")
     cpus: List[NcclTopoCpu] = fld("<cpu> elements", factory=list)
     pcis: List[NcclTopoPci] = fld("<pci> elements, in document order", factory=list)
     gpus: List[NcclTopoGpu] = fld("<gpu> elements", factory=list)
     nets: List[NcclTopoNet] = fld("<net> elements", factory=list)
+    graphs: List[NcclGraph] = fld("<graph> elements of a graph dump (<graphs>)", factory=list)
     truncated: bool = fld("true when a bound cut the document", default=False)
 
     def ancestors(self, busid: str) -> List[str]:
@@ -283,6 +302,6 @@ class NcclTopo(Record):
         return out
 
 
-__all__ = ["NcclConnection", "NcclEvent", "NcclGdr", "NcclLog", "NcclNetDevice", "NcclPath",
+__all__ = ["NcclConnection", "NcclEvent", "NcclGdr", "NcclGraph", "NcclLog", "NcclNetDevice", "NcclPath",
            "NcclRank", "NcclTest", "NcclTestRank", "NcclTestRow", "NcclTests", "NcclTopo",
            "NcclTopoCpu", "NcclTopoGpu", "NcclTopoLink", "NcclTopoNet", "NcclTopoPci"]

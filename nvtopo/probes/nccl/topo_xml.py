@@ -16,6 +16,10 @@
       </cpu>
     </system>
 
+Its graph dump (``NCCL_GRAPH_DUMP_FILE``: ``<graphs version="1"><graph id pattern nchannels
+speedintra speedinter typeintra typeinter ...><channel><net dev/><gpu dev/>...``) is read by the
+same reader into ``graphs``.
+
 Parsed by expat with handlers only: a DTD of its own, any declaration or entity is refused
 (NCCL writes none); nesting deeper than :data:`MAX_DEPTH` or more than :data:`MAX_ELEMENTS`
 elements is refused; a document cut short keeps what was read before the cut.
@@ -27,8 +31,8 @@ from typing import Any, Dict, List, Optional
 from xml.parsers import expat
 
 from ...errors import NvtopoError
-from ...model.nccl import (NcclTopo, NcclTopoCpu, NcclTopoGpu, NcclTopoLink, NcclTopoNet,
-                           NcclTopoPci)
+from ...model.nccl import (NcclGraph, NcclTopo, NcclTopoCpu, NcclTopoGpu, NcclTopoLink,
+                           NcclTopoNet, NcclTopoPci)
 from ...model.topology import Topology
 from ...safe import ascii_int, printable
 
@@ -42,7 +46,7 @@ def looks_like(text: str) -> bool:
     """Whether ``text`` is NCCL's topology XML: markup whose first 4 KiB hold its
     ``<system version=`` root (after an XML declaration or a DOCTYPE, which is refused)."""
     head = text.lstrip("\ufeff \t\r\n")[:4096]
-    return head.startswith("<") and "<system version=" in head
+    return head.startswith("<") and ("<system version=" in head or "<graphs version=" in head)
 
 
 class _Refused(Exception):
@@ -56,6 +60,25 @@ def _refuse(*_args: object) -> None:
 def _attr(attrs: Dict[str, str], key: str) -> Optional[str]:
     v = attrs.get(key)
     return printable(v[:MAX_ATTR]) if isinstance(v, str) else None
+
+
+def _graph(attrs: Dict[str, str]) -> NcclGraph:
+    def num(*keys: str) -> Optional[float]:
+        for k in keys:
+            v = attrs.get(k)
+            if isinstance(v, str) and len(v) < 24:
+                try:
+                    f = float(v)
+                except ValueError:
+                    continue
+                if f == f and abs(f) < 1e12:
+                    return f
+        return None
+
+    return NcclGraph(id=_int(attrs, "id"), pattern=_int(attrs, "pattern"),
+                     nchannels=_int(attrs, "nchannels"), crossnic=_int(attrs, "crossnic"),
+                     bw_intra=num("bwintra", "speedintra"), bw_inter=num("bwinter", "speedinter"),
+                     type_intra=_attr(attrs, "typeintra"), type_inter=_attr(attrs, "typeinter"))
 
 
 def _int(attrs: Dict[str, str], key: str) -> Optional[int]:
@@ -79,8 +102,16 @@ class _Reader:
         self.stack.append(name)
         parent = self.pci[-1] if self.pci else None
         t = self.topo
-        if name == "system":
+        if name in ("system", "graphs"):
             t.version = _attr(attrs, "version")
+        elif name == "graph":
+            t.graphs.append(_graph(attrs))
+        elif name == "channel" and t.graphs and "graph" in self.stack:
+            t.graphs[-1].channels.append("")
+        elif name in ("net", "gpu") and "channel" in self.stack and t.graphs \
+                and t.graphs[-1].channels:
+            g = t.graphs[-1]
+            g.channels[-1] = (g.channels[-1] + f" {name}{_int(attrs, 'dev')}").strip()[:512]
         elif name == "cpu":
             self.numa = _int(attrs, "numaid")
             t.cpus.append(NcclTopoCpu(numaid=self.numa, affinity=_attr(attrs, "affinity"),

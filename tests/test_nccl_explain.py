@@ -195,3 +195,18 @@ def test_nccls_own_path_line_names_the_distance(tmp_path):
         "h:1:1 [0] NCCL INFO GPU Direct RDMA Disabled for GPU ca000 / HCA 0 (distance 7 > 5)\n")
     (f,) = explain_mod.explain([str(log)]).report.findings
     assert "distance 7 > 5 (PHB)" in f.message  # the line's name, not the two readings
+
+
+def test_check_points_a_bare_log_to_explain_and_reads_one_beside_a_matrix(tmp_path):
+    r = runner.invoke(app, ["check", "--from", str(FIX / "shm-between-gpus.log")])
+    assert r.exit_code == 2 and "nvtopo explain" in r.stderr
+    ticket = tmp_path / "ticket.txt"
+    ticket.write_text((ROOT / "fixtures" / "topo-corpus" /
+                       "02_hgx-h100-8gpu-nv18-8nic-gpunumaid-spaces-sglang.txt"
+                       ).read_text(encoding="utf-8") +
+                      (FIX / "hca-roce-in-ib-set.log").read_text(encoding="utf-8"))
+    r = runner.invoke(app, ["check", "--from", str(ticket), "--format", "json"])
+    doc = json.loads(r.stdout)
+    assert r.exit_code == 1
+    assert ("nccl.hca_wrong", "error", "mlx5_2") in {
+        (f["code"], f["severity"], f["subject"]) for f in doc["findings"]}

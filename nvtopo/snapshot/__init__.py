@@ -116,6 +116,11 @@ class Opened(namedtuple("Opened", ("model", "document", "where", "cached", "warn
             return  # a pasted gdscheck -p: GPUDirect Storage facts, no GPU (docs/storage.md)
         if not topo.gpus and topo.matrix is None and topo.p2p is None \
                 and not any(n.sysfs is not None for n in topo.nics):  # ibstat text
+            if topo.nccl_log is not None or topo.nccl_tests is not None \
+                    or topo.nccl_topo is not None:  # NCCL's own output (docs/nccl.md)
+                raise NvtopoError(f"nothing to {need}: NCCL's output holds no node facts; "
+                                  "read it with nvtopo explain --from FILE",
+                                  where=topo.origin.file or "input")
             why = "; ".join(n.message for n in topo.notes) or "no GPU facts"
             raise NvtopoError(f"nothing to {need}: {why}",
                               where=topo.origin.file or "input")

@@ -210,3 +210,14 @@ def test_check_points_a_bare_log_to_explain_and_reads_one_beside_a_matrix(tmp_pa
     assert r.exit_code == 1
     assert ("nccl.hca_wrong", "error", "mlx5_2") in {
         (f["code"], f["severity"], f["subject"]) for f in doc["findings"]}
+
+
+def test_a_flapping_port_is_one_finding_per_port(tmp_path):
+    log = tmp_path / "flap.log"
+    log.write_text("".join(
+        f"h:1:1 [0] NCCL WARN NET/IB : mlx5_{i % 2}:1 Got async event : port "
+        f"{'error' if i % 4 < 2 else 'active'}\n" for i in range(40)))
+    found = explain_mod.explain([str(log)])
+    got = [(f.code, str(f.subject)) for f in found.report.findings]
+    assert got == [("nccl.port_error", "mlx5_0 port 1"), ("nccl.port_error", "mlx5_1 port 1")]
+    assert "(20 times)" in found.report.findings[0].message

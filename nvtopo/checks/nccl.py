@@ -519,32 +519,46 @@ def _hca_roles(log: NcclLog, node: Node, host: Optional[str], used: List[str]
 # --- warnings and errors ---------------------------------------------------------------------
 
 
-def _port_subject(device: Optional[str]) -> S.Subject:
+def _port_subject(device: Optional[str], host: Optional[str] = None) -> S.Subject:
     if not device:
-        return S.NODE
+        return _subject(host)
     name, _, port = device.partition(":")
     return S.port(name, int(port)) if port.isdigit() else S.nic(name)
 
 
 def _events(log: NcclLog) -> List[Finding]:
-    out = []
+    """One finding per port (or device, or host) and kind: a port that flaps a hundred times
+    is one fault, its count and first words said once."""
+    groups: Dict[Tuple[str, Optional[str], Optional[str]], List[NcclEvent]] = {}
     for e in log.events:
         low = e.text.lower()
-        times = f" ({e.count} times)" if e.count > 1 else ""
-        where = f" on {e.host}" if e.host else ""
         if e.kind == "async_event" and any(w in low for w in PORT_EVENTS):
-            out.append(finding("error", "nccl.port_error", _port_subject(e.device),
-                               f"NCCL saw an InfiniBand port event{where}{times}: {e.text}",
-                               expected="the port stays active", actual=e.text[:120],
+            code = "nccl.port_error"
+        elif e.kind in ("async_event", "completion_error", "ibv_error", "error"):
+            code = "nccl.net_error"
+        else:
+            continue
+        groups.setdefault((code, e.device, e.host), []).append(e)
+    out = []
+    for (code, device, host), evs in groups.items():
+        times = sum(e.count for e in evs)
+        first = evs[0].text
+        where = f" on {host}" if host else ""
+        also = f" (and {len(evs) - 1} other line(s))" if len(evs) > 1 else ""
+        count = f" ({times} times)" if times > 1 else ""
+        if code == "nccl.port_error":
+            out.append(finding("error", code, _port_subject(device),
+                               f"NCCL saw an InfiniBand port event{where}{count}: {first}{also}",
+                               expected="the port stays active", actual=first[:120],
                                hint="a port that goes down and up mid-run is a cable, "
                                     "transceiver or switch port fault: read its error "
                                     "counters (nvtopo check on the node) and the switch log",
                                source=SOURCE))
-        elif e.kind in ("async_event", "completion_error", "ibv_error", "error"):
-            out.append(finding("error", "nccl.net_error", _port_subject(e.device),
-                               f"NCCL's network failed{where}{times}: {e.text}",
-                               expected="no error", actual=e.text[:120],
-                               hint=_net_hint(low, log), source=SOURCE))
+        else:
+            out.append(finding("error", code, _port_subject(device, host),
+                               f"NCCL's network failed{where}{count}: {first}{also}",
+                               expected="no error", actual=first[:120],
+                               hint=_net_hint(first.lower(), log), source=SOURCE))
     return out
 
 

@@ -221,3 +221,13 @@ def test_a_flapping_port_is_one_finding_per_port(tmp_path):
     got = [(f.code, str(f.subject)) for f in found.report.findings]
     assert got == [("nccl.port_error", "mlx5_0 port 1"), ("nccl.port_error", "mlx5_1 port 1")]
     assert "(20 times)" in found.report.findings[0].message
+
+
+def test_nvls_unavailable_names_a_fabric_not_started(tmp_path):
+    node = tmp_path / "fm.json"
+    assert runner.invoke(app, ["simulate", "dgx-h100", "--hostname", "h800-pod-0", "--fault",
+                               "fabric-not-started", "-o", str(node)]).exit_code == 0
+    found = explain_mod.explain([str(FIX / "nvls-not-available-h800.log"), str(node)])
+    (f,) = [f for f in found.report.findings if f.code == "nccl.nvls_unavailable"]
+    assert f.severity == "warning" and "fabric state: not_started" in f.message
+    assert any(g.code == "fabric.not_started" for g in found.report.findings)

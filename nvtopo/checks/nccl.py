@@ -447,7 +447,8 @@ def _nvls(log: NcclLog, node: Node) -> List[Finding]:
     elif nvswitch:
         sev = "warning"
         msg = ("NVLS multicast is not available though the node's GPUs are NVSwitch-"
-               "connected: NCCL runs without NVLink SHARP (all-reduce bus bandwidth is lower)")
+               "connected: NCCL runs without NVLink SHARP (all-reduce bus bandwidth is lower)"
+               + _fabric(node.topo))
     else:
         sev = "info"
         msg = ("NVLS multicast is not available: NCCL runs without NVLink SHARP; that is only "
@@ -460,6 +461,21 @@ def _nvls(log: NcclLog, node: Node) -> List[Finding]:
                          "channel) visible in the container; a multicast 'out of memory' "
                          "means the switch's multicast objects are used up: fewer "
                          "communicators, or NCCL_NVLS_ENABLE=0", source=SOURCE)]
+
+
+def _fabric(topo: Topology) -> str:
+    """The node's fabric state where a GPU's is not ``completed`` (NVLS needs the fabric
+    manager to have registered the GPUs)."""
+    states: Dict[str, List[int]] = {}
+    for g in topo.gpus:
+        fab = g.nvml.fabric if g.nvml is not None else None
+        if fab is not None and fab.state not in ("completed", "not_supported", "unknown"):
+            states.setdefault(fab.state, []).append(g.index)
+    if not states:
+        return ""
+    return "; the node's fabric state: " + ", ".join(
+        f"{state} (GPU{', GPU'.join(map(str, gpus[:8]))})" for state, gpus in states.items()) \
+        + ": the fabric manager has not registered the GPUs"
 
 
 # --- which HCAs ------------------------------------------------------------------------------

@@ -231,3 +231,17 @@ def test_nvls_unavailable_names_a_fabric_not_started(tmp_path):
     (f,) = [f for f in found.report.findings if f.code == "nccl.nvls_unavailable"]
     assert f.severity == "warning" and "fabric state: not_started" in f.message
     assert any(g.code == "fabric.not_started" for g in found.report.findings)
+
+
+def test_shm_beside_a_pasted_p2p_matrix_names_the_drivers_verdict(tmp_path):
+    ticket = tmp_path / "ticket.txt"
+    ticket.write_text(
+        (ROOT / "fixtures" / "topo-corpus" / "15_p2p-rw-2x-rtx5090-gns-dr-legend-tabs.txt")
+        .read_text(encoding="utf-8") +
+        "ws:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Init START\n"
+        "ws:2:2 [1] NCCL INFO comm 0x1 rank 1 nranks 2 cudaDev 1 busId 41000 - Init START\n"
+        "ws:1:1 [0] NCCL INFO Channel 00 : 0[0] -> 1[1] via SHM/direct/direct\n")
+    found = explain_mod.explain([str(ticket)])
+    (f,) = [f for f in found.report.findings if f.code == "nccl.p2p_disabled"]
+    assert str(f.subject) == "GPU0-GPU1" and "topo -p2p says GNS" in f.message
+    assert f.severity == "warning"  # no NVLink: SHM may be all this pair has

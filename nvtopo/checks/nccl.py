@@ -104,6 +104,20 @@ class Node:
                 return g.index
         return None
 
+    def gpu_of_rank(self, log: NcclLog, rank: int) -> Optional[int]:
+        """The node's GPU a rank ran on: by its busId; where the node's GPUs have no bus id
+        (a pasted topo -m), by its cudaDev (CUDA numbers identical GPUs in PCI order, as
+        nvidia-smi does)."""
+        r = next((x for x in log.ranks if x.rank == rank), None)
+        if r is None:
+            return None
+        found = self.gpu_of(r.bus_id)
+        if found is None and r.cuda_dev is not None and self.topo.gpus \
+                and all(g.pci_bus_id is None for g in self.topo.gpus) \
+                and self.topo.gpu(r.cuda_dev) is not None:
+            return r.cuda_dev
+        return found
+
     def roles(self) -> R.Roles:
         if self._roles is None:
             self._roles = R.resolve(self.topo, self.sel.layout)
@@ -405,11 +419,10 @@ def _p2p_node(log: NcclLog, node: Node, host: Optional[str],
     possible: an error), the PCIe path, the IOMMU."""
     if not node.speaks_for(host):
         return None
-    bus = {r.rank: r.bus_id for r in log.ranks}
     notes: List[str] = []
     possible, first = False, None
     for a, b in pairs[:8]:
-        ga, gb = node.gpu_of(bus.get(a)), node.gpu_of(bus.get(b))
+        ga, gb = node.gpu_of_rank(log, a), node.gpu_of_rank(log, b)
         if ga is None or gb is None:
             continue
         first = first or (ga, gb)
@@ -419,8 +432,13 @@ def _p2p_node(log: NcclLog, node: Node, host: Optional[str],
             notes.append(f"GPU{ga} and GPU{gb} have {count} NVLink(s)")
             break
         tok = node.topo.path(f"GPU{ga}", f"GPU{gb}")
-        if tok:
-            notes.append(f"GPU{ga} and GPU{gb} are at {tok} on PCIe")
+        p2p = node.topo.p2p.get(f"GPU{ga}", f"GPU{gb}") if node.topo.p2p is not None else None
+        if tok or p2p:
+            notes.append(f"GPU{ga} and GPU{gb} are at {tok or '?'} on PCIe"
+                         + (f"; nvidia-smi topo -p2p says {p2p}" + (
+                             " (the driver reports P2P between them)" if p2p == "OK" else
+                             " (the driver does not support P2P between them: the chipset, "
+                             "the topology or a GPU that lacks it)") if p2p else ""))
             break
     storage = node.topo.sysfs.storage if node.topo.sysfs is not None else None
     if storage is not None and storage.iommu == "translated":

@@ -172,7 +172,8 @@ def _socket(log: NcclLog, node: Node) -> List[Finding]:
     if not conns and not (chosen and (len(log.hosts) > 1
                                       or any(e.kind == "ib_missing" for e in log.events))):
         return []
-    socket_hosts = _hosts(c.host for c in conns) or [None]
+    socket_hosts = _hosts(c.host for c in conns) or \
+        _hosts(e.host for e in log.events if e.kind == "ib_missing") or [None]
     ib_hosts = _hosts(c.host for c in log.connections if c.net == "IB")
     ipoib = sorted({d.name for d in log.net_devices if d.net != "IB" and d.name.startswith("ib")})
     why: List[str] = []

@@ -38,6 +38,7 @@ SCHEMAS: Dict[str, str] = {
     "collect": "collect.schema.json",
     "thresholds": "thresholds.schema.json",
     "catalog": "catalog.schema.json",
+    "explain": "explain.schema.json",
 }
 
 
@@ -103,7 +104,8 @@ def validate(doc: Any, name: str, what: str = "document") -> None:
 
 #: Commands whose JSON output needs --format json, and the schema of that output.
 _FORMAT_JSON = {"show": "model", "check": "check", "links": "links", "ib": "ib",
-                "diff": "diff", "audit": "audit", "cluster": "cluster", "checks": "catalog"}
+                "diff": "diff", "audit": "audit", "cluster": "cluster", "checks": "catalog",
+                "explain": "explain"}
 #: Commands that always print (or write with -o) JSON.
 _ALWAYS_JSON = {"snapshot": "snapshot", "simulate": "snapshot"}
 _HELP = {"--help", "-h", "--version"}
@@ -139,6 +141,8 @@ def document_of(args: Any) -> Optional[Tuple[str, str, Optional[str]]]:
         return None
     cmd, rest = argv[0], argv[1:]
     output = None
+    if cmd == "snapshot" and _option(rest, "--format") == "nccl-topo":
+        return None  # an NCCL topology file (XML), not a snapshot
     if cmd == "collect" and rest and rest[0] in ("slurm", "ray"):
         # the manifest, DIR/collect.json (the snapshots beside it are the snapshot schema's)
         out_dir = _option(rest[1:], "--output", "-o")

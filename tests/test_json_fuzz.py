@@ -33,7 +33,12 @@ PASTES = [FIX / "nvml-text" / "dcgmi_nvlink_s_h100.txt",
           FIX / "nvml-xml" / "nvidia_smi_q_x_h100_2gpu_gen3_x8_fabric_failed.xml",
           FIX / "ib-text" / "ibstat_ib_ndr_cx7_mt4129_active.txt",
           FIX / "gds-text" / "gdscheck-p.txt",
-          FIX / "ib-text" / "ticket_topo_ibstat_q.txt"]
+          FIX / "ib-text" / "ticket_topo_ibstat_q.txt",
+          FIX / "nccl" / "async-port-error-flapping.log",
+          FIX / "nccl" / "all-reduce-8xh100-nvls.txt"]
+#: NCCL's own outputs, read by `nvtopo explain` (docs/nccl.md).
+NCCL_PASTES = sorted((FIX / "nccl").glob("*.log")) + sorted((FIX / "nccl").glob("*.txt")) + \
+    sorted((FIX / "nccl").glob("*.xml"))
 _JUNK = st.sampled_from(["\x1b", "\x7f", "\u2028", "\r", ",", "\t", ":", "-", "x", "0", "99",
                          "GPU", "gpuId 9:", "Link", "NV18", "\n", "\\x1b", "\ud800", "é"])
 
@@ -99,3 +104,30 @@ def test_every_json_document_of_a_mutated_paste_is_valid(tmp_path, text):
     _ran(["audit", fleet, "--jobs", "1", "--format", "json"])
     _ran(["cluster", fleet, "--jobs", "1", "--format", "json"])
     _ran(["diff", src, ROOT / "nvtopo" / "examples" / "dgx-h100.txt", "--format", "json"])
+
+
+@st.composite
+def mutated_nccl(draw: Any) -> str:
+    text = NCCL_PASTES[draw(st.integers(0, len(NCCL_PASTES) - 1))].read_text()
+    for _ in range(draw(st.integers(1, 6))):
+        at = draw(st.integers(0, len(text)))
+        op = draw(st.sampled_from(["insert", "cut", "repeat", "end"]))
+        if op == "insert":
+            text = text[:at] + draw(_JUNK) * draw(st.integers(1, 20)) + text[at:]
+        elif op == "cut":
+            text = text[:at] + text[at + draw(st.integers(1, 120)):]
+        elif op == "repeat":
+            text = text[:at] + text[at:at + 150] * draw(st.integers(2, 4)) + text[at:]
+        else:
+            text = text[:at]
+    return text
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(text=mutated_nccl())
+def test_explain_json_of_a_mutated_nccl_paste_is_valid(tmp_path, text):
+    src = tmp_path / "nccl.txt"
+    src.write_bytes(text.encode("utf-8", errors="surrogatepass"))
+    _ran(["explain", "--from", src, "--format", "json"])
+    _ran(["explain", "--from", src])

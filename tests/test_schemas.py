@@ -486,6 +486,8 @@ def samples(h100_fleet, nvml_snapshots, tmp_path_factory):
         "cluster": document("cluster", "cluster", d / "healthy.json", bad, "--format", "json",
                             "--jobs", "1"),
         "catalog": document("catalog", "checks", "--format", "json"),
+        "explain": document("explain", "explain", "--from", ROOT / "fixtures" / "nccl" /
+                            "async-port-error-flapping.log", "--format", "json"),
         # a --thresholds file (read by check and audit, written by people)
         "thresholds": {"schema_version": 1, "classes": {
             "*": {"nvlink": {"replay": 5}}, "dgx-h100": {"ib": {"symbol_error": 20}}}},
@@ -613,6 +615,9 @@ MUTATIONS = [
     ("catalog", "checks/0", _set("scope", "rack"), "$.checks[0].scope"),
     ("catalog", "checks/0/ladder", _set("observed", "fatal"), "$.checks[0].ladder.observed"),
     ("thresholds", "", _set("schema_version", 2), "$.schema_version"),
+    ("explain", "", _drop("explanation"), "$"),
+    ("explain", "nccl", _set("nranks", -1), "$.nccl.nranks"),
+    ("explain", "findings/0", _set("severity", "fatal"), "$.findings[0].severity"),
     ("thresholds", "classes/*/nvlink", _set("replay", -1), "$.classes.*.nvlink.replay"),
     ("thresholds", "classes/*", _set("nvme", {}), "$.classes.*"),
 ]
@@ -643,6 +648,7 @@ ACROSS_FILES = {
     "diff": ("verdict/new/0", _set("severity", "info"), "$.verdict.new[0].severity"),
     "audit": ("nodes/1/findings/0", _set("severity", "fatal"), "$.nodes[1].findings[0]"),
     "layouts": ("0", _set("name", "no spaces allowed"), "$[0].name"),
+    "explain": ("findings/0", _set("severity", "fatal"), "$.findings[0]"),  # check.schema.json
 }
 
 

@@ -343,6 +343,62 @@ _ROWS: Tuple[Tuple[Any, ...], ...] = (
      "CAP_NET_ADMIN", "wg0"),
     ("mesh.mtu_not_checked", "mesh", "node", "tunnel MTU not checked (unknown underlay or "
      "MTU)", "interface MTUs, routes", _INFO, _MORE, "wg0"),
+    # -- nccl (an NCCL debug log, with the node's evidence where given: docs/nccl.md)
+    ("nccl.net_socket_fallback", "nccl", "node", "NCCL sent inter-node traffic over sockets "
+     "(NET/Socket) where InfiniBand/RoCE exists (other hosts used it, an IPoIB interface, the "
+     "node's RDMA devices); a warning where the log cannot tell", "NCCL debug log (NET/IB, "
+     "NET/Socket, Channel lines), the node's RDMA devices", Ladder("error", "warning"),
+     "give the job /dev/infiniband and libibverbs, leave NCCL_IB_DISABLE unset, name the HCAs "
+     "with NCCL_IB_HCA", "trainer-0"),
+    ("nccl.socket_ifname", "nccl", "node", "a virtual interface (bridge, container, tunnel) "
+     "among NCCL's bootstrap or socket interfaces", "NCCL debug log (Bootstrap/NET/Socket "
+     "Using lines)", _WARN, "set NCCL_SOCKET_IFNAME to the real interface", "virbr0"),
+    ("nccl.gdr_disabled", "nccl", "node", "GPU Direct RDMA off: by distance (the GPU and HCA "
+     "not under one PCIe switch: the node's path named, an error where the node's PCI tree "
+     "puts them under one switch) or by missing peer memory / dma-buf (an error)",
+     "NCCL debug log (GPU Direct RDMA lines, NET/IB/<n>/GDRDMA), the node's PCI tree and "
+     "modules", Ladder("error", "warning"), "load and register nvidia_peermem or use dma-buf; "
+     "place GPUs next to their HCAs; NCCL_TOPO_FILE in a VM", "node-a07"),
+    ("nccl.p2p_disabled", "nccl", "node", "GPUs joined through host memory (SHM) instead of "
+     "P2P: an error where NCCL says P2P is blocked or the node has NVLink between them; a "
+     "warning naming the variable that turned it off", "NCCL debug log (Channel ... via SHM, "
+     "NCCL_P2P_* echoed), the node's NVLink and PCIe paths, IOMMU", Ladder("error", "warning"),
+     "unset NCCL_P2P_DISABLE/NCCL_P2P_LEVEL; disable ACS on the PCIe path or boot iommu=pt",
+     "GPU3-GPU7"),
+    ("nccl.nvls_unavailable", "nccl", "node", "NVLS (NVLink SHARP) not available or failed: a "
+     "warning where the node is NVSwitch-connected or NCCL failed setting it up; a note "
+     "where the log alone cannot tell", "NCCL debug log (NVLS lines, nvls channels), the "
+     "node's NVSwitch facts", Ladder("warning", "info"), "run nvidia-fabricmanager; expose "
+     "/dev/nvidia-caps and the IMEX channel to the container; fewer communicators when "
+     "multicast memory runs out", "h800-pod-0"),
+    ("nccl.hca_wrong", "nccl", "node", "NCCL uses the wrong HCAs: a RoCE port mixed into an "
+     "InfiniBand set, a storage or management NIC used for compute (error), a compute NIC "
+     "left out (warning)", "NCCL debug log (NET/IB Using), the node's NIC roles",
+     Ladder("error", "warning"), "name the compute HCAs with NCCL_IB_HCA", "mlx5_2"),
+    ("nccl.port_error", "nccl", "node", "an InfiniBand port event during the run (port error, "
+     "port flapping, LID/GID change)", "NCCL debug log (Got async event)", _ERROR,
+     "read the port's error counters and the switch log; replace the cable or transceiver",
+     "mlx5_5 port 1"),
+    ("nccl.net_error", "nccl", "node", "NCCL's network failed (ibv_* call failed, a queue "
+     "pair's async error, a completion with an error status)", "NCCL debug log (NCCL WARN "
+     "lines)", _ERROR, "check the GID index (RoCE), the ports' counters and reachability",
+     "mlx5_0"),
+    ("nccl.busbw_low", "nccl", "node", "nccl-tests' all_reduce_perf peak bus bandwidth under "
+     "80% of what the layout's expected_bandwidth states (inside one node: allreduce_busbw; "
+     "across nodes: one compute NIC's figure, a warning), the bottleneck named from the log "
+     "beside it", "nccl-tests output, the layout's expected_bandwidth, the NCCL log",
+     Ladder("error", "warning", "nccl.not_checked"), "give the NCCL log of the run: its "
+     "transports name the bottleneck", "dgx-h100-9603"),
+    ("nccl.topo_differs", "nccl", "node", "NCCL's topology XML differs from the node's "
+     "evidence: GPUs one lists and the other does not, a GPU and its compute NIC under one "
+     "switch on the node but joined only through the CPU in NCCL's tree (a VM's flat tree), "
+     "a GPU under another NUMA node, a graph reaching the network at PHB/SYS where every GPU "
+     "has its compute NIC at PIX/PXB", "NCCL_TOPO_DUMP_FILE / NCCL_GRAPH_DUMP_FILE XML, the "
+     "node's PCI paths and NUMA affinity", _WARN, "give NCCL the node's tree: nvtopo snapshot --format nccl-topo, "
+     "then NCCL_TOPO_FILE"),
+    _nc("nccl", "nccl-tests bus bandwidth", "nccl-tests output and a layout's "
+        "expected_bandwidth", "give the node's evidence or --layout NAME; run all_reduce_perf "
+        "up to 8 GB (-e 8G)"),
     # -- source
     ("source.disagreement", "source", "node", "two sources said different things about one "
      "fact", "every source of the fact", _WARN, "re-take the snapshot; report which source "

@@ -134,6 +134,11 @@ FAMILY_NOTES: Dict[str, str] = {
         'driver did not initialise'),
     "mesh": ("a WireGuard mesh on the node: peers, handshakes, tunnel MTU against the "
              "underlay, interface state and counters ([mesh.md](mesh.md))"),
+    "nccl": ("what an NCCL debug log (`NCCL_DEBUG=INFO`) says NCCL did (`nvtopo explain "
+             "--from LOG [--from SNAPSHOT]`): sockets where RDMA exists, GPU Direct RDMA off "
+             "and why, P2P replaced by host memory, NVLS not available, the wrong HCAs, port "
+             "events and network errors; with the node's snapshot, the PCI path, NVLink or "
+             "NIC role that made NCCL choose what it chose ([nccl.md](nccl.md))"),
     "cluster": ("the cross-node view of `nvtopo cluster`: NVLink domains, rails, GUIDs and "
                 "LIDs, versions, odd nodes out, names and GPU UUIDs, the WireGuard mesh "
                 "across nodes ([cluster.md](cluster.md)); each finding also names its nodes"),

@@ -43,6 +43,7 @@ COMMANDS = {
     "collect": ("collect", "app"),
     "cluster": ("cluster", "cluster_cmd"),
     "watch": ("watch", "watch_cmd"),
+    "explain": ("explain", "explain_cmd"),
 }
 
 HELP = (

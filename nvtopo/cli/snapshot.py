@@ -1,9 +1,17 @@
 """``nvtopo snapshot``: the raw evidence of every probe in one JSON file."""
 
+import enum
 from typing import Optional
+
+import typer
 
 from .io import check_output, emit, handles_errors, say
 from .options import from_option, output_option, sysfs_root_option, timeout_option
+
+
+class SnapshotFormat(str, enum.Enum):
+    snapshot = "snapshot"
+    nccl_topo = "nccl-topo"
 
 
 @handles_errors
@@ -18,6 +26,11 @@ def snapshot_cmd(
              "not kept (one error line). '-' reads standard input."),
     timeout: float = timeout_option(),
     sysfs_root: Optional[str] = sysfs_root_option(),
+    fmt: SnapshotFormat = typer.Option(
+        SnapshotFormat.snapshot, "--format", metavar="FORMAT",
+        help="snapshot (the JSON evidence) or nccl-topo: an NCCL_TOPO_FILE (XML) from the "
+             "node's model, each GPU and its near compute NICs under one bridge "
+             "(docs/nccl.md)."),
 ) -> None:
     """Record the raw evidence of every probe in one JSON file.
 
@@ -30,10 +43,15 @@ def snapshot_cmd(
       nvtopo snapshot -o /var/lib/nvtopo/$(hostname).json
 
       nvtopo snapshot --from ticket-1234.txt -o node17.json
+
+      nvtopo snapshot --from node17.json --format nccl-topo -o nccl-topo.xml
     """
     from .. import snapshot
 
     check_output(output)
+    if fmt is SnapshotFormat.nccl_topo:
+        emit(_nccl_topo(from_, sysfs_root, timeout), output)
+        return
     opened = snapshot.open_input(snapshot.Input(
         path=from_, sysfs_root=sysfs_root, timeout=timeout, want=snapshot.DOCUMENT,
         command="snapshot"))
@@ -45,3 +63,17 @@ def snapshot_cmd(
             if ev.get("status") not in ("ok", "absent"):
                 say(f"nvtopo: note: {name}: {ev.get('error') or ev.get('status')} (recorded)")
     emit(snapshot.file_text(doc, opened.where), output)
+
+
+def _nccl_topo(from_: Optional[str], sysfs_root: Optional[str], timeout: float) -> str:
+    """The node's NCCL topology file (``--format nccl-topo``)."""
+    from .. import snapshot
+    from ..checks import roles, select
+    from ..render import nccl_topo
+
+    topo = snapshot.open_input(snapshot.Input(
+        path=from_, sysfs_root=sysfs_root, timeout=timeout, require="check",
+        command="snapshot")).model
+    sel = select.select(topo, "auto", None)
+    compute = roles.resolve(topo, sel.layout).compute or [n.name for n in topo.nics]
+    return nccl_topo.document(topo, compute, sel.layout)

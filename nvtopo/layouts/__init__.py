@@ -17,7 +17,8 @@ from ..errors import NvtopoError
 from ..safe import json_loads, printable
 from .doc import (  # noqa: F401  (the layout's interface)
     LAYOUT_SCHEMA, MAX_COUNTER, MAX_NUMA_NODES, MAX_PRIORITY, MAX_RATE_GBPS, C2c, Choice,
-    Domain, Gpus, LayoutDoc, Nics, Numa, Nvlink, Storage, check_bounds, hardware_limits)
+    Bandwidth, Domain, Figure, Gpus, LayoutDoc, Nics, Numa, Nvlink, Storage, check_bounds,
+    hardware_limits)
 
 
 def domain_nodes(name: str) -> Optional[int]:
@@ -131,6 +132,11 @@ class Layout:
     @property
     def domain(self) -> Domain:
         return self.doc.domain
+
+    @property
+    def expected_bandwidth(self) -> Bandwidth:
+        """What its links allow NCCL (``expected_bandwidth``: docs/nccl.md)."""
+        return self.doc.expected_bandwidth
 
     @property
     def choice(self) -> Choice:

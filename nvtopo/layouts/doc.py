@@ -240,8 +240,33 @@ class Domain(Section):
     evidence: Optional[str] = _opt()
 
 
+@record
+class Figure(Section):
+    """One bandwidth the layout's links allow, in GB/s, with its evidence."""
+
+    gbs: Optional[Union[int, float]] = _opt()
+    evidence: Optional[str] = _opt()
+
+
+@record
+class Bandwidth(Section):
+    """What the layout's links allow NCCL (``expected_bandwidth``): nccl-tests' all-reduce bus
+    bandwidth inside one node, and one compute NIC's network bandwidth (docs/nccl.md)."""
+
+    allreduce_busbw: Figure = fld(missing=True, factory=Figure)
+    nic: Figure = fld(missing=True, factory=Figure)
+    evidence: Optional[str] = _opt()
+
+    def __post_init__(self) -> None:
+        if self.allreduce_busbw is None:
+            self.allreduce_busbw = Figure()
+        if self.nic is None:
+            self.nic = Figure()
+
+
 _SECTIONS = {"gpus": Gpus, "nvlink": Nvlink, "nics": Nics, "numa": Numa, "c2c": C2c,
-             "storage": Storage, "selection": Choice, "domain": Domain}
+             "storage": Storage, "selection": Choice, "domain": Domain,
+             "expected_bandwidth": Bandwidth}
 
 
 @record
@@ -261,6 +286,7 @@ class LayoutDoc(Record):
     c2c: C2c = fld(missing=True, factory=C2c)
     storage: Storage = fld(missing=True, factory=Storage)
     domain: Domain = fld(missing=True, factory=Domain)
+    expected_bandwidth: Bandwidth = fld(missing=True, factory=Bandwidth)
 
     def __post_init__(self) -> None:
         d = self.__dict__
@@ -350,6 +376,11 @@ def _check_values(doc: LayoutDoc) -> Optional[str]:
     if rate is not None and not 0 <= rate <= MAX_RATE_GBPS:
         return (f"$.nics.compute.rate_gbps: must be a number from 0 to {MAX_RATE_GBPS:,} "
                 "(Gb/s of one NIC port)")
+    for key in ("allreduce_busbw", "nic"):
+        gbs = getattr(doc.expected_bandwidth, key).gbs
+        if gbs is not None and not 0 < gbs <= MAX_RATE_GBPS:
+            return (f"$.expected_bandwidth.{key}.gbs: must be a number above 0 and at most "
+                    f"{MAX_RATE_GBPS:,} (GB/s)")
     prio = doc.selection.priority
     if prio is not None and abs(prio) > MAX_PRIORITY:
         return (f"$.selection.priority: must be an integer from -{MAX_PRIORITY:,} to "

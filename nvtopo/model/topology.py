@@ -23,6 +23,7 @@ from .net import WgNode
 from .vocab import path_kind, path_rank, pci_bdf
 from .node import SysfsNode, TopoText
 from .nvml import NvmlNode, TextNode
+from .nccl import NcclLog, NcclTests, NcclTopo
 from .storage import GdsCheck
 
 #: Version of the JSON document written by :meth:`Topology.to_dict`.
@@ -50,7 +51,7 @@ class Topology(Record):
 
     __json_order__ = ("origin", "host", "sources", "gpus", "nics", "matrix", "p2p", "nvlinks",
                       "notes", "disagreements", "extra", "topo_text", "nvml",
-                      "nvml_text", "sysfs", "host_net", "wireguard", "gds_text")
+                      "nvml_text", "sysfs", "host_net", "wireguard", "gds_text", "nccl_log", "nccl_tests", "nccl_topo")
 
     gpus: List[GPU] = fld(factory=list)
     nics: List[NIC] = fld(factory=list)
@@ -79,6 +80,12 @@ class Topology(Record):
                                       nest="extra", omit="none")
     gds_text: Optional[GdsCheck] = fld("pasted gdscheck -p (docs/storage.md)", key="gds-text",
                                        nest="extra", omit="none")
+    nccl_log: Optional[NcclLog] = fld("a pasted NCCL debug log (docs/nccl.md)", key="nccl-log",
+                                      nest="extra", omit="none")
+    nccl_tests: Optional[NcclTests] = fld("pasted nccl-tests output (docs/nccl.md)",
+                                          key="nccl-tests", nest="extra", omit="none")
+    nccl_topo: Optional[NcclTopo] = fld("NCCL's topology XML (docs/nccl.md)", key="nccl-topo",
+                                        nest="extra", omit="none")
 
     # -- lookups -------------------------------------------------------------
 
@@ -280,7 +287,7 @@ class Topology(Record):
 GPU_RECORDS = ("nvml", "nvml_text", "sysfs")
 NIC_RECORDS = ("affinity", "sysfs")
 NODE_RECORDS = ("topo_text", "nvml", "nvml_text", "sysfs", "host_net", "wireguard",
-                "gds_text")
+                "gds_text", "nccl_log", "nccl_tests", "nccl_topo")
 #: Sources whose text may be an excerpt (some GPUs only): a GPU they do not name is not
 #: absent, so their silence is never a ``presence`` disagreement.
 PARTIAL_SOURCES = ("nvml-text",)

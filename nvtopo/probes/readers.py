@@ -54,10 +54,13 @@ IB_TEXT = "ib-text"
 DCGMI_TEXT = "dcgmi-text"
 TOPO_TEXT = "topo-text"
 NVML_TEXT = "nvml-text"
+NCCL_LOG = "nccl-log"
+NCCL_TESTS = "nccl-tests"
+NCCL_TOPO = "nccl-topo"
 
 #: What nvtopo reads, named when an input is none of it (every reader's ``what`` is in it).
 READABLE = ("an nvtopo snapshot, nvidia-smi topo -m, nvidia-smi nvlink or -q text (or -q -x "
-            "XML), dcgmi nvlink -s, ibstat/ibv_devinfo/ibstatus or gdscheck -p")
+            "XML), dcgmi nvlink -s, ibstat/ibv_devinfo/ibstatus, gdscheck -p, an NCCL debug log, nccl-tests output or NCCL topology XML")
 
 
 class Reader(NamedTuple):
@@ -228,14 +231,74 @@ def _nvml_read(text: str, where: str) -> "Topology":
     return nvml_text.derive_text(text)
 
 
+def _nccl_recognise(text: str) -> int:
+    from .nccl import log
+
+    return _sure(log.looks_like(text))
+
+
+def _nccl_read(text: str, where: str) -> "Topology":
+    from .nccl import log
+
+    return log.derive_text(text)
+
+
+def _nccl_cut(text: str) -> str:
+    from .nccl import log
+
+    return log.without_lines(text)
+
+
+def _perf_recognise(text: str) -> int:
+    from .nccl import perf
+
+    return _sure(perf.looks_like(text))
+
+
+def _perf_read(text: str, where: str) -> "Topology":
+    from .nccl import perf
+
+    return perf.derive_text(text)
+
+
+def _perf_cut(text: str) -> str:
+    from .nccl import perf
+
+    return perf.without_tables(text)
+
+
+def _topo_xml_recognise(text: str) -> int:
+    from .nccl import topo_xml
+
+    return _sure(topo_xml.looks_like(text))
+
+
+def _topo_xml_read(text: str, where: str) -> "Topology":
+    from .nccl import topo_xml
+
+    return topo_xml.derive_text(text, where)
+
+
 #: Every reader, in the order they are asked (:func:`split`).
 READERS: Tuple[Reader, ...] = (
     Reader(SNAPSHOT, "an nvtopo snapshot", WHOLE, lambda text: _sure(is_json(text)), None),
     Reader(GDS_TEXT, "gdscheck -p", WHOLE, _gds_recognise, _gds_read, origin=GDS_TEXT,
            refused="a pasted gdscheck -p text is read by show and check (--from), but not "
                    "kept in a snapshot"),
+    Reader(NCCL_TOPO, "NCCL topology XML", WHOLE, _topo_xml_recognise, _topo_xml_read,
+           origin=NCCL_TOPO,
+           refused="NCCL topology XML is read by `nvtopo explain --from`, not kept in a "
+                   "snapshot"),
     Reader(NVML_XML, "-q -x XML", WHOLE, _xml_recognise, _xml_read, keep="nvml",
            vet=_xml_vet, origin=NVML_TEXT),
+    Reader(NCCL_LOG, "an NCCL debug log", BLOCKS, _nccl_recognise, _nccl_read, cut=_nccl_cut,
+           origin=NCCL_LOG,
+           refused="an NCCL debug log is read by `nvtopo explain --from`, not kept in a "
+                   "snapshot"),
+    Reader(NCCL_TESTS, "nccl-tests output", BLOCKS, _perf_recognise, _perf_read, cut=_perf_cut,
+           origin=NCCL_TESTS,
+           refused="nccl-tests output is read by `nvtopo explain --from`, not kept in a "
+                   "snapshot"),
     Reader(IB_TEXT, "ibstat/ibv_devinfo/ibstatus", BLOCKS, _ib_recognise, _ib_read,
            cut=_ib_cut,
            refused="ibstat/ibv_devinfo text is read by `nvtopo ib --from` and `nvtopo check "
@@ -342,5 +405,5 @@ def read_kept(probe: str, text: str) -> "Topology":
 
 __all__ = ["Reader", "Part", "READERS", "READABLE", "NO", "MENTIONED", "SURE", "WHOLE",
            "BLOCKS", "SHARED", "SNAPSHOT", "GDS_TEXT", "NVML_XML", "IB_TEXT", "DCGMI_TEXT",
-           "TOPO_TEXT", "NVML_TEXT", "KEPT_BY", "is_json", "reader", "names", "split", "model",
+           "TOPO_TEXT", "NVML_TEXT", "NCCL_LOG", "NCCL_TESTS", "NCCL_TOPO", "KEPT_BY", "is_json", "reader", "names", "split", "model",
            "kept_text", "read_kept"]

@@ -118,6 +118,11 @@ class Opened(namedtuple("Opened", ("model", "document", "where", "cached", "warn
                 and not any(n.sysfs is not None for n in topo.nics) \
                 and not any(n.code == "sysfs.no_rdma_driver" for n in topo.notes):
             # (an ibstat text has NICs; a node after a reimage NICs with no RDMA driver)
+            if topo.nccl_log is not None or topo.nccl_tests is not None \
+                    or topo.nccl_topo is not None:  # NCCL's own output (docs/nccl.md)
+                raise NvtopoError(f"nothing to {need}: NCCL's output holds no node facts; "
+                                  "read it with nvtopo explain --from FILE",
+                                  where=topo.origin.file or "input")
             why = "; ".join(n.message for n in topo.notes) or "no GPU facts"
             raise NvtopoError(f"nothing to {need}: {why}",
                               where=topo.origin.file or "input")

@@ -24,6 +24,7 @@ from .vocab import path_kind, path_rank, pci_bdf
 from .node import SysfsNode, TopoText
 from .nvml import NvmlNode, TextNode
 from .storage import GdsCheck
+from .events import KernelLog
 
 #: Version of the JSON document written by :meth:`Topology.to_dict`.
 SCHEMA_VERSION = 1
@@ -35,7 +36,8 @@ class Topology(Record):
 
     __json_order__ = ("origin", "host", "sources", "gpus", "nics", "matrix", "p2p", "nvlinks",
                       "notes", "disagreements", "extra", "topo_text", "nvml",
-                      "nvml_text", "sysfs", "host_net", "wireguard", "gds_text")
+                      "nvml_text", "sysfs", "host_net", "wireguard", "gds_text",
+                      "kernel_log")
 
     gpus: List[GPU] = fld(factory=list)
     nics: List[NIC] = fld(factory=list)
@@ -64,6 +66,8 @@ class Topology(Record):
                                       nest="extra", omit="none")
     gds_text: Optional[GdsCheck] = fld("pasted gdscheck -p (docs/storage.md)", key="gds-text",
                                        nest="extra", omit="none")
+    kernel_log: Optional[KernelLog] = fld("pasted kernel log (docs/events.md)",
+                                          key="kernel-log", nest="extra", omit="none")
 
     # -- lookups -------------------------------------------------------------
 
@@ -254,7 +258,7 @@ class Topology(Record):
 GPU_RECORDS = ("nvml", "nvml_text", "sysfs")
 NIC_RECORDS = ("affinity", "sysfs")
 NODE_RECORDS = ("topo_text", "nvml", "nvml_text", "sysfs", "host_net", "wireguard",
-                "gds_text")
+                "gds_text", "kernel_log")
 #: Sources whose text may be an excerpt (some GPUs only): a GPU they do not name is not
 #: absent, so their silence is never a ``presence`` disagreement.
 PARTIAL_SOURCES = ("nvml-text",)

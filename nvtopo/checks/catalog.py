@@ -374,6 +374,13 @@ _ROWS: Tuple[Tuple[Any, ...], ...] = (
      "drive's smart-log and PCIe link", "NVMe nvme2"),
     ("events.not_checked", "events", "node", "kernel log events not joined to a device (the "
      "log redacts their addresses) or not read (the log cut)", "kernel log", _INFO, _MORE),
+    # -- trend (several snapshots of a node over time: nvtopo trend)
+    ("trend.rising", "trend", "node", "an error counter (NVLink, InfiniBand port, PCIe replay, "
+     "AER) that rose between the last two snapshots of its latest epoch: still climbing",
+     "the counters of several snapshots of the node", _WARN, "inspect the link or port now, "
+     "before it fails", "node-017 GPU3 link 11"),
+    ("trend.not_checked", "trend", "node", "a host with one snapshot: no trend", "snapshots",
+     _INFO, "give two or more snapshots of the node, taken at different times", "node-017"),
     # -- source
     ("source.disagreement", "source", "node", "two sources said different things about one "
      "fact", "every source of the fact", _WARN, "re-take the snapshot; report which source "

@@ -210,6 +210,23 @@ def test_fuzzed_kernel_log_never_crashes(pieces: List[str]) -> None:
             assert e.to_dict()["kind"] in ("xid", "sxid", "off_bus", "gsp_timeout", "aer",
                                            "port", "nvme_reset")
         try:
-            snapshot.load_text(text, "fuzz.txt")
+            topo = snapshot.load_text(text, "fuzz.txt")
         except NvtopoError:
-            pass
+            return
+        from nvtopo import checks
+
+        for f in checks.select_and_run(topo).findings:  # the events family never raises
+            assert "\x1b" not in f.message
+
+
+def test_the_xid_table_holds_every_code_the_issue_names() -> None:
+    from nvtopo.model.events import xid_table
+
+    table = xid_table()
+    wanted = [13, 31, 43, 45, 48, 61, 62, 63, 64, 74, 79, 92, 94, 95, 109, 119, 120, 136,
+              137, 140, 143, 144, 145, 149, 154]
+    assert [c for c in wanted if str(c) not in table] == []
+    data = json.loads((Path(kmsg.__file__).parents[2] / "model" / "xid.json").read_text())
+    actions = set(data["actions"]) | {"from_text"}
+    assert {v["action"] for v in table.values()} <= actions
+    assert {c for c, v in table.items() if v.get("nvlink")} >= {"74", "144", "145", "149"}

@@ -184,6 +184,7 @@ def _action(info: Dict[str, Any], r: "_Root") -> Tuple[str, str]:
     if asked and any(w in asked[-1].lower() for w in _ASKING):
         return "reboot" if "reboot" in asked[-1].lower() else "reset_gpu", asked[-1]
     words = {"none": "no action", "restart_app": "restart the application",
+             "reset_later": "reset the GPU once its work is done",
              "reset_gpu": "reset the GPU", "reboot": "reboot the node",
              "drain": "drain the node, then reset", "inspect_hw": "inspect the hardware"}
     return action, words.get(action, action)

@@ -265,8 +265,8 @@ READERS: Tuple[Reader, ...] = (
            keep="nvml", origin=NVML_TEXT),
     Reader(KERNEL_LOG, "a kernel log (dmesg, journalctl -k, kern.log)", SHARED,
            _kmsg_recognise, _kmsg_read, origin=KERNEL_LOG,
-           refused="a kernel log is read by check and show (--from), not kept in a snapshot "
-                   "(its events are not the node's wiring)"),
+           refused="a kernel log is read by check (--from), not kept in a snapshot (its "
+                   "events are not the node's wiring)"),
 )
 
 _BY_NAME = {r.name: r for r in READERS}

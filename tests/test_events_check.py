@@ -118,3 +118,9 @@ def test_check_from_a_log_and_its_snapshot(tmp_path: Path) -> None:
     assert r.exit_code == 1 and "GPU 0000:19:00.0 link 11" in r.stdout
     r = runner.invoke(app, ["check", "--from", str(KERNEL / "dmesg-boot-healthy.txt")])
     assert r.exit_code == 0, r.stdout
+    # two logs of one node: both read, each root once
+    r = runner.invoke(app, ["check", "--from", str(KERNEL / "journal-xid149-nvlink.txt"),
+                            "--from", str(KERNEL / "dmesg-xid79.txt"), "--format", "json"])
+    codes = sorted(f["code"] for f in json.loads(r.stdout)["findings"]
+                   if f["code"].startswith("events."))
+    assert codes == ["events.nvlink", "events.off_bus"]

@@ -124,10 +124,14 @@ def _open_several(paths: List[str], want: str) -> Any:
                           f"{len(nodes)} node files were given", where="--from")
     base = nodes[0] if nodes else logs.pop(0)
     for o in logs:
-        if base.model.kernel_log is not None:
-            base.model.kernel_log.events.extend(o.model.kernel_log.events)
-        else:
+        mine, theirs = base.model.kernel_log, o.model.kernel_log
+        if mine is None:
             base.model.merge(o.model)
+            continue
+        for e in theirs.events:  # the second log's lines after the first's (one order)
+            e.line += mine.lines
+        mine.events.extend(theirs.events)
+        mine.lines += theirs.lines
     base.require("check")
     return base
 

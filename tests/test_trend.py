@@ -85,7 +85,7 @@ def test_the_command_and_its_forms(tmp_path: Path) -> None:
     for i, sym in enumerate([1, 4, 9]):
         snap(tmp_path / f"s{i}.json", f"2026-01-0{i + 1}T00:00:00+00:00", sym)
     (tmp_path / "junk.json").write_text("{", "utf-8")
-    runner = make_runner(check_schemas=False)
+    runner = make_runner()  # the JSON document is validated against trend.schema.json
     r = runner.invoke(app, ["trend", str(tmp_path)])
     assert r.exit_code == 1, r.stderr
     assert "mlx5_0 port 1" in r.stdout and "1 counter still climbing" in r.stdout

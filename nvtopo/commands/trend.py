@@ -156,11 +156,13 @@ def run(paths: Sequence[str]) -> Trend:
     """The counters of the snapshots ``paths`` name, per host, in time order."""
     points, bad = read(paths)
     hosts: Dict[str, List[Point]] = {}
+    given = {id(p): i for i, p in enumerate(points)}
     for p in points:
         hosts.setdefault(p.host, []).append(p)
     series: List[Series] = []
     for host, pts in sorted(hosts.items()):
-        pts.sort(key=lambda p: (p.time is None, p.time or 0.0, p.file))
+        # by time; snapshots without one, or taken at the same second, as given
+        pts.sort(key=lambda p: (p.time is None, p.time or 0.0, given[id(p)]))
         keys = sorted({k for p in pts for k in p.counters})
         for key in keys:
             s = _series(host, key, pts)

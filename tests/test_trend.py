@@ -106,3 +106,17 @@ def test_the_command_and_its_forms(tmp_path: Path) -> None:
     assert "nvtopo_trend_counter_increase" in names
     r = runner.invoke(app, ["trend", str(tmp_path / "nothing-here")])
     assert r.exit_code == 2 and r.stderr.count("\n") == 1
+
+
+LINK_DOWNED = SYMBOL.replace("symbol_error", "link_downed")
+
+
+def test_a_port_down_more_than_ten_times_flapped(tmp_path: Path) -> None:
+    for i, downed in enumerate([0, 4, 12, 12]):
+        p = Path(snap(tmp_path / f"s{i}.json", f"2026-01-0{i + 1}T00:00:00+00:00", 0))
+        d = json.loads(p.read_text("utf-8"))
+        d["probes"]["sysfs"]["files"][LINK_DOWNED] = str(downed)
+        p.write_text(json.dumps(d), "utf-8")
+    t = trend.run([str(tmp_path)])
+    assert [(f.severity, f.code, str(f.subject)) for f in t.findings] == [
+        ("error", "trend.link_flapping", "node-017 mlx5_0 port 1")]

@@ -379,6 +379,10 @@ _ROWS: Tuple[Tuple[Any, ...], ...] = (
      "AER) that rose between the last two snapshots of its latest epoch: still climbing",
      "the counters of several snapshots of the node", _WARN, "inspect the link or port now, "
      "before it fails", "node-017 GPU3 link 11"),
+    ("trend.link_flapping", "trend", "node", "an InfiniBand port whose link_downed rose by "
+     "more than 10 over the snapshots: a flapping link (reported instead of trend.rising)",
+     "the counters of several snapshots of the node", _ERROR, "inspect the cable and "
+     "transceivers", "node-017 mlx5_5 port 1"),
     ("trend.not_checked", "trend", "node", "a host with one snapshot: no trend", "snapshots",
      _INFO, "give two or more snapshots of the node, taken at different times", "node-017"),
     # -- source

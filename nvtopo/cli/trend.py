@@ -33,7 +33,8 @@ def trend_cmd(
     went down was reset (a reboot, a driver reload) and starts a new epoch.  A counter that
     rose between the last two snapshots is still climbing (trend.rising).
 
-    Exit status: 0 nothing climbing, 1 a counter still climbing, 2 nothing could be read.
+    Exit status: 0 nothing climbing, 1 a counter still climbing (or a flapping link), 2
+    nothing could be read.
 
     Examples:
 
@@ -55,4 +56,4 @@ def trend_cmd(
         emit(render.prometheus(t), output)
     else:
         emit(render.text(t), output)
-    raise typer.Exit(1 if any(f.code == "trend.rising" for f in t.findings) else 0)
+    raise typer.Exit(1 if any(f.severity != "info" for f in t.findings) else 0)

@@ -26,6 +26,9 @@ from ..model import Topology
 from ..model.nvlink import NVLINK_ERROR_COUNTERS
 from ..model.rdma import ERROR_COUNTERS
 
+#: An InfiniBand port whose link_downed rose by more than this over the snapshots flapped
+#: (the threshold Nebius's Soperator alerts on).
+LINK_DOWNED_FLAP = 10
 #: Most snapshots read (a week of hourly snapshots of a 128-node fleet is 21,504).
 MAX_SNAPSHOTS = 50_000
 
@@ -176,6 +179,16 @@ def run(paths: Sequence[str]) -> Trend:
 def _findings(hosts: Dict[str, List[Point]], series: List[Series]) -> List[Finding]:
     out: List[Finding] = []
     for s in series:
+        if s.counter == "ib.link_downed" and s.increase > LINK_DOWNED_FLAP:
+            out.append(finding(
+                "error", "trend.link_flapping", S.other(f"{s.host} {s.subject}"),
+                f"{s.subject} on {s.host} went down {s.increase} times over "
+                f"{len(s.values)} snapshots (link_downed; more than {LINK_DOWNED_FLAP} is a "
+                "flapping link)", expected=f"<= {LINK_DOWNED_FLAP}", actual=s.increase,
+                source="trend",
+                hint="inspect the cable and transceivers at both ends and the switch port; "
+                     "the kernel log's port lines say when (nvtopo check --from kern.log)"))
+            continue
         if not s.rising:
             continue
         rate = f", {s.rate_per_hour:.3g}/hour over the series" if s.rate_per_hour else ""

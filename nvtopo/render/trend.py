@@ -35,7 +35,7 @@ def text(t: Any) -> str:
                      f"{printable(f.message)}")
     for path, why in t.unreadable:
         lines.append(f"unreadable: {printable(path)}: {printable(why)}")
-    rising = sum(1 for f in t.findings if f.code == "trend.rising")
+    rising = sum(1 for f in t.findings if f.code in ("trend.rising", "trend.link_flapping"))
     lines.append(f"{rising} counter{'s' if rising != 1 else ''} still climbing")
     return "\n".join(lines) + "\n"
 

@@ -124,3 +124,18 @@ def test_check_from_a_log_and_its_snapshot(tmp_path: Path) -> None:
     codes = sorted(f["code"] for f in json.loads(r.stdout)["findings"]
                    if f["code"].startswith("events."))
     assert codes == ["events.nvlink", "events.off_bus"]
+
+
+def test_a_ticket_of_q_text_and_dmesg_names_the_gpu() -> None:
+    fix = KERNEL.parent / "nvml-text" / "nvidia_smi_q_rtx4090_2gpu_p2_gpu1_x8_gen3.txt"
+    log = ("[ 812.0] NVRM: Xid (PCI:0000:25:00): 79, pid=1, name=python, GPU has fallen off "
+           "the bus.\n")
+    topo = snapshot.load_text(fix.read_text("utf-8") + "\n" + log, "ticket.txt")
+    assert events_of(topo) == ["error events.off_bus GPU1"]
+
+
+def test_a_topo_matrix_without_bus_ids_names_the_address_as_the_log_does() -> None:
+    log = ("[ 812.0] NVRM: Xid (PCI:0000:25:00): 79, pid=1, name=python, GPU has fallen off "
+           "the bus.\n")
+    topo = snapshot.load_text(examples.read("dgx-h100") + "\n" + log, "ticket.txt")
+    assert topo.gpus and events_of(topo) == ["error events.off_bus GPU 0000:25:00.0"]

@@ -36,7 +36,11 @@ class Where:
     """The model's devices by PCI address (compared as integers) and NICs by net device."""
 
     def __init__(self, topo: Topology) -> None:
-        self.modelled = bool(topo.gpus or topo.nics or topo.sysfs is not None)
+        # a model whose devices have no PCI address (a topo -m alone) joins nothing: the log
+        # is then named as if alone, never "not a device of the model"
+        self.modelled = topo.sysfs is not None or any(
+            g.pci_bus_id or g.sysfs is not None for g in topo.gpus) or any(
+            n.pci_bus_id or (n.sysfs is not None and n.sysfs.pci_address) for n in topo.nics)
         self.gpus: Dict[Bdf, Any] = {}
         self.nics: Dict[Bdf, str] = {}
         self.netdevs: Dict[str, Tuple[str, Optional[str]]] = {}

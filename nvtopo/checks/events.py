@@ -24,14 +24,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from . import Finding, finding
 from . import subject as S
-from .event_join import Joined, Where
 from .select import Selection
 from ..model import Topology
 from ..model.events import KernelEvent, xid_info
+
+if TYPE_CHECKING:  # imported by check() only when a kernel log was read (start-up time)
+    from .event_join import Joined, Where
 
 SOURCE = "kernel-log"
 #: Down/up cycles of a port within this many seconds make a flap.
@@ -81,6 +83,8 @@ def check(topo: Topology, sel: Selection) -> List[Finding]:
     log = topo.kernel_log
     if log is None:
         return []
+    from .event_join import Where
+
     where = Where(topo)
     events = log.events
     out: List[Finding] = []

@@ -139,3 +139,14 @@ def test_a_topo_matrix_without_bus_ids_names_the_address_as_the_log_does() -> No
            "the bus.\n")
     topo = snapshot.load_text(examples.read("dgx-h100") + "\n" + log, "ticket.txt")
     assert topo.gpus and events_of(topo) == ["error events.off_bus GPU 0000:25:00.0"]
+
+
+def test_one_gpus_nvlink_errors_close_in_time_are_one_fault() -> None:
+    log = ("[ 100.0] NVRM: Xid (PCI:0000:19:00): 149, NETIR_LINK_EVT Fatal XC0 i0 Link 3 (0x0)\n"
+           "[ 100.1] NVRM: Xid (PCI:0000:19:00): 149, NETIR_LINK_EVT Fatal XC0 i0 Link 4 (0x0)\n"
+           "[ 100.2] NVRM: Xid (PCI:0000:19:00): 145, RLW_RXPIPE Nonfatal XC0 i0 Link 4 (0x0)\n"
+           "[ 9000.0] NVRM: Xid (PCI:0000:19:00): 149, NETIR_LINK_EVT Fatal XC0 i0 Link 7 (0x0)\n")
+    topo = with_node(log)
+    assert events_of(topo) == ["error events.nvlink GPU3", "error events.nvlink GPU3 link 7"]
+    first = next(f for f in checks.select_and_run(topo).findings if f.code == "events.nvlink")
+    assert "on GPU3 (0000:19:00.0) links 3, 4 (3 times" in first.message

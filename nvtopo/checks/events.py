@@ -107,7 +107,7 @@ def _xid_key(e: KernelEvent) -> Tuple[Any, ...]:
     if e.code == GSP_XID:
         return ("gsp", e.pci_address, e.line if e.pci_address is None else 0)
     if info.get("nvlink"):
-        return ("nvlink", e.pci_address, e.link, e.line if e.pci_address is None else 0)
+        return ("nvlink", e.pci_address, e.line)
     return ("xid", e.pci_address, e.code, e.line if e.pci_address is None else 0)
 
 
@@ -123,6 +123,11 @@ def _xids(events: List[KernelEvent], where: Where) -> List[Finding]:
             later.append(e)
             continue
         key = _xid_key(e)
+        if key[0] == "nvlink" and e.pci_address is not None:
+            # one GPU's NVLink errors close in time are one fault, whatever links they name
+            near = [r for r in order if r.key[:2] == key[:2]
+                    and _close(r.last, e, FOLLOW_WINDOW_S)]
+            key = near[-1].key if near else key
         if key in roots:
             roots[key].events.append(e)
         else:
@@ -211,18 +216,7 @@ def _xid_finding(r: "_Root", where: Where, fatal: Dict[str, List[KernelEvent]]) 
     action, said = _action(info, r)
     name = info.get("name", f"Xid {e.code}, not in nvtopo's Xid table")
     if kind == "nvlink":
-        who = where.gpu_named(e.pci_address, link=e.link)
-        nonfatal = all(x.severity == "non-fatal" for x in r.events)
-        codes = "/".join(sorted({str(x.code) for x in r.events}))
-        on = who.name + (f" link {e.link}" if e.link is not None else " (the line names no link)")
-        return finding(
-            "warning" if nonfatal else "error", "events.nvlink", who.subject,
-            f"NVLink Xid {codes} ({name}{', non-fatal' if nonfatal else ''}) on {on}, "
-            f"{_times(r.events)}: {info.get('meaning', '')}; action: {said}"
-            + _consequences(r, where),
-            expected="no NVLink error", actual=f"Xid {codes}", source=SOURCE,
-            hint="reset the GPU; if the link errs again, reseat or replace what the link "
-                 "crosses (cable, tray, NVSwitch) and read its counters (nvidia-smi nvlink -e)")
+        return _nvlink(r, where, name, said)
     who = where.gpu_named(e.pci_address)
     sure = bool(info) and info.get("checked", True) is not False
     sev = "error" if sure and action in ERROR_ACTIONS else "warning"
@@ -233,6 +227,30 @@ def _xid_finding(r: "_Root", where: Where, fatal: Dict[str, List[KernelEvent]]) 
                    expected="no Xid", actual=f"Xid {e.code}", source=SOURCE,
                    hint="NVIDIA's Xid catalog gives the action per code; run nvidia-bug-report.sh "
                         "before resetting if the fault recurs")
+
+
+def _nvlink(r: "_Root", where: Where, name: str, said: str) -> Finding:
+    """One GPU's NVLink errors: on its link (``GPU3 link 11``), or on the GPU naming its
+    links when they are several."""
+    e = r.events[0]
+    info = xid_info(e.code) or {}
+    links = sorted({x.link for x in r.events if x.link is not None})
+    one = links[0] if len(links) == 1 else None
+    who = where.gpu_named(e.pci_address, link=one)
+    nonfatal = all(x.severity == "non-fatal" for x in r.events)
+    codes = "/".join(sorted({str(x.code) for x in r.events}))
+    base = where.gpu_named(e.pci_address).name
+    on = base + (f" link {one}" if one is not None else
+                 f" links {', '.join(map(str, links))}" if links else
+                 " (the line names no link)")
+    return finding(
+        "warning" if nonfatal else "error", "events.nvlink", who.subject,
+        f"NVLink Xid {codes} ({name}{', non-fatal' if nonfatal else ''}) on {on} "
+        f"({_times(r.events)}): {info.get('meaning', '')}; action: {said}"
+        + _consequences(r, where),
+        expected="no NVLink error", actual=f"Xid {codes}", source=SOURCE,
+        hint="reset the GPU; if the link errs again, reseat or replace what the link "
+             "crosses (cable, tray, NVSwitch) and read its counters (nvidia-smi nvlink -e)")
 
 
 def _fatal_aer(events: List[KernelEvent]) -> Dict[str, List[KernelEvent]]:

@@ -150,3 +150,12 @@ def test_one_gpus_nvlink_errors_close_in_time_are_one_fault() -> None:
     assert events_of(topo) == ["error events.nvlink GPU3", "error events.nvlink GPU3 link 7"]
     first = next(f for f in checks.select_and_run(topo).findings if f.code == "events.nvlink")
     assert "on GPU3 (0000:19:00.0) links 3, 4 (3 times" in first.message
+
+
+def test_a_netdev_link_line_and_a_port_line_are_one_port() -> None:
+    log = ("[ 900.0] mlx5_core 0000:5e:00.0 ibp94s0: Link down\n"
+           "[ 905.0] mlx5_core 0000:5e:00.0 mlx5_0: Port: 1 Link ACTIVE\n"
+           "[ 950.0] mlx5_core 0000:5e:00.0 mlx5_0: Port: 1 Link DOWN\n"
+           "[ 955.0] mlx5_core 0000:5e:00.0 ibp94s0: Link up\n")
+    topo = snapshot.load_text(log, "k.txt")
+    assert events_of(topo) == ["error events.port_flap ibp94s0 0000:5e:00.0"]

@@ -180,6 +180,7 @@ def test_bounds(monkeypatch: Any) -> None:
     monkeypatch.setattr(klines, "MAX_LINES", 5)
     log = kmsg.parse((MSG + "\n") * 10)
     assert log.cut and log.lines == 5 and len(log.events) == 3
+    assert not kmsg.parse((MSG + "\n") * 5).cut  # exactly as many lines as are read
 
 
 def test_a_large_log_reads_in_linear_time() -> None:

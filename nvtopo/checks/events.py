@@ -417,9 +417,9 @@ def _port_key(e: KernelEvent, where: Where) -> Tuple[str, Optional[str], Optiona
             return known[0], known[1], 1
         return e.device or "?", None, e.port
     joined = where.join(e.pci_address)
-    if joined.nic is not None:
-        return joined.nic, e.pci_address, e.port or 1
-    return e.device or "?", e.pci_address, e.port
+    # a NIC's PCI function has one port: its netdev's "Link down" and its "Port: 1" lines are
+    # the same port
+    return joined.nic or e.device or "?", e.pci_address, e.port or 1
 
 
 def _at_boot(e: KernelEvent) -> bool:

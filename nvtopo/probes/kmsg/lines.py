@@ -206,7 +206,8 @@ def read(text: str) -> Read:
             last_mono = got.seconds
         out.append(got._replace(number=n))
     form = max(counts, key=lambda k: counts[k]) if any(counts.values()) else BARE
-    return Read(out, n, n >= MAX_LINES, boots, form)
+    cut = n >= MAX_LINES and text.count("\n", 0, len(text) - 1) >= MAX_LINES
+    return Read(out, n, cut, boots, form)
 
 
 def _continues(raw: str, line: str, prev: Line) -> bool:

@@ -159,3 +159,18 @@ def test_a_netdev_link_line_and_a_port_line_are_one_port() -> None:
            "[ 955.0] mlx5_core 0000:5e:00.0 ibp94s0: Link up\n")
     topo = snapshot.load_text(log, "k.txt")
     assert events_of(topo) == ["error events.port_flap ibp94s0 0000:5e:00.0"]
+
+
+def test_the_most_events_kept_are_checked_in_linear_time() -> None:
+    import time
+
+    lines = []
+    for i in range(2500):
+        addr = f"{i // 256:04x}:{i % 256:02x}:00"
+        lines.append(f"[ {i}.0] NVRM: Xid (PCI:{addr}): 149, NETIR Fatal XC0 i0 Link {i % 18} (0x0)")
+        lines.append(f"[ {i}.5] NVRM: Xid (PCI:{addr}): 45, pid=1, name=x, Ch 00000001")
+    topo = snapshot.load_text("\n".join(lines) + "\n", "many.txt")
+    start = time.perf_counter()
+    found = events_of(topo)
+    assert len(found) == 2500 and all(f.startswith("error events.nvlink") for f in found)
+    assert time.perf_counter() - start < 3.0

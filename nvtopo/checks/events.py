@@ -111,56 +111,73 @@ def _xid_key(e: KernelEvent) -> Tuple[Any, ...]:
     return ("xid", e.pci_address, e.code, e.line if e.pci_address is None else 0)
 
 
+class _Roots:
+    """The roots gathered so far, in log order, indexed so that each event costs O(1): by
+    key, the latest by (kind, address), by address and by Xid code."""
+
+    def __init__(self) -> None:
+        self.order: List[_Root] = []
+        self.by_key: Dict[Tuple[Any, ...], _Root] = {}
+        self.by_place: Dict[Tuple[Any, ...], _Root] = {}
+        self.by_addr: Dict[str, _Root] = {}
+        self.by_code: Dict[str, _Root] = {}
+        self.latest: Optional[_Root] = None
+
+    def add(self, e: KernelEvent) -> None:
+        key = _xid_key(e)
+        if key[0] == "nvlink" and e.pci_address is not None:
+            # one GPU's NVLink errors close in time are one fault, whatever links they name
+            near = self.by_place.get(key[:2])
+            if near is not None and _close(near.last, e, FOLLOW_WINDOW_S):
+                key = near.key
+        root = self.by_key.get(key)
+        if root is None:
+            root = self.by_key[key] = _Root(key, e)
+            self.order.append(root)
+            self.by_place[key[:2]] = root
+        else:
+            root.events.append(e)
+        if e.pci_address:
+            self.by_addr[e.pci_address] = root
+        self.by_code[str(e.code)] = root
+        self.latest = root
+
+    def fold(self, e: KernelEvent) -> bool:
+        """Fold consequence ``e`` (Xid 45/43, or 154) into the root it follows, among those
+        before it: 154 into its own GPU's; 45 into the root its line names (``after Xid
+        N``), else the latest, at most :data:`FOLLOW_WINDOW_S` before it."""
+        if e.code == 154:
+            root = self.by_addr.get(e.pci_address or "")
+        elif e.state and e.state.startswith("after Xid "):
+            root = self.by_code.get(e.state[len("after Xid "):]) or self._close(e)
+        else:
+            root = self._close(e)
+        if root is None:
+            return False
+        root.folded.append(e)
+        return True
+
+    def _close(self, e: KernelEvent) -> Optional[_Root]:
+        r = self.latest
+        return r if r is not None and _close(r.last, e, FOLLOW_WINDOW_S) else None
+
+
 def _xids(events: List[KernelEvent], where: Where) -> List[Finding]:
-    roots: Dict[Tuple[Any, ...], _Root] = {}
-    order: List[_Root] = []
-    later: List[KernelEvent] = []
+    roots = _Roots()
+    orphans: List[KernelEvent] = []
     for e in events:
         if e.kind not in ("xid", "off_bus"):
             continue
         info = xid_info(e.code) or {}
         if e.kind == "xid" and (info.get("follows") or e.code == 154):
-            later.append(e)
+            if not roots.fold(e):
+                orphans.append(e)
             continue
-        key = _xid_key(e)
-        if key[0] == "nvlink" and e.pci_address is not None:
-            # one GPU's NVLink errors close in time are one fault, whatever links they name
-            near = [r for r in order if r.key[:2] == key[:2]
-                    and _close(r.last, e, FOLLOW_WINDOW_S)]
-            key = near[-1].key if near else key
-        if key in roots:
-            roots[key].events.append(e)
-        else:
-            roots[key] = _Root(key, e)
-            order.append(roots[key])
-    orphans = [e for e in later if not _fold(e, order)]
+        roots.add(e)
     fatal = _fatal_aer(events)
-    lone_gsp = _gsp_lines(events, order, where)
-    out = [_xid_finding(r, where, fatal) for r in order]
+    lone_gsp = _gsp_lines(events, roots.order, where)
+    out = [_xid_finding(r, where, fatal) for r in roots.order]
     return out + _orphans(orphans, where) + lone_gsp
-
-
-def _fold(e: KernelEvent, roots: List["_Root"]) -> bool:
-    """Fold consequence ``e`` (Xid 45/43, or 154) into the root it follows: 154 into its own
-    GPU's; 45 into the root its line names (``after Xid N``), else the latest before it."""
-    before = [r for r in roots if r.events[0].line < e.line]
-    if e.code == 154:
-        same = [r for r in before if r.key[1] == e.pci_address and e.pci_address]
-        if same:
-            same[-1].folded.append(e)
-            return True
-        return False
-    named = e.state[len("after Xid "):] if e.state and e.state.startswith("after Xid ") else ""
-    if named:
-        hits = [r for r in before if str(r.events[0].code) == named]
-        if hits:
-            hits[-1].folded.append(e)
-            return True
-    close = [r for r in before if _close(r.last, e, FOLLOW_WINDOW_S)]
-    if close:
-        close[-1].folded.append(e)
-        return True
-    return False
 
 
 def _consequences(r: "_Root", where: Where) -> str:

@@ -39,6 +39,7 @@ SCHEMAS: Dict[str, str] = {
     "thresholds": "thresholds.schema.json",
     "catalog": "catalog.schema.json",
     "explain": "explain.schema.json",
+    "trend": "trend.schema.json",
 }
 
 
@@ -105,7 +106,8 @@ def validate(doc: Any, name: str, what: str = "document") -> None:
 #: Commands whose JSON output needs --format json, and the schema of that output.
 _FORMAT_JSON = {"show": "model", "check": "check", "links": "links", "ib": "ib",
                 "diff": "diff", "audit": "audit", "cluster": "cluster", "checks": "catalog",
-                "explain": "explain"}
+                "explain": "explain",
+                "trend": "trend"}
 #: Commands that always print (or write with -o) JSON.
 _ALWAYS_JSON = {"snapshot": "snapshot", "simulate": "snapshot"}
 _HELP = {"--help", "-h", "--version"}

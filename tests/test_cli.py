@@ -756,7 +756,7 @@ def test_only_a_command_named_first_is_built_alone(monkeypatch):
     assert _command_named(["nvtopo"]) is None
     monkeypatch.setenv("_NVTOPO_COMPLETE", "complete_bash")  # completion offers every command
     assert _command_named(["nvtopo", "check"]) is None
-    assert len(COMMANDS) == 14  # watch (issue 26), explain (issue 24)
+    assert len(COMMANDS) == 15  # watch (issue 26), explain (issue 24), trend (issue 25)
 
 
 def test_the_console_script_builds_only_the_command_named():

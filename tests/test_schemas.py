@@ -488,6 +488,8 @@ def samples(h100_fleet, nvml_snapshots, tmp_path_factory):
         "catalog": document("catalog", "checks", "--format", "json"),
         "explain": document("explain", "explain", "--from", ROOT / "fixtures" / "nccl" /
                             "async-port-error-flapping.log", "--format", "json"),
+        # the healthy node, then the same node with its counters up: a counter still rising
+        "trend": document("trend", "trend", d / "healthy.json", bad, "--format", "json"),
         # a --thresholds file (read by check and audit, written by people)
         "thresholds": {"schema_version": 1, "classes": {
             "*": {"nvlink": {"replay": 5}}, "dgx-h100": {"ib": {"symbol_error": 20}}}},
@@ -649,6 +651,7 @@ ACROSS_FILES = {
     "audit": ("nodes/1/findings/0", _set("severity", "fatal"), "$.nodes[1].findings[0]"),
     "layouts": ("0", _set("name", "no spaces allowed"), "$[0].name"),
     "explain": ("findings/0", _set("severity", "fatal"), "$.findings[0]"),  # check.schema.json
+    "trend": ("findings/0", _set("severity", "fatal"), "$.findings[0]"),  # check's finding
 }
 
 

@@ -399,6 +399,56 @@ _ROWS: Tuple[Tuple[Any, ...], ...] = (
     _nc("nccl", "nccl-tests bus bandwidth", "nccl-tests output and a layout's "
         "expected_bandwidth", "give the node's evidence or --layout NAME; run all_reduce_perf "
         "up to 8 GB (-e 8G)"),
+    # -- events (a pasted kernel log: docs/events.md)
+    ("events.xid", "events", "node", "an NVIDIA Xid whose documented action is a GPU reset, a "
+     "reboot, a drain or a hardware inspection (error), or restarting the application, or "
+     "none (warning); the Xid 45s it caused folded in", "kernel log (Xid lines), the Xid "
+     "table", _SURE, "do the Xid's action (NVIDIA's Xid catalog)", "GPU3"),
+    ("events.nvlink", "events", "node", "an NVLink Xid (74, 137, 144-150, 155) on its link; "
+     "non-fatal: a warning", "kernel log (Xid lines)", _SURE, "reset the GPU; reseat or "
+     "replace the link's cable or tray if it recurs", "GPU3 link 11"),
+    ("events.off_bus", "events", "node", "a GPU fallen off the bus (Xid 79 or the driver's "
+     "line), with the fatal AER errors and Xid 45s it caused", "kernel log", _ERROR,
+     "drain and reboot; inspect power, cooling, seating and the PCIe link", "GPU3"),
+    ("events.gsp_timeout", "events", "node", "the GPU System Processor did not answer (Xid "
+     "119, GSP heartbeat or RPC timeout lines)", "kernel log", _ERROR, "reset the GPU; "
+     "reboot if it recurs", "GPU3"),
+    ("events.after_unseen", "events", "node", "Xid 45/43 (the driver cleaning up after an "
+     "error) whose cause the log does not hold", "kernel log", _INFO, "read the log from "
+     "before the excerpt", "GPU3"),
+    ("events.sxid", "events", "node", "an NVSwitch SXid (fatal: error; non-fatal: warning), "
+     "one per switch and code, naming its links", "kernel log (SXid lines)", _SURE,
+     "reset the switch's GPUs and restart nvidia-fabricmanager; inspect a recurring link",
+     "0000:86:00.0"),
+    ("events.aer_uncorrected", "events", "node", "an uncorrected PCIe AER error (fatal: "
+     "error; non-fatal: warning)", "kernel log (AER lines)", _SURE, "drain; reseat the "
+     "device and its riser", "GPU3"),
+    ("events.aer_corrected", "events", "node", "corrected PCIe AER errors: a warning on a "
+     "device the data path crosses (GPU, NIC, NVSwitch, a bridge above them), a note "
+     "elsewhere", "kernel log (AER lines)", Ladder("warning", "info"), "watch the AER "
+     "counters over time (nvtopo trend)", "bridge 0000:00:03.1 above GPU0 0000:03:00.0"),
+    ("events.port_flap", "events", "node", "a NIC port down and up twice or more within an "
+     "hour (error on a compute port; warning where its role is unknown)", "kernel log "
+     "(mlx5/NIC link lines)", _SURE, "inspect the cable and transceivers", "mlx5_5 port 1"),
+    ("events.port_down", "events", "node", "a NIC port that went down once (or is down at the "
+     "log's end)", "kernel log", _WARN, "check the port now (ibstat, ip link)",
+     "mlx5_5 port 1"),
+    ("events.nvme_reset", "events", "node", "an NVMe controller reset or I/O timeouts "
+     "(error when the controller went down)", "kernel log (nvme lines)", _SURE, "read the "
+     "drive's smart-log and PCIe link", "NVMe nvme2"),
+    ("events.not_checked", "events", "node", "kernel log events not joined to a device (the "
+     "log redacts their addresses) or not read (the log cut)", "kernel log", _INFO, _MORE),
+    # -- trend (several snapshots of a node over time: nvtopo trend)
+    ("trend.rising", "trend", "node", "an error counter (NVLink, InfiniBand port, PCIe replay, "
+     "AER) that rose between the last two snapshots of its latest epoch: still climbing",
+     "the counters of several snapshots of the node", _WARN, "inspect the link or port now, "
+     "before it fails", "node-017 GPU3 link 11"),
+    ("trend.link_flapping", "trend", "node", "an InfiniBand port whose link_downed rose by "
+     "more than 10 over the snapshots: a flapping link (reported instead of trend.rising)",
+     "the counters of several snapshots of the node", _ERROR, "inspect the cable and "
+     "transceivers", "node-017 mlx5_5 port 1"),
+    ("trend.not_checked", "trend", "node", "a host with one snapshot: no trend", "snapshots",
+     _INFO, "give two or more snapshots of the node, taken at different times", "node-017"),
     # -- source
     ("source.disagreement", "source", "node", "two sources said different things about one "
      "fact", "every source of the fact", _WARN, "re-take the snapshot; report which source "

@@ -122,6 +122,18 @@ FAMILY_NOTES: Dict[str, str] = {
         '`nvidia_fs` loaded, the IOMMU off or in passthrough; OS drives told apart by size, '
         'then placement ([storage.md](storage.md)). Without the expectation: only a '
         'controller not `live`, and `nvidia_fs` loaded with a translating IOMMU'),
+    "events": (
+        "a pasted kernel log (`dmesg`, `journalctl -k`, `kern.log`, `nvidia-bug-report.log`): "
+        "one finding per root cause (Xid by its documented action, NVLink Xids on their link, "
+        "a GPU fallen off the bus, GSP timeouts, NVSwitch SXids, PCIe AER, NIC port flaps, "
+        "NVMe resets), its consequences folded in (the Xid 45s an NVLink error caused), on the "
+        "device the snapshot read with it names ([events.md](events.md))"),
+    "trend": (
+        "`nvtopo trend`: several snapshots of a node (or a fleet, grouped by host, in time "
+        "order); per link and port, the increase and rate of each error counter (NVLink "
+        "replay/recovery/CRC/ECC, InfiniBand port errors, PCIe replays, AER totals), a counter "
+        "going down starts a new epoch (a reset or a reboot); one still rising between the "
+        "last two snapshots is `trend.rising`"),
     "source": (
         'a live probe that failed inside nvtopo (a bug: its facts are unknown, so the check '
         'cannot pass on them) is an error `source.probe_crashed`; one that did not return '

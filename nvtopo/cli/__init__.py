@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # imported when the command runs (:func:`build`); named here 
     import typer
 
     from . import (audit, check, checks, cluster, collect, diff, ib, layouts,  # noqa: F401
-                   links, show, simulate, snapshot)
+                   links, show, simulate, snapshot, trend)
 
 #: The commands in help order: name -> (module under ``nvtopo.cli``, its entry: the command's
 #: function, or the Typer app of a command group).
@@ -44,6 +44,7 @@ COMMANDS = {
     "cluster": ("cluster", "cluster_cmd"),
     "watch": ("watch", "watch_cmd"),
     "explain": ("explain", "explain_cmd"),
+    "trend": ("trend", "trend_cmd"),
 }
 
 HELP = (

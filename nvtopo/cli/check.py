@@ -1,14 +1,14 @@
 """``nvtopo check``: the node against its expected layout."""
 
 import json
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 import typer
 
 from ..errors import NvtopoError
 
 from .io import check_output, console, emit, handles_errors, to_terminal
-from .options import (CheckFormat, example_names, format_option, from_option, layout,
+from .options import (FROM_HELP, CheckFormat, example_names, format_option, layout,
                       layout_file_option, layout_option, output_option, sysfs_root_option,
                       thresholds, thresholds_option, timeout_option)
 
@@ -18,7 +18,11 @@ CHECK_SCHEMA_VERSION = 1
 
 @handles_errors
 def check_cmd(
-    from_: Optional[str] = from_option(),
+    from_: Optional[List[str]] = typer.Option(
+        None, "--from", "-f", metavar="FILE",
+        help=FROM_HELP + " Give --from twice to read a kernel log (dmesg, journalctl -k, "
+             "kern.log) with the node's snapshot or topo -m: its events are named on the "
+             "snapshot's devices (docs/events.md)."),
     sysfs_root: Optional[str] = sysfs_root_option(),
     layout_name: str = layout_option(),
     layout_file: Optional[str] = layout_file_option(),
@@ -70,7 +74,7 @@ def check_cmd(
 
     # a bad layout name, layout file or thresholds file fails before any input is read or probed
     chosen = layout(layout_name, layout_file, "check",
-                    stdin_taken=from_ in snapshot.STDIN_NAMES)
+                    stdin_taken=any(f in snapshot.STDIN_NAMES for f in from_ or ()))
     limits = thresholds(thresholds_file)
     check_output(output)
     opened = _open(example, from_, sysfs_root, timeout,
@@ -80,16 +84,19 @@ def check_cmd(
     raise typer.Exit(report.exit_status)
 
 
-def _open(example: Optional[str], from_: Optional[str], sysfs_root: Optional[str],
+def _open(example: Optional[str], from_: Optional[List[str]], sysfs_root: Optional[str],
           timeout: float, prometheus: bool) -> Any:
-    """The input: a bundled example, a file, or this machine (probed)."""
+    """The input: a bundled example, a file (or a kernel log with the node's file), or this
+    machine (probed)."""
     from .. import snapshot
 
     want = snapshot.MODEL_AND_DOCUMENT if prometheus else snapshot.MODEL
+    if example is None and from_ and len(from_) > 1:
+        return _open_several(from_, want)
     if example is None:
         return snapshot.open_input(snapshot.Input(
-            path=from_, sysfs_root=sysfs_root, timeout=timeout, require="check",
-            command="check", want=want))
+            path=from_[0] if from_ else None, sysfs_root=sysfs_root, timeout=timeout,
+            require="check", command="check", want=want))
     from .. import examples
 
     if from_ is not None or sysfs_root is not None:
@@ -98,6 +105,39 @@ def _open(example: Optional[str], from_: Optional[str], sysfs_root: Optional[str
     with examples.path(example) as path:
         return snapshot.open_input(snapshot.Input(
             path=path, require="check", command="check", want=want))
+
+
+def _open_several(paths: List[str], want: str) -> Any:
+    """Several ``--from`` files of one node: one node file (a snapshot or pasted text) and
+    kernel logs, whose events are merged into its model (docs/events.md)."""
+    from .. import snapshot
+
+    if len(paths) != len(set(paths)) or sum(p in snapshot.STDIN_NAMES for p in paths) > 1:
+        raise NvtopoError("each --from names a different file (standard input once)",
+                          where="--from")
+    opened = [snapshot.open_input(snapshot.Input(path=p, command="check", want=want))
+              for p in paths]
+    logs = [o for o in opened if _only_a_log(o.model)]
+    nodes = [o for o in opened if not _only_a_log(o.model)]
+    if len(nodes) > 1:
+        raise NvtopoError("give one node file (a snapshot or pasted text) and kernel logs; "
+                          f"{len(nodes)} node files were given", where="--from")
+    base = nodes[0] if nodes else logs.pop(0)
+    for o in logs:
+        mine, theirs = base.model.kernel_log, o.model.kernel_log
+        if mine is None:
+            base.model.merge(o.model)
+            continue
+        for e in theirs.events:  # the second log's lines after the first's (one order)
+            e.line += mine.lines
+        mine.events.extend(theirs.events)
+        mine.lines += theirs.lines
+    base.require("check")
+    return base
+
+
+def _only_a_log(topo: Any) -> bool:
+    return topo.kernel_log is not None and topo.sources == ["kernel-log"]
 
 
 def _show(report: Any, opened: Any, fmt: CheckFormat, output: Optional[str], *, brief: bool,

@@ -12,6 +12,7 @@ from .codec import Record, fld, record
 from .host import NumaInfo
 from .net import NetLink
 from .rdma import GpuDirect
+from .pcie import AerCounts
 from .storage import NvmeDrive, Storage
 
 
@@ -47,6 +48,10 @@ class SysfsNode(Record):
                                  "at: a WireGuard interface may be among them", omit="none")
     storage: Storage = fld("class/nvme and the IOMMU state (docs/storage.md)",
                            factory=Storage)
+    aer: Optional[Dict[str, AerCounts]] = fld(
+        "bus/pci/devices/<bdf>/aer_dev_*: PCI address -> AER counters, for the GPUs, NICs and "
+        "the bridges above them whose kernel exposes them (left out: none does, or evidence "
+        "taken before nvtopo read them)", omit="none")
 
     def relabel(self, rename: Dict[str, str]) -> None:
         """Name GPUs as the merged model does (``rename``: old label -> new)."""

@@ -66,6 +66,20 @@ class NarrowestHop(PcieHop):
 
 
 @record
+class AerCounts(Record):
+    """A PCIe function's AER counters since boot (``aer_dev_correctable``,
+    ``aer_dev_nonfatal``, ``aer_dev_fatal``; docs/sysfs.md)."""
+
+    correctable: Optional[int] = fld("aer_dev_correctable TOTAL_ERR_COR (null: file absent "
+                                     "or unreadable)")
+    nonfatal: Optional[int] = fld("aer_dev_nonfatal TOTAL_ERR_NONFATAL")
+    fatal: Optional[int] = fld("aer_dev_fatal TOTAL_ERR_FATAL")
+    nonzero: Dict[str, int] = fld("every nonzero counter of the three files, as "
+                                  "correctable.RxErr, nonfatal.CmpltTO, fatal.DLP",
+                                  factory=dict)
+
+
+@record
 class PciPlacement(Record):
     """Where a GPU sits on the PCI tree (``gpus[].extra.sysfs``)."""
 
@@ -100,4 +114,4 @@ class PciFunction(Record):
 
 
 __all__ = ["PcieLinkRaw", "PcieLink", "PcieHop", "NarrowestHop", "PciPlacement",
-           "PciFunction"]
+           "PciFunction", "AerCounts"]

@@ -25,6 +25,7 @@ from .node import SysfsNode, TopoText
 from .nvml import NvmlNode, TextNode
 from .nccl import NcclLog, NcclTests, NcclTopo
 from .storage import GdsCheck
+from .events import KernelLog
 
 #: Version of the JSON document written by :meth:`Topology.to_dict`.
 SCHEMA_VERSION = 1
@@ -51,7 +52,8 @@ class Topology(Record):
 
     __json_order__ = ("origin", "host", "sources", "gpus", "nics", "matrix", "p2p", "nvlinks",
                       "notes", "disagreements", "extra", "topo_text", "nvml",
-                      "nvml_text", "sysfs", "host_net", "wireguard", "gds_text", "nccl_log", "nccl_tests", "nccl_topo")
+                      "nvml_text", "sysfs", "host_net", "wireguard", "gds_text", "nccl_log", "nccl_tests", "nccl_topo",
+                      "kernel_log")
 
     gpus: List[GPU] = fld(factory=list)
     nics: List[NIC] = fld(factory=list)
@@ -86,6 +88,8 @@ class Topology(Record):
                                           key="nccl-tests", nest="extra", omit="none")
     nccl_topo: Optional[NcclTopo] = fld("NCCL's topology XML (docs/nccl.md)", key="nccl-topo",
                                         nest="extra", omit="none")
+    kernel_log: Optional[KernelLog] = fld("pasted kernel log (docs/events.md)",
+                                          key="kernel-log", nest="extra", omit="none")
 
     # -- lookups -------------------------------------------------------------
 
@@ -287,7 +291,7 @@ class Topology(Record):
 GPU_RECORDS = ("nvml", "nvml_text", "sysfs")
 NIC_RECORDS = ("affinity", "sysfs")
 NODE_RECORDS = ("topo_text", "nvml", "nvml_text", "sysfs", "host_net", "wireguard",
-                "gds_text", "nccl_log", "nccl_tests", "nccl_topo")
+                "gds_text", "nccl_log", "nccl_tests", "nccl_topo", "kernel_log")
 #: Sources whose text may be an excerpt (some GPUs only): a GPU they do not name is not
 #: absent, so their silence is never a ``presence`` disagreement.
 PARTIAL_SOURCES = ("nvml-text",)

@@ -57,10 +57,13 @@ NVML_TEXT = "nvml-text"
 NCCL_LOG = "nccl-log"
 NCCL_TESTS = "nccl-tests"
 NCCL_TOPO = "nccl-topo"
+KERNEL_LOG = "kernel-log"
 
 #: What nvtopo reads, named when an input is none of it (every reader's ``what`` is in it).
 READABLE = ("an nvtopo snapshot, nvidia-smi topo -m, nvidia-smi nvlink or -q text (or -q -x "
-            "XML), dcgmi nvlink -s, ibstat/ibv_devinfo/ibstatus, gdscheck -p, an NCCL debug log, nccl-tests output or NCCL topology XML")
+            "XML), dcgmi nvlink -s, ibstat/ibv_devinfo/ibstatus, gdscheck -p, an NCCL debug "
+            "log, nccl-tests output or NCCL topology XML, or a kernel log (dmesg, journalctl "
+            "-k, kern.log)")
 
 
 class Reader(NamedTuple):
@@ -279,6 +282,18 @@ def _topo_xml_read(text: str, where: str) -> "Topology":
     return topo_xml.derive_text(text, where)
 
 
+def _kmsg_recognise(text: str) -> int:
+    from . import kmsg
+
+    return _sure(kmsg.looks_like(text))
+
+
+def _kmsg_read(text: str, where: str) -> "Topology":
+    from . import kmsg
+
+    return kmsg.derive_text(text)
+
+
 #: Every reader, in the order they are asked (:func:`split`).
 READERS: Tuple[Reader, ...] = (
     Reader(SNAPSHOT, "an nvtopo snapshot", WHOLE, lambda text: _sure(is_json(text)), None),
@@ -312,6 +327,10 @@ READERS: Tuple[Reader, ...] = (
            keep="topo-text", vet=_topo_vet, origin=TOPO_TEXT),
     Reader(NVML_TEXT, "nvidia-smi nvlink or -q text", SHARED, _nvml_recognise, _nvml_read,
            keep="nvml", origin=NVML_TEXT),
+    Reader(KERNEL_LOG, "a kernel log (dmesg, journalctl -k, kern.log)", SHARED,
+           _kmsg_recognise, _kmsg_read, origin=KERNEL_LOG,
+           refused="a kernel log is read by check (--from), not kept in a snapshot (its "
+                   "events are not the node's wiring)"),
 )
 
 _BY_NAME = {r.name: r for r in READERS}
@@ -405,5 +424,6 @@ def read_kept(probe: str, text: str) -> "Topology":
 
 __all__ = ["Reader", "Part", "READERS", "READABLE", "NO", "MENTIONED", "SURE", "WHOLE",
            "BLOCKS", "SHARED", "SNAPSHOT", "GDS_TEXT", "NVML_XML", "IB_TEXT", "DCGMI_TEXT",
-           "TOPO_TEXT", "NVML_TEXT", "NCCL_LOG", "NCCL_TESTS", "NCCL_TOPO", "KEPT_BY", "is_json", "reader", "names", "split", "model",
+           "TOPO_TEXT", "NVML_TEXT", "NCCL_LOG", "NCCL_TESTS", "NCCL_TOPO", "KERNEL_LOG",
+           "KEPT_BY", "is_json", "reader", "names", "split", "model",
            "kept_text", "read_kept"]

@@ -114,6 +114,8 @@ class Opened(namedtuple("Opened", ("model", "document", "where", "cached", "warn
             return
         if need in ("check", "show") and topo.gds_text is not None:
             return  # a pasted gdscheck -p: GPUDirect Storage facts, no GPU (docs/storage.md)
+        if need == "check" and topo.kernel_log is not None:
+            return  # a pasted kernel log: events, no GPU (docs/events.md)
         if not topo.gpus and topo.matrix is None and topo.p2p is None \
                 and not any(n.sysfs is not None for n in topo.nics) \
                 and not any(n.code == "sysfs.no_rdma_driver" for n in topo.notes):

@@ -97,7 +97,9 @@ DERIVATION_MODULES = ("__init__.py", "errors.py", "model/__init__.py", "model/co
                       "probes/sysfs/nvme.py", "probes/sysfs/system.py",
                       "probes/sysfs/parse.py", "probes/sysfs/read.py", "probes/sysfs/root.py",
                       "probes/sysfs/walk.py", "probes/sysfs/net.py", "probes/host.py",
-                      "probes/wireguard.py", "plain.py", "safe.py")
+                      "probes/wireguard.py", "model/events.py", "model/xid.json",
+                      "probes/kmsg/__init__.py", "probes/kmsg/lines.py",
+                      "probes/kmsg/events.py", "plain.py", "safe.py")
 _code_digest: Optional[str] = None
 
 

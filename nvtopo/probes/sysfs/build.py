@@ -19,6 +19,7 @@ from .nvme import build as nvme_facts
 from . import walk
 from .net import build_net, net_cut
 from .system import gpudirect, numa_info
+from .facts import aer_counts
 from .facts import (absent_reason, counter_facts, dir_reason, dir_status, link_facts,
                     narrowest, numa_node, path_level, pcie_hops, port_facts, port_netdev,
                     reason)
@@ -61,6 +62,7 @@ def build(raw: Dict[str, Any], root: Optional[str] = None,
     info.gpudirect = gpudirect(raw["modules"])
     info.net = build_net(raw.get("net"))
     info.net_cut = net_cut(raw.get("net"))
+    info.aer = aer_counts(pci, gpus, hcas)
     topo.sysfs = info
     return topo
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
-from ...model.pcie import NarrowestHop, PcieHop, PcieLink, PcieLinkRaw
+from ...model.pcie import AerCounts, NarrowestHop, PcieHop, PcieLink, PcieLinkRaw
+from ...safe import printable
 from ...model.rdma import DATA_COUNTERS, ERROR_COUNTERS, OTHER_SATURATING, Netdev, Port, PortRate
 from .parse import parse_enum, parse_pcie_speed, parse_rate, pcie_gen, to_int
 from .read import DEADLINE, LIMIT
@@ -287,3 +288,47 @@ def port_netdev(port: Port, netdevs: List[Netdev]) -> Optional[str]:
         cands = list(netdevs)
     cands.sort(key=lambda n: ("." in n.name, n.name))  # pkey children (ib0.8001) last
     return cands[0].name if cands else None
+
+
+#: The total line each AER file ends with, and the prefix of its counters in ``nonzero``.
+_AER_FILES = {"aer_dev_correctable": ("TOTAL_ERR_COR", "correctable"),
+              "aer_dev_nonfatal": ("TOTAL_ERR_NONFATAL", "nonfatal"),
+              "aer_dev_fatal": ("TOTAL_ERR_FATAL", "fatal")}
+#: Most counter lines read from one AER file (the kernel prints under 30).
+_AER_LINES = 64
+
+
+def aer_counts(pci: Dict[str, Dict[str, Any]], gpus: List[Dict[str, Any]],
+               hcas: List[Any]) -> Optional[Dict[str, AerCounts]]:
+    """The AER counters of the GPUs, the NICs' functions and the bridges above them (the
+    ``aer_dev_*`` files; ``RxErr 0`` lines, then ``TOTAL_ERR_COR 0``); None when no device
+    has them."""
+    wanted: List[str] = []
+    for g in gpus:
+        wanted += list(g["chain"])
+    for h in hcas:
+        if h.pci is not None:
+            wanted += list(h.pci.chain)
+        if h.pci_address:
+            wanted.append(h.pci_address)
+    out: Dict[str, AerCounts] = {}
+    for bdf in wanted:
+        dev = pci.get(bdf)
+        if dev is None or bdf in out or not dev.get("aer"):
+            continue
+        counts = AerCounts()
+        for name, text in dev["aer"].items():
+            total, prefix = _AER_FILES.get(name, ("", ""))
+            if not total or not isinstance(text, str):
+                continue
+            for line in text.splitlines()[:_AER_LINES]:
+                key, _, value = line.strip().partition(" ")
+                n = to_int(value.strip())
+                if n is None or not key:
+                    continue
+                if key == total:
+                    setattr(counts, prefix, n)
+                elif n:
+                    counts.nonzero[f"{prefix}.{printable(key)[:40]}"] = n
+        out[bdf] = counts
+    return out or None

@@ -45,6 +45,11 @@ PCI_ATTRS = ("device", "numa_node", "local_cpulist", "current_link_speed", "curr
              "max_link_speed", "max_link_width")
 #: Read for GPUs and NICs only: the driver bound (``DRIVER=``), see :mod:`.drivers`.
 DRIVER_ATTRS = ("uevent",)
+#: AER counters (PCIe Advanced Error Reporting, since boot) read for GPUs, NICs and bridges;
+#: absent on kernels before 4.17 and on functions without the AER capability: an absent
+#: file is not recorded (the evidence of a node without them stays as it was).
+AER_ATTRS = ("aer_dev_correctable", "aer_dev_nonfatal", "aer_dev_fatal")
+AER_KINDS = ("gpu", "nic", "bridge")
 #: Peer-memory modules (GPUDirect RDMA) and GPUDirect Storage.
 MODULES = ("nvidia_peermem", "nv_peer_mem", "nvidia_fs")
 PEER_MEM_FILES = ("kernel/mm/memory_peers/nv_mem/version",)
@@ -98,6 +103,36 @@ def _read_pci(v: Any, base: str, bdf: str, kind: str, vendor: Optional[int],
     return dev
 
 
+def _collect_aer(v: Any, out: Dict[str, Any]) -> None:
+    """The AER counters of the GPUs, the NICs' functions and the bridges above them, read
+    last (the rest of the evidence first, should it reach its limit)."""
+    pci: Dict[str, Dict[str, Any]] = out["pci"]
+    wanted: Dict[str, None] = {}
+    for dev in pci.values():
+        if dev["kind"] in ("gpu", "nic"):
+            for bdf in dev["chain"] or [dev["bdf"]]:
+                wanted[bdf] = None
+    for bdf in wanted:
+        found = pci.get(bdf)
+        if found is not None and found["kind"] in AER_KINDS:
+            _read_aer(v, f"bus/pci/devices/{bdf}", found)
+
+
+def _read_aer(v: Any, base: str, dev: Dict[str, Any]) -> None:
+    """The AER counter files that exist into ``dev["aer"]``; an absent one is forgotten by
+    the view (not recorded as an error), one unreadable otherwise is kept as its error."""
+    for attr in AER_ATTRS:
+        val, err = v.read(f"{base}/{attr}")
+        if val is not None:
+            dev.setdefault("aer", {})[attr] = val
+        elif (err or "").startswith("ENOENT"):
+            errors = getattr(v, "errors", None)
+            if isinstance(errors, dict):
+                errors.pop(f"{v.resolve(base)}/{attr}", None)
+        else:
+            dev.setdefault("aer_errors", {})[attr] = err
+
+
 def _port_number(name: str) -> Optional[int]:
     """The number of a ``ports/`` entry as the kernel names it (``1``, not ``01`` or ``²``)."""
     n = ascii_int(name, lo=0, hi=MAX_PORT) if is_ascii_digits(name) else None
@@ -114,6 +149,7 @@ def collect(v: Any) -> Dict[str, Any]:
                            "skipped": {}}
     names = _collect_pci(v, out)
     _collect_rdma(v, out, names)
+    _collect_aer(v, out)
     _collect_numa(v, out)
     _collect_modules(v, out)
     out["net"] = collect_net(v)  # class/net: WireGuard interfaces and their underlays

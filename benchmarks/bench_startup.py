@@ -42,7 +42,7 @@ COMMANDS = {
     "help": (["--help"], 1.3),
     "check": (["check", "--from", "SNAP"], 1.3),
     "check-json": (["check", "--from", "SNAP", "--format", "json"], 1.1),
-    "check-example": (["check", "--example", "dgx-h100"], 1.3),
+    "check-example": (["check", "--example", "dgx-h100-healthy"], 1.3),
     "show": (["show", "--from", "SNAP"], 1.3),
     "show-json": (["show", "--from", "SNAP", "--format", "json"], 1.1),
     "links": (["links", "--from", "SNAP"], 1.3),

@@ -21,3 +21,20 @@ def test_example_snapshot_cache_is_current(name):
         f"{name}: the sealed cache is stale (derivation code changed since it was written): "
         "run `python tests/regenerate_examples.py` and commit nvtopo/examples/")
     assert len(opened.model.gpus) == 8
+
+
+def test_examples_read_through_importlib_resources_where_no_file_is_there(monkeypatch):
+    """An install whose package is no directory of files (a zip) reads the examples through
+    importlib.resources; as files (pip, a checkout) they are opened directly, without
+    importing it (start-up)."""
+    import os
+
+    from nvtopo import examples
+
+    direct = examples.read("dgx-h100")
+    with examples.path("dgx-h100-healthy") as p:
+        direct_snap = open(p, "rb").read()
+    monkeypatch.setattr(examples.os.path, "isfile", lambda p: False)
+    assert examples.read("dgx-h100") == direct
+    with examples.path("dgx-h100-healthy") as p:
+        assert os.path.exists(p) and open(p, "rb").read() == direct_snap

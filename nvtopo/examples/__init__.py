@@ -11,8 +11,8 @@ It is not a capture from a real machine.
 
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
-from importlib import resources
 from typing import Iterator, List
 
 from ..errors import NvtopoError
@@ -42,6 +42,12 @@ def path(name: str) -> Iterator[str]:
     if file is None:
         raise NvtopoError(f"no bundled example named {name!r}; choose from: "
                           + ", ".join(snapshot_names()), where="--example")
+    here = os.path.join(os.path.dirname(__file__), file)
+    if os.path.isfile(here):  # installed as files (pip, a checkout): no importlib.resources
+        yield here
+        return
+    from importlib import resources  # a zipped install: extracted to a temporary file
+
     with resources.as_file(resources.files(__name__) / file) as p:
         yield str(p)
 
@@ -51,4 +57,10 @@ def read(name: str) -> str:
     if name not in _FILES:
         raise NvtopoError(f"no bundled example named {name!r}; choose from: "
                           + ", ".join(names()), where="--example")
+    here = os.path.join(os.path.dirname(__file__), _FILES[name])
+    if os.path.isfile(here):
+        with open(here, encoding="utf-8") as f:
+            return f.read()
+    from importlib import resources  # a zipped install
+
     return (resources.files(__name__) / _FILES[name]).read_text(encoding="utf-8")

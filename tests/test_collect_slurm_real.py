@@ -205,3 +205,25 @@ def test_the_harness_leaves_nothing_running(tmp_path):
     assert all(Path(f"/proc/{p}").exists() for p in pids)
     c.stop()
     assert not H.processes_mentioning(str(tmp_path))
+
+
+def test_the_default_node_command_runs_from_a_directory_with_an_nvtopo_package(
+        cluster, tmp_path):
+    """No --node-command: the nodes run this Python and nvtopo's entry point, in the
+    submitting directory, where a broken ``nvtopo/`` package lies (a checkout of the source;
+    ``python -m nvtopo`` imported it and every node failed with an ImportError)."""
+    bin_dir = H.fake_nvidia_smi(tmp_path / "bin").parent
+    fake = tmp_path / "nvtopo"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("raise ImportError('the wrong nvtopo')\n")
+    env = dict(cluster.env, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    out = tmp_path / "fleet"
+    done = subprocess.run([sys.executable, "-c",  # the collector itself, as the script runs it
+                           "import sys; sys.path.pop(0); from nvtopo.cli import run; run()",
+                           "collect", "slurm", "-o", str(out), "--nodelist", "n[1-2]"],
+                          env=env, capture_output=True, text=True, timeout=120,
+                          cwd=str(tmp_path))
+    manifest = json.loads((out / "collect.json").read_text())
+    status = {n["node"]: n["status"] for n in manifest["nodes"]}
+    assert status == {"n1": "answered", "n2": "answered"}, (done.stderr, manifest)
+    assert "wrong nvtopo" not in json.dumps(manifest)

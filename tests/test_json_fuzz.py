@@ -33,7 +33,8 @@ PASTES = [FIX / "nvml-text" / "dcgmi_nvlink_s_h100.txt",
           FIX / "nvml-xml" / "nvidia_smi_q_x_h100_2gpu_gen3_x8_fabric_failed.xml",
           FIX / "ib-text" / "ibstat_ib_ndr_cx7_mt4129_active.txt",
           FIX / "gds-text" / "gdscheck-p.txt",
-          FIX / "ib-text" / "ticket_topo_ibstat_q.txt"]
+          FIX / "ib-text" / "ticket_topo_ibstat_q.txt",
+          FIX / "kernel" / "dgx-h100-node-events.txt"]
 _JUNK = st.sampled_from(["\x1b", "\x7f", "\u2028", "\r", ",", "\t", ":", "-", "x", "0", "99",
                          "GPU", "gpuId 9:", "Link", "NV18", "\n", "\\x1b", "\ud800", "é"])
 

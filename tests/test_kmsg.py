@@ -63,6 +63,7 @@ MSG = "NVRM: Xid (PCI:0000:3b:00): 79, pid=2841, name=python3, GPU has fallen of
     (f"Jan  1 10:00:00 host-1 kernel: [ 8412.334462] {MSG}", "syslog", 8412.334462),
     (f"2024-01-01T10:00:00.5+00:00 host-1 kernel: {MSG}", "syslog", 1704103200.5),
     (f"> [ 8412.334462] {MSG}", "dmesg", 8412.334462),
+    (f"kern  :err   : [ 8412.334462] {MSG}", "dmesg", 8412.334462),
 ])
 def test_every_stamp_gives_the_same_event(line: str, form: str, secs: Any) -> None:
     log = kmsg.parse(line + "\n")

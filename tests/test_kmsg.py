@@ -232,3 +232,8 @@ def test_the_xid_table_holds_every_code_the_issue_names() -> None:
     actions = set(data["actions"]) | {"from_text"}
     assert {v["action"] for v in table.values()} <= actions
     assert {c for c, v in table.items() if v.get("nvlink")} >= {"74", "144", "145", "149"}
+
+
+def test_a_healthy_dmesg_x_is_a_kernel_log() -> None:
+    text = "".join(f"kern  :info  : [   {i}.000000] usb 1-{i}: new device\n" for i in range(3))
+    assert kmsg.looks_like(text) and kmsg.parse(text).events == []

@@ -50,3 +50,26 @@ def test_a_device_off_the_gpu_and_nic_paths_is_not_kept() -> None:
     ev = capture("devices/pci0000:00/0000:00:04.0/0000:08:00.0/aer_dev_correctable = "
                  "TOTAL_ERR_COR 9\n")
     assert sysfs.derive(ev).sysfs.aer is None  # 0000:08:00.0 is an NVSwitch-side function
+
+
+def test_the_faults_tree_records_its_aer_counters() -> None:
+    root, faults = sysfs_trees.tree("dgx-h100-faults")
+    ev = json.loads(json.dumps(sysfs.capture(ProbeOptions(sysfs_root=root), faults=faults)))
+    aer = sysfs.derive(ev).sysfs.aer
+    assert {k: (v.correctable, v.nonfatal, v.fatal) for k, v in aer.items()} == {
+        "0000:15:01.0": (7, None, None), "0000:1b:00.0": (44, 1, 0)}
+    assert aer["0000:1b:00.0"].nonzero == {"correctable.RxErr": 41, "correctable.BadDLLP": 3,
+                                          "nonfatal.CmpltTO": 1}
+
+
+def test_uncorrected_counts_of_a_snapshot_are_a_finding() -> None:
+    from nvtopo import checks
+
+    root, faults = sysfs_trees.tree("dgx-h100-faults")
+    ev = json.loads(json.dumps(sysfs.capture(ProbeOptions(sysfs_root=root), faults=faults)))
+    found = [f for f in checks.select_and_run(sysfs.derive(ev)).findings
+             if f.code.startswith("events.")]
+    # the GPU's one non-fatal error; the corrected counts (GPU, root port) are trend's
+    assert [(f.severity, f.code, str(f.subject), f.actual) for f in found] == [
+        ("warning", "events.aer_counted", "GPU0", 1)]
+    assert "1 non-fatal (CmpltTO)" in found[0].message

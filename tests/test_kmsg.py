@@ -63,6 +63,7 @@ MSG = "NVRM: Xid (PCI:0000:3b:00): 79, pid=2841, name=python3, GPU has fallen of
     (f"Jan  1 10:00:00 host-1 kernel: [ 8412.334462] {MSG}", "syslog", 8412.334462),
     (f"2024-01-01T10:00:00.5+00:00 host-1 kernel: {MSG}", "syslog", 1704103200.5),
     (f"> [ 8412.334462] {MSG}", "dmesg", 8412.334462),
+    (f"kern  :err   : [ 8412.334462] {MSG}", "dmesg", 8412.334462),
 ])
 def test_every_stamp_gives_the_same_event(line: str, form: str, secs: Any) -> None:
     log = kmsg.parse(line + "\n")
@@ -231,3 +232,8 @@ def test_the_xid_table_holds_every_code_the_issue_names() -> None:
     actions = set(data["actions"]) | {"from_text"}
     assert {v["action"] for v in table.values()} <= actions
     assert {c for c, v in table.items() if v.get("nvlink")} >= {"74", "144", "145", "149"}
+
+
+def test_a_healthy_dmesg_x_is_a_kernel_log() -> None:
+    text = "".join(f"kern  :info  : [   {i}.000000] usb 1-{i}: new device\n" for i in range(3))
+    assert kmsg.looks_like(text) and kmsg.parse(text).events == []

@@ -54,7 +54,7 @@ def paste(*kinds: str) -> str:
 
 @pytest.mark.parametrize("folder, want", [
     ("topo-corpus", ["topo-text"]), ("topo-damaged", ["topo-text"]),
-    ("nvml-xml", ["nvml-xml"]), ("gds-text", ["gds-text"])])
+    ("nvml-xml", ["nvml-xml"]), ("gds-text", ["gds-text"]), ("kernel", ["kernel-log"])])
 def test_every_fixture_of_a_kind_is_one_part_of_its_reader(folder, want):
     files = [p for p in sorted((FIX / folder).iterdir()) if p.suffix in (".txt", ".xml")]
     assert len(files) >= 2

@@ -427,6 +427,10 @@ _ROWS: Tuple[Tuple[Any, ...], ...] = (
      "device the data path crosses (GPU, NIC, NVSwitch, a bridge above them), a note "
      "elsewhere", "kernel log (AER lines)", Ladder("warning", "info"), "watch the AER "
      "counters over time (nvtopo trend)", "bridge 0000:00:03.1 above GPU0 0000:03:00.0"),
+    ("events.aer_counted", "events", "node", "a snapshot's sysfs AER counters show "
+     "uncorrected (non-fatal or fatal) errors since boot: a warning on a device the data "
+     "path crosses, a note elsewhere", "sysfs aer_dev_nonfatal, aer_dev_fatal",
+     Ladder("warning", "info"), "read the kernel log for the AER lines", "GPU3"),
     ("events.port_flap", "events", "node", "a NIC port down and up twice or more within an "
      "hour (error on a compute port; warning where its role is unknown)", "kernel log "
      "(mlx5/NIC link lines)", _SURE, "inspect the cable and transceivers", "mlx5_5 port 1"),

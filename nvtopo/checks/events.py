@@ -81,13 +81,16 @@ class _Root:
 
 def check(topo: Topology, sel: Selection) -> List[Finding]:
     log = topo.kernel_log
-    if log is None:
+    aer = topo.sysfs.aer if topo.sysfs is not None else None
+    if log is None and not aer:
         return []
     from .event_join import Where
 
     where = Where(topo)
+    out: List[Finding] = _aer_counted(aer or {}, where)
+    if log is None:
+        return out
     events = log.events
-    out: List[Finding] = []
     out += _xids(events, where)
     out += _sxids(events, where)
     out += _aers(events, where)
@@ -417,6 +420,27 @@ def _aer_finding(sev: Optional[str], who: Joined, said: str) -> Finding:
         expected="no AER error", actual=sev, source=SOURCE,
         hint="drain the node; reseat the device and its riser, check the slot's power; "
              "lspci -vv shows the AER status")
+
+
+def _aer_counted(aer: Dict[str, Any], where: Where) -> List[Finding]:
+    """A snapshot's sysfs AER counters: uncorrected errors since boot on a GPU, a NIC or a
+    bridge above them (corrected ones are for ``nvtopo trend``: a rate, not a count)."""
+    out: List[Finding] = []
+    for addr, a in sorted(aer.items()):
+        bad = {k: v for k, v in (("non-fatal", a.nonfatal), ("fatal", a.fatal)) if v}
+        if not bad:
+            continue
+        who = where.join(addr)
+        bits = [k.split(".", 1)[1] for k in a.nonzero if not k.startswith("correctable.")]
+        said = ", ".join(f"{v} {k}" for k, v in bad.items())
+        out.append(finding(
+            "warning" if who.data_path else "info", "events.aer_counted", who.subject,
+            f"{who.name} counted uncorrected PCIe AER errors since boot: {said}"
+            + (f" ({', '.join(bits[:6])})" if bits else "") + " (sysfs aer_dev_*)",
+            expected=0, actual=sum(bad.values()), source="sysfs",
+            hint="read the kernel log for the AER lines (nvtopo check --from kern.log --from "
+                 "this snapshot says which event); reseat the device if they recur"))
+    return out
 
 
 # --- NIC ports, NVMe, what was not read -----------------------------------------------------

@@ -127,7 +127,8 @@ FAMILY_NOTES: Dict[str, str] = {
         "one finding per root cause (Xid by its documented action, NVLink Xids on their link, "
         "a GPU fallen off the bus, GSP timeouts, NVSwitch SXids, PCIe AER, NIC port flaps, "
         "NVMe resets), its consequences folded in (the Xid 45s an NVLink error caused), on the "
-        "device the snapshot read with it names ([events.md](events.md))"),
+        "device the snapshot read with it names; and a snapshot's own AER counters with "
+        "uncorrected errors since boot ([events.md](events.md))"),
     "trend": (
         "`nvtopo trend`: several snapshots of a node (or a fleet, grouped by host, in time "
         "order); per link and port, the increase and rate of each error counter (NVLink "

@@ -24,7 +24,8 @@ MAX_EVENTS = 5000
 #: A line only a kernel log has: an NVIDIA driver event, a PCIe AER report, an SXid.
 _EVENT_MARK_RE = re.compile(r"NVRM: |\bXid \(|: SXid \(|\bAER: |PCIe Bus Error: ")
 #: A dmesg stamp at a line's start (``[   12.345678] ``), or a syslog ``kernel:`` line.
-_KERNEL_LINE_RE = re.compile(r"^(?:<[0-7]>)?\[ {0,12}[0-9]{1,10}\.[0-9]{1,9}\] |"
+_KERNEL_LINE_RE = re.compile(r"^(?:<[0-7]>|[a-z]{3,6} {0,4}:[a-z]{3,6} {0,4}: )?"
+                             r"\[ {0,12}[0-9]{1,10}\.[0-9]{1,9}\] |"
                              r"^[A-Z][a-z]{2} {1,2}[0-9]{1,2} [0-9:.]{8,18} [^ ]{1,255} "
                              r"kernel: |^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.+\-Z]{8,30} [^ ]{1,255}"
                              r" kernel: |^\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [A-Z][a-z]{2} ",

@@ -50,6 +50,9 @@ _ISO_RE = re.compile(r"^([0-9]{4})-([0-9]{2})-([0-9]{2})[T ]([0-9]{2}):([0-9]{2}
 #: A syslog line of another program (journalctl without -k, /var/log/messages): not kernel.
 _OTHER_SYSLOG_RE = re.compile("^" + _MON + r" {1,2}[0-9]{1,2} [0-9]{2}:[0-9]{2}:[0-9]{2}"
                               r"(?:\.[0-9]{1,9})? [^ ]{1,255} [^ :]{1,80}: ")
+#: ``dmesg -x``'s facility and level before the stamp.
+_FACILITY_RE = re.compile(r"^(?:kern|user|mail|daemon|auth|syslog|lpr|news) {0,4}:"
+                          r"(?:emerg|alert|crit|err|warn|notice|info|debug) {0,4}: ")
 #: A line that starts a kernel message of its own (never the wrapped tail of the one above).
 _MESSAGE_HEAD_RE = re.compile(r"NVRM: |[A-Za-z0-9_\-]{1,32} [0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:|"
                               r"nvidia-nvswitch[0-9]|nvme nvme|IPv6: |[A-Za-z0-9_\-]{1,32}: ")
@@ -84,6 +87,9 @@ def _unquoted(raw: str) -> str:
         line = line.rstrip(",")[1:-1]
     if line.startswith("kernel: "):  # a journal line quoted without its stamp
         line = line[8:]
+    m = _FACILITY_RE.match(line)
+    if m:  # dmesg -x: "kern  :err   : [  12.3] msg"
+        line = line[m.end():]
     return line
 
 

@@ -130,6 +130,7 @@ def test_no_capture_code_imports_lazily():
         # the readers' registry, asked on derive (pasted text) in the main thread
         ("nvtopo/probes/readers.py", "."),
         ("nvtopo/probes/readers.py", ".nvml"),
+        ("nvtopo/probes/readers.py", ".nccl"),  # NCCL's own output, read on derive
         ("nvtopo/probes/nvml/xml.py", ".text"),  # derive
         ("nvtopo/probes/dcgmi_text.py", "..model"),  # derive
         ("nvtopo/probes/nvml/live.py", "pynvml"),  # CAPTURE_IMPORTS

@@ -620,6 +620,10 @@ MUTATIONS = [
     ("explain", "", _drop("explanation"), "$"),
     ("explain", "nccl", _set("nranks", -1), "$.nccl.nranks"),
     ("explain", "findings/0", _set("severity", "fatal"), "$.findings[0].severity"),
+    ("trend", "", _set("schema_version", 2), "$.schema_version"),
+    ("trend", "", _drop("series"), "$"),
+    ("trend", "series/0", _set("rising", "yes"), "$.series[0].rising"),
+    ("trend", "findings/0", _set("severity", "fatal"), "$.findings[0].severity"),
     ("thresholds", "classes/*/nvlink", _set("replay", -1), "$.classes.*.nvlink.replay"),
     ("thresholds", "classes/*", _set("nvme", {}), "$.classes.*"),
 ]

@@ -582,7 +582,7 @@ def _events(log: NcclLog) -> List[Finding]:
         also = f" (and {len(evs) - 1} other line(s))" if len(evs) > 1 else ""
         count = f" ({times} times)" if times > 1 else ""
         if code == "nccl.port_error":
-            out.append(finding("error", code, _port_subject(device),
+            out.append(finding("error", "nccl.port_error", _port_subject(device),
                                f"NCCL saw an InfiniBand port event{where}{count}: {first}{also}",
                                expected="the port stays active", actual=first[:120],
                                hint="a port that goes down and up mid-run is a cable, "
@@ -590,7 +590,7 @@ def _events(log: NcclLog) -> List[Finding]:
                                     "counters (nvtopo check on the node) and the switch log",
                                source=SOURCE))
         else:
-            out.append(finding("error", code, _port_subject(device, host),
+            out.append(finding("error", "nccl.net_error", _port_subject(device, host),
                                f"NCCL's network failed{where}{count}: {first}{also}",
                                expected="no error", actual=first[:120],
                                hint=_net_hint(first.lower(), log), source=SOURCE))

@@ -122,7 +122,9 @@ def test_a_crashed_probe_is_an_error_that_check_reports(monkeypatch, tmp_path):
     assert "sysfs probe failed inside nvtopo: RuntimeError: bug" in lost[0]["message"]
 
 
-def test_an_unanswered_probe_is_a_warning_that_check_reports(monkeypatch, tmp_path):
+def test_an_unanswered_sysfs_probe_is_an_error_that_check_reports(monkeypatch, tmp_path):
+    """The sysfs probe never answered: the node's PCIe tree, NICs and drivers are unknown,
+    so the verdict cannot pass on the rest (issue 29: never a pass on partial evidence)."""
     release, stuck = _stuck()
     monkeypatch.setattr(snapshot_live, "OVERRUN_GRACE_S", 0.2)
     monkeypatch.setattr(topo_text, "capture", _topo_missing)
@@ -134,8 +136,26 @@ def test_an_unanswered_probe_is_a_warning_that_check_reports(monkeypatch, tmp_pa
     from nvtopo.checks import run
     report = run(snapshot.derive(doc), None)
     lost = [f for f in report.findings if f.code.startswith("source.probe_")]
-    assert [(f.code, f.severity) for f in lost] == [("source.probe_unanswered", "warning")]
-    assert report.verdict == "pass"
+    assert [(f.code, f.severity) for f in lost] == [("source.probe_unanswered", "error")]
+    assert report.verdict == "fail"
+
+
+def test_an_unanswered_host_probe_stays_a_warning(monkeypatch):
+    """The host probe (psutil: the OS, CPUs) never answered: the wiring's facts are all
+    there, so it is said, as a warning, and does not fail the node by itself."""
+    release, stuck = _stuck()
+    monkeypatch.setattr(snapshot_live, "OVERRUN_GRACE_S", 0.2)
+    monkeypatch.setattr(topo_text, "capture", _topo_missing)
+    monkeypatch.setattr(host, "capture", stuck)
+    try:
+        doc = snapshot.take(ProbeOptions(timeout=2))
+    finally:
+        release.set()
+    from nvtopo.checks import run
+    report = run(snapshot.derive(doc), None)
+    lost = [(f.code, f.severity, str(f.subject)) for f in report.findings
+            if f.code.startswith("source.probe_")]
+    assert lost == [("source.probe_unanswered", "warning", "host probe")]
 
 
 def test_an_absent_wireguard_is_no_note(monkeypatch):

@@ -188,3 +188,18 @@ def test_the_largest_simulated_domain_reads_back(tmp_path):
     shown = json.loads(res.stdout)
     assert len(shown["gpus"]) == 144
     assert time.process_time() - t0 < 120
+
+
+def test_gpus_a_cut_recording_never_reached_are_not_called_missing(h100, tmp_path):
+    """GPUs 6 and 7 are on the node (sysfs and the topo text list them) but the NVML
+    recording stopped inside GPU5: they are unknown, not missing; the one finding is the
+    cut, which says it explains what looked missing."""
+    keys = list(h100["probes"]["nvml"]["calls"])
+    at = next(k for k in keys if k.startswith("nvmlDeviceGetFieldValues(gpu5"))
+    path = _write(tmp_path, _cut_nvml(h100, at))
+    res = make_runner().invoke(app, ["check", "--from", str(path), "--layout", "dgx-h100",
+                                     "--format", "json"])
+    report = json.loads(res.stdout)
+    codes = [f["code"] for f in report["findings"] if f["severity"] != "info"]
+    assert codes == ["source.probe_incomplete"], codes
+    assert "gpu.missing" in _incomplete(report)[0]["message"]

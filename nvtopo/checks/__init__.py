@@ -42,14 +42,22 @@ FAMILIES = ("gpu", "fabric", "nvlink", "p2p", "pcie", "nic", "ib", "numa", "c2c"
 
 def fold(findings: List[Finding]) -> List[Finding]:
     """Drop echoes: a disagreement, P2P or driverless-NIC finding whose subject another finding
-    covers.
+    covers; and, where the NVML probe was cut short, the GPUs it never reached that look
+    missing (and the sources that list them disagreeing): the cut is their one cause.
 
     The finding that explains them says how many it folded, with the first as an example.
     """
     coverers = [f for f in findings if f.covers and f.severity != "info"]
     folded: Dict[int, List[Finding]] = {}
     out: List[Finding] = []
+    # an NVML probe cut short: the GPUs it never reached look missing, and the sources that
+    # do list them disagree with it; the cut (an error naming those GPUs) is the one cause
+    cut = next((f for f in findings if f.code == "source.probe_incomplete"
+                and f.source == "nvml"), None)
     for f in findings:
+        if cut is not None and f.code in ("gpu.missing", "source.gpus_not_listed"):
+            folded.setdefault(id(cut), []).append(f)
+            continue
         if f.code.startswith(("source.", "p2p.", "ib.no_rdma_driver")) and f.severity != "info" \
                 and f.code != "source.outvoted":  # a stale text: no fault explains it
             root = next((c for c in coverers if f.subject in c.covers and c is not f), None)

@@ -478,7 +478,9 @@ _ROWS: Tuple[Tuple[Any, ...], ...] = (
      _ERROR, "re-take the snapshot with a longer --timeout; a probe cut again points at the "
      "device it was reading when it stopped", "nvml probe"),
     ("source.probe_unanswered", "source", "node", "a live probe did not answer within "
-     "--timeout: every fact it reads is unknown", "the probe's status", _WARN, "re-take the "
+     "--timeout: every fact it reads is unknown (an error for the NVML and sysfs probes, "
+     "whose facts the verdict stands on; a warning for the others)", "the probe's status",
+     Ladder("error", "warning"), "re-take the "
      "snapshot with a longer --timeout", "nvml probe"),
     # -- cluster
     ("cluster.unreadable", "cluster", "cluster", "files that could not be read; the rest is "

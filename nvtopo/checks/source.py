@@ -80,6 +80,9 @@ def _outvoted(topo: Topology, ds: List[Disagreement]) -> List[Finding]:
 #: The snapshot states a live probe recorded when it gave no evidence of its own (see
 #: :func:`nvtopo.snapshot.live.capture`): the note code's suffix, the finding's severity.
 LOST_PROBE = {"crashed": "error", "unanswered": "warning"}
+#: The probes whose facts a verdict stands on (GPUs, links, NICs, the PCIe tree): one of
+#: them unanswered leaves the node's own facts unknown, so the verdict cannot pass.
+VERDICT_PROBES = ("nvml", "sysfs")
 
 
 def _lost_probes(topo: Topology) -> List[Finding]:
@@ -95,8 +98,9 @@ def _lost_probes(topo: Topology) -> List[Finding]:
         if status not in LOST_PROBE:
             continue
         crashed = status == "crashed"
+        severity = "error" if note.source in VERDICT_PROBES else LOST_PROBE[status]
         out.append(finding(
-            LOST_PROBE[status], f"source.probe_{status}", S.other(f"{note.source} probe"),
+            severity, f"source.probe_{status}", S.other(f"{note.source} probe"),
             f"the {note.source} probe " + (
                 "failed inside nvtopo" if crashed else "did not answer in time")
             + f": every fact it reads is unknown here ({note.message})",

@@ -133,6 +133,22 @@ def test_sysfs_alone_names_the_gpu_model_by_pci_device_id():
     assert checks.select_and_run(topo).layout_name == "none"
 
 
+def test_sysfs_alone_names_pcie_cards_without_guessing_a_board():
+    """Two L40S in a sysfs tree (roce-bond): named by their PCI device id (0x26b9), no layout,
+    and no "subset of a board?" guess (PCIe cards are a server maker's count)."""
+    import sysfs_trees
+    from nvtopo.probes import ProbeOptions, sysfs
+
+    root, faults = sysfs_trees.tree("roce-bond")
+    topo = sysfs.derive(sysfs.capture(ProbeOptions(sysfs_root=root), faults=faults))
+    from nvtopo.checks.select import gpu_names
+
+    assert gpu_names(topo) == (["NVIDIA L40S"], "0x26b9")
+    r = checks.select_and_run(topo)
+    assert r.layout_name == "none" and r.verdict == "pass"
+    assert r.reason.startswith("no layout fits: 2 GPUs (NVIDIA L40S);") and "subset" not in r.reason
+
+
 def test_device_id_table_names_match_their_layouts():
     table = layouts.device_names()
     assert "device_ids" not in layouts.names()

@@ -281,3 +281,93 @@ def test_auto_does_not_apply_a_port_map_the_nics_contradict(monkeypatch):
     found = checks.run(topo, sel).findings
     assert checks.verdict(found) == "pass"
     assert any(f.code == "nic.not_checked" and f.severity == "info" for f in found)
+
+
+#: The cloud and PCIe layouts of issue 26 item 6 -> what `--layout auto` picks on a healthy
+#: simulated node of each: itself, or (never automatic: a cloud SKU not told apart from inside
+#: the VM) the generic sibling, whose facts must not contradict it. p5en's simulated EFA devices
+#: are named mlx5_N, some as the DGX H200 port map: dgx-h200, with a renaming warning.
+NEW_PICKS = {
+    "aws-p5-48xlarge": "hgx-h100-8", "aws-p5e-48xlarge": "hgx-h200-8",
+    "aws-p5en-48xlarge": "dgx-h200", "gcp-a3-megagpu-8g": "hgx-h100-8",
+    "gcp-a4-highgpu-8g": "dgx-b200", "oci-bm-gpu-h100-8": "hgx-h100-8",
+    "azure-nd96isr-h200-v5": "azure-nd96isr-h200-v5", "azure-nd-gb200-v6": "azure-nd-gb200-v6",
+    "pcie-l40s-8": "pcie-l40s-8", "pcie-l4-8": "pcie-l4-8",
+    "pcie-h100-nvl-4": "pcie-h100-nvl-4", "pcie-h100-nvl-8": "pcie-h100-nvl-8",
+}
+
+
+def _simulated(name):
+    from nvtopo.simulate import simulate
+
+    doc = json.loads(json.dumps(simulate(layouts.load(name), (), seed=3)))
+    return snapshot.derive(doc, where=name)
+
+
+@pytest.mark.parametrize("name", sorted(NEW_PICKS))
+def test_new_layouts_healthy_node_picks_itself_or_its_sibling_without_errors(name):
+    topo = _simulated(name)
+    named = checks.run(topo, S.select(topo, name)).findings
+    assert [(f.code, str(f.subject)) for f in named if f.severity != "info"] == []
+    sel = S.select(topo)
+    assert sel.name == NEW_PICKS[name], sel.reason
+    if sel.name != name:
+        assert layouts.load(name).choice.auto is False and name not in sel.ties
+    found = checks.run(topo, sel).findings
+    assert [f.code for f in found if f.severity == "error"] == []
+
+
+def test_azure_gb200_vm_ties_with_the_bare_tray_and_says_so():
+    """Its mlx5_ib names fit as well as the tray's facts: the tie is named, the Azure layout
+    wins it by priority; a bare tray (mlx5_0, 1, 4, 5) never sees the Azure layout."""
+    sel = S.select(_simulated("azure-nd-gb200-v6"))
+    assert sel.how == "ambiguous" and sel.ties == ["azure-nd-gb200-v6", "gb200-nvl72-tray"]
+    assert "ambiguous: azure-nd-gb200-v6, gb200-nvl72-tray fit equally" in sel.reason
+    tray = S.select(_simulated("gb200-nvl72-tray"))
+    assert tray.name == "gb200-nvl72-tray" and tray.how == "auto"
+    assert "azure-nd-gb200-v6" not in [c.layout.name for c in tray.candidates]
+
+
+def _pcie_box(n, name=None, pairs=()):
+    cells = [["X" if i == j else "SYS" for j in range(n)] for i in range(n)]
+    for a, b in pairs:
+        cells[a][b] = cells[b][a] = "NV12"
+    gpus = [GPU(i, name=name) for i in range(n)]
+    return Topology(gpus=gpus, sources=["topo-text"],
+                    matrix=Matrix([f"GPU{i}" for i in range(n)], cells),
+                    nvlinks=[NVLinkPair(a, b, 12) for a, b in pairs])
+
+
+def test_pcie_card_layouts_are_picked_by_gpu_name_only():
+    # a pasted topo -m of 8 PCIe GPUs without names: any PCIe box, no layout
+    sel = S.select(_pcie_box(8))
+    assert sel.layout is None and sel.reason.startswith("no layout fits: 8 GPUs")
+    assert not [c for c in sel.candidates if c.layout.name.startswith("pcie-")]
+    for gpu, want in (("NVIDIA L40S", "pcie-l40s-8"), ("NVIDIA L4", "pcie-l4-8"),
+                      ("NVIDIA L40", None), ("NVIDIA RTX 6000 Ada Generation", None)):
+        sel = S.select(_pcie_box(8, gpu))
+        assert sel.name == (want or "none"), (gpu, sel.reason)
+    # an L40S box with an NVLink found: the layout says none at all
+    found = checks.run(_pcie_box(8, "NVIDIA L40S", [(0, 1)]), S.select(
+        _pcie_box(8, "NVIDIA L40S", [(0, 1)]), "pcie-l40s-8")).findings
+    assert ("nvlink.pair_unexpected", "GPU0-GPU1") in [(f.code, str(f.subject)) for f in found]
+
+
+def test_h100_nvl_pairs_match_up_to_renumbering_and_two_cards_are_no_subset():
+    nvl = "NVIDIA H100 NVL"
+    sel = S.select(_pcie_box(8, nvl, [(0, 1), (2, 3), (4, 5), (6, 7)]))
+    assert sel.name == "pcie-h100-nvl-8" and sel.mapping is None
+    sel = S.select(_pcie_box(4, nvl, [(0, 2), (1, 3)]))
+    assert sel.name == "pcie-h100-nvl-4" and sel.mapping is not None
+    assert [f for f in checks.run(_pcie_box(4, nvl, [(0, 2), (1, 3)]), sel).findings
+            if f.severity == "error"] == []
+    # one bridge gone: the pair is an error against the layout
+    sel = S.select(_pcie_box(4, nvl, [(0, 1)]))
+    assert sel.name == "pcie-h100-nvl-4"
+    errs = [(f.code, str(f.subject)) for f in checks.run(_pcie_box(4, nvl, [(0, 1)]), sel).findings
+            if f.severity == "error"]
+    assert errs and all(c.startswith("nvlink.") for c, _ in errs)
+    # two cards: another server (a 2-card box), not part of a 4- or 8-card one
+    sel = S.select(_pcie_box(2, nvl, [(0, 1)]))
+    assert sel.layout is None and "subset" not in sel.reason
+    assert sel.reason.startswith("no layout fits: 2 GPUs (NVIDIA H100 NVL)")

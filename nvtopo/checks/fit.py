@@ -445,7 +445,10 @@ class _Scoring:
             # board of their own)
             by_shape = c.exact and (n >= 3 or bool(layout.nvlink.nvswitch)) \
                 and _connected(self.v.present, self.observed)
-            if c.fits and self.nv_exact and (self.name_ok or by_shape):
+            # (cards a server maker fits, a layout picked by GPU name only: half as many
+            # cards are another server, not part of one board)
+            if c.fits and self.nv_exact and (self.name_ok or by_shape) \
+                    and not layout.choice.requires_gpu_name:
                 c.excluded, c.subset_of = subset_text(n, [n_exp]), n_exp
             else:
                 c.excluded = (f"{n} GPU{'s' if n != 1 else ''}, too few for the layout's "

@@ -191,9 +191,16 @@ def _ambiguity_text(topo: Topology, fit: List[Candidate], ties: List[Candidate])
 
 def _auto_candidate(topo: Topology, layout: Any) -> bool:
     """Layouts that cannot be recognised from inside the node (a cloud SKU without its own
-    device names) are only used when named; ``requires_nic_names`` ones need their names."""
+    device names) are only used when named; ``requires_nic_names`` ones need their names,
+    ``requires_gpu_name`` ones GPU names that match (a PCIe box's shape fits any PCIe box)."""
     if layout.choice.auto is False:
         return False
+    if layout.choice.requires_gpu_name:
+        names, _ = gpu_names(topo)
+        pattern = layout.gpus.name_pattern
+        if not (names and pattern
+                and all(layouts_pkg.name_matches(pattern, nm) for nm in names)):
+            return False
     if layout.choice.requires_nic_names:
         names = layout.nics.compute.names or []
         return any(topo.nic(n) is not None for n in names)

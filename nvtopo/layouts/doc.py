@@ -228,6 +228,9 @@ class Choice(Section):
     priority: Optional[int] = _opt()
     auto: Optional[bool] = _opt()
     requires_nic_names: Optional[bool] = _opt()
+    #: auto only where the node's GPU names (or PCI device ids) are known and match
+    #: ``gpus.name_pattern`` (a PCIe-only server: its shape alone says nothing).
+    requires_gpu_name: Optional[bool] = _opt()
     evidence: Optional[str] = _opt()
 
 

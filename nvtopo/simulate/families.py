@@ -55,6 +55,10 @@ FAMILIES: Tuple[Family, ...] = (
     Family("NVIDIA GB200", 10, (10, 0), 0x2941, 186, 7, 53125, 5, 144, 1, _B, True, 2),
     Family("NVIDIA B200", 10, (10, 0), 0x2901, 180, 7, 53125, 5, 112, 2, _B),
     Family("NVIDIA B300 SXM6 AC", 10, (10, 3), 0x3182, 270, 7, 53125, 6, 120, 2, _B),
+    # PCIe cards (after the boards: no board's pattern may reach them first)
+    Family("NVIDIA H100 NVL", 9, (9, 0), 0x2321, 94, 6, 26562, 5, 64, 2, _H),
+    Family("NVIDIA L40S", 8, (8, 9), 0x26B9, 48, 0, 0, 4, 64, 2, _H),
+    Family("NVIDIA L4", 8, (8, 9), 0x27B8, 24, 0, 0, 4, 64, 2, _H),
 )
 
 #: Layout ``nvlink.generation`` -> NVML version enum (inverse of the probe's table).

@@ -33,7 +33,7 @@ def report(paths: Sequence[str], layout: Any, fmt: str, *, jobs: Optional[int] =
     with Progress("auditing", quiet=quiet or streamed) as bar:
         if bar.shown:
             bar.total = sum(1 for _ in audit.expand(paths))
-        results = _counted(results, bar)
+        results = _ticking(results, bar)
         if fmt == "json":
             render_audit.stream_json(results, summary, sys.stdout)
             return summary
@@ -56,7 +56,7 @@ def report(paths: Sequence[str], layout: Any, fmt: str, *, jobs: Optional[int] =
     return summary
 
 
-def _counted(results: Any, bar: Any) -> Any:
+def _ticking(results: Any, bar: Any) -> Any:
     for r in results:
         bar.advance()
         yield r

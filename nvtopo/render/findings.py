@@ -14,6 +14,7 @@ fleet views hand their own (a code over N nodes) in the same form (:func:`as_fin
 
 from __future__ import annotations
 
+import re
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence
 
@@ -68,6 +69,26 @@ def _grouped(group: Sequence[Any]) -> List[List[Any]]:
     return out
 
 
+_GPU_SUBJECT = re.compile(r"GPU([0-9]{1,4})\b")
+
+
+def known_gpu(hint: str, bucket: Sequence[Any]) -> str:
+    """A hint's placeholder GPU index (``nvidia-smi nvlink -s -i N``) made the GPU the
+    findings are about: ``-i 3`` for GPU3; several GPUs: ``-i N (N: 3, 5)``."""
+    if "-i N" not in hint:
+        return hint
+    gpus: List[str] = []
+    for f in bucket:
+        m = _GPU_SUBJECT.match(str(f.subject))
+        if m is None:
+            return hint
+        if m.group(1) not in gpus:
+            gpus.append(m.group(1))
+    if len(gpus) == 1:
+        return hint.replace("-i N", f"-i {gpus[0]}")
+    return hint.replace("-i N", f"-i N (N: {', '.join(gpus)})", 1)
+
+
 def families(findings: Iterable[Any]) -> List[str]:
     """The check families (the code's domain prefix) of ``findings``, in order, once each."""
     seen: List[str] = []
@@ -113,6 +134,7 @@ def print_findings(findings: Sequence[Any], console: "Console", *, brief: bool =
                     TEXT_INDENT, 2)
                 continue
             shown_hints[hint] = str(bucket[0].subject)
+            hint = known_gpu(hint, bucket)
             lead = "→ " if len(bucket) == 1 else f"→ (all {len(bucket)} above) "
             if len(bucket) == 2:
                 lead = "→ (both above) "
@@ -120,4 +142,4 @@ def print_findings(findings: Sequence[Any], console: "Console", *, brief: bool =
                           TEXT_INDENT, 2)
 
 
-__all__ = ["STYLE", "TITLE", "as_finding", "families", "print_findings"]
+__all__ = ["STYLE", "TITLE", "as_finding", "families", "known_gpu", "print_findings"]

@@ -89,6 +89,18 @@ def known_gpu(hint: str, bucket: Sequence[Any]) -> str:
     return hint.replace("-i N", f"-i N (N: {', '.join(gpus)})", 1)
 
 
+def _unchecked(notes: Sequence[Any], findings: Sequence[Any]) -> str:
+    """The families of the "not checked" notes, in one line.  A family that also has an
+    error or a warning above is named last as its *other* facts (``other ib facts``): right
+    after ``ib.port_down``, a bare "not checked: ib" read as if the port had not been."""
+    faulted = set(families(f for f in findings if f.severity in ("error", "warning")))
+    fams = families(notes)
+    plain = [f for f in fams if f not in faulted]
+    other = [f for f in fams if f in faulted]
+    words = plain + ([f"other {' and '.join(other)} facts"] if other else [])
+    return ", ".join(words)
+
+
 def families(findings: Iterable[Any]) -> List[str]:
     """The check families (the code's domain prefix) of ``findings``, in order, once each."""
     seen: List[str] = []
@@ -115,7 +127,7 @@ def print_findings(findings: Sequence[Any], console: "Console", *, brief: bool =
         if sev == "info" and not verbose:
             print_wrapped(console, Text.assemble(
                 (f"Not checked ({len(group)}): ", "bold"),
-                text(", ".join(families(group))),
+                text(_unchecked(group, findings)),
                 ("  (-v lists them)", "dim")), 0, 2)
             continue
         console.print(Text(f"{heads[sev]} ({len(group)})", style=STYLE[sev] + " underline"

@@ -88,3 +88,16 @@ def test_a_degraded_nvlink_pair_is_not_drawn_healthy():
     assert matrix._degraded(mesh.matrix) == set()
     good = derive(simulate(layouts.load("dgx-h100"), [], seed=1), where="x")
     assert matrix._degraded(good.matrix) == set()
+
+
+def test_no_nvswitch_advice_on_an_ibstat_paste():
+    """A paste with no GPU (ibstat alone) gets no 'NVSwitch system whose fabric is down'."""
+    from pathlib import Path
+
+    from nvtopo import checks, snapshot
+
+    paste = (Path(__file__).resolve().parent.parent / "fixtures" / "ib-text"
+             / "ibstat_ib_ndr_cx7_8port_2_down_disabled.txt")
+    topo = snapshot.open_input(snapshot.Input(path=str(paste), require="check")).model
+    reason = checks.select_and_run(topo).reason
+    assert reason.startswith("no layout fits: 0 GPUs") and "NVSwitch" not in reason

@@ -236,7 +236,7 @@ def test_progress_bar_on_a_terminal_keeps_stdout_clean(fleet, tmp_path):
     with open(out, "w") as fh:
         p = subprocess.run([sys.executable, "-m", "nvtopo", "audit", str(fleet / "rack-a"),
                             "--format", "json", "--jobs", "1"], stdout=fh, stderr=slave,
-                           timeout=300)
+                           timeout=300, env=dict(os.environ, NVTOPO_PROGRESS_DELAY="0"))
     os.close(slave)
     seen = b""
     while select.select([master], [], [], 0.5)[0]:

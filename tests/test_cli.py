@@ -928,3 +928,17 @@ def test_timeout_is_bounded(cmd):
     assert_no_traceback(result)
     assert result.exit_code == 2
     assert "--timeout" in result.stderr and "3600" in result.stderr
+
+
+def test_help_fits_one_screen_at_80_by_50():
+    """`nvtopo --help` at 80 columns: under 50 lines, one line per command (it was 67 lines,
+    descriptions broken by hard newlines)."""
+    out = invoke(["--help"], env={"COLUMNS": "80", "LINES": "50"}).stdout
+    lines = out.splitlines()
+    assert len(lines) <= 50 and all(len(ln) <= 80 for ln in lines), len(lines)
+    from nvtopo.cli import COMMANDS
+
+    rows = [ln for ln in lines if ln.startswith("│ ") and ln[2:].split(" ", 1)[0] in COMMANDS]
+    assert sorted(r[2:].split()[0] for r in rows) == sorted(COMMANDS)
+    body = "\n".join(lines)
+    assert "│           " not in body.split("Commands", 1)[1]  # no description wraps

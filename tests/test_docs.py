@@ -283,6 +283,9 @@ def test_readme_test_command_is_what_ci_runs():
     assert command in ci.splitlines()
     assert command in readme.splitlines()
     assert ".venv/bin/nvtopo show --example dgx-h100" in readme
+    # the first five minutes: activating the environment, checking one's own node, the time
+    assert ". .venv/bin/activate" in readme and "`nvtopo check` with no arguments" in readme
+    assert len(readme.splitlines()) < 200
 
 
 def test_docs_index_lists_every_page():

@@ -33,7 +33,8 @@ def _counter_finding(args: List[str]) -> Optional[Dict[str, Any]]:
 def test_default_threshold_makes_symbol_error_100_a_warning() -> None:
     f = _counter_finding([])
     assert f is not None and f["severity"] == "warning"
-    assert f["expected"] == "symbol_error <= 100"
+    # a warning at any count, an error above the limit: both said (was "<= 100" beside 100)
+    assert f["expected"] == "symbol_error=0 (error above 100)"
 
 
 def test_any_class_lowers_the_threshold(tmp_path: Path) -> None:
@@ -49,7 +50,7 @@ def test_the_nodes_class_overrides_any_class(tmp_path: Path) -> None:
         "dgx-a100": {"ib": {"symbol_error": 1}}}})
     f = _counter_finding(["--thresholds", path])
     assert f is not None and f["severity"] == "warning"
-    assert f["expected"] == "symbol_error <= 500"
+    assert f["expected"] == "symbol_error=0 (error above 500)"
 
 
 def test_the_file_overrides_the_layouts_thresholds(tmp_path: Path) -> None:
@@ -63,7 +64,7 @@ def test_the_file_overrides_the_layouts_thresholds(tmp_path: Path) -> None:
         layout["name"]: {"ib": {"symbol_error": 1000}}}})
     f = _counter_finding(["--layout-file", lay, "--thresholds", path])
     assert f is not None and f["severity"] == "warning"
-    assert f["expected"] == "symbol_error <= 1000"
+    assert f["expected"] == "symbol_error=0 (error above 1000)"
 
 
 @pytest.mark.parametrize("doc,key", [

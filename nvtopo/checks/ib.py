@@ -190,9 +190,12 @@ class _Ports:
             + (f" (above the threshold for {', '.join(sorted(over))})" if over else "")
             + ("" if sev == "error" else " (small; counters are cumulative: watch "
                "whether they grow)"),
-            # the limit, not a value to reach: "symbol_error <= 100"
-            expected=", ".join(f"{k} <= {catalog.threshold('ib', thresholds, k)}"
-                               for k in sorted(errs)), actual=errs,
+            # both limits, as they apply: a warning at any count above 0, an error above
+            # the threshold ("symbol_error=0 (error above 100)"; over it: "<= 100")
+            expected=", ".join(
+                f"{k} <= {catalog.threshold('ib', thresholds, k)}" if k in over or k in sat_err
+                else f"{k}=0 (error above {catalog.threshold('ib', thresholds, k)})"
+                for k in sorted(errs)), actual=errs,
             source=h.source or "sysfs",
             hint="clear the counters (perfquery -x -R) and watch them grow; symbol "
                  "errors and link_downed point at the cable/transceiver",

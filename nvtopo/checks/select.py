@@ -254,6 +254,8 @@ def _none_reason(topo: Topology, v: F.View, cands: List[Candidate]) -> str:
         what += ", NV# " + "/".join(f"NV{x}" for x in nv if x)
     elif v.pairs:
         what += ", no NVLink between GPUs"
+    # NVSwitch advice only where there are GPUs (an ibstat paste has none to link)
+    fabric = "; if this is an NVSwitch system whose fabric is down, name its layout" if n \
+        else ""
     return (f"no layout fits: {what}; only layout-independent checks ran (give "
-            "--layout NAME or --layout-file FILE; if this is an NVSwitch system whose "
-            "fabric is down, name its layout)")
+            f"--layout NAME or --layout-file FILE{fabric})")

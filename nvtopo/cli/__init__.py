@@ -49,17 +49,37 @@ COMMANDS = {
 
 HELP = (
     "How a GPU node is wired, and whether the wiring is what it should be.\n\n"
-    "Every command probes this machine, or reads a saved file with --from FILE: "
-    "a snapshot written by `nvtopo snapshot`, a bare `nvidia-smi topo -m` text, or "
-    "`nvidia-smi nvlink`/`-q` text pasted from a ticket (recognised by content; "
-    "- reads standard input).\n\n"
-    "Examples:\n\n"
-    "  nvtopo show --example dgx-h100\n\n"
-    "  nvtopo show --from ticket-1234.txt\n\n"
-    "  nvidia-smi topo -m | nvtopo show --from -\n\n"
-    "  nvtopo snapshot -o node17.json\n\n"
+    "Every command probes this machine, or reads a saved file with --from FILE: a snapshot "
+    "(`nvtopo snapshot`), or `nvidia-smi`/`ibstat` text pasted from a ticket (recognised by "
+    "content; - reads standard input).\n\n"
+    "\b\nExamples:\n"
+    "  nvtopo show --example dgx-h100\n"
+    "  nvtopo check                              # this node\n"
+    "  nvtopo check --from ticket-1234.txt\n"
+    "  nvidia-smi topo -m | nvtopo show --from -\n"
+    "  nvtopo snapshot -o node17.json\n"
+    "  nvtopo check --help                       # each command explains itself\n\n"
     "Exit status: 0 ok, 1 findings (check), 2 bad input or no data."
 )
+
+#: One line per command in the help's command list (its own --help says the rest).
+SHORT = {
+    "show": "The topology matrix, GPUs, NICs, legend and a summary.",
+    "snapshot": "Record the raw evidence of every probe in one JSON file.",
+    "links": "Every NVLink of every GPU: state, speed, remote end, errors.",
+    "ib": "Every InfiniBand/RoCE port: state, rate, link layer, counters.",
+    "check": "Check the node against its expected layout.",
+    "checks": "Every finding code: what it means and what to do.",
+    "layouts": "Expected layouts: list, show, or capture one.",
+    "simulate": "A synthetic snapshot of a layout, healthy or with faults.",
+    "audit": "Check a fleet of saved snapshots.",
+    "diff": "What changed on a node between two snapshots.",
+    "collect": "Every node's snapshot through Slurm or Ray.",
+    "cluster": "The cross-node view of a fleet: domains, rails, duplicates.",
+    "watch": "Check this node every DURATION: textfile, labels, condition.",
+    "explain": "Why NCCL is slow: its debug log read against the node.",
+    "trend": "Error counters across snapshots: what is still climbing.",
+}
 
 
 def _version(value: bool) -> None:
@@ -97,9 +117,9 @@ def build(only: Optional[str] = None) -> "typer.Typer":
             continue
         found = getattr(importlib.import_module(f"{__name__}.{module}"), entry)
         if isinstance(found, typer.Typer):
-            app.add_typer(found, name=name)
+            app.add_typer(found, name=name, short_help=SHORT[name])
         else:
-            app.command(name)(found)
+            app.command(name, short_help=SHORT[name])(found)
     return app
 
 

@@ -4,7 +4,7 @@ from typing import List, Optional
 
 import typer
 
-from .io import console, err, handles_errors
+from .io import console, err, handles_errors, interactive
 from .options import (AuditFormat, format_option, layout, layout_file_option, layout_option,
                       quiet_option, thresholds, thresholds_option)
 
@@ -65,7 +65,7 @@ def audit_cmd(
     con = console() if fmt is AuditFormat.table else None
     # on a terminal the failing nodes are the screen people want: the passing ones are
     # counted on one line (--all lists them)
-    failed = failed or (con is not None and con.is_terminal and not all_nodes)
+    failed = failed or (con is not None and interactive() and not all_nodes)
     summary = audit_cmds.report(paths, chosen, fmt.value, jobs=jobs, console=con,
                                 failed=failed, all_snapshots=all_snapshots,
                                 thresholds=limits, quiet=quiet)

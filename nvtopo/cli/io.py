@@ -84,6 +84,15 @@ def emit(text: str, output: Optional[str], wrote: str = "") -> None:
         say(f"nvtopo: wrote {output}{wrote}")
 
 
+def interactive() -> bool:
+    """Whether standard output is a terminal a person reads (``TTY_COMPATIBLE`` decides
+    where set): the screens that differ for a person (audit's failing nodes, links' folded
+    healthy GPUs, layouts show's table).  Forced colour (``FORCE_COLOR``) is not enough."""
+    from ..render.messages import is_terminal
+
+    return is_terminal(sys.stdout)
+
+
 def to_terminal(output: Optional[str]) -> bool:
     """Whether output goes to standard output (``-o`` absent or ``-``), where a table is
     printed by Rich rather than exported."""

@@ -4,7 +4,7 @@ from typing import Optional
 
 import typer
 
-from .io import console, handles_errors, print_json
+from .io import console, handles_errors, interactive, print_json
 from .options import (TOPOLOGY_FROM_HELP, Format, format_option, from_option, layout,
                       layout_file_option, layout_names, sysfs_root_option, timeout_option)
 
@@ -72,7 +72,7 @@ def layouts_show(
     --format json) the JSON file (docs/layouts.md §2)."""
     data = layout(name, layout_file, "layouts show", named=True).data
     con = console()
-    if fmt is Format.json or (fmt is None and not con.is_terminal):
+    if fmt is Format.json or (fmt is None and not interactive()):
         print_json(data)
     else:
         from ..render import check as render_check

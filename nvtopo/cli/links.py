@@ -4,7 +4,7 @@ from typing import Optional
 
 import typer
 
-from .io import console, handles_errors, print_json, say
+from .io import console, handles_errors, interactive, print_json, say
 from .options import Format, format_option, from_option, timeout_option
 
 
@@ -55,4 +55,4 @@ def links(
     else:
         con = console()
         render_links.print_links(doc, con, problems=problems,
-                                 collapse=con.is_terminal and not verbose and gpu is None)
+                                 collapse=interactive() and not verbose and gpu is None)

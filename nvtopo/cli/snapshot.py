@@ -60,8 +60,9 @@ def snapshot_cmd(
         for name, ev in doc["probes"].items():
             # "absent": the probe looked and there is nothing of its kind (no WireGuard
             # interface): an answer, not a failure to note.
-            if ev.get("status") not in ("ok", "absent"):
-                say(f"nvtopo: note: {name}: {ev.get('error') or ev.get('status')} (recorded)")
+            why = ev.get("error") or ev.get("status")
+            if ev.get("status") not in ("ok", "absent") and why:  # (never "None")
+                say(f"nvtopo: note: {name}: {why} (recorded)")
     emit(snapshot.file_text(doc, opened.where), output)
 
 

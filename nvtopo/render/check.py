@@ -18,8 +18,9 @@ from .layout import print_wrapped, value as _val  # noqa: F401 (re-exported)
 
 def print_check(report: Report, console: Console, *, brief: bool = False,
                 verbose: bool = False) -> None:
-    """The report's findings laid out for the console's width (``render/layout.py``), then
-    its verdict line.  ``brief``: one line per finding, no explanations or hints;
+    """A one-line preamble (the layout, how it was chosen in short: ``verbose`` says it in
+    full), the report's findings laid out for the console's width (``render/findings.py``),
+    then its verdict line.  ``brief``: one line per finding, no explanations or hints;
     ``verbose``: every "not checked" note in full (else one line naming the families)."""
     from rich.text import Text
 
@@ -27,7 +28,8 @@ def print_check(report: Report, console: Console, *, brief: bool = False,
 
     print_wrapped(console, Text.assemble(("Layout: ", "bold"),
                                          (printable(report.layout_name), "bold cyan"),
-                                         printable(f"  ({report.reason})")), 0, 2)
+                                         printable(f"  ({_why(report, console.width, verbose)})"
+                                                   )), 0, 2)
     if report.mapping:
         console.print(text("GPU renumbering (node → layout): " + ", ".join(
             f"GPU{k}→{v}" for k, v in sorted(report.mapping.items()))))
@@ -40,6 +42,28 @@ def print_check(report: Report, console: Console, *, brief: bool = False,
                     style="bold green" if not n["warning"] else "bold yellow")
     line.append(f"  · {n['info']} not checked" if n["info"] else "", style="dim")
     console.print(line)
+
+
+#: What the one-line preamble says when the selection's details do not fit it.
+_MORE = "-v: how it was chosen"
+
+
+def _why(report: Report, width: int, verbose: bool) -> str:
+    """How the layout was chosen: in full with ``verbose``, else what fits the preamble's one
+    line: the first clause (``auto: 8 GPUs``), the rest left to ``-v``."""
+    reason = " ".join(str(report.reason or "").split())
+    if verbose or not reason:
+        return reason
+    room = width - len(f"Layout: {report.layout_name}  ()")
+    first = reason.split("; ")[0]
+    short = first.split(", ")[0].split(" (")[0]
+    more = first != reason
+    head = first.split(": ")[0]  # auto, no layout fits, …
+    for cand in ((reason,) + ((f"{first}; {_MORE}",) if more else (first,))
+                 + (f"{short}; {_MORE}", f"{head}; {_MORE}", _MORE)):
+        if len(cand) <= room:
+            return cand
+    return _MORE
 
 
 def print_layouts(rows: List[Dict[str, Any]], console: Console) -> None:

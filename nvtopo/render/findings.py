@@ -14,6 +14,7 @@ fleet views hand their own (a code over N nodes) in the same form (:func:`as_fin
 
 from __future__ import annotations
 
+import re
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence
 
@@ -68,6 +69,38 @@ def _grouped(group: Sequence[Any]) -> List[List[Any]]:
     return out
 
 
+_GPU_SUBJECT = re.compile(r"GPU([0-9]{1,4})\b")
+
+
+def known_gpu(hint: str, bucket: Sequence[Any]) -> str:
+    """A hint's placeholder GPU index (``nvidia-smi nvlink -s -i N``) made the GPU the
+    findings are about: ``-i 3`` for GPU3; several GPUs: ``-i N (N: 3, 5)``."""
+    if "-i N" not in hint:
+        return hint
+    gpus: List[str] = []
+    for f in bucket:
+        m = _GPU_SUBJECT.match(str(f.subject))
+        if m is None:
+            return hint
+        if m.group(1) not in gpus:
+            gpus.append(m.group(1))
+    if len(gpus) == 1:
+        return hint.replace("-i N", f"-i {gpus[0]}")
+    return hint.replace("-i N", f"-i N (N: {', '.join(gpus)})", 1)
+
+
+def _unchecked(notes: Sequence[Any], findings: Sequence[Any]) -> str:
+    """The families of the "not checked" notes, in one line.  A family that also has an
+    error or a warning above is named last as its *other* facts (``other ib facts``): right
+    after ``ib.port_down``, a bare "not checked: ib" read as if the port had not been."""
+    faulted = set(families(f for f in findings if f.severity in ("error", "warning")))
+    fams = families(notes)
+    plain = [f for f in fams if f not in faulted]
+    other = [f for f in fams if f in faulted]
+    words = plain + ([f"other {' and '.join(other)} facts"] if other else [])
+    return ", ".join(words)
+
+
 def families(findings: Iterable[Any]) -> List[str]:
     """The check families (the code's domain prefix) of ``findings``, in order, once each."""
     seen: List[str] = []
@@ -94,7 +127,7 @@ def print_findings(findings: Sequence[Any], console: "Console", *, brief: bool =
         if sev == "info" and not verbose:
             print_wrapped(console, Text.assemble(
                 (f"Not checked ({len(group)}): ", "bold"),
-                text(", ".join(families(group))),
+                text(_unchecked(group, findings)),
                 ("  (-v lists them)", "dim")), 0, 2)
             continue
         console.print(Text(f"{heads[sev]} ({len(group)})", style=STYLE[sev] + " underline"
@@ -113,6 +146,7 @@ def print_findings(findings: Sequence[Any], console: "Console", *, brief: bool =
                     TEXT_INDENT, 2)
                 continue
             shown_hints[hint] = str(bucket[0].subject)
+            hint = known_gpu(hint, bucket)
             lead = "→ " if len(bucket) == 1 else f"→ (all {len(bucket)} above) "
             if len(bucket) == 2:
                 lead = "→ (both above) "
@@ -120,4 +154,4 @@ def print_findings(findings: Sequence[Any], console: "Console", *, brief: bool =
                           TEXT_INDENT, 2)
 
 
-__all__ = ["STYLE", "TITLE", "as_finding", "families", "print_findings"]
+__all__ = ["STYLE", "TITLE", "as_finding", "families", "known_gpu", "print_findings"]

@@ -8,7 +8,7 @@ wrapped into column chunks that fit.
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from rich.console import Console, Group, RenderableType
 from rich.table import Table
@@ -29,8 +29,37 @@ def _shown(token: Optional[str]) -> str:
     return MISSING if token is None else printable(token)
 
 
-def _cell_text(token: Optional[str], p2p: bool) -> Text:
-    return Text(_shown(token), style=cell_style(token, p2p))
+#: An NV# below what every other GPU pair of an all-to-all NVLink node has (NV17 among NV18):
+#: a lost link, not wiring, so not drawn as the healthy NV# are.
+DEGRADED_STYLE = "yellow"
+
+
+def _degraded(m: Matrix) -> Set[str]:
+    """The NV# tokens of GPU pairs below the node's NV#, where every GPU pair is NVLinked
+    (NVSwitch, or an all-to-all board): there one count is the design and a lower one a
+    lost link.  A mesh (DGX-1: NV1 and NV2 by design, some pairs SYS) has none."""
+    gpus = [i for i, d in enumerate(m.devices) if _is_gpu(str(d))]
+    counts: Set[int] = set()
+    for r in gpus:
+        for c in gpus:
+            if r == c:
+                continue
+            tok = m.cells[r][c] or ""
+            if not (tok.startswith("NV") and is_ascii_digits(tok[2:])):
+                return set()
+            counts.add(int(tok[2:]))
+    if len(counts) < 2:
+        return set()
+    top = max(counts)
+    return {f"NV{n}" for n in counts if n < top}
+
+
+def _style(token: Optional[str], p2p: bool, short: Set[str]) -> str:
+    return DEGRADED_STYLE if token in short else cell_style(token, p2p)
+
+
+def _cell_text(token: Optional[str], p2p: bool, short: Set[str]) -> Text:
+    return Text(_shown(token), style=_style(token, p2p, short))
 
 
 def _is_gpu(label: str) -> bool:
@@ -47,6 +76,7 @@ def _block(m: Matrix, rows: Sequence[int], cols: Sequence[int], title: str, p2p:
            width: int) -> List[RenderableType]:
     """One block of the matrix, split into column chunks that fit ``width``."""
     names = [printable(d) for d in m.devices]
+    short = set() if p2p else _degraded(m)
     label_w = max([len(names[r]) for r in rows] + [3])
     widths = {c: max([len(names[c])] + [len(_shown(m.cells[r][c])) for r in rows])
               for c in cols}
@@ -68,7 +98,7 @@ def _block(m: Matrix, rows: Sequence[int], cols: Sequence[int], title: str, p2p:
             t_title += f" ({first})" if first == last else f" ({first}…{last})"
         tables.append(Text(t_title, style="bold", no_wrap=True, overflow="ellipsis"))
         if label_w + sum(widths[c] + 1 for c in chunk) <= width:
-            tables.append(_block_lines(m, names, rows, chunk, label_w, widths, p2p))
+            tables.append(_block_lines(m, names, rows, chunk, label_w, widths, p2p, short))
             continue
         table = Table(box=None, pad_edge=False, padding=(0, 1, 0, 0), show_edge=False)
         table.add_column("", style="bold", no_wrap=True, min_width=label_w)
@@ -76,13 +106,15 @@ def _block(m: Matrix, rows: Sequence[int], cols: Sequence[int], title: str, p2p:
             table.add_column(Text(names[c]), justify="center", no_wrap=True,
                              min_width=widths[c], header_style="bold")
         for r in rows:
-            table.add_row(Text(names[r]), *[_cell_text(m.cells[r][c], p2p) for c in chunk])
+            table.add_row(Text(names[r]), *[_cell_text(m.cells[r][c], p2p, short)
+                                           for c in chunk])
         tables.append(table)
     return tables
 
 
 def _block_lines(m: Matrix, names: Sequence[str], rows: Sequence[int], chunk: Sequence[int],
-                 label_w: int, widths: Dict[int, int], p2p: bool) -> RenderableType:
+                 label_w: int, widths: Dict[int, int], p2p: bool,
+                 short: Set[str]) -> RenderableType:
     """One chunk as lines of text, laid out exactly as the borderless table would lay it out
     (columns centred, one space between), without a table cell per matrix cell: a 144-device
     matrix has 20,000 cells, which a Rich table renders in seconds."""
@@ -106,7 +138,7 @@ def _block_lines(m: Matrix, names: Sequence[str], rows: Sequence[int], chunk: Se
         for k, c in enumerate(chunk):
             tok = m.cells[r][c]
             if tok not in styles:
-                styles[tok] = cell_style(tok, p2p)
+                styles[tok] = _style(tok, p2p, short)
                 shown_of[tok] = _shown(tok)
             shown = shown_of[tok]
             w = widths[c]
@@ -160,6 +192,14 @@ def _styled(token: Optional[str]) -> Text:
     return Text(printable(token) or MISSING, style=cell_style(token))
 
 
+def _norm(pair_count: Dict[Tuple[int, int], int], ngpus: int) -> int:
+    """The NV# of an all-to-all node (every GPU pair linked: the highest count), else 0."""
+    linked = [c for c in pair_count.values() if c]
+    if ngpus < 2 or len(linked) < ngpus * (ngpus - 1) // 2:
+        return 0
+    return max(linked)
+
+
 def gpu_table(topo: Topology) -> Table:
     nic_labels = [n.label for n in topo.nics]
     names = {n.label: n.name for n in topo.nics}
@@ -179,6 +219,7 @@ def gpu_table(topo: Topology) -> Table:
     pair_count: Dict[Tuple[int, int], int] = {}
     for p in topo.nvlinks:  # first pair listed wins, as Topology.nvlink answers
         pair_count.setdefault((min(p.a, p.b), max(p.a, p.b)), p.count)
+    norm = _norm(pair_count, len(topo.gpus))
     for g in topo.gpus:
         counts = [pair_count.get((min(g.index, o.index), max(g.index, o.index)))
                   for o in topo.gpus if o.index != g.index]
@@ -190,7 +231,9 @@ def gpu_table(topo: Topology) -> Table:
         else:
             lo, hi = min(linked), max(linked)
             label = f"NV{lo}" if lo == hi else f"NV{lo}–NV{hi}"
-            nv = Text(f"{label} to {len(linked)}/{len(counts)}", style="green")
+            # a GPU with a pair below the node's NV# (all-to-all) lost a link: not green
+            nv = Text(f"{label} to {len(linked)}/{len(counts)}",
+                      style=DEGRADED_STYLE if lo < norm else "green")
         row: List[RenderableType] = [
             text(g.label),
             text(g.cpu_affinity) if g.cpu_affinity else Text("—", style="dim"),

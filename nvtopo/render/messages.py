@@ -51,11 +51,10 @@ def width(stream: Any = None) -> Optional[int]:
     if columns.isascii() and columns.isdigit() and 0 < int(columns) < 10_000:
         return int(columns)
     try:
-        return os.get_terminal_size(sys.__stderr__.fileno()).columns  # type: ignore[union-attr]
+        cols = os.get_terminal_size(sys.__stderr__.fileno()).columns  # type: ignore[union-attr]
     except (AttributeError, ValueError, OSError):
-        import shutil
-
-        return shutil.get_terminal_size().columns
+        cols = 0
+    return cols if cols > 0 else 80  # a terminal that says 0 columns (a fresh pty)
 
 
 def wrap(line: str, at: Optional[int], hang: int = HANG) -> List[str]:

@@ -30,7 +30,8 @@ from . import messages
 
 T = TypeVar("T")
 
-#: Seconds of work before the line is first drawn.
+#: Seconds of work before the line is first drawn (``NVTOPO_PROGRESS_DELAY`` sets it: a
+#: test that drives a real terminal draws from the first step with 0).
 DELAY_S = 0.5
 #: Seconds between two redraws.
 EVERY_S = 0.1
@@ -47,6 +48,7 @@ class Progress:
         self.stream = sys.stderr if stream is None else stream
         self.shown = not quiet and messages.is_terminal(self.stream)
         self.start = time.monotonic()
+        self.delay = _delay()
         self._drawn_at = 0.0
         self._width = 0  # characters of the line now on the screen
         self._lock = threading.RLock()
@@ -92,7 +94,7 @@ class Progress:
         if not self.shown:
             return
         now = time.monotonic()
-        if now - self.start < DELAY_S or (not force and now - self._drawn_at < EVERY_S):
+        if now - self.start < self.delay or (not force and now - self._drawn_at < EVERY_S):
             return
         self._drawn_at = now
         text = self.line()
@@ -125,6 +127,15 @@ class Progress:
             self.stream.flush()
         except (OSError, ValueError):  # the terminal went away: the work goes on
             self.shown = False
+
+
+def _delay() -> float:
+    import os
+
+    from ..safe import ascii_float
+
+    value = ascii_float(os.environ.get("NVTOPO_PROGRESS_DELAY", ""))
+    return value if value is not None and 0 <= value <= 60 else DELAY_S
 
 
 def track(items: Iterable[T], label: str, total: Optional[int] = None, *,

@@ -14,6 +14,12 @@ fresh processes:
   its own child of a fresh runner, so peaks do not mix) for 1,000 and for all files.
 
     python benchmarks/bench_audit.py [--files 10000] [--sample 1000] [--runs 3] [--dir DIR]
+                                     [--repo PATH]
+
+``--repo PATH`` times another checkout's ``audit --jobs 1`` on the same files too, in the
+same rounds (floor, this checkout, the other), so a before/after pair shares its load.  Its
+files are sealed by this checkout's derivation code: where the other derives differently it
+re-derives them (its ``rederived`` count is printed).
 """
 
 from __future__ import annotations
@@ -125,9 +131,9 @@ print(time.perf_counter() - t, n, time.process_time() - c)
 ENV = installed_env(os.path.join(tempfile.gettempdir(), "nvtopo-bench-pycache"))
 
 
-def run_child(cmd):
+def run_child(cmd, cwd=None):
     out = subprocess.run([sys.executable, "-c", RUNNER, *cmd], capture_output=True, text=True,
-                         check=True, env=ENV).stdout.split()
+                         check=True, env=ENV, cwd=cwd).stdout.split()
     return float(out[0]), int(out[1]), int(out[2]), float(out[3])
 
 
@@ -145,6 +151,8 @@ def main() -> None:
                     help="a fleet of evidence-only snapshots (as an older nvtopo wrote them, "
                          "or after an upgrade): every file is re-derived")
     ap.add_argument("--skip-throughput", action="store_true")
+    ap.add_argument("--repo", default=None,
+                    help="another checkout whose audit --jobs 1 is timed alike (before/after)")
     ap.add_argument("--mem-jobs", type=int, default=1,
                     help="--jobs for the memory runs (1: everything in the measured process; "
                          "with more, worker processes are not counted)")
@@ -164,6 +172,7 @@ def main() -> None:
     base, base_cpu = [], []
     jobs_list = [] if args.skip_throughput else [int(x) for x in args.jobs_list.split(",")]
     runs: dict = {jobs: [] for jobs in jobs_list}
+    other: list = []
     for _ in range(0 if args.skip_throughput else args.runs):
         # interleaved: load from other processes on the machine hits every variant alike
         out = subprocess.run([sys.executable, "-c", BASELINE, str(sample)], capture_output=True,
@@ -173,6 +182,9 @@ def main() -> None:
         for jobs in jobs_list:
             runs[jobs].append(run_child(nvtopo + ["audit", str(sample), "--format", "json",
                                                   "--jobs", str(jobs)]))
+        if args.repo:  # the other checkout, in the same round
+            other.append(run_child(nvtopo + ["audit", str(sample), "--format", "json",
+                                             "--jobs", "1"], cwd=args.repo))
     speeds = {}
     b = statistics.median(base) if base else 0.0
     if base:
@@ -197,8 +209,22 @@ def main() -> None:
         print(f"  CPU cost: audit --jobs 1 / (read + json.loads) = {cost:.2f}x   "
               f"target <= 1.3x   {'OK' if cost <= 1.3 else 'OVER'}   "
               f"(load {os.getloadavg()[0]:.1f})")
-    if args.skip_memory:
-        return
+    if other:
+        _other_cost(args, other, base_cpu)
+    if not args.skip_memory:
+        _memory(args, d, nvtopo)
+
+
+def _other_cost(args, other, base_cpu) -> None:
+    """The other checkout's audit --jobs 1 (``--repo``), against the same floor."""
+    cpu = statistics.median(r[3] for r in other)
+    cost = cpu / statistics.median(base_cpu)
+    print(f"  --repo {args.repo}: audit --jobs 1 CPU {cpu:.2f} s = "
+          f"{cpu / args.sample * 1000:.1f} ms/file; / (read + json.loads) = {cost:.2f}x")
+
+
+def _memory(args, d, nvtopo) -> None:
+    """Peak RSS of the audit process for 1,000 and for all files, JSON and table."""
     for n in sorted({1000, args.files}):
         target = list_files(d, n) if n != args.files else d
         for fmt in ("json", "table"):

@@ -8,7 +8,13 @@ size in ``--sizes``: ``cluster.run(first SIZE files, jobs=1)`` (reading every sn
 the front door and the sealed cache, the families, the JSON document), its wall time, CPU time
 and peak RSS (``ru_maxrss``).  Flat memory shows as a peak RSS that does not grow with SIZE.
 
-    python benchmarks/bench_cluster.py --nodes 10000 --sizes 1000,10000 [--dir DIR]
+    python benchmarks/bench_cluster.py --nodes 10000 --sizes 1000,10000 [--dir DIR] [--runs 3]
+                                       [--repo PATH]
+
+Each size is also measured against its floor: reading and ``json.loads`` of the same files
+in a fresh process (CPU time), interleaved with the cluster runs (``--runs`` rounds,
+medians), and the ratio printed (issue 29: about 1.3x).  ``--repo PATH`` times another
+checkout's cluster in the same rounds (a before/after under the same load).
 
 ``--families [--repo PATH]`` times instead the fleet checks alone on synthesised inputs that
 were quadratic or cubic before issue 21 (docs/cluster.md §6): the WireGuard mesh check over
@@ -28,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -35,6 +42,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from _machine import machine  # noqa: E402
 
 LAYOUT = "gb200-nvl72-tray"
 
@@ -73,11 +83,30 @@ def generate(directory: str, nodes: int, jobs: int) -> float:
     return time.perf_counter() - t
 
 
-def measure(directory: str, size: int) -> dict:
-    """One fresh process: cluster over the first ``size`` files."""
+FLOOR = """
+import json, os, sys, time
+d, size = sys.argv[1], int(sys.argv[2])
+files = sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith('.json'))[:size]
+c = time.process_time()
+for f in files:
+    with open(f, "rb") as fh:
+        json.loads(fh.read())
+print(time.process_time() - c)
+"""
+
+
+def floor(directory: str, size: int) -> float:
+    """One fresh process: CPU seconds to read and ``json.loads`` the same files (the floor)."""
+    out = subprocess.run([sys.executable, "-c", FLOOR, directory, str(size)],
+                         capture_output=True, text=True, check=True)
+    return float(out.stdout.split()[-1])
+
+
+def measure(directory: str, size: int, repo: str = str(REPO)) -> dict:
+    """One fresh process: cluster over the first ``size`` files (``repo``: the checkout)."""
     code = f"""
 import json, os, resource, sys, time
-sys.path.insert(0, {str(REPO)!r})
+sys.path.insert(0, {repo!r})
 from nvtopo.commands import cluster
 files = sorted(os.path.join({directory!r}, f) for f in os.listdir({directory!r})
                if f.endswith('.json'))[:{size}]
@@ -173,7 +202,11 @@ def main() -> None:
     ap.add_argument("--generate-only", action="store_true")
     ap.add_argument("--families", action="store_true",
                     help="time the fleet checks alone on synthesised worst cases")
-    ap.add_argument("--repo", default=str(REPO), help="with --families: the checkout to time")
+    ap.add_argument("--repo", default=str(REPO),
+                    help="another checkout to time alike (--families; or the fleet, in the "
+                         "same rounds as this one)")
+    ap.add_argument("--runs", type=int, default=1,
+                    help="rounds of (floor, cluster[, --repo's cluster]); medians")
     ap.add_argument("--timeout", type=float, default=600.0)
     a = ap.parse_args()
     if a.families:
@@ -187,11 +220,35 @@ def main() -> None:
     if a.generate_only:
         return
     sizes = [int(x) for x in a.sizes.split(",") if x] or [a.nodes // 10 or 1, a.nodes]
+    print(f"machine: {machine()}; load average {os.getloadavg()[0]:.1f}")
     for size in sizes:
-        m = measure(a.dir, size)
-        print(f"cluster over {m['nodes']:6d} snapshots: {m['wall_s']:7.1f} s wall, "
-              f"{m['cpu_s']:7.1f} s CPU ({1000 * m['cpu_s'] / max(1, m['nodes']):.2f} ms/node), "
-              f"peak RSS {m['peak_rss_mb']:.0f} MB, {m['findings']} findings")
+        _rounds(a, size)
+
+
+def _rounds(a: argparse.Namespace, size: int) -> None:
+    """``--runs`` rounds over the first ``size`` files: the floor (read + json.loads), this
+    checkout's cluster and, with ``--repo``, the other's, interleaved; medians."""
+    repos = {"this": str(REPO)}
+    if os.path.realpath(a.repo) != os.path.realpath(str(REPO)):
+        repos["--repo"] = a.repo
+    base: list = []
+    got: dict = {k: [] for k in repos}
+    for _ in range(a.runs):
+        base.append(floor(a.dir, size))
+        for k, repo in repos.items():
+            got[k].append(measure(a.dir, size, repo))
+    b = statistics.median(base)
+    print(f"read + json.loads of {size} snapshots: {b:.2f} s CPU "
+          f"({1000 * b / size:.2f} ms/node; median of {a.runs})")
+    for k, ms in got.items():
+        m = ms[-1]
+        cpu = statistics.median(x["cpu_s"] for x in ms)
+        wall = statistics.median(x["wall_s"] for x in ms)
+        print(f"{k:>7}: cluster over {m['nodes']:6d} snapshots: {wall:7.1f} s wall, "
+              f"{cpu:7.1f} s CPU ({1000 * cpu / max(1, m['nodes']):.2f} ms/node), "
+              f"CPU / (read + json.loads) = {cpu / b:.2f}x, peak RSS "
+              f"{max(x['peak_rss_mb'] for x in ms):.0f} MB, {m['findings']} findings "
+              f"(load {os.getloadavg()[0]:.1f})")
 
 
 if __name__ == "__main__":

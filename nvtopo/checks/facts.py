@@ -100,6 +100,22 @@ def sharing() -> bool:
     return _SHARED is not None
 
 
+def nic_path(topo: Topology, gpu: int, name: str) -> Tuple[Optional[str], str]:
+    """:meth:`Topology.gpu_nic_path`, kept in the shared view's memo while views are shared
+    (the model does not change during a check run, and selection asks the same GPU-NIC
+    paths for every layout it scores through the NIC roles, then the checks again)."""
+    if _SHARED is None:
+        return topo.gpu_nic_path(gpu, name)
+    memo = view(topo).memo
+    paths = memo.get("nic_paths")
+    if paths is None:
+        paths = memo["nic_paths"] = {}
+    hit = paths.get((gpu, name))
+    if hit is None:
+        hit = paths[(gpu, name)] = topo.gpu_nic_path(gpu, name)
+    return hit
+
+
 def view(topo: Topology) -> View:
     if _SHARED is not None:
         hit = _SHARED.get(id(topo))
@@ -321,22 +337,7 @@ def nic_by_placement(topo: Topology, present: Sequence[int], want_path: Optional
     limit = path_rank(want_path)
     if limit is None:
         return {}
-    near: Dict[int, Tuple[List[str], str]] = {}
-    for g in present:
-        best: List[str] = []
-        best_tok: Optional[str] = None
-        best_rank: Optional[int] = None
-        for n in topo.nics:
-            tok, _ = topo.gpu_nic_path(g, n.name)
-            r = path_rank(tok)
-            if r is None or r == 0 or r > limit:
-                continue
-            if best_rank is None or r < best_rank:
-                best, best_tok, best_rank = [n.name], tok, r
-            elif r == best_rank:
-                best.append(n.name)
-        if best and best_tok is not None:
-            near[g] = (best, best_tok)
+    near = _near_nics(topo, tuple(present), limit)
     out: Dict[int, Tuple[str, str]] = {}
     used: Set[str] = set()
     for g in sorted(near):
@@ -347,6 +348,37 @@ def nic_by_placement(topo: Topology, present: Sequence[int], want_path: Optional
         used.add(pick)
         out[g] = (pick, tok)
     return out
+
+
+def _near_nics(topo: Topology, present: Tuple[int, ...], limit: int
+               ) -> Dict[int, Tuple[List[str], str]]:
+    """GPU index -> (its nearest NICs, their path) for each present GPU with a NIC at path
+    rank ``limit`` or closer (kept in the shared view's memo: selection asks it for each
+    layout with a port map, the NIC checks again)."""
+    memo = view(topo).memo if _SHARED is not None else None
+    key = ("near_nics", present, limit)
+    hit = memo.get(key) if memo is not None else None
+    if hit is not None:
+        return hit
+    near: Dict[int, Tuple[List[str], str]] = {}
+    for g in present:
+        best: List[str] = []
+        best_tok: Optional[str] = None
+        best_rank: Optional[int] = None
+        for n in topo.nics:
+            tok, _ = nic_path(topo, g, n.name)
+            r = path_rank(tok)
+            if r is None or r == 0 or r > limit:
+                continue
+            if best_rank is None or r < best_rank:
+                best, best_tok, best_rank = [n.name], tok, r
+            elif r == best_rank:
+                best.append(n.name)
+        if best and best_tok is not None:
+            near[g] = (best, best_tok)
+    if memo is not None:
+        memo[key] = near
+    return near
 
 
 def slots_by_nic(topo: Topology, layout: Any, present: Sequence[int]
@@ -387,7 +419,7 @@ def slots_by_nic(topo: Topology, layout: Any, present: Sequence[int]
         for x, s in owner.items():
             if topo.nic(x) is None:
                 continue
-            r = path_rank(topo.gpu_nic_path(g, x)[0])
+            r = path_rank(nic_path(topo, g, x)[0])
             if r is not None and 0 < r <= limit:
                 slots.add(s)
         if len(slots) != 1:

@@ -409,7 +409,7 @@ class _Scoring:
         placed = F.nic_by_placement(topo, v.present, want_path)
         for i in v.present:
             for w in gpu_nic.get(i, []):
-                tok, _ = topo.gpu_nic_path(i, w)
+                tok, _ = F.nic_path(topo, i, w)
                 r = path_rank(tok)
                 if r is not None and r <= path_rank(want_path):  # type: ignore[operator]  # (a layout's path is a path token)
                     good += 1

@@ -202,11 +202,25 @@ def _best_path(topo: Topology, name: str, present: Sequence[int]
     """(rank, token, GPU) of the NIC's shortest path to a present GPU; None if none known."""
     best = None
     for g in present:
-        tok, _ = topo.gpu_nic_path(g, name)
+        tok, _ = F.nic_path(topo, g, name)
         r = path_rank(tok)
         if r is not None and tok is not None and (best is None or r < best[0]):
             best = (r, tok, g)
     return best
+
+
+def _best_paths(topo: Topology, names: List[str], present: Sequence[int]
+                ) -> Dict[str, Optional[Tuple[int, str, int]]]:
+    """:func:`_best_path` of each NIC (read-only; kept in the shared view's memo: the same
+    for every layout selection resolves the roles for)."""
+    memo = F.view(topo).memo if F.sharing() else None
+    key = ("best_paths", tuple(names), tuple(present))
+    hit = memo.get(key) if memo is not None else None
+    if hit is None:
+        hit = {x: _best_path(topo, x, present) for x in names}
+        if memo is not None:
+            memo[key] = hit
+    return hit
 
 
 # --- the layout's NIC facts (read here only) ---------------------------------------------
@@ -288,7 +302,7 @@ class _Resolver:
         self.named = port_map_names(layout)
         self.names = [n.name for n in topo.nics]
         self.decided: Dict[str, Role] = {}
-        self.best = {x: _best_path(topo, x, present) for x in self.names}
+        self.best = _best_paths(topo, self.names, present)
         self.placed: List[str] = []
         self.kinds: Set[Tuple[Optional[str], Tuple[str, ...]]] = set()
         self.comp_rates: Set[float] = set()

@@ -136,6 +136,16 @@ def node_facts(path: str, engine_name: Optional[str] = None) -> NodeFacts:
 
 
 def facts_of(topo: Any, path: str, engine_name: Optional[str] = None) -> NodeFacts:
+    """The node's facts for the fleet checks, its model read once for all of them: the
+    layout selection and the NIC roles share one view of it (``shared_views``, as
+    ``check`` does), gone when this returns."""
+    from ...checks import facts as F
+
+    with F.shared_views():
+        return _facts_of(topo, path, engine_name)
+
+
+def _facts_of(topo: Any, path: str, engine_name: Optional[str]) -> NodeFacts:
     from ...checks import facts as F, roles
     from ...checks.select import select
 

@@ -102,6 +102,10 @@ def text(doc: Dict[str, Any], fmt: str, tiers: Optional[str] = None) -> str:
         return slurm_yaml(doc)
     if fmt == "k8s-labels":
         return k8s_labels(doc, tiers)
+    if fmt == "rack-map":
+        from .racks import rack_map
+
+        return rack_map(doc)
     if fmt == "k8s-json":
         import json
 

@@ -91,6 +91,17 @@ def test_an_older_recording_replays_as_not_recorded_even_cut_short():
     assert not topo.nvml.incomplete.call.startswith("nvmlDeviceGetPlatformInfo")
 
 
+def test_a_live_probe_that_hung_on_the_platform_call_replays_stopping_there():
+    ev = nvml_record.record(_tray_desc())
+    key = "nvmlDeviceGetPlatformInfo(gpu1)"
+    keys = list(ev["calls"])
+    cut = dict(ev, status="timeout", pending={"call": key, "gpu": 1, "waited_s": 10.0},
+               calls={k: ev["calls"][k] for k in keys[:keys.index(key)]})
+    topo = nvml.derive(cut)
+    assert (topo.nvml.incomplete.call, topo.nvml.incomplete.gpu) == (key, 1)
+    assert topo.gpus[0].nvml.platform.module_id == 1 and topo.gpus[1].nvml.platform is None
+
+
 def test_not_supported_is_unavailable_and_bad_values_are_refused():
     ev = nvml_record.record(_tray_desc())
     ev["calls"]["nvmlDeviceGetPlatformInfo(gpu0)"] = {"error": "NotSupported", "code": 3}

@@ -344,9 +344,12 @@ def integral(ans: Answer) -> Answer:
 class ReplaySource(Source):
     """Answers from a recording.  Pure; no pynvml."""
 
-    def __init__(self, calls: Dict[str, Any], complete: bool) -> None:
+    def __init__(self, calls: Dict[str, Any], complete: bool,
+                 pending: Optional[str] = None) -> None:
         self.calls = calls
         self.complete = complete
+        #: the call a timed-out recording was waiting for (an optional one stops there too)
+        self.pending = pending
 
     def _get(self, key: str, gpu: Optional[int]) -> Answer:
         rec = self.calls.get(key)
@@ -360,7 +363,10 @@ class ReplaySource(Source):
         return self._get(call_key(fn, args), gpu_of(args))
 
     def optional(self, fn: str, *args: Any) -> Answer:
-        rec = self.calls.get(call_key(fn, args))
+        key = call_key(fn, args)
+        rec = self.calls.get(key)
+        if not isinstance(rec, dict) and key == self.pending and not self.complete:
+            raise Stop(key, gpu_of(args))  # the live probe hung on this very question
         if not isinstance(rec, dict):  # a recording made before the question was asked
             return Answer(error="NotRecorded", detail="no answer in the recording")
         return Answer.from_record(rec)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import fake_nvml_lib
 import pytest
+import schema_check
 
 from cli_runner import make_runner
 from nvtopo import layouts
@@ -192,6 +193,19 @@ def test_rack_map_escapes_names_and_lists_nodes_in_no_rack():
     assert "RACK SN\\u202e1: 1 of 18 trays reporting" in text
     assert "tray\\x1b[31m-\\xe9" in text
     assert "1 node(s) in no rack (no platform info): plain" in text
+
+
+def test_a_trays_snapshot_and_model_follow_their_schemas(faulty):
+    doc = json.loads((faulty / "node-00005.json").read_text(encoding="utf-8"))
+    schema_check.validate(doc, "snapshot", "a simulated tray's snapshot")
+    res = run_cli(["show", "--from", str(faulty / "node-00005.json"), "--format", "json"])
+    model = json.loads(res.stdout)  # (the runner validates it against model.schema.json)
+    schema_check.validate(model, "model", "a simulated tray's model")
+    plat = model["gpus"][3]["extra"]["nvml"]["platform"]
+    assert (plat["slot_number"], plat["module_id"]) == (7, 4)  # the rack-slot fault
+    bad = copy.deepcopy(model)
+    bad["gpus"][0]["extra"]["nvml"]["platform"]["slot_number"] = "7"
+    assert schema_check.problems(bad, "model")
 
 
 def test_rack_faults_need_a_rack_layout():

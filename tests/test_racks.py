@@ -6,12 +6,15 @@ in ``cluster`` (``cluster.rack_slots``, ``cluster.rack_domain_mismatch``) and dr
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import os
 from pathlib import Path
 
 import fake_nvml_lib
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 import schema_check
 
 from cli_runner import make_runner
@@ -24,6 +27,7 @@ from nvtopo.probes import nvml
 from nvtopo.probes.nvml.decode import platform_facts
 from nvtopo.render.racks import rack_map
 from nvtopo.cli import app
+from test_hostile_parsers import finishes_within  # one hang detector for the suite
 from nvtopo.simulate import build, fleet, nvml_record, sources
 
 GB = "gb200-nvl72-tray"
@@ -224,3 +228,39 @@ def test_cluster_json_lists_racks_only_where_known(faulty, tmp_path):
                                 "json"]).stdout)
     assert "racks" not in plain
     assert racks.racks([]) == {}
+
+
+# --- damaged recordings ---------------------------------------------------------------------
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers(-2**70, 2**70)
+                     | st.floats(allow_nan=True) | st.text(max_size=40),
+                     lambda inner: st.lists(inner, max_size=4)
+                     | st.dictionaries(st.text(max_size=12), inner, max_size=4), max_leaves=12)
+_MEMBERS = st.sampled_from(["chassisSerialNumber", "rackGuid", "ibGuid", "slotNumber",
+                            "trayIndex", "hostId", "peerType", "moduleId",
+                            "chassisPhysicalSlotNumber", "computeSlotIndex", "nodeIndex",
+                            "struct"])
+
+
+@functools.lru_cache(maxsize=1)
+def _recording():
+    return nvml_record.record(_tray_desc())
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(_JSON, st.dictionaries(_MEMBERS, _JSON | st.text(alphabet="0123456789abcdef",
+                                                                   min_size=32, max_size=32),
+                                        max_size=8)))
+def test_fuzz_a_damaged_platform_answer_is_unknown_or_well_typed(value):
+    ev = copy.deepcopy(_recording())
+    ev["calls"]["nvmlDeviceGetPlatformInfo(gpu0)"] = {"value": value}
+    with finishes_within(10):
+        g = nvml.derive(ev).gpus[0].nvml
+    p = g.platform
+    if p is None:
+        assert g.unavailable["platform"] == "bad_value"  # refused by its check, and noted
+        return
+    assert p.chassis_serial is None or (isinstance(p.chassis_serial, str)
+                                        and 0 < len(p.chassis_serial) <= 32)
+    for v in (p.slot_number, p.tray_index, p.host_id, p.peer_type, p.module_id):
+        assert v is None or (isinstance(v, int) and 0 <= v <= 255)

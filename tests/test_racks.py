@@ -199,6 +199,11 @@ def test_rack_map_escapes_names_and_lists_nodes_in_no_rack():
     assert "1 node(s) in no rack (no platform info): plain" in text
 
 
+def test_the_table_counts_the_racks(faulty):
+    res = run_cli(["cluster", str(faulty), "-j", "1"])
+    assert "2 rack(s) by chassis serial (NVML platform info)" in " ".join(res.stdout.split())
+
+
 def test_a_trays_snapshot_and_model_follow_their_schemas(faulty):
     doc = json.loads((faulty / "node-00005.json").read_text(encoding="utf-8"))
     schema_check.validate(doc, "snapshot", "a simulated tray's snapshot")

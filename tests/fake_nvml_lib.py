@@ -393,6 +393,41 @@ class FakeNvmlLib:
             obj.healthSummary = int(v.get("healthSummary", 0))
         return 0
 
+    def nvmlDeviceGetPlatformInfo(self, h: Any, out: Any) -> int:
+        """nvmlPlatformInfo_v1/v2_t; a description without platform info is a driver without
+        the function (FunctionNotFound, as pynvml reports a missing symbol)."""
+        _convertible(1, h)
+        _convertible(2, out)
+        g = _handle(1, h)
+        if not isinstance(out, _CArgObject):
+            raise AssertionError("argument 2: platform info must be passed with byref()")
+        obj = out._obj
+        key = call_key("nvmlDeviceGetPlatformInfo", [f"gpu{g}"])
+        if key not in self._calls:
+            return ERROR_CODES["FunctionNotFound"]
+        rec = self._answer(key, (g,))
+        rc = self._rc(rec)
+        if rc is not None:
+            return rc
+        known = {0x200002C: pynvml.c_nvmlPlatformInfo_v2_t,
+                 0x100002C: pynvml.c_nvmlPlatformInfo_v1_t}
+        if known.get(getattr(obj, "version", None)) is not type(obj):
+            return ERROR_CODES["ArgumentVersionMismatch"]
+        v = rec["value"]
+        serial = (str(v.get("chassisSerialNumber", "")).encode() + bytes(16))[:16]
+        guid = (bytes.fromhex(v.get("ibGuid", "")) + bytes(16))[:16]
+        base = ctypes.addressof(obj)
+        v2 = type(obj) is pynvml.c_nvmlPlatformInfo_v2_t
+        names = ("chassisSerialNumber", "slotNumber", "trayIndex", "hostId") if v2 else \
+            ("rackGuid", "chassisPhysicalSlotNumber", "computeSlotIndex", "nodeIndex")
+        ctypes.memmove(base + type(obj).ibGuid.offset, guid, 16)
+        ctypes.memmove(base + getattr(type(obj), names[0]).offset, serial, 16)
+        for mine, key2 in zip(names[1:] + ("peerType", "moduleId"),
+                              ("slotNumber", "trayIndex", "hostId", "peerType", "moduleId")):
+            ctypes.memmove(base + getattr(type(obj), mine).offset,
+                           bytes([int(v.get(key2, 0)) & 0xFF]), 1)
+        return 0
+
     def nvmlDeviceGetC2cModeInfoV(self, h: Any, out: Any) -> int:
         """nvmlC2cModeInfo_v1_t: one unsigned int, isC2cEnabled."""
         _convertible(1, h)

@@ -97,10 +97,14 @@ def test_each_fault_is_found_with_its_nodes(faulty):
     halves = [s for s in short if s[0] == 9]
     assert [h[1][0] for h in halves] == [name(p, 18), name(p, 27)]
     # nothing else: every error is one of the faults
+    # racks (NVML platform info): the split rack has no majority domain (9 and 9 trays:
+    # all named); the tray outside its domain is the one of its rack
+    mism = sorted(tuple(f.nodes) for f in codes["cluster.rack_domain_mismatch"])
+    assert mism == [tuple(name(p, i) for i in range(18, 36)), (name(p, 40),)]
     errors = {f.code for f in r.findings if f.severity == "error"}
     assert errors == {"cluster.fabric_incomplete", "cluster.skew_in_domain",
                       "cluster.duplicate_guid", "cluster.duplicate_lid",
-                      "cluster.duplicate_hostname"}
+                      "cluster.duplicate_hostname", "cluster.rack_domain_mismatch"}
     assert "cluster.version_skew" not in codes  # the in-domain skew is not reported twice
     assert r.exit_status() == 1
 
@@ -275,7 +279,8 @@ def test_collect_output_gzip_snapshots_and_manifest(tmp_path):
     assert sorted(n.hostname for n in r.nodes) == ["node-00000", "node-00001", "node-00002"]
     codes = sorted((f.code, tuple(f.nodes)) for f in r.findings)
     assert codes == [("cluster.domain_incomplete", ("gpu0", "gpu1", "gpu2")),
-                     ("cluster.engine_name", ("gpu0", "gpu1", "gpu2"))]
+                     ("cluster.engine_name", ("gpu0", "gpu1", "gpu2")),
+                     ("cluster.rack_slots", ("gpu0", "gpu1", "gpu2"))]  # 3 of 18 trays
 
 
 # --- one cause, one finding (issue 23 class 10) ----------------------------------------------

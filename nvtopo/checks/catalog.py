@@ -503,6 +503,12 @@ _ROWS: Tuple[Tuple[Any, ...], ...] = (
     ("cluster.domain_cliques", "cluster", "cluster", "one domain partitioned into several "
      "cliques", "NVML fabric info", _WARN, "check the partition is by design",
      "domain 1b2c"),
+    ("cluster.rack_slots", "cluster", "cluster", "two trays of one chassis in one slot "
+     "(error), or fewer trays than the rack holds", "NVML platform info, the layout's domain",
+     _SURE, "nvidia-smi -q (Platform Info) on the trays; collect every tray", "rack 1821325"),
+    ("cluster.rack_domain_mismatch", "cluster", "cluster", "trays of one chassis in different "
+     "NVLink domains", "NVML platform and fabric info", _ERROR, "check the fabric manager's "
+     "partition and the tray's NVLink cables", "rack 1821325"),
     ("cluster.rail_mismatch", "cluster", "cluster", "per rank, a minority link layer or rate "
      "among nodes of one layout", "each node's compute ports", _ERROR, "check the nodes "
      "named against the majority", "rail 0"),

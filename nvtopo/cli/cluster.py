@@ -16,6 +16,7 @@ class ClusterFormat(str, enum.Enum):
     slurm_yaml = "slurm-yaml"
     k8s_labels = "k8s-labels"
     k8s_json = "k8s-json"
+    rack_map = "rack-map"
 
 
 class TierStyle(str, enum.Enum):
@@ -35,8 +36,9 @@ def cluster_cmd(
                                   "--fabric), slurm-yaml (topology.yaml, Slurm 25.05: "
                                   "blocks and, with --fabric, the tree) k8s-labels (NODE key=value lines for xargs "
                                   "-L1 kubectl label node; nodes refused named on stderr) "
-                                  "or k8s-json (a server-side apply body: a List of "
-                                  "Nodes' labels)."),
+                                  "k8s-json (a server-side apply body: a List of "
+                                  "Nodes' labels) or rack-map (each GB200/GB300 rack slot by "
+                                  "slot, from NVML platform info; plain ASCII)."),
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1, metavar="N",
                                        help="Worker processes (default: every core; 1 reads "
                                             "in this process)."),

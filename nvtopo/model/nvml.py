@@ -93,6 +93,22 @@ class Utilization(Record):
 
 
 @record
+class Platform(Record):
+    """Where the GPU sits in a rack (nvmlDeviceGetPlatformInfo; GB200/GB300 NVL trays)."""
+
+    chassis_serial: Optional[str] = fld("chassisSerialNumber: the rack's chassis (text, or "
+                                        "hex where not printable; v1: rackGuid)")
+    slot_number: Optional[int] = fld("slotNumber: the tray's slot in the chassis (v1: "
+                                     "chassisPhysicalSlotNumber)")
+    tray_index: Optional[int] = fld("trayIndex: the compute tray's index (v1: computeSlotIndex)")
+    host_id: Optional[int] = fld("hostId: the host on the tray (v1: nodeIndex)")
+    peer_type: Optional[int] = fld("peerType: the platform's peer type")
+    module_id: Optional[int] = fld("moduleId: the GPU's module on the tray (1..4 on a GB200 "
+                                   "tray)")
+    ib_guid: Optional[str] = fld("ibGuid (hex; null when zero)")
+
+
+@record
 class NvmlGpu(Record):
     """One GPU as NVML describes it."""
 
@@ -108,6 +124,8 @@ class NvmlGpu(Record):
     mig: Optional[Mig] = fld("nvmlDeviceGetMigMode")
     persistence_mode: Optional[bool] = fld("nvmlDeviceGetPersistenceMode")
     fabric: Optional[Fabric] = fld("nvmlDeviceGetGpuFabricInfoV")
+    platform: Optional[Platform] = fld("nvmlDeviceGetPlatformInfo (null: not asked, not "
+                                       "recorded or not supported)", omit="none")
     utilization: Optional[Utilization] = fld("nvmlDeviceGetUtilizationRates (not recorded by "
                                              "nvtopo's probe)", omit="none")
     unavailable: Dict[str, str] = fld("fact -> why NVML did not give it", factory=dict)
@@ -236,6 +254,6 @@ class TextNode(Record):
     nvlink_pairs: List[TextPair] = fld("GPU pairs and their active links", factory=list)
 
 
-__all__ = ["Fault", "NvmlPci", "GpuPcie", "Mig", "Utilization", "NvmlGpu", "TextPci",
+__all__ = ["Fault", "NvmlPci", "GpuPcie", "Mig", "Utilization", "Platform", "NvmlGpu", "TextPci",
            "TextGpu", "NvmlSystem", "Incomplete", "BadValue", "NvmlPair", "P2PMatrix",
            "NvmlNode", "TextNode", "TextPair"]

@@ -29,7 +29,8 @@ def k8s_labels(doc: Dict[str, Any], tiers: Optional[str] = None) -> str:
 
 def table(doc: Dict[str, Any], console: Any) -> None:
     """The Rich view: the verdict line, the findings (the view ``check`` draws), then the
-    multi-node NVLink domains (a domain of one node is counted, not listed)."""
+    multi-node NVLink domains (a domain of one node is counted, not listed) and how many
+    racks there are."""
     from rich.text import Text
 
     from .layout import print_wrapped
@@ -50,6 +51,10 @@ def table(doc: Dict[str, Any], console: Any) -> None:
 
         print_findings([_fleet_finding(f) for f in doc["findings"]], console, verbose=True)
     _domains(doc, console)
+    if doc.get("racks"):
+        n = len(doc["racks"])
+        console.print(Text(f"{n} rack(s) by chassis serial (NVML platform info): "
+                           "--format rack-map draws them slot by slot", style="dim"))
 
 
 def _fleet_finding(f: Dict[str, Any]) -> Dict[str, Any]:
@@ -102,6 +107,10 @@ def text(doc: Dict[str, Any], fmt: str, tiers: Optional[str] = None) -> str:
         return slurm_yaml(doc)
     if fmt == "k8s-labels":
         return k8s_labels(doc, tiers)
+    if fmt == "rack-map":
+        from .racks import rack_map
+
+        return rack_map(doc)
     if fmt == "k8s-json":
         import json
 

@@ -46,6 +46,10 @@ FLEET_FAULTS: Dict[str, str] = {
     "duplicate-guid": "NODE:OTHER: the node's rank-0 NIC has OTHER's node GUID",
     "duplicate-lid": "NODE:OTHER: the node's rank-0 port has OTHER's LID",
     "duplicate-hostname": "NODE:OTHER: the node has OTHER's hostname",
+    "rack-slot": "NODE:SLOT: the tray reports slot SLOT of its chassis (two trays in one slot, "
+                 "its own slot empty)",
+    "missing-tray": "NODE: the tray is not in the fleet (no snapshot written: its rack slot is "
+                    "empty)",
 }
 
 
@@ -93,7 +97,7 @@ def parse_fleet_fault(spec: str, nodes: int, domains: int) -> FleetFault:
         raise NvtopoError(f"unknown fleet fault {kind!r}; known: {', '.join(FLEET_FAULTS)}",
                           where="--fleet-fault")
     args = tuple(rest.split(":")) if rest else ()
-    want = 1 if kind in ("outside-domain", "split-domain") else 2
+    want = 1 if kind in ("outside-domain", "split-domain", "missing-tray") else 2
     if len(args) != want:
         raise NvtopoError(f"expected {FLEET_FAULTS[kind]}", where=f"fault {spec}")
     if kind == "split-domain":
@@ -107,7 +111,9 @@ def parse_fleet_fault(spec: str, nodes: int, domains: int) -> FleetFault:
         _index(args[1], "node", nodes, spec)
     if kind in ("clique", "rail-subnet"):
         _index(args[1], "number", 1 << 15, spec)
-    if kind in ("outside-domain", "clique") and domains == 0:
+    if kind == "rack-slot":
+        _index(args[1], "slot", 256, spec)
+    if kind in ("outside-domain", "clique", "rack-slot", "missing-tray") and domains == 0:
         raise NvtopoError("the layout has no multi-node NVLink domain", where=f"fault {spec}")
     if kind == "driver" and not all(p.isdigit() and p.isascii() for p in args[1].split(".")):
         raise NvtopoError("a driver version is numbers and dots", where=f"fault {spec}")
@@ -198,6 +204,7 @@ def node_document(p: Plan, i: int) -> Dict[str, Any]:
                 fleet["cluster_uuid"] = _uuid_hex("fleet", p.seed, "node", i)
             if f.kind == "clique" and int(f.args[0]) == i:
                 fleet["clique_id"] = int(f.args[1])
+        fleet["platform"] = rack_place(p, i, size)
     for f in ff:
         if f.kind == "driver" and int(f.args[0]) == i:
             fleet["driver"] = (f.args[1], m.family.driver[1])
@@ -234,6 +241,22 @@ def node_document(p: Plan, i: int) -> Dict[str, Any]:
     return doc
 
 
+def chassis_serial(seed: int, rack: int) -> str:
+    """Rack ``rack``'s chassis serial number: 13 digits, as GB200 NVL72 chassis print it."""
+    return f"1821{(seed * 7919 + rack) % 10 ** 9:09d}"
+
+
+def rack_place(p: Plan, i: int, size: int) -> Dict[str, Any]:
+    """Node ``i``'s platform info: the chassis of its domain (one rack per NVLink domain),
+    slot ``i % size + 1``, tray index ``i % size``, host 1 (one host per tray)."""
+    slot = i % size + 1
+    for f in p.fleet_faults:
+        if f.kind == "rack-slot" and int(f.args[0]) == i:
+            slot = int(f.args[1])
+    return {"chassisSerialNumber": chassis_serial(p.seed, i // size), "slotNumber": slot,
+            "trayIndex": i % size, "hostId": 1, "peerType": 0}
+
+
 def _guid(i: int, rank: int) -> str:
     return f"a088:c2{rank:02x}:{(i >> 16) & 0xffff:04x}:{i & 0xffff:04x}"
 
@@ -246,7 +269,10 @@ def write(p: Plan, directory: str) -> Iterator[str]:
     if os.path.exists(directory) and not os.path.isdir(directory):
         raise NvtopoError("not a directory", where=directory)
     os.makedirs(directory, exist_ok=True)
+    missing = {int(f.args[0]) for f in p.fleet_faults if f.kind == "missing-tray"}
     for i in range(p.nodes):
+        if i in missing:
+            continue
         path = os.path.join(directory, f"{hostname(p, i)}.json")
         text = dumps(node_document(p, i))
         try:  # what --from would refuse is not written (the reader's bounds)

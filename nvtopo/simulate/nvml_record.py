@@ -27,6 +27,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 from ..probes.deadline import Deadline
 from ..probes.nvml import ERROR_CODES, ERROR_NAMES, U32, U64, Answer, Gpu, call_key, field_key
 from ..probes.nvml.record import Recorder, new_evidence, record as run_record
+from ..probes.nvml.source import OPTIONAL_CALLS
 from .nvml_table import compile_machine
 
 #: Seconds the simulated probe may take (it takes milliseconds); recorded as ``timeout_s``.
@@ -76,6 +77,26 @@ def _fabric(v: Dict[str, Any]) -> Dict[str, Any]:
             "healthSummary": int(v.get("healthSummary", 0)) & 0xFF}
 
 
+#: The platform info struct answered.
+PLATFORM_STRUCT = "c_nvmlPlatformInfo_v2_t"
+
+
+def _bytes16(text: Any) -> str:
+    """A 16-byte ``unsigned char`` array holding ``text`` (NUL-padded, cut), as hex."""
+    return (str(text).encode("utf-8", errors="replace") + bytes(16))[:16].hex()
+
+
+def _platform(v: Dict[str, Any]) -> Dict[str, Any]:
+    """``c_nvmlPlatformInfo_v2_t`` as the live source reads it (arrays as hex, chars as
+    numbers); the table holds the serial as text and the IB GUID as hex."""
+    out: Dict[str, Any] = {"struct": PLATFORM_STRUCT,
+                           "ibGuid": (bytes.fromhex(v.get("ibGuid", "")) + bytes(16))[:16].hex(),
+                           "chassisSerialNumber": _bytes16(v.get("chassisSerialNumber", ""))}
+    for k in ("slotNumber", "trayIndex", "hostId", "peerType", "moduleId"):
+        out[k] = int(v.get(k, 0)) & 0xFF
+    return out
+
+
 def _words(v: Any, n: int) -> List[int]:
     """An affinity mask of ``n`` 64-bit words, without its trailing zero words."""
     words = [int(w) & U64 for w in list(v)[:n]]
@@ -106,6 +127,7 @@ _VALUES = {
     "nvmlDeviceGetNvLinkErrorCounter": lambda v, a: int(v) & U64,
     "nvmlDeviceGetPcieReplayCounter": lambda v, a: _uint(v),
     "nvmlDeviceGetGpuFabricInfoV": lambda v, a: _fabric(v),
+    "nvmlDeviceGetPlatformInfo": lambda v, a: _platform(v),
     "nvmlDeviceGetC2cModeInfoV": lambda v, a: {"isC2cEnabled": _uint(v["isC2cEnabled"])},
 }
 
@@ -151,7 +173,10 @@ class TableSource(Recorder):
         gpus = tuple(a.index for a in args if isinstance(a, Gpu))
         if fn == "nvmlDeviceGetHandleByIndex":
             gpus = (int(args[0]),)
-        rec = self._lookup(call_key(fn, args), gpus)
+        key = call_key(fn, args)
+        if fn in OPTIONAL_CALLS and key not in self.table:
+            return _error("FunctionNotFound")  # a driver older than the question
+        rec = self._lookup(key, gpus)
         if "error" in rec:
             return _error(rec["error"])
         if fn == "nvmlInit":
@@ -194,4 +219,4 @@ def record(desc: Dict[str, Any], timeout: float = TIMEOUT) -> Dict[str, Any]:
     return json.loads(json.dumps(evidence))
 
 
-__all__ = ["TableSource", "record", "TIMEOUT", "FABRIC_STRUCT"]
+__all__ = ["TableSource", "record", "TIMEOUT", "FABRIC_STRUCT", "PLATFORM_STRUCT"]

@@ -150,6 +150,8 @@ def _gpu_calls(put: _Put, desc: Dict[str, Any], i: int, g: Dict[str, Any],
     scalar("nvmlDeviceGetMigMode", g.get("mig_mode", "NotSupported"))
     scalar("nvmlDeviceGetPersistenceMode", g.get("persistence_mode", 1))
     scalar("nvmlDeviceGetGpuFabricInfoV", g.get("fabric", "NotSupported"))
+    if "platform" in g:  # (absent: a driver without nvmlDeviceGetPlatformInfo)
+        scalar("nvmlDeviceGetPlatformInfo", g["platform"])
     c2c = g.get("c2c")  # Grace superchips: {"enabled", "count", "down", "max_bw_mbps"}
     if isinstance(c2c, dict):
         scalar("nvmlDeviceGetC2cModeInfoV", {"isC2cEnabled": int(bool(c2c["enabled"]))})

@@ -68,6 +68,8 @@ def nvml_description(m: Machine) -> Dict[str, Any]:
                              "healthSummary": 1 if done else 0}
         elif fam.architecture >= 9:
             rec["fabric"] = "NotSupported"
+        if m.fleet.get("platform") is not None:  # a rack's tray: its place, module i + 1
+            rec["platform"] = dict(m.fleet["platform"], moduleId=i + 1)
         if g.c2c_links:
             up = g.c2c_links if g.c2c_up is None else g.c2c_up
             rec["c2c"] = {"enabled": g.c2c_enabled, "count": g.c2c_links,

@@ -8,7 +8,7 @@ file the engine's node name.
 
 The cross-node check families, one module each, all ``check(nodes) -> [Finding]`` (the one
 finding type, with the nodes it is about: :mod:`.finding`):
-:mod:`.domains` (NVLink domains), :mod:`.rails` (rails, GUIDs, LIDs), :mod:`.skew` (versions),
+:mod:`.domains` (NVLink domains), :mod:`.racks` (GB200/GB300 racks by chassis), :mod:`.rails` (rails, GUIDs, LIDs), :mod:`.skew` (versions),
 :mod:`.shape` (odd nodes out), :mod:`.identity` (names, GPU UUIDs).  A new family (e.g. a
 WireGuard mesh across nodes) is a module with that function, added to :data:`FAMILIES`, and
 the facts it needs added to :class:`~.facts.NodeFacts`.
@@ -20,7 +20,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-from . import domains, identity, mesh, rails, shape, skew
+from . import domains, identity, mesh, racks, rails, shape, skew
 from .facts import NodeFacts, node_facts
 from ...checks import subject as S
 from ...checks.findings import Finding, exit_status, verdict
@@ -28,7 +28,7 @@ from .finding import make
 
 #: (name, module) of every cross-node family, in report order.
 FAMILIES: Tuple[Tuple[str, Any], ...] = (("identity", identity), ("domains", domains),
-                                         ("rails", rails), ("skew", skew), ("shape", shape),
+                                         ("racks", racks), ("rails", rails), ("skew", skew), ("shape", shape),
                                          ("mesh", mesh))
 _ORDER = {"error": 0, "warning": 1, "info": 2}
 
@@ -180,6 +180,7 @@ def document(result: ClusterResult) -> Dict[str, Any]:
                      "clique": n.fabric[0][1] if n.fabric and n.name in in_domain else None,
                      "rails": len(n.rails),
                      "rail_rate_gbps": _num(next(iter(rates))) if len(rates) == 1 else None})
+    rack_list = racks.document(result.nodes)
     errors = sum(f.severity == "error" for f in result.findings)
     warnings = sum(f.severity == "warning" for f in result.findings)
     return {
@@ -200,6 +201,7 @@ def document(result: ClusterResult) -> Dict[str, Any]:
         "findings": [f.to_dict() for f in result.findings],
         "node_rows": rows,
         **({"fabric": result.fabric} if result.fabric is not None else {}),
+        **({"racks": rack_list} if rack_list else {}),
     }
 
 

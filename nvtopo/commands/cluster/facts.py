@@ -70,6 +70,9 @@ class NodeFacts:
     #: per GPU with fabric facts: (cluster_uuid, clique_id, state, status)
     fabric: List[Tuple[Optional[str], Optional[int], str, Optional[str]]] = field(
         default_factory=list)
+    #: per GPU with platform info: (chassis serial, slot number, tray index, host id)
+    platform: List[Tuple[Optional[str], Optional[int], Optional[int], Optional[int]]] = field(
+        default_factory=list)
     #: component -> comparable value (gpus, nvlink, pcie_width, numa, nics)
     shape: Dict[str, Any] = field(default_factory=dict)
     rails: List[Rail] = field(default_factory=list)
@@ -97,6 +100,7 @@ class NodeFacts:
         for attr in ("layout", "kernel", "nvtopo", "driver", "cuda"):
             setattr(self, attr, share(getattr(self, attr)))
         self.fabric = share(tuple(share(f) for f in dict.fromkeys(self.fabric)))
+        self.platform = tuple(dict.fromkeys(self.platform))  # type: ignore[assignment]
         self.shape = share(tuple(sorted((k, share(v)) for k, v in dict(self.shape).items())))
         self.rails = [r._replace(nic=share(r.nic), link_layer=share(r.link_layer),
                                  rate=share(r.rate), state=share(r.state),
@@ -112,6 +116,16 @@ class NodeFacts:
         """The node's NVLink domain (ClusterUUID) when every GPU with fabric facts agrees."""
         uuids = {f[0] for f in self.fabric if f[0]}
         return next(iter(uuids)) if len(uuids) == 1 else None
+
+
+    @property
+    def place(self) -> Optional[Tuple[str, Optional[int], Optional[int], Optional[int]]]:
+        """(chassis, slot, tray, host) where every GPU with platform info agrees, else None."""
+        places = set(self.platform)
+        if len(places) != 1:
+            return None
+        chassis, slot, tray, host = next(iter(places))
+        return None if chassis is None else (chassis, slot, tray, host)
 
 
 def node_facts(path: str, engine_name: Optional[str] = None) -> NodeFacts:
@@ -163,6 +177,10 @@ def _facts_of(topo: Any, path: str, engine_name: Optional[str]) -> NodeFacts:
         fab = g.nvml.fabric if g.nvml is not None else None
         if fab is not None and fab.state != "not_supported":
             nf.fabric.append((fab.cluster_uuid, fab.clique_id, fab.state, fab.status))
+        plat = g.nvml.platform if g.nvml is not None else None
+        if plat is not None and plat.chassis_serial is not None:
+            nf.platform.append((plat.chassis_serial, plat.slot_number, plat.tray_index,
+                                plat.host_id))
     present = list(v.present)
     nic_roles = roles.resolve(topo, sel.layout, present, ())
     compute = nic_roles.compute

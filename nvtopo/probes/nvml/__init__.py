@@ -102,7 +102,8 @@ def derive(evidence: Dict[str, Any]) -> Topology:
                        "expected": "the call that did not answer ({\"call\", \"gpu\"})"}
         pending = None
     error = evidence.get("error") if isinstance(evidence.get("error"), str) else None
-    facts = walk_source(ReplaySource(calls, complete=(status != "timeout")))
+    facts = walk_source(ReplaySource(calls, complete=(status != "timeout"),
+                                     pending=pending.get("call") if pending else None))
     if bad_pending:
         facts["bad_values"].insert(0, bad_pending)
     if facts["corrupt"]:

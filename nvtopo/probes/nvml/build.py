@@ -11,7 +11,7 @@ from ...model import GPU, Matrix, NVLinkPair, Topology, int_runs, pci_bdf
 from ...model.nvlink import NvmlGpuLinks, NvmlLink, Remote
 from ...model.nvml import (BadValue, C2c, C2cLink, Fault, GpuPcie, Incomplete, Mig, NvmlGpu, NvmlNode,
                            NvmlPair, NvmlPci, NvmlSystem, P2PMatrix)
-from .decode import bus_id_of, cpulist, fabric_facts
+from .decode import bus_id_of, cpulist, fabric_facts, platform_facts
 from .links import bandwidth_gbps, classify_links, pair_counts
 from .source import is_int
 from .vocab import (ARCHITECTURES, C2C_LINK_STATUS, MAX_BAD_NOTES, NVLINK_VERSIONS, P2P_INDEXES, P2P_TOKENS,
@@ -217,6 +217,7 @@ def _gpu(g: Dict[str, Any], source: str) -> GPU:
         persistence_mode=bool(f["persistence_mode"])
         if isinstance(f.get("persistence_mode"), int) else None,
         fabric=fabric_facts(f.get("fabric")),
+        platform=platform_facts(f.get("platform")),
         unavailable=dict(g.get("unavailable") or {}),
         nvlink=_nvlink_record(g.get("nvlink")),
         c2c=_c2c_record(g.get("c2c")),

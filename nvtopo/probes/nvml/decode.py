@@ -11,6 +11,7 @@ from typing import Any, Dict, Optional
 
 from ...model import pci_bdf
 from ...model.nvlink import Fabric, FabricHealth
+from ...model.nvml import Platform
 from .source import hex_uuid, is_int
 from .vocab import (ERROR_NAMES, FABRIC_HEALTH_BITS, FABRIC_STATES, FABRIC_SUMMARY,
                     INCORRECT_CONFIGURATION, U32)
@@ -106,4 +107,43 @@ def fabric_facts(raw: Any) -> Optional[Fabric]:
         out.attached = None if uuid_hex is None else True
     healthy = out.health_summary in (None, "not_supported", "healthy")
     out.healthy = None if out.attached is None else bool(out.attached and healthy)
+    return out
+
+
+#: Platform info members per meaning: v2 name first, then v1's.
+_PLATFORM_MEMBERS = (("slot_number", ("slotNumber", "chassisPhysicalSlotNumber")),
+                     ("tray_index", ("trayIndex", "computeSlotIndex")),
+                     ("host_id", ("hostId", "nodeIndex")), ("peer_type", ("peerType",)),
+                     ("module_id", ("moduleId",)))
+
+
+def _serial(raw: Any) -> Optional[str]:
+    """16 recorded bytes (hex) as the chassis serial: printable ASCII up to the first NUL
+    as text (nvidia-smi prints it so), else the hex; None when zero or not hex."""
+    if not isinstance(raw, str) or len(raw) != 32 or \
+            not all(c in "0123456789abcdefABCDEF" for c in raw):
+        return None
+    data = bytes.fromhex(raw)
+    if not any(data):
+        return None
+    text = data.split(b"\0", 1)[0]
+    if text and all(0x21 <= b <= 0x7E for b in text) and not any(data[len(text):]):
+        return text.decode("ascii")
+    return raw.lower()
+
+
+def platform_facts(raw: Any) -> Optional[Platform]:
+    """Decode nvmlDeviceGetPlatformInfo (``c_nvmlPlatformInfo_v2_t`` members, or v1's)."""
+    if not isinstance(raw, dict):
+        return None
+    guid = raw.get("ibGuid") if hex_uuid(raw.get("ibGuid")) is None else None
+    out = Platform(chassis_serial=_serial(raw.get("chassisSerialNumber", raw.get("rackGuid"))),
+                   ib_guid=guid.lower() if isinstance(guid, str) and set(guid) != {"0"}
+                   else None)
+    for name, members in _PLATFORM_MEMBERS:
+        for m in members:
+            v = raw.get(m)
+            if is_int(v) and 0 <= v <= 255:
+                setattr(out, name, v)
+                break
     return out

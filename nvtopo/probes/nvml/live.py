@@ -50,6 +50,8 @@ class LiveSource(Recorder):
                 value = None
             elif fn == "nvmlDeviceGetGpuFabricInfoV":
                 value = self._fabric(self._resolve(args[0]))
+            elif fn == "nvmlDeviceGetPlatformInfo":
+                value = self._platform(self._resolve(args[0]))
             else:
                 func = getattr(nv, fn, None)
                 if func is None:
@@ -103,6 +105,37 @@ class LiveSource(Recorder):
                     out[member] = int(getattr(info, member))
             if "state" in out:
                 out["state"] &= 0xFF  # unsigned char in C, c_uint in some wheels
+            return out
+        assert last is not None
+        raise last
+
+    def _platform(self, handle: Any) -> Dict[str, Any]:
+        """Platform info, newest struct this wheel has (v2, else v1): every member read from
+        the struct's bytes (single ``char`` members as numbers, arrays as hex)."""
+        nv = self.nv
+        func = getattr(nv, "nvmlDeviceGetPlatformInfo", None)
+        structs = [getattr(nv, n) for n in ("c_nvmlPlatformInfo_v2_t", "c_nvmlPlatformInfo_v1_t")
+                   if hasattr(nv, n)]
+        if func is None or not structs:
+            raise nv.NVMLError(nv.NVML_ERROR_FUNCTION_NOT_FOUND)
+        last: Optional[BaseException] = None
+        for struct in structs:
+            info = struct()
+            try:
+                func(handle, ctypes.byref(info))
+            except nv.NVMLError as exc:
+                if exc.value == ERROR_CODES["ArgumentVersionMismatch"]:
+                    last = exc
+                    continue
+                raise
+            out: Dict[str, Any] = {"struct": struct.__name__}
+            base = ctypes.addressof(info)
+            for name, ctype in struct._fields_:
+                if name == "version":
+                    continue
+                member = getattr(struct, name)
+                raw = ctypes.string_at(base + member.offset, member.size)
+                out[name] = raw.hex() if member.size > 1 else raw[0]
             return out
         assert last is not None
         raise last

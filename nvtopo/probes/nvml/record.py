@@ -78,6 +78,16 @@ class Recorder(Source):
         self._begin(key, gpu_of(args))
         return self._end(key, self.ask(fn, args))
 
+    def optional(self, fn: str, *args: Any) -> Answer:
+        key = call_key(fn, args)
+        self._begin(key, gpu_of(args))
+        ans = self.ask(fn, args)
+        if ans.error == "FunctionNotFound":  # a library without it: leave no trace
+            with self.lock:
+                self.pending = None
+            return Answer(error="NotRecorded", detail="not in this NVML library")
+        return self._end(key, ans)
+
     def fields(self, gpu: int, ids: Sequence[FieldId]) -> Dict[FieldId, Answer]:
         self._begin(f"nvmlDeviceGetFieldValues(gpu{gpu})", gpu)
         got = self.ask_fields(gpu, ids)

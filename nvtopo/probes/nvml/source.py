@@ -139,6 +139,13 @@ class Source:
         """``nvmlDeviceGetFieldValues`` on GPU ``gpu``: one answer per (field id, scope)."""
         raise NotImplementedError
 
+    def optional(self, fn: str, *args: Any) -> Answer:
+        """A question added after recordings existed (:data:`OPTIONAL_CALLS`): answered like
+        :meth:`call`, but a replay without it answers ``NotRecorded`` (never stops), and a
+        library without the function (``FunctionNotFound``) is not recorded at all, so the
+        recordings of older drivers and of the simulator stay what they were."""
+        return self.call(fn, *args)
+
 
 # --- what a recorded answer must look like -------------------------------------------------
 #
@@ -194,6 +201,14 @@ def hex_uuid(v: Any) -> Optional[str]:
     return None if ok else "32 hex digits"
 
 
+def hex_bytes(n: int) -> Check:
+    def check(v: Any) -> Optional[str]:
+        ok = isinstance(v, str) and len(v) == 2 * n \
+            and all(c in "0123456789abcdefABCDEF" for c in v)
+        return None if ok else f"{2 * n} hex digits"
+    return check
+
+
 def _struct(members: Dict[str, Check]) -> Check:
     """An object whose listed members, where present, pass their checks (others are kept)."""
     def check(v: Any) -> Optional[str]:
@@ -221,6 +236,11 @@ _SMALL = _int_in(0, 255)
 _PCI = _struct({"busId": _bus_text, "busIdLegacy": _bus_text, "domain": _int_in(0, U32),
                 "bus": _SMALL, "device": _SMALL, "pciDeviceId": _int_in(0, U32),
                 "pciSubSystemId": _int_in(0, U32)})
+_PLATFORM = _struct({"chassisSerialNumber": hex_bytes(16), "rackGuid": hex_bytes(16),
+                     "ibGuid": hex_bytes(16), "slotNumber": _SMALL, "trayIndex": _SMALL,
+                     "hostId": _SMALL, "peerType": _SMALL, "moduleId": _SMALL,
+                     "chassisPhysicalSlotNumber": _SMALL, "computeSlotIndex": _SMALL,
+                     "nodeIndex": _SMALL})
 _FABRIC = _struct({"clusterUuid": hex_uuid, "status": _int_in(0, U32),
                    "cliqueId": _int_in(0, U32), "state": _SMALL, "healthMask": _int_in(0, U32),
                    "healthSummary": _SMALL})
@@ -243,13 +263,15 @@ VALUE_CHECKS: Dict[str, Check] = {
     "nvmlDeviceGetGpuMaxPcieLinkGeneration": _SMALL, "nvmlDeviceGetCurrPcieLinkWidth": _SMALL,
     "nvmlDeviceGetMaxPcieLinkWidth": _SMALL, "nvmlDeviceGetPcieReplayCounter": _COUNTER,
     "nvmlDeviceGetMigMode": _pair_of(0, 1), "nvmlDeviceGetPersistenceMode": _int_in(0, 1),
-    "nvmlDeviceGetGpuFabricInfoV": _FABRIC,
+    "nvmlDeviceGetGpuFabricInfoV": _FABRIC, "nvmlDeviceGetPlatformInfo": _PLATFORM,
     "nvmlDeviceGetC2cModeInfoV": _struct({"isC2cEnabled": _int_in(0, 1)}),
     "nvmlDeviceGetNvLinkState": _int_in(0, 1), "nvmlDeviceGetNvLinkVersion": _SMALL,
     "nvmlDeviceGetNvLinkRemoteDeviceType": _SMALL, "nvmlDeviceGetNvLinkRemotePciInfo": _PCI,
     "nvmlDeviceGetNvLinkErrorCounter": _COUNTER,
     "nvmlDeviceGetP2PStatus": _SMALL, "nvmlDeviceGetTopologyCommonAncestor": _SMALL,
 }
+#: Questions asked through :meth:`Source.optional`.
+OPTIONAL_CALLS = ("nvmlDeviceGetPlatformInfo",)
 #: Field id -> check of its value.
 FIELD_CHECKS: Dict[int, Check] = {
     FI_NVLINK_LINK_COUNT: _int_in(0, MAX_LINKS),
@@ -293,6 +315,10 @@ class Checked(Source):
         return self._check(lambda: call_key(fn, args), self.src.call(fn, *args),
                            VALUE_CHECKS.get(fn), gpu_of(args))
 
+    def optional(self, fn: str, *args: Any) -> Answer:
+        return self._check(lambda: call_key(fn, args), self.src.optional(fn, *args),
+                           VALUE_CHECKS.get(fn), gpu_of(args))
+
     def fields(self, gpu: int, ids: Sequence[FieldId]) -> Dict[FieldId, Answer]:
         return {k: self._check(lambda k=k: field_key(gpu, *k), integral(a),  # type: ignore[misc]
                                FIELD_CHECKS.get(k[0], _COUNTER), gpu)
@@ -318,9 +344,12 @@ def integral(ans: Answer) -> Answer:
 class ReplaySource(Source):
     """Answers from a recording.  Pure; no pynvml."""
 
-    def __init__(self, calls: Dict[str, Any], complete: bool) -> None:
+    def __init__(self, calls: Dict[str, Any], complete: bool,
+                 pending: Optional[str] = None) -> None:
         self.calls = calls
         self.complete = complete
+        #: the call a timed-out recording was waiting for (an optional one stops there too)
+        self.pending = pending
 
     def _get(self, key: str, gpu: Optional[int]) -> Answer:
         rec = self.calls.get(key)
@@ -332,6 +361,15 @@ class ReplaySource(Source):
 
     def call(self, fn: str, *args: Any) -> Answer:
         return self._get(call_key(fn, args), gpu_of(args))
+
+    def optional(self, fn: str, *args: Any) -> Answer:
+        key = call_key(fn, args)
+        rec = self.calls.get(key)
+        if not isinstance(rec, dict) and key == self.pending and not self.complete:
+            raise Stop(key, gpu_of(args))  # the live probe hung on this very question
+        if not isinstance(rec, dict):  # a recording made before the question was asked
+            return Answer(error="NotRecorded", detail="no answer in the recording")
+        return Answer.from_record(rec)
 
     def fields(self, gpu: int, ids: Sequence[FieldId]) -> Dict[FieldId, Answer]:
         return {(f, s): self._get(field_key(gpu, f, s), gpu) for f, s in ids}

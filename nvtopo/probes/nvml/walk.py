@@ -72,6 +72,12 @@ class _GpuWalk:
         full = (Gpu(self.index),) + args
         return self._check(lambda: call_key(fn, full), self.src.call(fn, *full))
 
+    def optional(self, fn: str) -> Answer:
+        if self.lost:
+            return Answer(error="Skipped", detail="GPU lost earlier in the probe")
+        full = (Gpu(self.index),)
+        return self._check(lambda: call_key(fn, full), self.src.optional(fn, *full))
+
     def fields(self, ids: Sequence[FieldId]) -> Dict[FieldId, Answer]:
         if self.lost or not ids:
             return {k: Answer(error="Skipped") for k in ids}
@@ -177,6 +183,9 @@ def _walk_gpu(g: _GpuWalk) -> None:
             g.rec["unavailable"][name] = _why(ans)
         if g.lost:
             return
+    _walk_platform(g)
+    if g.lost:
+        return
     _walk_c2c(g)
     if g.lost:
         return
@@ -223,6 +232,16 @@ def _walk_gpu(g: _GpuWalk) -> None:
         version_checked = True
         _link_details(g, lr, batch, counters, link)
     _older_speeds(g, nv["links"])
+
+
+def _walk_platform(g: _GpuWalk) -> None:
+    """Platform info (chassis, slot, tray, module): an optional question; a recording
+    without it, or a library without the function, leaves the fact unknown and unnoted."""
+    ans = g.optional("nvmlDeviceGetPlatformInfo")
+    if ans.ok:
+        g.rec["facts"]["platform"] = ans.value
+    elif ans.error not in ("NotRecorded", "Skipped"):
+        g.rec["unavailable"]["platform"] = _why(ans)
 
 
 def _link_count(g: _GpuWalk, nv: Dict[str, Any], n_ans: Answer) -> Optional[Dict[int, Answer]]:

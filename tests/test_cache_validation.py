@@ -247,6 +247,21 @@ def _variant_docs(tmp: Path) -> Iterator[Dict[str, Any]]:
         yield _sysfs(dict(ev, files=kept))
         yield _sysfs(dict(ev, files=dict(ev["files"], **{k: "garbage\n" for k in ev["files"]
                                                          if k not in kept})))
+    # the AER counters (a tree that has them): each file missing or garbage, one device's
+    # files all gone, a device whose counts are all zero
+    ev = _sysfs_doc("dgx-h100-faults", tmp)["probes"]["sysfs"]
+    aer = sorted(k for k in ev["files"] if k.rsplit("/", 1)[-1].startswith("aer_dev_"))
+    for base in sorted({k.rsplit("/", 1)[-1] for k in aer}):
+        hit = [k for k in aer if k.endswith("/" + base)]
+        yield _sysfs(dict(ev, files={k: v for k, v in ev["files"].items() if k not in hit}))
+        yield _sysfs(dict(ev, files=dict(ev["files"], **{k: "garbage\n" for k in hit})))
+    if aer:
+        device = aer[0].rsplit("/", 1)[0]
+        mine = [k for k in aer if k.startswith(device + "/")]
+        yield _sysfs(dict(ev, files={k: v for k, v in ev["files"].items() if k not in mine}))
+        yield _sysfs(dict(ev, files=dict(ev["files"], **{
+            k: "".join(f"{line.split()[0]} 0\n" for line in v.splitlines() if line.split())
+            for k, v in ev["files"].items() if k in aer})))
     paths = sorted((FIXTURES / "nvml-text").glob("*.txt"))
     texts = [p.read_text(encoding="utf-8") for p in paths]
     texts.append((FIXTURES / "nvml-text" / "nvidia_smi_q_h800_pci_and_fabric_excerpt.txt")

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from cli_runner import make_runner
 from nvtopo.cli import app
+from nvtopo import snapshot
 from sysfs_trees import tree
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -104,7 +105,11 @@ def _topo() -> str:
 
 def test_control_characters_past_the_json_bound_are_refused_not_written(tmp_path):
     src = tmp_path / "ctl.txt"
-    src.write_text(_topo() + "\n" + "\x1b" * 3_000_000 + "\n")
+    # each ESC is 6 bytes of JSON (\u001b): enough of them to pass the JSON bound, while
+    # the text itself is within the text bound
+    n = snapshot.MAX_JSON_BYTES // 6 + 200_000
+    assert n < snapshot.MAX_TEXT_BYTES
+    src.write_text(_topo() + "\n" + "\x1b" * n + "\n")
     assert _model(["--from", str(src)]) != ("error", 2)  # a text nvtopo reads
     out = tmp_path / "s.json"
     r = runner.invoke(app, ["snapshot", "--from", str(src), "-o", str(out)])

@@ -154,6 +154,15 @@ def expected(name: str, spec: str) -> Set[Tuple[str, str]]:
     f = parse(spec)
     code = CONTRACT[f.kind][0]
     if f.kind == "nvlink-down":
+        lay = layout(name)
+        if lay.choice.requires_gpu_name and not lay.nvlink.nvswitch:
+            # bridged PCIe cards use some of their links (H100 NVL: 12 of 18), so one more
+            # inactive link is told by its pair's count alone: the pair is short a link
+            gpu = int(f.args[0])
+            peer = next(b if a == gpu else a for key in lay.nvlink.pairs or {}
+                        for a, b in [tuple(int(x) for x in key.split("-"))] if gpu in (a, b))
+            lo, hi = sorted((gpu, peer))
+            return {("nvlink.pair_degraded", f"GPU{lo}-GPU{hi}")}
         return {(code, f"GPU{f.args[0]} link {f.args[1]}")}
     if f.kind == "nvlink-degraded":
         return {(code, f"GPU{f.args[0]}-GPU{f.args[1]}")}

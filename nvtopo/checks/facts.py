@@ -453,8 +453,9 @@ _BRIDGED_PART = re.compile(r"\b(H100|H200) NVL\b", re.I)
 def nvlink_board_layouts(name: str) -> Tuple[str, ...]:
     """The bundled layouts that are NVLink boards of the GPU model ``name`` (its
     ``gpus.name_pattern`` matches, and it gives NVLink to every GPU): an SXM/HGX part,
-    which exists only on such boards.  Empty for a PCIe card, a GeForce card, or a
-    name no bundled layout knows."""
+    which exists only on such boards.  Empty for a PCIe card (its layouts, bridged pairs
+    picked by GPU name, say what a bridged server is, not that every such card is bridged),
+    a GeForce card, or a name no bundled layout knows."""
     from .. import layouts
 
     out: List[str] = []
@@ -464,6 +465,8 @@ def nvlink_board_layouts(name: str) -> Tuple[str, ...]:
         if pattern is None or not isinstance(count, int) or count < 2 \
                 or not layouts.name_matches(pattern, name):
             continue
+        if lay.choice.requires_gpu_name:
+            continue  # a PCIe card's layout: its NVLink is a bridge the card may not have
         per_gpu = lay.nvlink.links_per_gpu
         pairs = layout_pairs(lay, count)
         if (isinstance(per_gpu, int) and per_gpu > 0) or (

@@ -147,7 +147,7 @@ def test_the_front_door_reads_a_log_and_its_model_round_trips(tmp_path):
 
 def test_a_log_is_not_kept_as_a_snapshot():
     result = runner.invoke(app, ["snapshot", "--from", str(FIX / "healthy-2x8-h100-ib.log")])
-    assert result.exit_code == 2 and "NCCL debug log" in result.output
+    assert result.exit_code == 2 and "NCCL debug log" in result.stderr, result.stderr
     assert "Traceback" not in result.output
 
 

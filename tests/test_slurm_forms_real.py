@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 import collect_harness as H
+from test_cluster_slurm_real import _switches
 from nvtopo.commands import cluster
 from nvtopo.layouts import load
 from nvtopo.render import slurm
@@ -151,15 +152,6 @@ def load_tree(conf, nodes):
     """Load into every Slurm here: [(version, alive, shown, log)]."""
     return [(version(r),) + start_ctld(r, {"topology.conf": conf}, "topology/tree", nodes)
             for r in _any_slurm()]
-
-
-def _switches(text):
-    out = {}
-    for line in text.splitlines():
-        fields = dict(f.split("=", 1) for f in line.split() if "=" in f)
-        if "SwitchName" in fields:
-            out[fields["SwitchName"]] = (fields.get("Nodes"), fields.get("Switches"))
-    return out
 
 
 def _doc(tmp_path, layout, count, dump=None, keep=None):

@@ -120,3 +120,14 @@ def test_a_port_down_more_than_ten_times_flapped(tmp_path: Path) -> None:
     t = trend.run([str(tmp_path)])
     assert [(f.severity, f.code, str(f.subject)) for f in t.findings] == [
         ("error", "trend.link_flapping", "node-017 mlx5_0 port 1")]
+
+
+def test_the_text_form_never_cuts_a_host_or_a_subject(tmp_path: Path) -> None:
+    """A host name far wider than the column's usual 16 characters is printed whole."""
+    from nvtopo.render import trend as render_trend
+    host = "gpu-node-0017.rack-b12.cluster-east.example.org"
+    for i, sym in enumerate((0, 10, 20)):
+        snap(tmp_path / f"s{i}.json", f"2026-01-0{i + 1}T00:00:00+00:00", sym, host=host)
+    out = render_trend.text(trend.run([str(tmp_path)]))
+    row = next(line for line in out.splitlines() if "ib.symbol_error" in line)
+    assert row.startswith("* " + host + " ") and "mlx5_0 port 1" in row

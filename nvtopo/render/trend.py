@@ -18,14 +18,19 @@ def text(t: Any) -> str:
                      f"{printable(first)} .. {printable(last)}")
     moving = [s for s in t.series if s.increase > 0]
     if moving:
+        shown = moving[:MAX_ROWS]
+        # columns as wide as their widest value: a host or a subject is never cut
+        hw = max([16] + [len(printable(s.host)) for s in shown])
+        sw = max([34] + [len(printable(s.subject)) for s in shown])
+        cw = max([26] + [len(s.counter) for s in shown])
         lines.append("")
-        lines.append(f"{'':2}{'host':<16} {'subject':<34} {'counter':<26} {'increase':>9} "
+        lines.append(f"{'':2}{'host':<{hw}} {'subject':<{sw}} {'counter':<{cw}} {'increase':>9} "
                      f"{'per hour':>9} {'epochs':>6}")
-        for s in moving[:MAX_ROWS]:
+        for s in shown:
             rate = f"{s.rate_per_hour:.3g}" if s.rate_per_hour is not None else "?"
             mark = "* " if s.rising else "  "
-            lines.append(f"{mark}{printable(s.host)[:16]:<16} {printable(s.subject)[:34]:<34} "
-                         f"{s.counter[:26]:<26} {s.increase:>9} {rate:>9} {s.epochs:>6}")
+            lines.append(f"{mark}{printable(s.host):<{hw}} {printable(s.subject):<{sw}} "
+                         f"{s.counter:<{cw}} {s.increase:>9} {rate:>9} {s.epochs:>6}")
         if len(moving) > MAX_ROWS:
             lines.append(f"  ... and {len(moving) - MAX_ROWS} more (--format json lists all)")
     else:

@@ -30,6 +30,7 @@ import contextlib
 import contextvars
 from ..plain import field, plain
 from typing import Any, Dict, Iterator, Mapping, Optional, Tuple
+from .cluster_codes import CLUSTER_ROWS
 
 #: How sure a finding's evidence is, surest first.
 SURENESS = ("observed", "inferred", "missing")
@@ -489,8 +490,6 @@ _ROWS: Tuple[Tuple[Any, ...], ...] = (
 
 
 def _build() -> Dict[str, Check]:
-    from .cluster_codes import CLUSTER_ROWS
-
     out: Dict[str, Check] = {}
     for row in _ROWS + CLUSTER_ROWS:
         code, family, scope, meaning, evidence, ladder, action = row[:7]

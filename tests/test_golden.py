@@ -20,6 +20,27 @@ import golden_cases as G
 CASES = G.cases()
 
 
+def _core_inputs(cases):
+    """The inputs (a case's name less its last part, e.g. ``simulate/dgx-h100``) whose cases
+    the core tier runs: every third input of each group (``simulate``, ``fault``, ``topo``,
+    ...), and every input of a group of fewer than three.  The slow tier runs every case;
+    an input's cases go together, so the core tier makes none of the other inputs."""
+    groups = {}
+    for c in cases:
+        inp = c.name.rsplit("/", 1)[0]
+        groups.setdefault(inp.split("/", 1)[0], []).append(inp)
+    core = set()
+    for inps in groups.values():
+        ordered = sorted(set(inps))
+        core.update(ordered if len(ordered) < 3 else ordered[::3])
+    return core
+
+
+_CORE = _core_inputs(CASES)
+_PARAMS = [pytest.param(c, id=c.name, marks=() if c.name.rsplit("/", 1)[0] in _CORE
+                        else pytest.mark.slow) for c in CASES]
+
+
 @pytest.fixture(scope="module")
 def inputs():
     made = G.Inputs()
@@ -32,7 +53,7 @@ def index():
     return G.load_index()
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+@pytest.mark.parametrize("case", _PARAMS)
 def test_output_is_the_golden_one(case, inputs, index):
     problems = G.compare(case, G.run_case(case, inputs), index)
     if problems:

@@ -450,8 +450,21 @@ def test_diffs_across_sources_and_texts(nvml_snapshots):
                                                    "nic.added", "nic.removed"}
 
 
-def test_audit_of_a_fleet_with_unreadable_files(h100_fleet, tmp_path):
-    d, faulty = h100_fleet
+@pytest.fixture(scope="module")
+def h100_few(tmp_path_factory):
+    """A healthy DGX H100 and two faulty ones (the core tier's fleet: the slow tier's
+    ``h100_fleet`` simulates one node per fault kind, about 30)."""
+    d = tmp_path_factory.mktemp("few")
+    simulated(d / "healthy.json", "dgx-h100")
+    specs = fault_specs("dgx-h100")
+    faulty = {kind: d / f"{kind}.json" for kind in ("counters", "nvlink-down")}
+    for kind, path in faulty.items():
+        simulated(path, "dgx-h100", specs[kind])
+    return d, faulty
+
+
+def test_audit_of_a_fleet_with_unreadable_files(h100_few, tmp_path):
+    d, faulty = h100_few
     (d / "empty.json").write_text("")
     doc = document("audit", "audit", d, CORPUS[0], "--format", "json", "--jobs", "1")
     verdicts = [n["verdict"] for n in doc["nodes"]]
@@ -464,9 +477,9 @@ def test_audit_of_a_fleet_with_unreadable_files(h100_fleet, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def samples(h100_fleet, nvml_snapshots, tmp_path_factory):
+def samples(h100_few, nvml_snapshots, tmp_path_factory):
     """One real document of each kind, rich enough that every mutation below applies."""
-    d, faulty = h100_fleet
+    d, faulty = h100_few
     bad = faulty["counters"]
     small = tmp_path_factory.mktemp("small") / "hgx-h100-4.json"  # smaller: quicker to check
     snap = simulated(small, "hgx-h100-4", fault_specs("hgx-h100-4")["counters"])

@@ -51,9 +51,25 @@ def topo_cell(t, a: str, b: str) -> str:
 # --- every layout, healthy ---------------------------------------------------------------------
 
 
+class _Healthy(dict):
+    """Each layout's healthy simulation, made when a test first asks for it (the core tier
+    asks for a few, the slow tier's sweeps for all)."""
+
+    def __missing__(self, name: str) -> Dict[str, Any]:
+        self[name] = doc = sim(name)
+        return doc
+
+
 @pytest.fixture(scope="module")
 def healthy() -> Dict[str, Dict[str, Any]]:
-    return {name: sim(name) for name in LAYOUTS}
+    return _Healthy()
+
+
+#: The layouts the core tier sweeps (every fourth, and the DGX H100 that the other tests use);
+#: the slow tier sweeps all of them.
+_CORE_LAYOUTS = set(LAYOUTS[::4]) | {"dgx-h100"}
+_SWEEP = [pytest.param(n, marks=() if n in _CORE_LAYOUTS else pytest.mark.slow)
+          for n in LAYOUTS]
 
 
 def test_there_are_layouts_to_simulate():
@@ -98,7 +114,7 @@ def test_healthy_node_every_source_derives_and_agrees(healthy, name):
         assert len(t_sysfs.nics) >= count and len(active) == len(t_sysfs.nics)
 
 
-@pytest.mark.parametrize("name", LAYOUTS)
+@pytest.mark.parametrize("name", _SWEEP)
 def test_healthy_nics_sit_where_the_layout_places_them(healthy, name):
     lay = layouts.load(name)
     topo = derive(healthy[name])

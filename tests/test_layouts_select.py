@@ -382,6 +382,32 @@ def test_b300_layouts_numa_and_the_dgx_named_only():
     assert "error" in sev["dgx-b300"]
 
 
+def _variant(name, **sections):
+    """A healthy simulated node of bundled layout ``name`` with some sections changed."""
+    from nvtopo.simulate import simulate
+
+    data = dict(layouts.load(name).data, name="variant", **sections)
+    doc = json.loads(json.dumps(simulate(layouts.parse(json.dumps(data), where="t"), (),
+                                         seed=3)))
+    return snapshot.derive(doc, where="variant")
+
+
+def test_a_spectrum_x_gb300_tray_and_a_dual_plane_dgx_b300_give_no_error():
+    """Sites choose the fabric (a GB300 tray on Spectrum-X Ethernet) and may run each
+    ConnectX-8 as two planes (16 RDMA devices on a DGX B300): neither is an error of the
+    layouts, which state no link layer and no NIC count."""
+    eth = _variant("gb300-nvl72-tray", nics={"compute": {"rate_gbps": 800,
+                                                           "link_layer": "Ethernet"}})
+    assert {p.link_layer for n in eth.nics for p in n.sysfs.ports} == {"Ethernet"}
+    dual = _variant("dgx-b300", nics={"compute": {"count": 16, "rate_gbps": 400},
+                                      "placement": {"gpu_to_nearest_compute_nic": "PXB",
+                                                    "gpus_per_compute_nic": 1}})
+    assert len(dual.nics) == 16
+    for topo, name in ((eth, "gb300-nvl72-tray"), (dual, "dgx-b300")):
+        found = checks.run(topo, S.select(topo, name)).findings
+        assert [(f.code, str(f.subject)) for f in found if f.severity == "error"] == [], name
+
+
 def _pcie_box(n, name=None, pairs=()):
     cells = [["X" if i == j else "SYS" for j in range(n)] for i in range(n)]
     for a, b in pairs:

@@ -11,7 +11,7 @@ from nvtopo import layouts
 from nvtopo.cli import app
 
 runner = make_runner()
-GRACE = ("gh200-4", "gb200-nvl72-tray")
+GRACE = ("gh200-4", "gb200-nvl72-tray", "gb300-nvl72-tray")
 
 
 def run(*args, **kw):

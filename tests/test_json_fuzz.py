@@ -31,6 +31,7 @@ PASTES = [FIX / "nvml-text" / "dcgmi_nvlink_s_h100.txt",
           FIX / "nvml-text" / "nvlink_R_h100_hgx_nvswitch_excerpt.txt",
           FIX / "nvml-text" / "nvidia_smi_q_fabric_insufficient_resources.txt",
           FIX / "nvml-xml" / "nvidia_smi_q_x_h100_2gpu_gen3_x8_fabric_failed.xml",
+          FIX / "nvml-xml" / "nvidia_smi_q_x_gb300_tray_4gpu.xml",  # platformInfo
           FIX / "ib-text" / "ibstat_ib_ndr_cx7_mt4129_active.txt",
           FIX / "gds-text" / "gdscheck-p.txt",
           FIX / "ib-text" / "ticket_topo_ibstat_q.txt",

@@ -23,9 +23,11 @@ def sim(name, *faults, seed=2):
 
 @pytest.mark.parametrize("gpu,want,not_", [
     ("NVIDIA B200", ["dgx-b200"], ["gb200-nvl72-tray"]),
-    ("NVIDIA GB200", ["gb200-nvl72-tray"], ["dgx-b200"]),
-    ("NVIDIA B300 SXM6 AC", ["hgx-b300-8"], ["hgx-h100-8", "dgx-b200"]),
-    ("NVIDIA GB300", [], ["hgx-b300-8", "dgx-b200", "gb200-nvl72-tray"]),
+    ("NVIDIA GB200", ["gb200-nvl72-tray"], ["dgx-b200", "gb300-nvl72-tray"]),
+    ("NVIDIA B300 SXM6 AC", ["hgx-b300-8", "dgx-b300"],
+     ["hgx-h100-8", "dgx-b200", "gb300-nvl72-tray"]),
+    ("NVIDIA GB300", ["gb300-nvl72-tray"],
+     ["hgx-b300-8", "dgx-b300", "dgx-b200", "gb200-nvl72-tray"]),
     ("NVIDIA H200", ["dgx-h200", "hgx-h200-8"], ["gh200-4"]),
     ("NVIDIA GH200 480GB", ["gh200-4"], ["dgx-h200", "hgx-h200-8", "gcp-a3-ultragpu-8g"]),
 ])

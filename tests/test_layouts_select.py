@@ -187,7 +187,7 @@ def test_explicit_layout_and_user_file(tmp_path):
 
 REQUIRED = ["dgx-1-p100", "dgx-station-v100", "dgx-2", "hgx-a100-4", "hgx-a100-8",
             "hgx-a800-8", "dgx-h200", "hgx-h100-4", "hgx-h800-8", "hgx-h20-8", "dgx-b200",
-            "hgx-b300-8", "gb200-nvl72-tray", "gh200-4", "dgx-h100", "dgx-a100", "dgx-1-v100"]
+            "hgx-b300-8", "dgx-b300", "gb200-nvl72-tray", "gb300-nvl72-tray", "gh200-4", "dgx-h100", "dgx-a100", "dgx-1-v100"]
 
 
 def test_required_layouts_exist():
@@ -294,6 +294,9 @@ NEW_PICKS = {
     "azure-nd96isr-h200-v5": "azure-nd96isr-h200-v5", "azure-nd-gb200-v6": "azure-nd-gb200-v6",
     "pcie-l40s-8": "pcie-l40s-8", "pcie-l4-8": "pcie-l4-8",
     "pcie-h100-nvl-4": "pcie-h100-nvl-4", "pcie-h100-nvl-8": "pcie-h100-nvl-8",
+    # issue 26 item 4: the GB300 tray is told by GPU name; a DGX B300 is not told from an
+    # HGX B300 (no public port map): only named
+    "gb300-nvl72-tray": "gb300-nvl72-tray", "dgx-b300": "hgx-b300-8",
 }
 
 
@@ -326,6 +329,83 @@ def test_azure_gb200_vm_ties_with_the_bare_tray_and_says_so():
     tray = S.select(_simulated("gb200-nvl72-tray"))
     assert tray.name == "gb200-nvl72-tray" and tray.how == "auto"
     assert "azure-nd-gb200-v6" not in [c.layout.name for c in tray.candidates]
+
+
+def test_gb200_and_gb300_trays_never_pick_each_other():
+    """By GPU name: a GB200 tray never picks the GB300 layout (nor the other way round), and
+    the other chip's layouts are excluded, not tied; without names (a topo -m) the two trays
+    fit equally: the GB200 tray, the more common, is picked and the tie is named."""
+    gb300 = S.select(_simulated("gb300-nvl72-tray"))
+    assert gb300.name == "gb300-nvl72-tray" and gb300.how == "auto", gb300.reason
+    gb200 = S.select(_simulated("gb200-nvl72-tray"))
+    assert gb200.name == "gb200-nvl72-tray" and gb200.how == "auto", gb200.reason
+    for sel, other in ((gb300, ("gb200-nvl72-tray", "azure-nd-gb200-v6")),
+                       (gb200, ("gb300-nvl72-tray",))):
+        cands = {c.layout.name: c for c in sel.candidates}
+        for name in other:  # (azure-nd-gb200-v6 is no candidate without its mlx5_ib names)
+            c = cands.get(name)
+            assert c is None or (not c.fits and "does not match" in c.excluded), name
+            assert c is not None or name.startswith("azure")
+    assert not layouts.name_matches(layouts.load("gb300-nvl72-tray").gpus.name_pattern,
+                                    "NVIDIA GB200")
+    assert not layouts.name_matches(layouts.load("gb200-nvl72-tray").gpus.name_pattern,
+                                    "NVIDIA GB300")
+    topo = snapshot.load(str(CORPUS / "53_gb200-4gpu-nv18-8nic-numa-lists-gpu-numa-id-no-"
+                                      "final-newline.txt"))
+    sel = S.select(topo)
+    assert sel.name == "gb200-nvl72-tray" and sel.how == "ambiguous"
+    assert sel.ties == ["gb200-nvl72-tray", "gb300-nvl72-tray"]
+    # the GB200 tray's topo -m (the GB300 tray's HCAs sit in the same slots, SYS to every
+    # GPU) checked as a GB300 tray: no NIC error (its HCAs are not counted: see the layout)
+    found = checks.run(topo, S.select(topo, "gb300-nvl72-tray")).findings
+    assert [f.code for f in found if f.severity != "info"] == []
+
+
+def test_b300_layouts_numa_and_the_dgx_named_only():
+    """hgx-b300-8's NUMA split (DeepEP#590, one host) is inferred: a swap is a warning; the
+    DGX B300 asserts it (observed): an error, and only when named."""
+    hgx, dgx = layouts.load("hgx-b300-8"), layouts.load("dgx-b300")
+    assert hgx.numa.gpu_node == {i: i // 4 for i in range(8)} and hgx.numa.inferred()
+    assert dgx.numa.gpu_node == hgx.numa.gpu_node and not dgx.numa.inferred()
+    assert dgx.choice.auto is False and dgx.nics.per_gpu.path == "PXB"
+    assert dgx.nics.compute.count is None  # dual-plane ConnectX-8: 2 RDMA devices a card
+    from nvtopo.simulate import simulate
+
+    data = dict(dgx.data, name="swapped")  # a B300 host with GPUs 0-3 on NUMA 1, 4-7 on 0
+    data["numa"] = dict(data["numa"], gpu_numa={str(i): 1 - i // 4 for i in range(8)})
+    swapped = layouts.parse(json.dumps(data), where="test")
+    doc = json.loads(json.dumps(simulate(swapped, (), seed=3)))
+    topo = snapshot.derive(doc, where="swapped")
+    sev = {name: [f.severity for f in checks.run(topo, S.select(topo, name)).findings
+                  if f.code == "numa.placement"] for name in ("hgx-b300-8", "dgx-b300")}
+    assert sev["hgx-b300-8"] and set(sev["hgx-b300-8"]) == {"warning"}
+    assert "error" in sev["dgx-b300"]
+
+
+def _variant(name, **sections):
+    """A healthy simulated node of bundled layout ``name`` with some sections changed."""
+    from nvtopo.simulate import simulate
+
+    data = dict(layouts.load(name).data, name="variant", **sections)
+    doc = json.loads(json.dumps(simulate(layouts.parse(json.dumps(data), where="t"), (),
+                                         seed=3)))
+    return snapshot.derive(doc, where="variant")
+
+
+def test_a_spectrum_x_gb300_tray_and_a_dual_plane_dgx_b300_give_no_error():
+    """Sites choose the fabric (a GB300 tray on Spectrum-X Ethernet) and may run each
+    ConnectX-8 as two planes (16 RDMA devices on a DGX B300): neither is an error of the
+    layouts, which state no link layer and no NIC count."""
+    eth = _variant("gb300-nvl72-tray", nics={"compute": {"rate_gbps": 800,
+                                                           "link_layer": "Ethernet"}})
+    assert {p.link_layer for n in eth.nics for p in n.sysfs.ports} == {"Ethernet"}
+    dual = _variant("dgx-b300", nics={"compute": {"count": 16, "rate_gbps": 400},
+                                      "placement": {"gpu_to_nearest_compute_nic": "PXB",
+                                                    "gpus_per_compute_nic": 1}})
+    assert len(dual.nics) == 16
+    for topo, name in ((eth, "gb300-nvl72-tray"), (dual, "dgx-b300")):
+        found = checks.run(topo, S.select(topo, name)).findings
+        assert [(f.code, str(f.subject)) for f in found if f.severity == "error"] == [], name
 
 
 def _pcie_box(n, name=None, pairs=()):

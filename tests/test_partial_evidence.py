@@ -163,12 +163,17 @@ REAL_FAULTS = {
         {("nvlink.link_down", "GPU5")},
         "made for issue 23 (class 2): one B200 of eight prints \"all links are inActive\" "
         "while the seven others have all 18 links up; a B200 exists only on NVLink boards"),
+    "nvidia_smi_q_x_h100_2gpu_gen3_x8_fabric_failed.xml": (
+        {("pcie.width_low", "GPU1"), ("pcie.gen_low", "GPU1"), ("fabric.failed", "node")},
+        "made for the -q -x reader: GPU 2A:00.0 at Gen3 x8 of Gen5 x16 in P0 and fabric "
+        "status Insufficient Resources (clique 0, all-zero cluster UUID)"),
 }
 
 
 def _real_inputs() -> list:
     files = sorted((ROOT / "fixtures" / "topo-corpus").glob("*.txt")) + sorted(
-        (ROOT / "fixtures" / "nvml-text").glob("*.txt"))
+        (ROOT / "fixtures" / "nvml-text").glob("*.txt")) + sorted(
+        (ROOT / "fixtures" / "nvml-xml").glob("*.xml"))
     # live runs on real GPU machines: every nvidia-smi text of the run (empty ones are a GPU
     # without NVLink: refused as empty, tested in test_real_nodes.py)
     files += sorted(p for p in (ROOT / "fixtures" / "real").rglob("nvidia-smi-*")

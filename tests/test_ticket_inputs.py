@@ -315,6 +315,43 @@ def xml_text(path):
         return fh.read()
 
 
+GB300_XML = os.path.join(XML, "nvidia_smi_q_x_gb300_tray_4gpu.xml")
+
+
+def test_q_x_of_a_gb300_tray_reads_its_gpus_platform_and_fabric():
+    """The real GB300 tray's -q -x (k8s-test-infra qx-gb300.xml, trimmed): 4 GB300 on two
+    Graces' PCI domains, Gen6 x16, platformInfo (module ids 2, 1, 4, 3: not the index order),
+    fabric Completed in clique 32766; `check` picks gb300-nvl72-tray and finds no error."""
+    from nvtopo.probes.nvml import xml as nvml_xml
+
+    assert readers.names(xml_text(GB300_XML)) == ["nvml-xml"]
+    topo = nvml_xml.derive_xml(xml_text(GB300_XML), "gb300.xml")
+    assert [g.name for g in topo.gpus] == ["NVIDIA GB300"] * 4
+    assert [g.pci_bus_id for g in topo.gpus] == [
+        "00000008:06:00.0", "00000009:06:00.0", "00000018:06:00.0", "00000019:06:00.0"]
+    texts = [g.nvml_text for g in topo.gpus]
+    assert {(t.pcie.max_gen, t.pcie.current_gen, t.pcie.max_width, t.pcie.current_width)
+            for t in texts} == {(6, 6, 16, 16)}
+    assert [t.platform.module_id for t in texts] == [2, 1, 4, 3]
+    assert {(t.platform.chassis_serial, t.platform.slot_number, t.platform.tray_index,
+             t.platform.host_id, t.platform.peer_type) for t in texts} == {
+        ("SCRUBBED-CHASSIS-SN", 25, 15, 1, None)}  # peer type: words, not NVML's number
+    assert {(t.fabric.state, t.fabric.status, t.fabric.clique_id, t.fabric.health_summary)
+            for t in texts} == {("completed", "success", 32766, "healthy")}
+    r = run("check", "--from", GB300_XML, "--format", "json")
+    doc = json.loads(r.stdout)
+    assert r.exit_code == 0 and doc["layout"] == "gb300-nvl72-tray", r.output
+    assert doc["layout_reason"].startswith("auto: GPU name 'NVIDIA GB300' matches")
+    assert [f["code"] for f in doc["findings"] if f["severity"] == "error"] == []
+    # the same GPUs as -q text: the Platform Info block reads the same
+    q = nvml_xml.to_q_text(xml_text(GB300_XML), "gb300.xml")[0]
+    assert "    Platform Info\n" in q and "        Module Id" in q
+    from nvtopo.probes.nvml import text as nvml_text
+
+    assert [g.nvml_text.platform.module_id for g in nvml_text.derive_text(q).gpus] == \
+        [2, 1, 4, 3]
+
+
 def test_q_x_reads_the_same_facts_as_q_text():
     from nvtopo.probes.nvml import text as nvml_text
     from nvtopo.probes.nvml import xml as nvml_xml

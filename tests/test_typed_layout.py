@@ -62,6 +62,7 @@ def test_sections_decode_to_typed_values():
     assert not lay.c2c.stated and lay.c2c.enabled is None
     assert layouts.load("gb200-nvl72-tray").domain.nodes == 18
     assert layouts.domain_nodes("gb200-nvl72-tray") == 18
+    assert layouts.domain_nodes("gb300-nvl72-tray") == 18
     assert layouts.domain_nodes("dgx-h100") is None and layouts.domain_nodes("nosuch") is None
 
 

@@ -155,6 +155,9 @@ class TextGpu(Record):
     clocks_idle: Optional[bool] = fld("-q Clocks Event Reasons (Clocks Throttle Reasons before "
                                       "driver 535) / Idle: true where Active", omit="none")
     utilization: Optional[Utilization] = fld("-q Utilization (GPU, Memory)", omit="none")
+    platform: Optional[Platform] = fld("-q Platform Info (-q -x platformInfo): where the GPU "
+                                       "sits in an NVL rack (peer_type and ib_guid are not "
+                                       "read from text)", omit="none")
 
 
 # --- the node ------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ _OLD = ("470.182.03", 11040)
 _A = ("535.154.05", 12020)
 _H = ("550.54.15", 12040)
 _B = ("570.124.06", 12080)
+_BU = ("580.173.02", 13000)  # the GB300 tray of fixtures/nvml-xml (CUDA 13.0)
 
 #: NVSwitch chips of the baseboard by GPU architecture, where a layout states no count
 #: (Ampere: the HGX A100 8-GPU board has 6).
@@ -53,6 +54,7 @@ FAMILIES: Tuple[Family, ...] = (
     Family("NVIDIA H20", 9, (9, 0), 0x2329, 96, 6, 26562, 5, 112, 2, _H),
     Family("NVIDIA GH200 480GB", 9, (9, 0), 0x2342, 96, 6, 26562, 5, 288, 1, _H, True, 4),
     Family("NVIDIA GB200", 10, (10, 0), 0x2941, 186, 7, 53125, 5, 144, 1, _B, True, 2),
+    Family("NVIDIA GB300", 10, (10, 3), 0x31C2, 277, 7, 53125, 6, 144, 1, _BU, True, 2),
     Family("NVIDIA B200", 10, (10, 0), 0x2901, 180, 7, 53125, 5, 112, 2, _B),
     Family("NVIDIA B300 SXM6 AC", 10, (10, 3), 0x3182, 270, 7, 53125, 6, 120, 2, _B),
     # PCIe cards (after the boards: no board's pattern may reach them first)

@@ -13,7 +13,8 @@ from typing import Any, Dict, List, Optional
 
 from ...model import GPU, NVLinkPair, Topology, pci_bdf
 from ...model.nvlink import Remote, TextGpuLinks, TextLink
-from ...model.nvml import GpuPcie, TextGpu, TextNode, TextPair, TextPci, Utilization
+from ...model.nvml import (GpuPcie, Platform, TextGpu, TextNode, TextPair, TextPci,
+                           Utilization)
 from ...safe import ascii_int
 from .decode import fabric_facts
 from .links import bandwidth_gbps
@@ -137,7 +138,7 @@ def derive_text(text: str) -> Topology:
             index=i, fault=None, nvlink=nv, fabric=fabric_facts(fabric_raw(q)),
             pcie=GpuPcie(**pcie) if any(v is not None for v in pcie.values()) else None,
             pci=TextPci(bus_id=g.get("bus_id")), notes=[n["message"] for n in g["notes"]],
-            **load_facts(q))
+            platform=platform_of(q), **load_facts(q))
         topo.gpus.append(model)
         for n in g["notes"]:
             if n["code"] in ONCE_PER_PASTE:
@@ -184,6 +185,27 @@ def load_facts(q: Dict[str, str]) -> Dict[str, Any]:
     if util["gpu"] is not None:
         out["utilization"] = Utilization(**{k: v for k, v in util.items() if v is not None})
     return out
+
+
+#: ``-q`` Platform Info labels -> the Platform member (numbers 0..255, as NVML's struct has them).
+_PLATFORM_LABELS = (("slot_number", "Slot Number"), ("tray_index", "Tray Index"),
+                    ("host_id", "Host ID"), ("module_id", "Module Id"))
+
+
+def platform_of(q: Dict[str, str]) -> Optional[Platform]:
+    """The ``-q`` Platform Info block (an NVL rack's tray: chassis, slot, tray, host, module),
+    or None where not printed.  The peer type is printed as words (``Switch Connected``),
+    not NVML's number: not read."""
+    serial = (na(q.get("Platform Info / Chassis Serial Number", "")) or "").strip()[:64]
+    # (printable ASCII only, as NVML's serial is decoded: anything else is not kept)
+    out = Platform(chassis_serial=serial if serial and all(
+        " " <= c <= "~" for c in serial) else None)
+    for member, label in _PLATFORM_LABELS:
+        n = _int(q.get(f"Platform Info / {label}"))
+        if n is not None and 0 <= n <= 255:
+            setattr(out, member, n)
+    stated = [out.chassis_serial] + [getattr(out, m) for m, _ in _PLATFORM_LABELS]
+    return out if any(v is not None for v in stated) else None
 
 
 def _percent(v: Optional[str]) -> Optional[int]:

@@ -3,9 +3,9 @@
 The XML (``nvsmi_device_vN.dtd``) holds what ``nvidia-smi -q`` prints, element by element:
 ``<gpu id="00000000:18:00.0">`` is the text's ``GPU 00000000:18:00.0`` block, ``<pci>``
 its ``PCI`` block, ``<fabric>`` its ``Fabric`` block.  :func:`to_q_text` writes the elements
-nvtopo reads (product name, UUID, the PCI link block, the Fabric block, the performance
-state, the clocks reason Idle, the utilisation) as the ``-q`` text
-they stand for, and :func:`derive_xml` gives that text to the one ``-q`` reader
+nvtopo reads (product name, UUID, the PCI link block, the Fabric block, the platform info
+of an NVL rack's tray, the performance state, the clocks reason Idle, the utilisation) as the
+``-q`` text they stand for, and :func:`derive_xml` gives that text to the one ``-q`` reader
 (:func:`~.text.derive_text`): one parser of the facts, one set of records (source
 ``nvml-text``).
 
@@ -80,10 +80,18 @@ LABELS: Dict[str, str] = {
     "utilization": "Utilization",
     "gpu_util": "GPU",
     "memory_util": "Memory",
+    "platformInfo": "Platform Info",
+    "chassis_serial_number": "Chassis Serial Number",
+    "slot_number": "Slot Number",
+    "tray_index": "Tray Index",
+    "host_id": "Host ID",
+    "peer_type": "Peer Type",
+    "module_id": "Module Id",
 }
 #: Blocks of a ``<gpu>`` read (everything else under a GPU is skipped), and the leaves
 #: directly under ``<gpu>`` read.
-BLOCKS = ("pci", "fabric", "clocks_event_reasons", "clocks_throttle_reasons", "utilization")
+BLOCKS = ("pci", "fabric", "clocks_event_reasons", "clocks_throttle_reasons", "utilization",
+          "platformInfo")
 GPU_LEAVES = ("product_name", "uuid", "performance_state")
 _PCI_READ = ("pci_bus_id", "pci_device_id", "pci_gpu_link_info", "pcie_gen", "link_widths",
              "max_link_gen", "current_link_gen", "device_current_link_gen",
@@ -93,7 +101,10 @@ _PCI_READ = ("pci_bus_id", "pci_device_id", "pci_gpu_link_info", "pcie_gen", "li
 _READ = {"pci": _PCI_READ,
          "clocks_event_reasons": ("clocks_event_reason_gpu_idle",),
          "clocks_throttle_reasons": ("clocks_throttle_reason_gpu_idle",),
-         "utilization": ("gpu_util", "memory_util")}
+         "utilization": ("gpu_util", "memory_util"),
+         # where the GPU sits in an NVL rack (GB200/GB300 trays: driver 570 and later)
+         "platformInfo": ("chassis_serial_number", "slot_number", "tray_index", "host_id",
+                          "peer_type", "module_id")}
 
 
 def looks_like(text: str) -> bool:

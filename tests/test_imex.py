@@ -259,6 +259,11 @@ def test_on_a_tray_down_is_an_error_and_not_installed_a_note():
     ev = {"status": "not_configured", "error": "exit 255"}
     assert _found(imex.derive(ev), tray) == [("info", "imex.not_active", "IMEX")]
     assert _found(imex.derive(ev)) == []
+    # a layout whose domain rests on [I] alone: a warning at most
+    inferred = load_layout("azure-nd-gb200-v6")
+    assert inferred.domain.inferred()
+    assert _found(_read("down-all-unavailable.txt"), inferred)[0][:2] == (
+        "warning", "imex.domain_not_up")
 
 
 # --- fuzz -------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from .catalog import severity
 from .select import Selection
 from ..model import Topology
 from ..model.imex import LETTER_OF, MEANING, ImexMember, ImexNode
+from ..safe import ascii_int
 
 HINT_DAEMON = ("systemctl status nvidia-imex; journalctl -u nvidia-imex; check "
                "/etc/nvidia-imex/nodes_config.cfg lists every tray of the rack; "
@@ -31,17 +32,20 @@ HINT_LINK = ("check the IMEX daemons of both nodes (systemctl status nvidia-imex
              "their IMEX port is reachable between them (firewall, the tray's network)")
 
 
-def tray(topo: Topology, sel: Selection) -> Optional[str]:
-    """Why this node's GPUs are in a multi-node NVLink fabric (``None``: nothing says so)."""
+def tray(topo: Topology, sel: Selection) -> Tuple[Optional[str], str]:
+    """Why this node's GPUs are in a multi-node NVLink fabric (``None``: nothing says so),
+    and how sure that is: ``observed`` (NVML platform info, or a layout's domain stated from
+    a source), ``inferred`` (a layout's domain resting on ``[I]`` alone, or nothing)."""
     for g in topo.gpus:
         plat = g.nvml.platform if g.nvml is not None else None
         if plat is not None and plat.chassis_serial:
-            return f"NVML platform info places it in rack {plat.chassis_serial}"
+            return f"NVML platform info places it in rack {plat.chassis_serial}", "observed"
     layout = sel.layout
     nodes = layout.domain.nodes if layout is not None else None
     if layout is not None and nodes is not None and nodes > 1:
-        return f"the layout {layout.name} is a tray of a {nodes}-node NVLink domain"
-    return None
+        return (f"the layout {layout.name} is a tray of a {nodes}-node NVLink domain",
+                "inferred" if layout.domain.inferred() else "observed")
+    return None, "inferred"
 
 
 def _who(m: ImexMember) -> str:
@@ -70,7 +74,7 @@ def check(topo: Topology, sel: Selection) -> List[Finding]:
     node = topo.imex
     if node is None:
         return []
-    why = tray(topo, sel)
+    why, sure = tray(topo, sel)
     if node.status in ("absent", "not_configured"):
         return _not_active(node, why)
     if node.status != "ok":
@@ -79,7 +83,7 @@ def check(topo: Topology, sel: Selection) -> List[Finding]:
                         actual=node.status, source=node.source,
                         hint="run nvtopo as root (nvidia-imex-ctl needs it)")]
     if node.form == "query":
-        return _query(node, why)
+        return _query(node)
     out: List[Finding] = []
     if node.domain_state is None:
         out.append(finding("info", "imex.not_checked", S.other("IMEX"),
@@ -88,12 +92,12 @@ def check(topo: Topology, sel: Selection) -> List[Finding]:
     members = node.members or []
     gone = [m for m in members if m.status != "READY"]
     if node.domain_state == "DOWN":
-        return out + [_down(node, gone, why)]
+        return out + [_down(node, gone, why, sure)]
     cells = _cells(node)
-    out.extend(_links(node, cells, why))
-    out.extend(_versions(node, cells, why))
+    out.extend(_links(node, cells, sure))
+    out.extend(_versions(node, cells, sure))
     if node.domain_state == "DEGRADED" and (gone or not cells):
-        out.append(_degraded(node, gone, why))
+        out.append(_degraded(node, gone, sure))
     elif node.domain_state == "DEGRADED":
         for f in out:  # the bad connections are why it is degraded: one cause
             if f.severity != "info":
@@ -102,7 +106,7 @@ def check(topo: Topology, sel: Selection) -> List[Finding]:
     return out
 
 
-def _query(node: ImexNode, why: Optional[str]) -> List[Finding]:
+def _query(node: ImexNode) -> List[Finding]:
     if node.ready == "READY":
         return []
     return [finding(severity("imex.domain_not_up", "inferred"), "imex.domain_not_up",
@@ -111,15 +115,14 @@ def _query(node: ImexNode, why: Optional[str]) -> List[Finding]:
                     source=node.source, hint=HINT_DAEMON)]
 
 
-def _down(node: ImexNode, gone: List[ImexMember], why: Optional[str]) -> Finding:
+def _down(node: ImexNode, gone: List[ImexMember], why: Optional[str], sure: str) -> Finding:
     members = node.members or []
     said = (f"every member ({len(members)}) unavailable" if gone and len(gone) == len(members)
             else f"{len(gone)} of {len(members)} member(s) unavailable: "
             + ", ".join(_who(m) for m in gone[:6]) + (" …" if len(gone) > 6 else "")
             if gone else "no member unavailable")
     return finding(
-        severity("imex.domain_not_up", "observed" if why else "inferred"),
-        "imex.domain_not_up", S.other("IMEX"),
+        severity("imex.domain_not_up", sure), "imex.domain_not_up", S.other("IMEX"),
         f"IMEX domain DOWN: {said}; no memory is shared across trays"
         + (f" ({why})" if why else " (this node's GPUs are not known to be in a multi-node "
                                    "NVLink fabric)")
@@ -128,7 +131,7 @@ def _down(node: ImexNode, gone: List[ImexMember], why: Optional[str]) -> Finding
         expected="UP", actual="DOWN", source=node.source, hint=HINT_DAEMON)
 
 
-def _degraded(node: ImexNode, gone: List[ImexMember], why: Optional[str]) -> Finding:
+def _degraded(node: ImexNode, gone: List[ImexMember], sure: str) -> Finding:
     members = node.members or []
     me = node.member(node.self_index) if node.self_index is not None else None
     mine = me is not None and me in gone
@@ -136,7 +139,7 @@ def _degraded(node: ImexNode, gone: List[ImexMember], why: Optional[str]) -> Fin
             + ", ".join(_who(m) for m in gone[:6]) + (" …" if len(gone) > 6 else "")
             if gone else "every member READY and connected as the output shows it")
     return finding(
-        severity("imex.domain_not_up", "observed" if mine and why else "inferred"),
+        severity("imex.domain_not_up", sure if mine else "inferred"),
         "imex.domain_not_up", S.other("IMEX"),
         f"IMEX domain DEGRADED: {said}" + (" (this node among them)" if mine else "")
         + "; memory is shared only among the members that are READY",
@@ -153,8 +156,9 @@ def _cells(node: ImexNode) -> List[Cell]:
     ready: Dict[int, ImexMember] = {m.index: m for m in members if m.status == "READY"}
     out: List[Cell] = []
     for a in ready.values():
-        for to, state in sorted((a.connections or {}).items(), key=lambda kv: int(kv[0])):
-            b = ready.get(int(to))
+        row = [(ascii_int(k), v) for k, v in (a.connections or {}).items()]
+        for to, state in sorted((k, v) for k, v in row if k is not None):
+            b = ready.get(to)
             if b is None or b.index == a.index or state == "CONNECTED":
                 continue
             if node.self_index is not None and node.self_index not in (a.index, b.index):
@@ -163,7 +167,7 @@ def _cells(node: ImexNode) -> List[Cell]:
     return out
 
 
-def _links(node: ImexNode, cells: List[Cell], why: Optional[str]) -> List[Finding]:
+def _links(node: ImexNode, cells: List[Cell], sure: str) -> List[Finding]:
     out = []
     for a, b, state in cells:
         if state == "VERSION_MISMATCH":
@@ -171,7 +175,7 @@ def _links(node: ImexNode, cells: List[Cell], why: Optional[str]) -> List[Findin
         back = b.to(a.index)
         one_way = back == "CONNECTED"
         out.append(finding(
-            severity("imex.peer_unreachable", "observed" if why else "inferred"),
+            severity("imex.peer_unreachable", sure),
             "imex.peer_unreachable", S.other(f"IMEX node {a.index} -> node {b.index}"),
             f"IMEX {_who(a)} -> {_who(b)}: {_letter(state)} ({MEANING.get(state, state)})"
             + (f"; {b.index} -> {a.index} is C: one way only" if one_way else
@@ -180,7 +184,7 @@ def _links(node: ImexNode, cells: List[Cell], why: Optional[str]) -> List[Findin
     return out
 
 
-def _versions(node: ImexNode, cells: List[Cell], why: Optional[str]) -> List[Finding]:
+def _versions(node: ImexNode, cells: List[Cell], sure: str) -> List[Finding]:
     """Members whose IMEX version differs from the majority's (or ``!V!`` cells)."""
     members = [m for m in node.members or [] if m.status == "READY" and m.version]
     counts: Dict[str, int] = {}
@@ -194,7 +198,7 @@ def _versions(node: ImexNode, cells: List[Cell], why: Optional[str]) -> List[Fin
     odd = [m for m in members if m.version != major] if len(counts) > 1 else [
         m for m in node.members or [] if m.index in flagged]
     return [finding(
-        severity("imex.version_mismatch", "observed" if why else "inferred"),
+        severity("imex.version_mismatch", sure),
         "imex.version_mismatch", S.other("IMEX versions"),
         "IMEX version mismatch: " + ", ".join(
             f"{_who(m)} runs {m.version or '?'}" for m in odd[:6])

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
+from ...safe import ascii_int
+
 #: Worse last.
 ORDER = ("UP", "DEGRADED", "DOWN")
 
@@ -33,9 +35,9 @@ def view(topo: Any) -> Optional[ImexView]:
     me = node.member(node.self_index) if node.self_index is not None else None
     row: Tuple[Tuple[str, str], ...] = ()
     if me is not None:
-        row = tuple(sorted((addr.get(int(k), f"#{k}"), v)
-                           for k, v in (me.connections or {}).items()
-                           if v != "CONNECTED" and int(k) != me.index))
+        cells = [(ascii_int(k), v) for k, v in (me.connections or {}).items()]
+        row = tuple(sorted((addr.get(k, f"#{k}"), v) for k, v in cells
+                           if k is not None and v != "CONNECTED" and k != me.index))
     return ImexView(node.domain_state, addr.get(me.index) if me is not None else None,
                     tuple(addr[i] for i in sorted(addr)), row)
 

@@ -61,6 +61,15 @@ def test_imex_faults_need_a_multi_node_layout():
         simulate(layouts.load(GB), ["imex-down:3"])
 
 
+def test_imex_down_does_not_hide_a_link_down_on_the_same_tray():
+    """Folding never hides a second, independent fault (as tests/test_proof.py proves for the
+    other faults)."""
+    doc = simulate(layouts.load(GB), ["imex-down", "nvlink-down:GPU1:3"])
+    report = select_and_run(derive(doc))
+    codes = {(f.severity, f.code) for f in report.findings}
+    assert {("error", "imex.domain_not_up"), ("error", "nvlink.link_down")} <= codes
+
+
 def test_each_tray_finds_its_own_fault(faulty):
     assert _imex_codes(faulty / "node-00003.json") == [("error", "imex.domain_not_up")]
     report = select_and_run(snapshot.load(str(faulty / "node-00000.json")))

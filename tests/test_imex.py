@@ -70,6 +70,14 @@ def test_letters_become_words_both_ways():
     assert d.domain_state == "DEGRADED"
 
 
+def test_a_letter_nvtopo_does_not_know_is_read_as_unknown_and_not_judged():
+    text = (FIX / "n2-570-no-version.txt").read_text().replace(
+        "       0        C   C", "       0        C   X")
+    topo = readers.model(readers.split(text), "x.txt")
+    assert topo.imex.member(0).to(1) == "UNKNOWN" and topo.imex.cut is None
+    assert _found(topo) == []
+
+
 def test_a_cut_paste_says_what_it_lacks():
     topo = _read("n18-cut.txt")
     assert topo.imex.domain_state is None

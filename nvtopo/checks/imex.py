@@ -151,7 +151,7 @@ Cell = Tuple[ImexMember, ImexMember, str]
 
 def _cells(node: ImexNode) -> List[Cell]:
     """Connections between two READY members that are not CONNECTED (with this node an end,
-    where it is known)."""
+    where it is known); a letter nvtopo does not know is not judged (unknown, never bad)."""
     members = node.members or []
     ready: Dict[int, ImexMember] = {m.index: m for m in members if m.status == "READY"}
     out: List[Cell] = []
@@ -159,7 +159,7 @@ def _cells(node: ImexNode) -> List[Cell]:
         row = [(ascii_int(k), v) for k, v in (a.connections or {}).items()]
         for to, state in sorted((k, v) for k, v in row if k is not None):
             b = ready.get(to)
-            if b is None or b.index == a.index or state == "CONNECTED":
+            if b is None or b.index == a.index or state in ("CONNECTED", "UNKNOWN"):
                 continue
             if node.self_index is not None and node.self_index not in (a.index, b.index):
                 continue

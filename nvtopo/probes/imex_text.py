@@ -53,9 +53,15 @@ def _is_header(s: str) -> bool:
     return s.startswith("Nodes From")
 
 
+def _is_cell(t: str) -> bool:
+    """A matrix letter: one of the legend's, or one a newer tool may add (``X``, ``!X!``)."""
+    return t in LETTERS or (len(t) == 1 and "A" <= t <= "Z") or (
+        len(t) == 3 and t[0] == t[2] == "!" and "A" <= t[1] <= "Z")
+
+
 def _is_row(tokens: List[str]) -> bool:
     return len(tokens) >= 2 and is_ascii_digits(tokens[0]) and all(
-        t in LETTERS for t in tokens[1:])
+        _is_cell(t) for t in tokens[1:])
 
 
 def _marker(s: str) -> bool:

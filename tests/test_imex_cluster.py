@@ -14,7 +14,7 @@ from nvtopo.checks import select_and_run
 from nvtopo.cli import app
 from nvtopo.commands import cluster
 from nvtopo.commands.cluster import imex as cluster_imex
-from nvtopo.commands.cluster.imexfacts import ImexView
+from nvtopo.commands.cluster.imexfacts import ImexView, seconds
 from nvtopo.commands.cluster.facts import NodeFacts
 from nvtopo.errors import NvtopoError
 from nvtopo.simulate import fleet, simulate
@@ -110,11 +110,28 @@ def test_a_healthy_fleet_gives_no_imex_finding(tmp_path):
     assert [rk["imex"] for rk in cluster.document(r)["racks"]] == ["UP"]
 
 
-def _tray(name, slot, state, me, members=("a", "b"), row=()):
+def _tray(name, slot, state, me, members=("a", "b"), row=(), at=0.0):
     nf = NodeFacts(file=name, name=name)
     nf.platform = [("R1", slot, slot - 1, 1)]
-    nf.imex = ImexView(state, me, members, row)
+    nf.imex = ImexView(state, me, members, row, at)
     return nf
+
+
+def test_views_taken_apart_or_at_unknown_times_only_warn():
+    """The domain may change between two snapshots: a false error is the worst bug."""
+    assert seconds("5/12/2025 06:08:10.580") - seconds("5/12/2025 06:03:10.000") == 300.0
+    assert seconds("13/12/2025 06:08:10") == seconds("12/13/2025 06:08:10")
+    assert seconds("") is None and seconds("99/99/2025 06:08:10") is None
+    now = [_tray("t1", 1, "UP", "a"), _tray("t2", 2, "DEGRADED", "b", at=200.0)]
+    assert [f.severity for f in cluster_imex.check(now)] == ["error"]
+    apart = [_tray("t1", 1, "UP", "a"), _tray("t2", 2, "DEGRADED", "b", at=900.0)]
+    f = cluster_imex.check(apart)
+    assert [x.severity for x in f] == ["warning"] and "900 s apart" in f[0].message
+    unknown = [_tray("t1", 1, "UP", "a", row=(("b", "DISCONNECTED"),), at=None),
+               _tray("t2", 2, "UP", "b")]
+    f = cluster_imex.check(unknown)
+    assert [(x.code, x.severity) for x in f] == [("cluster.imex_one_way", "warning")]
+    assert "not known" in f[0].message
 
 
 def test_views_that_cannot_both_be_true_are_one_finding():

@@ -3,14 +3,17 @@
 Each tray's snapshot holds its own view of its rack's IMEX domain (``nvidia-imex-ctl -N
 -j``): the domain state, every member's address and status, and this tray's own row of the
 connection matrix.  :func:`.imexfacts.view` keeps that compactly in
-:class:`~.facts.NodeFacts`; the rack's state (:func:`.imexfacts.rack_state`) is what most of its trays' views say (a tie: the worse),
-unknown where no tray's snapshot holds a view.  What only two views together show:
+:class:`~.facts.NodeFacts`; the rack's state (:func:`.imexfacts.rack_state`) is what most of
+its trays' views say (a tie: the worse), unknown where no tray's snapshot holds a view.  What
+only two views together show (an error where the views were taken within
+:data:`~.imexfacts.SAME_TIME_S` of each other; a warning where their times are further apart
+or unknown: the domain may have changed between the snapshots):
 
-* ``cluster.imex_views_differ`` (error): trays of one rack that disagree where one view
+* ``cluster.imex_views_differ``: trays of one rack that disagree where one view
   cannot explain the other: one sees the domain UP while another sees it DOWN or DEGRADED,
   or their member lists differ (different ``nodes_config.cfg``).  A tray whose own daemon is
   down (its view DOWN) beside trays that see it unavailable (DEGRADED) agree: no finding;
-* ``cluster.imex_one_way`` (error): tray A's own row says tray B is not connected while B's
+* ``cluster.imex_one_way``: tray A's own row says tray B is not connected while B's
   own row says A is connected.
 """
 
@@ -22,7 +25,7 @@ from ...checks import subject as S
 from ...checks.findings import Finding
 from ...model.imex import LETTER_OF
 from .finding import make, named
-from .imexfacts import ImexView
+from .imexfacts import ImexView, together
 from .racks import racks
 
 
@@ -37,6 +40,17 @@ def check(nodes: List[Any]) -> List[Finding]:
     return out
 
 
+def _apart(views: List[ImexView]) -> str:
+    """What a warning says where the views' times do not show them taken together."""
+    if together(views):
+        return ""
+    times = [v.at for v in views if v.at is not None]
+    if len(times) == len(views):
+        return (f" (the snapshots were taken {max(times) - min(times):.0f} s apart: the domain "
+                "may have changed between them)")
+    return " (when the views were taken is not known: the domain may have changed between them)"
+
+
 def _differ(chassis: str, views: List[Tuple[str, ImexView]]) -> List[Finding]:
     out: List[Finding] = []
     subject = S.fleet(f"rack {chassis}")
@@ -46,9 +60,10 @@ def _differ(chassis: str, views: List[Tuple[str, ImexView]]) -> List[Finding]:
             by_state.setdefault(v.state, []).append(name)
     if "UP" in by_state and len(by_state) > 1:
         said = "; ".join(f"{s}: {named(ns)}" for s, ns in sorted(by_state.items()))
-        out.append(make("error", "cluster.imex_views_differ", subject,
+        why = _apart([v for _n, v in views if v.state is not None])
+        out.append(make("warning" if why else "error", "cluster.imex_views_differ", subject,
                         f"rack {chassis}: its trays see its IMEX domain differently ({said}): "
-                        "a tray that sees it UP does not see what the others do", 
+                        "a tray that sees it UP does not see what the others do" + why,
                         [n for s, ns in by_state.items() for n in ns],
                         expected="one state", actual=sorted(by_state),
                         hint="nvidia-imex-ctl -N on each tray named; restart nvidia-imex "
@@ -80,10 +95,12 @@ def _one_way(chassis: str, views: List[Tuple[str, ImexView]]) -> List[Finding]:
             if back is not None:
                 continue  # both ends see it down: each tray's own check names it
             letter = LETTER_OF.get(state, state)
-            out.append(make("error", "cluster.imex_one_way", S.fleet(f"rack {chassis}"),
+            why = _apart([v, other[1]])
+            out.append(make("warning" if why else "error", "cluster.imex_one_way",
+                            S.fleet(f"rack {chassis}"),
                             f"rack {chassis}: {name} ({v.me}) sees {other[0]} ({to}) as "
                             f"{letter} while {other[0]} sees {name} as C: an IMEX connection "
-                            "up one way only", [name, other[0]], expected="C both ways",
+                            "up one way only" + why, [name, other[0]], expected="C both ways",
                             actual=letter,
                             hint="check the IMEX port between the two trays (firewall, "
                                  "routes) and both daemons' logs"))

@@ -252,6 +252,17 @@ def test_version_mismatch_is_one_finding_with_the_degraded_state_folded_in():
     assert "DEGRADED" in fs[0].message
 
 
+def test_a_member_whose_status_is_not_said_is_not_counted_unavailable():
+    doc = json.loads((FIX / "json-up-2.json").read_text())
+    del doc["nodes"]["1"]["status"]
+    doc["status"] = "DEGRADED"
+    node, why = imex_text.parse_json(json.dumps(doc))
+    assert why is None and node.member(1).status is None
+    fs = imex_check.check(imex_text.fragment(node), given_layout(None))
+    assert [f.code for f in fs] == ["imex.domain_not_up"]
+    assert "unavailable" not in fs[0].message
+
+
 def test_cut_paste_is_not_checked_for_its_state():
     assert _found(_read("n18-cut.txt")) == [("info", "imex.not_checked", "IMEX")]
 

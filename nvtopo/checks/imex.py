@@ -90,7 +90,7 @@ def check(topo: Topology, sel: Selection) -> List[Finding]:
                            f"IMEX domain state not read: {node.cut or 'not in the output'}",
                            source=node.source))
     members = node.members or []
-    gone = [m for m in members if m.status != "READY"]
+    gone = [m for m in members if m.status not in ("READY", None)]  # (None: not said)
     if node.domain_state == "DOWN":
         return out + [_down(node, gone, why, sure)]
     cells = _cells(node)

@@ -70,11 +70,17 @@ def _marker(s: str) -> bool:
             or _NODE.match(s) is not None)
 
 
+#: Strings one of which every ``-N`` text holds (asked first: most inputs are not IMEX).
+_HINTS = ("Domain State:", "Connectivity Table Legend", "Nodes From", "Node #")
+
+
 def looks_like_text(text: str) -> bool:
     """``-N`` text (a member line, the matrix header, ``Domain State:`` or the legend), or
     the one-word ``-q`` answer."""
-    if text.strip() in QUERY_WORDS:
+    if len(text) < 32 and text.strip() in QUERY_WORDS:
         return True
+    if not any(h in text for h in _HINTS):
+        return False
     return any(_marker(line.strip()) for line in text.splitlines()[:MAX_LINES])
 
 

@@ -115,9 +115,21 @@ def test_recognised_by_content_beside_other_pastes():
     assert imex_text.without_blocks(imex_txt).strip() == ""
 
 
+def test_json_that_is_not_imex_is_not_read_as_imex(tmp_path):
+    """Another tool's JSON with a "nodes" object is not IMEX (no false pass): refused as it
+    was before the IMEX reader."""
+    p = tmp_path / "k8s.json"
+    p.write_text('{"nodes": {"worker-1": {"status": "Ready"}}, "status": "UP"}')
+    assert readers.names(p.read_text()) == ["snapshot"]
+    r = runner.invoke(app, ["check", "--from", str(p)])
+    assert r.exit_code == 2 and "not an nvtopo snapshot" in r.stderr
+    node, why = imex_text.parse_json('{"nodes": {"0": 5, "x": {}}, "status": "UP"}')
+    assert why is not None and "no member" in why
+
+
 def test_unreadable_json_is_one_line(tmp_path):
     p = tmp_path / "bad.json"
-    p.write_text('{"nodes": {"0": ', encoding="utf-8")
+    p.write_text('{"nodes": {"0": {"status": "READY", "host": ', encoding="utf-8")  # cut
     r = runner.invoke(app, ["check", "--from", str(p)])
     assert r.exit_code == 2 and "Traceback" not in r.output
     assert "nvidia-imex-ctl -N -j output nvtopo cannot read" in r.stderr
@@ -326,7 +338,10 @@ _JSON = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.text(
 def test_fuzzed_json_reads_or_says_why(doc) -> None:
     with finishes_within(10):
         node, why = imex_text.parse_json(json.dumps(doc))
-        assert (why is None) == isinstance(doc.get("nodes"), dict)
+        nodes = doc.get("nodes")
+        readable = isinstance(nodes, dict) and (not nodes or any(
+            k.isdigit() and isinstance(v, dict) for k, v in nodes.items()))
+        assert (why is None) == readable, (doc, why)
         imex_check.check(imex_text.fragment(node), given_layout(None))
 
 

@@ -42,7 +42,8 @@ _NODE = re.compile(r"^\s*Node #([0-9]{1,6})\s+-\s+(\S{1,255})\s+-\s+([A-Za-z_]{1
 _STATE = re.compile(r"^\s*Domain State:\s*([A-Za-z_]{1,32})\s*$")
 _TIME = re.compile(r"^\s*([0-9]{1,2}/[0-9]{1,2}/[0-9]{4} [0-9]{1,2}:[0-9]{2}:[0-9]{2}"
                    r"(?:\.[0-9]{1,6})?)\s*$")
-_JSON_NODES = re.compile(r"\"nodes\"\s{0,64}:\s{0,64}\{")
+_JSON_NODES = re.compile(r"\"nodes\"\s{0,64}:\s{0,64}\{\s{0,64}(?:\}|\"[0-9]{1,6}\"\s{0,64}:"
+                         r"\s{0,64}\{)")
 
 
 def _text(value: Any, limit: int = 255) -> Optional[str]:
@@ -85,7 +86,8 @@ def looks_like_text(text: str) -> bool:
 
 
 def looks_like_json(text: str) -> bool:
-    """``-N -j`` JSON: an object with a ``nodes`` object (not an nvtopo snapshot)."""
+    """``-N -j`` JSON: an object whose ``nodes`` object is keyed by member index (or empty),
+    not an nvtopo snapshot."""
     head = text[:HEAD]
     return (head.lstrip("\ufeff \t\r\n").startswith("{") and "nvtopo-snapshot" not in head
             and _JSON_NODES.search(head) is not None)
@@ -237,6 +239,8 @@ def parse_json(text: str, source: str = SOURCE) -> Tuple[ImexNode, Optional[str]
         if mem is not None:
             members.append(mem)
     node.members = sorted(members, key=lambda m: m.index)
+    if doc["nodes"] and not members:
+        return node, "no member nvtopo can read under \"nodes\" (keyed by member index)"
     state = doc.get("status")
     state = state.upper() if isinstance(state, str) else None
     node.domain_state = state if state in DOMAIN_STATES else None

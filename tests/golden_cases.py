@@ -220,6 +220,11 @@ def cases() -> List[Case]:
         key = f"gds-text/{f}"
         out += _table_json(f"gds-text/{Path(f).stem}/check", ["check", "--from", key], [key])
 
+    # pasted nvidia-imex-ctl output: check (the IMEX domain only, docs/imex.md)
+    for f in _fixture_names("imex-text", "*.txt") + _fixture_names("imex-text", "*.json"):
+        key = f"imex-text/{f}"
+        out += _table_json(f"imex-text/{Path(f).stem}/check", ["check", "--from", key], [key])
+
     # sysfs fixture trees: ib, show, check with --sysfs-root
     for f in _fixture_names("sysfs", "*.sysfs"):
         key = f"sysfs/{Path(f).stem}"
@@ -364,7 +369,7 @@ class Inputs:
         kind, _, rest = key.partition("/")
         if kind == "topo":
             shutil.copyfile(FIXTURES / "topo-corpus" / rest, dest)
-        elif kind in ("nvml-text", "gds-text"):
+        elif kind in ("nvml-text", "gds-text", "imex-text"):
             shutil.copyfile(FIXTURES / kind / rest, dest)
         elif kind == "nvml":
             import nvml_fake

@@ -117,7 +117,9 @@ def test_every_fixture_and_layout_is_a_case():
     for sub, pattern, key in (("topo-corpus", "*.txt", "topo/{}"),
                               ("nvml", "*.json", "nvml/{}"),
                               ("nvml-text", "*.txt", "nvml-text/{}"),
-                              ("gds-text", "*.txt", "gds-text/{}")):
+                              ("gds-text", "*.txt", "gds-text/{}"),
+                              ("imex-text", "*.txt", "imex-text/{}"),
+                              ("imex-text", "*.json", "imex-text/{}")):
         files = sorted((G.FIXTURES / sub).glob(pattern))
         assert files, sub
         for f in files:

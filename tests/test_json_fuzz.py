@@ -37,7 +37,9 @@ PASTES = [FIX / "nvml-text" / "dcgmi_nvlink_s_h100.txt",
           FIX / "ib-text" / "ticket_topo_ibstat_q.txt",
           FIX / "nccl" / "async-port-error-flapping.log",
           FIX / "nccl" / "all-reduce-8xh100-nvls.txt",
-          FIX / "kernel" / "dgx-h100-node-events.txt"]
+          FIX / "kernel" / "dgx-h100-node-events.txt",
+          FIX / "imex-text" / "n18-one-way.txt",
+          FIX / "imex-text" / "json-down.json"]
 #: NCCL's own outputs, read by `nvtopo explain` (docs/nccl.md).
 NCCL_PASTES = sorted((FIX / "nccl").glob("*.log")) + sorted((FIX / "nccl").glob("*.txt")) + \
     sorted((FIX / "nccl").glob("*.xml"))

@@ -63,7 +63,8 @@ def test_hanging_probes_share_one_deadline(monkeypatch):
     assert took < 7, took
     assert [doc["probes"][k]["status"] for k in ("topo-text", "nvml", "sysfs")] == \
         ["timeout", "timeout", "timeout"]
-    assert list(doc["probes"]) == ["topo-text", "nvml", "sysfs", "host", "wireguard"]  # merge order
+    assert list(doc["probes"]) == ["topo-text", "nvml", "sysfs", "host", "wireguard",
+                                   "imex"]  # merge order
     snapshot.derive(doc)  # and it derives
 
 

@@ -23,7 +23,8 @@ SIMULATE = PKG / "simulate"
 #: What a probe may import from nvtopo, besides the probes themselves.
 PROBE_MAY_IMPORT = ("nvtopo.model", "nvtopo.safe", "nvtopo.errors", "nvtopo.plain")
 #: Third-party imports of the probes, and the one module allowed each.
-THIRD_PARTY = {"pynvml": {"nvtopo.probes.nvml.live"}, "psutil": {"nvtopo.probes.host"}}
+THIRD_PARTY = {"pynvml": {"nvtopo.probes.nvml.live"},
+               "psutil": {"nvtopo.probes.host", "nvtopo.probes.imex"}}  # imex: local addresses
 #: Modules under probes/ and simulate/ stay well under 600 lines.
 MAX_LINES = 500
 

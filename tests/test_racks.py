@@ -182,7 +182,8 @@ def test_rack_map_golden(faulty):
         path.write_text(res.stdout, encoding="utf-8")
     assert res.stdout == path.read_text(encoding="utf-8")
     assert "|   13 |    - |    - | (empty)" in res.stdout
-    assert "|    4 |    3 |    1 | node-00003 | 5d3d3428 | rack_domain_mismatch" in res.stdout
+    assert "|    4 |    3 |    1 | node-00003 | 5d3d3428 | UP   | rack_domain_mismatch" \
+        in res.stdout
     assert res.stdout.isascii()
 
 
@@ -227,7 +228,7 @@ def test_rack_faults_need_a_rack_layout():
 def test_cluster_json_lists_racks_only_where_known(faulty, tmp_path):
     doc = json.loads(run_cli(["cluster", str(faulty), "-j", "1", "--format", "json"]).stdout)
     assert [len(r["slots"]) for r in doc["racks"]] == [17, 18]
-    assert all(r["imex"] is None for r in doc["racks"])
+    assert all(r["imex"] == "UP" for r in doc["racks"])  # every tray's IMEX view: UP
     list(fleet.write(fleet.plan(layouts.load("dgx-h100"), 2), str(tmp_path)))
     plain = json.loads(run_cli(["cluster", str(tmp_path), "-j", "1", "--format",
                                 "json"]).stdout)

@@ -51,6 +51,8 @@ def inputs(tmp_path_factory):
     out["sim-faulty"] = ["--from", str(root / "bad.json")]
     topo = FIXTURES / "topo-corpus" / "01_hgx-a100-8gpu-nv12-10nic-tabs.txt"
     out["topo-10nic"] = ["--from", str(topo)]
+    for name in ("n18-one-way", "n18-degraded-3-ready"):  # IMEX findings (docs/imex.md)
+        out[f"imex-{name}"] = ["--from", str(FIXTURES / "imex-text" / f"{name}.txt")]
     fleet = root / "fleet"
     for i in range(24):
         rack = fleet / f"rack-{i // 8:02d}"
@@ -80,7 +82,8 @@ CASES = [(cmd, name) for cmd in ("show", "links", "ib", "check")
 # (links reads NVML evidence only; ib needs sysfs)
 CASES += [("check --brief", "dgx-h100-faults"), ("check -v", "sim-faulty"),
           ("links --problems", "sim-faulty"),
-          ("audit", "fleet"), ("audit --all-snapshots", "fleet"), ("diff", "sim")]
+          ("audit", "fleet"), ("audit --all-snapshots", "fleet"), ("diff", "sim"),
+          ("check", "imex-n18-one-way"), ("check", "imex-n18-degraded-3-ready")]
 
 
 def _args(cmd, name, inputs):

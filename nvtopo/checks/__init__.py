@@ -37,7 +37,7 @@ __all__ = ["FAMILIES", "SEVERITIES", "Finding", "Report", "Subject", "demote", "
 
 #: Check families, in report order.
 FAMILIES = ("gpu", "fabric", "nvlink", "p2p", "pcie", "nic", "ib", "numa", "c2c", "gds",
-            "mesh", "nccl", "events", "source")
+            "mesh", "imex", "nccl", "events", "source")
 
 
 def fold(findings: List[Finding]) -> List[Finding]:

@@ -344,6 +344,24 @@ _ROWS: Tuple[Tuple[Any, ...], ...] = (
      "CAP_NET_ADMIN", "wg0"),
     ("mesh.mtu_not_checked", "mesh", "node", "tunnel MTU not checked (unknown underlay or "
      "MTU)", "interface MTUs, routes", _INFO, _MORE, "wg0"),
+    # -- imex (nvidia-imex-ctl: docs/imex.md)
+    ("imex.domain_not_up", "imex", "node", "the IMEX domain is DOWN (error on a tray of a "
+     "multi-node NVLink fabric) or DEGRADED (a warning; error where this tray is the one "
+     "unavailable), naming the unavailable members", "nvidia-imex-ctl -N: domain state, "
+     "member status", _sure("imex"), "systemctl status nvidia-imex; check nodes_config.cfg"),
+    ("imex.peer_unreachable", "imex", "node", "a connection between two READY members not "
+     "C (both ends and the letter named; one way where the other direction is C)",
+     "nvidia-imex-ctl -N connection matrix", _sure("imex"), "check both nodes' IMEX daemons "
+     "and the network between them", "IMEX node 4 -> node 9"),
+    ("imex.version_mismatch", "imex", "node", "members run different IMEX versions, or the "
+     "matrix says !V! (communication disabled)", "nvidia-imex-ctl -N versions and matrix",
+     _sure("imex"), "install one driver on every tray of the domain", "IMEX versions"),
+    ("imex.not_active", "imex", "node", "IMEX not installed, or no IMEX domain configured, on "
+     "a GB200/GB300 tray (unknown: no compute domain active is not a fault)",
+     "nvidia-imex-ctl, NVML platform info, the layout's domain", _INFO, "start the IMEX "
+     "daemon or a ComputeDomain for workloads that span trays", "IMEX"),
+    _nc("imex", "IMEX domain", "nvidia-imex-ctl -N output", "run nvtopo as root on the tray "
+        "(nvidia-imex-ctl needs it); paste the whole -N output"),
     # -- nccl (an NCCL debug log, with the node's evidence where given: docs/nccl.md)
     ("nccl.net_socket_fallback", "nccl", "node", "NCCL sent inter-node traffic over sockets "
      "(NET/Socket) where InfiniBand/RoCE exists (other hosts used it, an IPoIB interface, the "

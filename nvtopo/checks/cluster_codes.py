@@ -40,6 +40,16 @@ CLUSTER_ROWS: Tuple[Tuple[Any, ...], ...] = (
     ("cluster.rack_domain_mismatch", "cluster", "cluster", "trays of one chassis in different "
      "NVLink domains", "NVML platform and fabric info", _ERROR, "check the fabric manager's "
      "partition and the tray's NVLink cables", "rack 1821325"),
+    ("cluster.imex_views_differ", "cluster", "cluster", "trays of one rack see its IMEX "
+     "domain differently: one UP while another DOWN or DEGRADED, or other member lists",
+     "each tray's nvidia-imex-ctl -N view (error where taken within 5 minutes of each "
+     "other)", _SURE, "nvidia-imex-ctl -N on each tray; one "
+     "nodes_config.cfg per rack", "rack 1821325"),
+    ("cluster.imex_one_way", "cluster", "cluster", "an IMEX connection up one way only: one "
+     "tray sees another not connected while that one sees it connected", "each tray's own "
+     "row of the IMEX connection matrix (error where taken within 5 minutes of each other)",
+     _SURE, "check the IMEX port between the two trays",
+     "rack 1821325"),
     ("cluster.rail_mismatch", "cluster", "cluster", "per rank, a minority link layer or rate "
      "among nodes of one layout", "each node's compute ports", _ERROR, "check the nodes "
      "named against the majority", "rail 0"),

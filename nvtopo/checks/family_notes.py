@@ -147,6 +147,11 @@ FAMILY_NOTES: Dict[str, str] = {
         'driver did not initialise'),
     "mesh": ("a WireGuard mesh on the node: peers, handshakes, tunnel MTU against the "
              "underlay, interface state and counters ([mesh.md](mesh.md))"),
+    "imex": ("the IMEX domain of a GB200/GB300 NVL72 rack as `nvidia-imex-ctl -N` reports it "
+             "(live, or pasted `-N` text, `-N -j` JSON, the `-q` word): domain state, "
+             "unavailable members, connections between READY members, IMEX versions; "
+             "not installed or no domain configured is a note on a tray, nothing elsewhere "
+             "([imex.md](imex.md))"),
     "nccl": ("what an NCCL debug log (`NCCL_DEBUG=INFO`) says NCCL did (`nvtopo explain "
              "--from LOG [--from SNAPSHOT]`): sockets where RDMA exists, GPU Direct RDMA off "
              "and why, P2P replaced by host memory, NVLS not available, the wrong HCAs, port "

@@ -20,7 +20,8 @@ def simulate_cmd(
              "pcie-gen:GPU5:3, nic-affinity-swap:mlx5_0:mlx5_3, nic-rename:mlx5_0:ibp12s0, "
              "nic-far:mlx5_3, "
              "fabric-not-started, counters:mlx5_2:symbol_error=1000, peermem-missing, "
-             "c2c-down:GPU1, c2c-links:GPU1:6, nvme-far:3, nvme-bunched:3, nvme-missing:5, iommu-on, no-nvidia-fs."),
+             "c2c-down:GPU1, c2c-links:GPU1:6, nvme-far:3, nvme-bunched:3, nvme-missing:5, iommu-on, no-nvidia-fs; on a GB200/GB300 tray imex-down "
+             "(docs/imex.md)."),
     seed: int = typer.Option(0, "--seed", min=0, metavar="N", help="Seed for hostname, UUIDs, serials, "
                              "GUIDs: the same seed gives the same file."),
     hostname: Optional[str] = typer.Option(None, "--hostname", metavar="NAME",
@@ -35,7 +36,7 @@ def simulate_cmd(
         help="With --nodes (repeatable): outside-domain:NODE, split-domain:DOMAIN, "
              "clique:NODE:ID, driver:NODE:VERSION, rail-subnet:NODE:RANK, "
              "duplicate-guid:NODE:OTHER, duplicate-lid:NODE:OTHER, "
-             "duplicate-hostname:NODE:OTHER."),
+             "duplicate-hostname:NODE:OTHER; imex-one-way:NODE:OTHER (docs/imex.md)."),
     mesh: bool = typer.Option(
         False, "--mesh", help="Join the node(s) by a WireGuard mesh (wg0 over eth0; with "
         "--nodes every node a peer of every other). Mesh faults: --fault wg-stale-peer:PEER, "

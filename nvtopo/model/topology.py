@@ -26,6 +26,7 @@ from .nvml import NvmlNode, TextNode
 from .nccl import NcclLog, NcclTests, NcclTopo
 from .storage import GdsCheck
 from .events import KernelLog
+from .imex import ImexNode
 
 #: Version of the JSON document written by :meth:`Topology.to_dict`.
 SCHEMA_VERSION = 1
@@ -53,7 +54,7 @@ class Topology(Record):
     __json_order__ = ("origin", "host", "sources", "gpus", "nics", "matrix", "p2p", "nvlinks",
                       "notes", "disagreements", "extra", "topo_text", "nvml",
                       "nvml_text", "sysfs", "host_net", "wireguard", "gds_text", "nccl_log", "nccl_tests", "nccl_topo",
-                      "kernel_log")
+                      "kernel_log", "imex")
 
     gpus: List[GPU] = fld(factory=list)
     nics: List[NIC] = fld(factory=list)
@@ -90,6 +91,8 @@ class Topology(Record):
                                         nest="extra", omit="none")
     kernel_log: Optional[KernelLog] = fld("pasted kernel log (docs/events.md)",
                                           key="kernel-log", nest="extra", omit="none")
+    imex: Optional[ImexNode] = fld("nvidia-imex-ctl: the IMEX domain (docs/imex.md)",
+                                   nest="extra", omit="none")
 
     # -- lookups -------------------------------------------------------------
 
@@ -291,7 +294,7 @@ class Topology(Record):
 GPU_RECORDS = ("nvml", "nvml_text", "sysfs")
 NIC_RECORDS = ("affinity", "sysfs")
 NODE_RECORDS = ("topo_text", "nvml", "nvml_text", "sysfs", "host_net", "wireguard",
-                "gds_text", "nccl_log", "nccl_tests", "nccl_topo", "kernel_log")
+                "gds_text", "nccl_log", "nccl_tests", "nccl_topo", "kernel_log", "imex")
 #: Sources whose text may be an excerpt (some GPUs only): a GPU they do not name is not
 #: absent, so their silence is never a ``presence`` disagreement.
 PARTIAL_SOURCES = ("nvml-text",)

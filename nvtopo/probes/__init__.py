@@ -37,6 +37,7 @@ PROBES: Dict[str, str] = {
     "sysfs": "nvtopo.probes.sysfs",
     "host": "nvtopo.probes.host",
     "wireguard": "nvtopo.probes.wireguard",
+    "imex": "nvtopo.probes.imex",
 }
 
 

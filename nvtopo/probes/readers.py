@@ -58,12 +58,14 @@ NCCL_LOG = "nccl-log"
 NCCL_TESTS = "nccl-tests"
 NCCL_TOPO = "nccl-topo"
 KERNEL_LOG = "kernel-log"
+IMEX_TEXT = "imex-text"
+IMEX_JSON = "imex-json"
 
 #: What nvtopo reads, named when an input is none of it (every reader's ``what`` is in it).
 READABLE = ("an nvtopo snapshot, nvidia-smi topo -m, nvidia-smi nvlink or -q text (or -q -x "
             "XML), dcgmi nvlink -s, ibstat/ibv_devinfo/ibstatus, gdscheck -p, an NCCL debug "
-            "log, nccl-tests output or NCCL topology XML, or a kernel log (dmesg, journalctl "
-            "-k, kern.log)")
+            "log, nccl-tests output or NCCL topology XML, a kernel log (dmesg, journalctl "
+            "-k, kern.log), nvidia-imex-ctl -N / -q text or nvidia-imex-ctl -N -j JSON")
 
 
 class Reader(NamedTuple):
@@ -294,8 +296,39 @@ def _kmsg_read(text: str, where: str) -> "Topology":
     return kmsg.derive_text(text)
 
 
+def _imex_json_recognise(text: str) -> int:
+    from . import imex_text
+
+    return _sure(imex_text.looks_like_json(text))
+
+
+def _imex_text_recognise(text: str) -> int:
+    from . import imex_text
+
+    return _sure(imex_text.looks_like_text(text))
+
+
+def _imex_read(text: str, where: str) -> "Topology":
+    from . import imex_text
+
+    return imex_text.derive_text(text, where)
+
+
+def _imex_vet(text: str, where: str) -> None:
+    """JSON nvtopo cannot read is refused here, not kept."""
+    _imex_read(text, where)
+
+
+def _imex_cut(text: str) -> str:
+    from . import imex_text
+
+    return imex_text.without_blocks(text)
+
+
 #: Every reader, in the order they are asked (:func:`split`).
 READERS: Tuple[Reader, ...] = (
+    Reader(IMEX_JSON, "nvidia-imex-ctl -N -j JSON", WHOLE, _imex_json_recognise, _imex_read,
+           keep="imex", vet=_imex_vet, origin=IMEX_TEXT),
     Reader(SNAPSHOT, "an nvtopo snapshot", WHOLE, lambda text: _sure(is_json(text)), None),
     Reader(GDS_TEXT, "gdscheck -p", WHOLE, _gds_recognise, _gds_read, origin=GDS_TEXT,
            refused="a pasted gdscheck -p text is read by show and check (--from), but not "
@@ -314,6 +347,8 @@ READERS: Tuple[Reader, ...] = (
            origin=NCCL_TESTS,
            refused="nccl-tests output is read by `nvtopo explain --from`, not kept in a "
                    "snapshot"),
+    Reader(IMEX_TEXT, "nvidia-imex-ctl -N / -q text", BLOCKS, _imex_text_recognise,
+           _imex_read, keep="imex", cut=_imex_cut, origin=IMEX_TEXT),
     Reader(IB_TEXT, "ibstat/ibv_devinfo/ibstatus", BLOCKS, _ib_recognise, _ib_read,
            cut=_ib_cut,
            refused="ibstat/ibv_devinfo text is read by `nvtopo ib --from` and `nvtopo check "
@@ -425,5 +460,6 @@ def read_kept(probe: str, text: str) -> "Topology":
 __all__ = ["Reader", "Part", "READERS", "READABLE", "NO", "MENTIONED", "SURE", "WHOLE",
            "BLOCKS", "SHARED", "SNAPSHOT", "GDS_TEXT", "NVML_XML", "IB_TEXT", "DCGMI_TEXT",
            "TOPO_TEXT", "NVML_TEXT", "NCCL_LOG", "NCCL_TESTS", "NCCL_TOPO", "KERNEL_LOG",
+           "IMEX_TEXT", "IMEX_JSON",
            "KEPT_BY", "is_json", "reader", "names", "split", "model",
            "kept_text", "read_kept"]

@@ -14,7 +14,8 @@ from ..safe import printable
 
 #: Codes shown per slot (the ones about a tray's place and domain).
 RACK_CODES = ("cluster.rack_slots", "cluster.rack_domain_mismatch",
-              "cluster.fabric_incomplete", "cluster.node_split", "cluster.domain_cliques")
+              "cluster.fabric_incomplete", "cluster.node_split", "cluster.domain_cliques",
+              "cluster.imex_views_differ", "cluster.imex_one_way")
 
 
 def ascii_name(value: Any) -> str:
@@ -49,11 +50,13 @@ def _rows(rack: Dict[str, Any], codes: Dict[str, List[str]]) -> List[List[str]]:
     rows = []
     for s in slots:
         dom = s.get("domain")
+        imex = s.get("imex")
         rows.append([_num(s["slot"]), _num(s["tray_index"]), _num(s["host_id"]),
                      ascii_name(s["node"]), ascii_name(dom[:8]) if dom else "-",
+                     ascii_name(imex) if imex else "-",
                      ", ".join(codes.get(s["node"], [])) or "ok"])
     if fill and isinstance(size, int):
-        rows += [[str(x), "-", "-", "(empty)", "-", "rack_slots"]
+        rows += [[str(x), "-", "-", "(empty)", "-", "-", "rack_slots"]
                  for x in range(1, size + 1) if x not in taken]
     rows.sort(key=lambda r: (not r[0].isdigit(), int(r[0]) if r[0].isdigit() else 0))
     return rows
@@ -73,18 +76,28 @@ def _majority(rack: Dict[str, Any]) -> str:
                                        else "")
 
 
+def _imex(rack: Dict[str, Any]) -> str:
+    """The rack's IMEX state and the trays' views behind it."""
+    state = rack.get("imex")
+    views = rack.get("imex_views") or {}
+    if state is None:
+        return "unknown (no tray's snapshot holds its IMEX domain)"
+    said = ", ".join(f"{ascii_name(s)} {n}" for s, n in sorted(views.items()))
+    return f"{ascii_name(state)} (trays' views: {said})"
+
+
 def rack_map(doc: Dict[str, Any]) -> str:
     """The rack map of a cluster document (one block per chassis)."""
     racks = doc.get("racks") or []
     codes = _codes(doc)
-    head = ["slot", "tray", "host", "node", "domain", "findings"]
+    head = ["slot", "tray", "host", "node", "domain", "imex", "findings"]
     out: List[str] = []
     for rack in racks:
         size = rack.get("trays")
         out.append(f"RACK {ascii_name(rack['chassis_serial'])}: {len(rack['slots'])}"
                    + (f" of {size}" if size is not None else "") + " trays reporting")
         out.append(f"  NVLink domain: {_majority(rack)}")
-        out.append("  IMEX: unknown (not in the snapshots)")
+        out.append("  IMEX: " + _imex(rack))
         rows = [head] + _rows(rack, codes)
         widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
         for r in rows:

@@ -69,17 +69,23 @@ def build(layout: Layout, fault_specs: Sequence[str] = (), seed: int = 0,
           hostname: Optional[str] = None, mesh: bool = False) -> machine_mod.Machine:
     """The machine of ``layout`` with the faults applied (specs checked first, all of them);
     ``mesh`` (or a ``wg-`` fault): a WireGuard mesh on it (:mod:`.mesh`)."""
+    from . import imex as imex_mod
     from . import mesh as mesh_mod
 
     wg = [s for s in fault_specs if mesh_mod.is_mesh_fault(s)]
-    parsed = [faults_mod.parse(s) for s in fault_specs if s not in wg]
+    ix = [s for s in fault_specs if imex_mod.is_imex_fault(s)]
+    parsed = [faults_mod.parse(s) for s in fault_specs if s not in wg and s not in ix]
     for s in wg:
         mesh_mod.parse(s)
+    for s in ix:
+        imex_mod.parse(s, layout)
     m = machine_mod.build(layout, seed=seed, hostname=hostname)
     faults_mod.apply(m, parsed)
     if mesh or wg:
         m.mesh = mesh_mod.lone(seed, wg)  # type: ignore[attr-defined]
         m.faults.extend(wg)
+    m.imex = imex_mod.lone(layout, ix, m.hostname)  # type: ignore[attr-defined]
+    m.faults.extend(ix)
     return m
 
 
@@ -102,6 +108,9 @@ def snapshot(m: machine_mod.Machine) -> Dict[str, Any]:
 
         mesh_mod.add_to_tree(tree, mesh)
     sysfs_ev = sysfs_tree.capture(tree)
+    imex = getattr(m, "imex", None)
+    if imex is not None:
+        from .imex import evidence as imex_evidence
     arch = "aarch64" if m.family.grace else "x86_64"
     return {
         "kind": "nvtopo-snapshot",
@@ -121,6 +130,7 @@ def snapshot(m: machine_mod.Machine) -> Dict[str, Any]:
             "sysfs": sysfs_ev,
             "host": {"status": "skipped", "error": "simulated node: no host facts"},
             **({"wireguard": mesh_mod.evidence(mesh)} if mesh is not None else {}),
+            **({"imex": imex_evidence(imex)} if imex is not None else {}),
         },
     }
 

@@ -85,10 +85,15 @@ def _index(text: str, what: str, bound: int, spec: str) -> int:
     return value
 
 
-def parse_fleet_fault(spec: str, nodes: int, domains: int) -> FleetFault:
+def parse_fleet_fault(spec: str, nodes: int, domains: int, layout: Any = None) -> FleetFault:
+    from .imex import FLEET_IMEX_FAULTS, domain_nodes, parse_fleet_fault as parse_imex
     from .mesh import FLEET_MESH_FAULTS, parse_fleet_fault as parse_mesh
 
     kind, _, rest = spec.partition(":")
+    if kind in FLEET_IMEX_FAULTS:
+        args = tuple(rest.split(":")) if rest else ()
+        parse_imex(kind, args, nodes, domain_nodes(layout), spec)
+        return FleetFault(kind, args, spec)
     if kind in FLEET_MESH_FAULTS:
         args = tuple(rest.split(":")) if rest else ()
         parse_mesh(kind, args, nodes, spec)
@@ -126,6 +131,7 @@ def plan(layout: Any, nodes: int, *, seed: int = 0, prefix: str = "node",
     """Check every option (node count, prefix, faults) and return the plan (``mesh``, or a
     ``wg-`` fault: every node joined by a WireGuard mesh)."""
     from . import faults as faults_mod
+    from . import imex as imex_mod
     from . import mesh as mesh_mod
 
     if not 1 <= nodes <= MAX_NODES:
@@ -136,7 +142,7 @@ def plan(layout: Any, nodes: int, *, seed: int = 0, prefix: str = "node",
                           where="simulate")
     domains = _domain_count(layout, nodes)
     p = Plan(layout=layout, nodes=nodes, seed=seed, prefix=prefix)
-    p.fleet_faults = [parse_fleet_fault(s, nodes, domains) for s in fleet_faults]
+    p.fleet_faults = [parse_fleet_fault(s, nodes, domains, layout) for s in fleet_faults]
     p.mesh = mesh or any(f.kind in mesh_mod.FLEET_MESH_FAULTS for f in p.fleet_faults)
     for spec in node_faults:
         head, sep, rest = spec.partition(":")
@@ -147,6 +153,8 @@ def plan(layout: Any, nodes: int, *, seed: int = 0, prefix: str = "node",
         if mesh_mod.is_mesh_fault(rest):
             mesh_mod.parse(rest)
             p.mesh = True
+        elif imex_mod.is_imex_fault(rest):
+            imex_mod.parse(rest, layout)
         else:
             faults_mod.parse(rest)  # checked now, before any file is written
         p.node_faults.setdefault(i, []).append(rest)
@@ -192,6 +200,7 @@ def node_document(p: Plan, i: int) -> Dict[str, Any]:
         m.mesh = mesh_mod.in_fleet(i, p.nodes, p.seed, p.fleet_faults, wg)  # type: ignore
         m.faults.extend(wg)
     size = domain_size(p.layout)
+    _imex(p, i, m, size)
     fleet: Dict[str, Any] = {}
     if size is not None:
         d = i // size
@@ -239,6 +248,17 @@ def node_document(p: Plan, i: int) -> Dict[str, Any]:
     doc["simulated"]["fleet"] = {"node": i, "nodes": p.nodes, "seed": p.seed,
                                  "faults": mine}
     return doc
+
+
+def _imex(p: Plan, i: int, m: Any, size: Optional[int]) -> None:
+    """Tray ``i``'s view of its rack's IMEX domain (:mod:`.imex`), where the layout has one."""
+    from . import imex as imex_mod
+
+    if getattr(m, "imex", None) is None or size is None:
+        return
+    missing = {int(f.args[0]) for f in p.fleet_faults if f.kind == "missing-tray"}
+    m.imex = imex_mod.in_fleet(i, p.nodes, size, m.hostname, p.node_faults, p.fleet_faults,
+                               missing)
 
 
 def chassis_serial(seed: int, rack: int) -> str:

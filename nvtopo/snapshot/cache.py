@@ -99,7 +99,8 @@ DERIVATION_MODULES = ("__init__.py", "errors.py", "model/__init__.py", "model/co
                       "probes/sysfs/walk.py", "probes/sysfs/net.py", "probes/host.py",
                       "probes/wireguard.py", "model/events.py", "model/xid.json",
                       "probes/kmsg/__init__.py", "probes/kmsg/lines.py",
-                      "probes/kmsg/events.py", "plain.py", "safe.py")
+                      "probes/kmsg/events.py", "plain.py", "safe.py",
+                      "model/imex.py", "probes/imex.py", "probes/imex_text.py")
 _code_digest: Optional[str] = None
 
 

@@ -246,7 +246,15 @@ def nvml_text_evidence(text: str) -> Dict[str, Any]:
 
 
 #: How each probe that keeps pasted text keeps it (:attr:`nvtopo.probes.readers.Reader.keep`).
-_KEEPERS = {"topo-text": topo_text_evidence, "nvml": nvml_text_evidence}
+def imex_text_evidence(text: str) -> Dict[str, Any]:
+    """Pasted nvidia-imex-ctl output kept as the imex probe's evidence."""
+    from ..probes import imex
+
+    return imex.pasted_evidence(text)
+
+
+_KEEPERS = {"topo-text": topo_text_evidence, "nvml": nvml_text_evidence,
+            "imex": imex_text_evidence}
 
 
 def kept_document(parts: Sequence["readers.Part"], where: str) -> Dict[str, Any]:

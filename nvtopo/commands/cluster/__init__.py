@@ -8,7 +8,8 @@ file the engine's node name.
 
 The cross-node check families, one module each, all ``check(nodes) -> [Finding]`` (the one
 finding type, with the nodes it is about: :mod:`.finding`):
-:mod:`.domains` (NVLink domains), :mod:`.racks` (GB200/GB300 racks by chassis), :mod:`.rails` (rails, GUIDs, LIDs), :mod:`.skew` (versions),
+:mod:`.domains` (NVLink domains), :mod:`.racks` (GB200/GB300 racks by chassis), :mod:`.imex`
+(IMEX views of a rack's trays), :mod:`.rails` (rails, GUIDs, LIDs), :mod:`.skew` (versions),
 :mod:`.shape` (odd nodes out), :mod:`.identity` (names, GPU UUIDs).  A new family (e.g. a
 WireGuard mesh across nodes) is a module with that function, added to :data:`FAMILIES`, and
 the facts it needs added to :class:`~.facts.NodeFacts`.
@@ -20,7 +21,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-from . import domains, identity, mesh, racks, rails, shape, skew
+from . import domains, identity, imex, mesh, racks, rails, shape, skew
 from .facts import NodeFacts, node_facts
 from ...checks import subject as S
 from ...checks.findings import Finding, exit_status, verdict
@@ -28,8 +29,8 @@ from .finding import make
 
 #: (name, module) of every cross-node family, in report order.
 FAMILIES: Tuple[Tuple[str, Any], ...] = (("identity", identity), ("domains", domains),
-                                         ("racks", racks), ("rails", rails), ("skew", skew), ("shape", shape),
-                                         ("mesh", mesh))
+                                         ("racks", racks), ("imex", imex), ("rails", rails),
+                                         ("skew", skew), ("shape", shape), ("mesh", mesh))
 _ORDER = {"error": 0, "warning": 1, "info": 2}
 
 

@@ -93,6 +93,8 @@ class NodeFacts:
     #: why an empty ``mesh`` is unknown though class/net was listed (a TUN device, as
     #: userspace WireGuard makes; a listing cut short); ``None`` otherwise
     net_unsure: Optional[str] = None
+    #: the node's view of its IMEX domain (:class:`.imexfacts.ImexView`; None: none read)
+    imex: Optional[Any] = None
 
     def compact(self) -> "NodeFacts":
         """Share the values many nodes have (kept per node: only what is its own, such as its
@@ -109,6 +111,9 @@ class NodeFacts:
                      for a, b, c, d, e, f, g in self.hcas]
         self.firmware = share(tuple(sorted(set(self.firmware))))
         self.gpu_uuids = tuple(self.gpu_uuids)  # type: ignore[assignment]
+        if self.imex is not None:  # a rack's trays list the same members
+            self.imex = self.imex._replace(state=share(self.imex.state),
+                                           members=share(self.imex.members))
         return self
 
     @property
@@ -193,6 +198,9 @@ def _facts_of(topo: Any, path: str, engine_name: Optional[str]) -> NodeFacts:
     nf.net_unsure = None if nf.mesh else net_unsure(topo)
     nf.net_listed = (topo.sysfs is not None and topo.sysfs.net is not None
                      and nf.net_unsure is None)
+    from .imexfacts import view
+
+    nf.imex = view(topo)
     return nf
 
 

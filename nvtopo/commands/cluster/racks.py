@@ -10,8 +10,9 @@
   every tray is named).
 
 Nodes without platform info (older drivers, recordings made before nvtopo asked, hosts that
-are not trays) are in no rack and judged by nothing here.  IMEX readiness is not in a
-snapshot: the rack map says "unknown", never an error.
+are not trays) are in no rack and judged by nothing here.  A rack's IMEX state is what most
+of its trays' views say (:mod:`.imexfacts`); no tray's snapshot holding one: unknown (``null``),
+never an error.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from ...checks.findings import Finding
 from .domains import expected_size
 from .facts import NodeFacts
 from .finding import make, named
+from .imexfacts import rack_state
 from .majority import split
 
 #: chassis serial -> [(slot, tray, host, node)], sorted by slot
@@ -108,9 +110,12 @@ def document(nodes: List[NodeFacts]) -> List[Dict[str, Any]]:
     """The racks as the JSON document lists them."""
     out = []
     for chassis, trays in racks(nodes).items():
-        out.append({"chassis_serial": chassis, "trays": rack_size(trays), "imex": None,
+        state, views = rack_state(trays)
+        out.append({"chassis_serial": chassis, "trays": rack_size(trays), "imex": state,
+                    "imex_views": views,
                     "slots": [{"slot": slot, "tray_index": tray, "host_id": host,
-                               "node": n.name, "domain": n.domain}
+                               "node": n.name, "domain": n.domain,
+                               "imex": n.imex.state if n.imex is not None else None}
                               for slot, tray, host, n in trays]})
     return out
 

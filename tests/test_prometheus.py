@@ -360,3 +360,19 @@ def test_label_escaping_is_one_to_one(a, b):
         fam = prom.Family("nvtopo_x", "x", samples=[({"v": text}, 1.0)])
         parsed = samples(assert_well_formed(prom.exposition([fam])), "nvtopo_x")
         assert unescape(parsed[0][0]["v"]) == text
+
+
+def test_imex_state_is_a_state_set_and_unread_imex_has_no_series():
+    """A pasted nvidia-imex-ctl -N of a degraded 18-tray domain: DEGRADED is 1, UP and DOWN
+    0, and the members counted by status; an input without IMEX has neither family."""
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "imex-text"
+    r = cli("check", "--from", str(fixtures / "n18-degraded-3-ready.txt"), "--format",
+            "prometheus")
+    fams = assert_well_formed(r.stdout)
+    states = {lab["state"]: v for lab, v in samples(fams, "nvtopo_imex_domain_state")}
+    assert states == {"UP": 0.0, "DEGRADED": 1.0, "DOWN": 0.0}
+    members = {lab["status"]: v for lab, v in samples(fams, "nvtopo_imex_members")}
+    assert members == {"READY": 3.0, "UNAVAILABLE": 15.0}
+    r = cli("check", "--from", TOPO_TEXT, "--format", "prometheus")
+    fams = assert_well_formed(r.stdout)
+    assert "nvtopo_imex_domain_state" not in fams and "nvtopo_imex_members" not in fams

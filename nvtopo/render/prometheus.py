@@ -49,6 +49,8 @@ pci_bus_id,numa}`` (1), ``nvtopo_gpu_nvlinks_active{gpu}`` and
 link_layer}`` (1 ACTIVE, 0 otherwise), ``nvtopo_port_state_info{device,port,state,
 phys_state}`` (1), ``nvtopo_port_rate_bytes_per_second{device,port,link_layer}`` (active
 ports; 400 Gb/s is 5e10, as node_exporter's infiniband collector counts it),
+``nvtopo_imex_domain_state{state}`` (a state set over UP, DEGRADED, DOWN, where the IMEX
+domain state was read) and ``nvtopo_imex_members{status}`` (members by status),
 ``nvtopo_probe_duration_seconds{source}`` (where recorded).  A fact the input does not hold
 has no series: absent means unknown, never 0.
 """
@@ -199,6 +201,11 @@ def _families() -> Dict[str, Family]:
                                    "(sysfs); value 1."),
         ("nvtopo_port_rate_bytes_per_second", "Rate of the active InfiniBand/RoCE port in "
                                               "bytes per second (400 Gb/s = 5e10)."),
+        ("nvtopo_imex_domain_state", "The IMEX domain's state as this node's "
+         "nvidia-imex-ctl reported it: 1 for the state it reported, 0 for the others "
+         "(left out where it was not read)."),
+        ("nvtopo_imex_members", "Members of this node's IMEX domain by the status "
+         "nvidia-imex-ctl gave them (READY, UNAVAILABLE, ...; unknown where it gave none)."),
         ("nvtopo_probe_duration_seconds", "How long each probe took when the input was "
                                           "recorded."),
     ]
@@ -281,6 +288,7 @@ def _add_node(fams: Dict[str, Family], node: NodeMetrics) -> None:
         exp = _expected_links(nv, node.layout)
         if exp is not None:
             fams["nvtopo_gpu_nvlinks_expected"].add(lab(gpu=gpu), exp)
+    _add_imex(fams, topo.imex, lab)
     for n in topo.nics:
         for p in n.sysfs.ports if n.sysfs is not None else []:
             port = str(p.port)
@@ -295,6 +303,25 @@ def _add_node(fams: Dict[str, Family], node: NodeMetrics) -> None:
             if isinstance(rate, (int, float)) and not isinstance(rate, bool):
                 fams["nvtopo_port_rate_bytes_per_second"].add(
                     lab(device=n.name, port=port, link_layer=layer), rate * 1e9 / 8)
+
+
+def _add_imex(fams: Dict[str, Family], imex: Any, lab: Any) -> None:
+    """The IMEX domain's state (a state set: every state, 1 for the one read) and its
+    members by status; nothing where IMEX was not read (absent, unknown: no series)."""
+    from ..model.imex import DOMAIN_STATES
+
+    if imex is None:
+        return
+    if imex.domain_state in DOMAIN_STATES:
+        for state in DOMAIN_STATES:
+            fams["nvtopo_imex_domain_state"].add(lab(state=state),
+                                                 1 if imex.domain_state == state else 0)
+    counts: Dict[str, int] = {}
+    for m in imex.members or []:
+        key = str(m.status or "unknown")
+        counts[key] = counts.get(key, 0) + 1
+    for status in sorted(counts):
+        fams["nvtopo_imex_members"].add(lab(status=status), counts[status])
 
 
 def node_families(nodes: Iterable[NodeMetrics]) -> List[Family]:

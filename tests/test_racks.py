@@ -59,7 +59,7 @@ def test_platform_info_recorded_the_same_through_pynvml_and_decoded():
     assert live["calls"][key]["value"]["struct"] == "c_nvmlPlatformInfo_v2_t"
     assert list(simulated["calls"]) == list(live["calls"])
     plats = [g.nvml.platform for g in _gpus(live)]
-    assert [p.module_id for p in plats] == [1, 2, 3, 4]
+    assert [p.module_id for p in plats] == [2, 1, 4, 3]  # as real GB200/GB300 trays print
     p = plats[0]
     assert (p.chassis_serial, p.slot_number, p.tray_index, p.host_id, p.peer_type) == \
         ("1821325190148", 7, 6, 1, 0)
@@ -104,7 +104,7 @@ def test_a_live_probe_that_hung_on_the_platform_call_replays_stopping_there():
                calls={k: ev["calls"][k] for k in keys[:keys.index(key)]})
     topo = nvml.derive(cut)
     assert (topo.nvml.incomplete.call, topo.nvml.incomplete.gpu) == (key, 1)
-    assert topo.gpus[0].nvml.platform.module_id == 1 and topo.gpus[1].nvml.platform is None
+    assert topo.gpus[0].nvml.platform.module_id == 2 and topo.gpus[1].nvml.platform is None
 
 
 def test_not_supported_is_unavailable_and_bad_values_are_refused():
@@ -212,7 +212,7 @@ def test_a_trays_snapshot_and_model_follow_their_schemas(faulty):
     model = json.loads(res.stdout)  # (the runner validates it against model.schema.json)
     schema_check.validate(model, "model", "a simulated tray's model")
     plat = model["gpus"][3]["extra"]["nvml"]["platform"]
-    assert (plat["slot_number"], plat["module_id"]) == (7, 4)  # the rack-slot fault
+    assert (plat["slot_number"], plat["module_id"]) == (7, 3)  # the rack-slot fault; GPU3 is module 3
     bad = copy.deepcopy(model)
     bad["gpus"][0]["extra"]["nvml"]["platform"]["slot_number"] = "7"
     assert schema_check.problems(bad, "model")

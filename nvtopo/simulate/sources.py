@@ -68,8 +68,8 @@ def nvml_description(m: Machine) -> Dict[str, Any]:
                              "healthSummary": 1 if done else 0}
         elif fam.architecture >= 9:
             rec["fabric"] = "NotSupported"
-        if m.fleet.get("platform") is not None:  # a rack's tray: its place, module i + 1
-            rec["platform"] = dict(m.fleet["platform"], moduleId=i + 1)
+        if m.fleet.get("platform") is not None:  # a rack's tray: its place and module id
+            rec["platform"] = dict(m.fleet["platform"], moduleId=_module_id(i, len(m.gpus)))
         if g.c2c_links:
             up = g.c2c_links if g.c2c_up is None else g.c2c_up
             rec["c2c"] = {"enabled": g.c2c_enabled, "count": g.c2c_links,
@@ -175,3 +175,15 @@ def _hca(t: Tree, m: Machine, nic: Any, path: str) -> None:
     netdevs: List[tuple] = [(nic.netdev, 0, 32 if nic.link_layer == "InfiniBand" else 1)]
     t.hca(path, nic.name, hca_type=cx[1], fw=cx[2], guid=nic.guid, board=cx[3],
           ports=[port], netdevs=netdevs, node_desc=f"{m.hostname} {nic.name}")
+
+
+#: Module ids a 4-GPU Grace tray's GPUs report, GPU 0..3: real GB200 and GB300 trays print
+#: 2, 1, 4, 3, not the index order (NVIDIA/k8s-test-infra's real nvidia-smi -q -x captures
+#: and its PR 727; docs/layouts.md).  Other boards: index + 1.
+_TRAY_MODULE_IDS = (2, 1, 4, 3)
+
+
+def _module_id(index: int, gpus: int) -> int:
+    if gpus == len(_TRAY_MODULE_IDS):
+        return _TRAY_MODULE_IDS[index]
+    return index + 1

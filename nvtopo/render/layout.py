@@ -83,6 +83,8 @@ def _extent(cell: Any) -> "tuple[int, int]":
     from rich.cells import cell_len
 
     plain = _plain(cell)
+    if plain.isascii() and plain.isprintable():  # one line, a terminal cell a character
+        return max(map(len, plain.split()), default=0), len(plain)
     lines = plain.split("\n") or [""]
     words = plain.split() or [""]
     return max(cell_len(w) for w in words), max(cell_len(x) for x in lines)
@@ -104,14 +106,14 @@ def fit(table: "Table", width: int) -> Any:
     mins: List[int] = []
     maxs: List[int] = []
     for c in cols:
-        cells = list(c.cells) + ([c.header] if table.show_header else [])
-        ext = [_extent(x) for x in cells] or [(0, 0)]
+        cells = [_extent(x) for x in c.cells]
+        head = _extent(c.header) if table.show_header else (0, 0)
+        ext = cells + ([head] if table.show_header else []) or [(0, 0)]
         longest_line = max(e[1] for e in ext)
         longest_word = max(e[0] for e in ext)
         if c.no_wrap:
-            head_w, _ = _extent(c.header) if table.show_header else (0, 0)
-            body = max([_extent(x)[1] for x in c.cells] or [0])
-            mn = max(body, head_w, c.min_width or 0)
+            body = max([e[1] for e in cells] or [0])
+            mn = max(body, head[0], c.min_width or 0)
             mx = max(longest_line, mn)
             c.no_wrap = bool(mx <= mn)  # the header may wrap at its spaces
         else:
@@ -213,4 +215,12 @@ class Fitted:
         self.table = table
 
     def __rich_console__(self, console: "Console", options: Any) -> Any:
-        yield fit(self.table, options.max_width)
+        table = fit(self.table, options.max_width)
+        if table is self.table:  # not drawn as records: as Rich would draw it, faster
+            from .grid import segments
+
+            drawn = segments(table, console, options)
+            if drawn is not None:
+                yield from drawn
+                return
+        yield table

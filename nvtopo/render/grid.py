@@ -9,7 +9,9 @@ one-line padding.  The columns are as wide as Rich makes them (measured here whe
 table fits the width it is drawn at, by Rich where its columns must shrink); a cell that
 does not fit on one line of its column (a wrapped or cut cell, a cell of several lines) is
 drawn by Rich itself, as the table would; a table outside that shape is left to Rich whole
-(``None``).  ``tests/test_grid.py`` holds the two to the same output.
+(``None``).  Where styles print nothing (no colour system, as when standard output is not
+a terminal, and no recording) a line is one segment of its text: the same bytes, a tenth of
+the segments.  ``tests/test_grid.py`` holds the two to the same output.
 """
 
 from __future__ import annotations
@@ -165,8 +167,14 @@ class _Draw:
     def __init__(self, console: "Console", options: "ConsoleOptions") -> None:
         self.console = console
         self.options = options
+        #: no colour system (not a terminal, TERM=dumb) and not recording: a style prints
+        #: nothing (``Style.render``), so a line is one segment of its text
+        self.plain = console.color_system is None and not console.record
         self.styles: Dict[Any, Style] = {}
         self.sums: Dict[Tuple[Style, Style], Style] = {}
+        #: a cell's line by what decides it (column, base style, the Text's text, style,
+        #: spans, justify, overflow, end): a table repeats its cells (``active``, ``0/0/0``)
+        self.lines: Dict[Tuple[Any, ...], Optional[List[Segment]]] = {}
 
     def style(self, name: Any) -> Style:
         got = self.styles.get(name)
@@ -186,9 +194,15 @@ class _Draw:
             header: bool) -> List[Segment]:
         """One table row: its cells side by side, line by line, then a new line each."""
         cells: List[List[List[Segment]]] = []
+        lines = self.lines
         for t, col, w, (left, right), style, cell in zip(row, cols, widths, pads, styles,
                                                           raw):
-            one = self.one_line(t, col, w - left - right, left, right, style)
+            key = (id(col), style, t.plain, t.style, tuple(t.spans), t.justify, t.overflow,
+                   t.end)
+            if key in lines:
+                one = lines[key]
+            else:
+                one = lines[key] = self.one_line(t, col, w - left - right, left, right, style)
             cells.append([one] if one is not None else self.by_rich(cell, col, w, left,
                                                                     right, style))
         tallest = max(len(c) for c in cells)
@@ -199,8 +213,11 @@ class _Draw:
                      for i, c in enumerate(cells)]
         out: List[Segment] = []
         for n in range(height):
-            for c in cells:
-                out.extend(c[n])
+            if self.plain:
+                out.append(Segment("".join([x.text for c in cells for x in c[n]])))
+            else:
+                for c in cells:
+                    out.extend(c[n])
             out.append(Segment("\n"))
         return out
 
@@ -237,6 +254,8 @@ class _Draw:
                 size = cell_len(plain)
             shift = width - size if justify == "right" else (width - size) // 2
         body = " " * shift + plain + " " * (width - size - shift) if size < width else plain
+        if self.plain:
+            return [Segment(" " * left + body + " " * right)]
         out = [Segment(" " * left, base)] if left else []
         if spans:
             out.extend(self.spans(body, t.style, spans, shift, base))

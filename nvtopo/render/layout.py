@@ -90,6 +90,16 @@ def _extent(cell: Any) -> "tuple[int, int]":
     return max(cell_len(w) for w in words), max(cell_len(x) for x in lines)
 
 
+def _line(cell: Any) -> int:
+    """The longest line of a cell, in terminal cells."""
+    plain = _plain(cell)
+    if plain.isascii() and plain.isprintable():
+        return len(plain)
+    from rich.cells import cell_len
+
+    return max(cell_len(x) for x in plain.split("\n"))
+
+
 def fit(table: "Table", width: int) -> Any:
     """``table`` made to fit ``width`` columns without cutting or breaking a word.
 
@@ -106,19 +116,16 @@ def fit(table: "Table", width: int) -> Any:
     mins: List[int] = []
     maxs: List[int] = []
     for c in cols:
-        cells = [_extent(x) for x in c.cells]
         head = _extent(c.header) if table.show_header else (0, 0)
-        ext = cells + ([head] if table.show_header else []) or [(0, 0)]
-        longest_line = max(e[1] for e in ext)
-        longest_word = max(e[0] for e in ext)
-        if c.no_wrap:
-            body = max([e[1] for e in cells] or [0])
+        if c.no_wrap:  # (its cells' words do not matter: only its header may wrap)
+            body = max([_line(x) for x in c.cells] or [0])
             mn = max(body, head[0], c.min_width or 0)
-            mx = max(longest_line, mn)
+            mx = max(body, head[1], mn)
             c.no_wrap = bool(mx <= mn)  # the header may wrap at its spaces
         else:
-            mn = max(longest_word, c.min_width or 0)
-            mx = max(longest_line, mn)
+            ext = [_extent(x) for x in c.cells] + [head]
+            mn = max(max(e[0] for e in ext), c.min_width or 0)
+            mx = max(max(e[1] for e in ext), mn)
         mins.append(mn)
         maxs.append(mx)
     if sum(maxs) <= budget:

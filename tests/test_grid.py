@@ -191,3 +191,30 @@ def test_a_table_of_another_shape_is_left_to_rich() -> None:
     plain.add_column("a")
     plain.add_row("1")
     assert grid.segments(plain, con, con.options) is not None
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_texts(), max_size=5), st.integers(4, 30), st.booleans())
+def test_lines_print_as_a_group_of_them_prints(lines: List[Text], width: int,
+                                                colour: bool) -> None:
+    from rich.console import Group
+
+    mine, theirs = _console(width, colour), _console(width, colour)
+    mine.print(grid.Lines([t.copy() for t in lines]))
+    theirs.print(Group(*[t.copy() for t in lines]))
+    assert mine.file.getvalue() == theirs.file.getvalue()
+
+
+@pytest.mark.parametrize("width", [40, 80, 200])
+def test_shows_matrix_prints_as_before(width: int) -> None:
+    """The matrix blocks (render/matrix.py ``_block_lines``) as a Group of their lines."""
+    from rich.console import Group
+
+    topo = _node(FAULTS)
+    for colour in (False, True):
+        mine, theirs = _console(width, colour), _console(width, colour)
+        for part in matrix.matrix_tables(topo.matrix, width):
+            mine.print(part)
+            theirs.print(Group(*part.lines) if isinstance(part, grid.Lines) else part)
+        assert mine.file.getvalue() == theirs.file.getvalue()
+        assert "NV18" in mine.file.getvalue()

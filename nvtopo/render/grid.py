@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
-from rich.cells import cell_len
+from rich.cells import cell_len, set_cell_size
 from rich.padding import Padding
 from rich.segment import Segment
 from rich.style import Style
@@ -55,7 +55,7 @@ def segments(table: "Table", console: "Console",
     out: List[Segment] = []
     if table.title:
         out.extend(_title(table, console, options, sum(widths)))
-    draw = _Draw(console, options)
+    draw = _Draw(console, options, fits=sum(widths) <= options.max_width)
     styles = [console.get_style(c.style or "") for c in cols]
     head = ([console.get_style(table.header_style or "") + console.get_style(c.header_style)
              for c in cols] if table.show_header else [])
@@ -80,6 +80,30 @@ class Grid:
             yield self.table
         else:
             yield from drawn
+
+
+class Lines:
+    """Lines of Text printed as a ``Group`` of them prints them; where styles print nothing
+    (as :class:`_Draw` ``plain``), a line of printable text that fits the width, not
+    justified, is one segment of its text (Rich would wrap, justify and render it to the
+    same bytes)."""
+
+    def __init__(self, lines: Sequence[Text]) -> None:
+        self.lines = lines
+
+    def __rich_console__(self, console: "Console", options: "ConsoleOptions") -> Any:
+        if console.color_system is not None or console.record \
+                or (options.justify or "default") != "default":
+            yield from self.lines
+            return
+        for line in self.lines:
+            size = _size(line.plain)
+            if size is None or size > options.max_width or line.end != "\n" \
+                    or (line.justify or "default") != "default":
+                yield line
+                continue
+            yield Segment(line.plain)
+            yield Segment("\n")
 
 
 def _plain_shape(table: "Table") -> bool:
@@ -164,12 +188,13 @@ def _title(table: "Table", console: "Console", options: "ConsoleOptions",
 class _Draw:
     """Rows of cells as segments; styles looked up and added once each."""
 
-    def __init__(self, console: "Console", options: "ConsoleOptions") -> None:
+    def __init__(self, console: "Console", options: "ConsoleOptions", fits: bool) -> None:
         self.console = console
         self.options = options
         #: no colour system (not a terminal, TERM=dumb) and not recording: a style prints
-        #: nothing (``Style.render``), so a line is one segment of its text
-        self.plain = console.color_system is None and not console.record
+        #: nothing (``Style.render``), so a line is one segment of its text; not where the
+        #: table is wider than the width (the console cuts its lines segment by segment)
+        self.plain = console.color_system is None and not console.record and fits
         self.styles: Dict[Any, Style] = {}
         self.sums: Dict[Tuple[Style, Style], Style] = {}
         #: a cell's line by what decides it (column, base style, the Text's text, style,
@@ -203,8 +228,13 @@ class _Draw:
                 one = lines[key]
             else:
                 one = lines[key] = self.one_line(t, col, w - left - right, left, right, style)
-            cells.append([one] if one is not None else self.by_rich(cell, col, w, left,
-                                                                    right, style))
+            if one is not None:
+                cells.append([one])
+                continue
+            wrapped = self.wrapped(t, col, w - left - right, left, right) if self.plain \
+                else None
+            cells.append(wrapped if wrapped is not None
+                         else self.by_rich(cell, col, w, left, right, style))
         tallest = max(len(c) for c in cells)
         height = max(1, tallest)
         if any(len(c) != height for c in cells):
@@ -228,6 +258,25 @@ class _Draw:
                                    overflow=col.overflow, height=None, highlight=col.highlight)
         return self.console.render_lines(Padding(cell, (0, right, 0, left)), opts,
                                          style=style)
+
+    def wrapped(self, t: Text, col: Any, width: int, left: int,
+                right: int) -> Optional[List[List[Segment]]]:
+        """Where styles print nothing: a cell's lines as Rich wraps them (``Text.wrap`` with
+        what ``Text.__rich_console__`` gives it), each padded (or cut) to the column's width
+        as ``render_lines`` pads it, then the cell's padding; None where Rich is needed."""
+        if width < 1 or t.end != "\n" or not t.plain.replace("\n", "").isprintable():
+            return None  # (a control character: Rich strips some where it cuts the text)
+        tab = self.console.tab_size if t.tab_size is None else t.tab_size
+        lines = t.wrap(self.console, width, justify=t.justify or col.justify or "default",
+                       overflow=t.overflow or col.overflow or "fold", tab_size=tab or 8,
+                       no_wrap=bool(col.no_wrap if t.no_wrap is None else t.no_wrap))
+        out: List[List[Segment]] = []
+        for line in lines:
+            text = line.plain
+            size = cell_len(text)
+            text = text + " " * (width - size) if size <= width else set_cell_size(text, width)
+            out.append([Segment(" " * left + text + " " * right)])
+        return out
 
     def one_line(self, t: Text, col: Any, width: int, left: int, right: int,
                  base: Style) -> Optional[List[Segment]]:

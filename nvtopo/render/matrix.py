@@ -19,7 +19,7 @@ from ..model import (P2P_STATUS, PATH_DESCRIPTIONS, Matrix, Topology, int_runs,
 from ..model.pcie import PciPlacement
 from ..safe import is_ascii_digits
 from .cells import UNKNOWN_STYLE, c2c_state, cell_style, printable, text
-from .grid import Grid
+from .grid import Grid, Lines
 from .layout import Fitted
 
 MISSING = "?"
@@ -148,7 +148,7 @@ def _block_lines(m: Matrix, names: Sequence[str], rows: Sequence[int], chunk: Se
             if k < last:
                 line.append(" ")
         lines.append(line)
-    return Group(*lines)
+    return Lines(lines)
 
 
 def matrix_tables(m: Matrix, width: int, p2p: bool = False) -> List[RenderableType]:

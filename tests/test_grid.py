@@ -5,7 +5,8 @@ without, at every width (random tables against Rich's own rendering, and the tab
 from __future__ import annotations
 
 import io
-from typing import Any, List
+from functools import lru_cache
+from typing import Any, List, Tuple
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -115,15 +116,16 @@ def test_a_random_table_prints_as_rich_prints_it(drawn: Any, colour: bool) -> No
     assert mine == theirs
 
 
-FAULTS = ["nvlink-down:GPU3:7", "counters:mlx5_2:symbol_error=100", "pcie-width:GPU5:8"]
+FAULTS = ("nvlink-down:GPU3:7", "counters:mlx5_2:symbol_error=100", "pcie-width:GPU5:8")
 
 
-def _node(faults: List[str]) -> Any:
+@lru_cache(maxsize=None)
+def _node(faults: Tuple[str, ...]) -> Any:
     """The model of a simulated DGX H100 (``FAULTS``: a link down, a port's counters, a GPU
-    at x8)."""
+    at x8), made once per test run (drawing reads it, never changes it)."""
     from nvtopo import snapshot
 
-    doc = simulate(layouts.load("dgx-h100"), faults, seed=3, hostname="dgx-node-0001")
+    doc = simulate(layouts.load("dgx-h100"), list(faults), seed=3, hostname="dgx-node-0001")
     return snapshot.load_text(snapshot.dumps(doc), "node.json")
 
 
@@ -165,7 +167,7 @@ def test_shows_tables_are_drawn_here_byte_for_byte(width: int, colour: bool,
                                                    monkeypatch: Any) -> None:
     """A healthy node's GPU table at 80 columns is fitted: its wrapped cells are Rich's to
     draw; the faulty node's (a longer PCIe cell) is records, as at 60 columns."""
-    for topo in (_node([]), _node(FAULTS)):
+    for topo in (_node(()), _node(FAULTS)):
         for make in (lambda: matrix.gpu_table(topo), lambda: matrix.nic_table(topo)):
             mine, theirs, drawn = _fitted(make, width, colour, monkeypatch)
             assert mine == theirs

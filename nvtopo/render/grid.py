@@ -222,8 +222,9 @@ class _Draw:
         lines = self.lines
         for t, col, w, (left, right), style, cell in zip(row, cols, widths, pads, styles,
                                                           raw):
-            key = (id(col), style, t.plain, t.style, tuple(t.spans), t.justify, t.overflow,
-                   t.end)
+            # (where styles print nothing, the line is its text: styles and spans aside)
+            key = (id(col), t.plain, t.justify, t.overflow, t.end) if self.plain else (
+                id(col), style, t.plain, t.style, tuple(t.spans), t.justify, t.overflow, t.end)
             if key in lines:
                 one = lines[key]
             else:
@@ -289,7 +290,7 @@ class _Draw:
                 or t.end != "\n" \
                 or (t.overflow or col.overflow) == "ignore":
             return None
-        spans = t.spans
+        spans = [] if self.plain else t.spans
         if spans and any(s.start < 0 or s.end > len(plain) or s.start > s.end for s in spans):
             return None
         shift = 0

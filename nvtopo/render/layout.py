@@ -83,9 +83,21 @@ def _extent(cell: Any) -> "tuple[int, int]":
     from rich.cells import cell_len
 
     plain = _plain(cell)
+    if plain.isascii() and plain.isprintable():  # one line, a terminal cell a character
+        return max(map(len, plain.split()), default=0), len(plain)
     lines = plain.split("\n") or [""]
     words = plain.split() or [""]
     return max(cell_len(w) for w in words), max(cell_len(x) for x in lines)
+
+
+def _line(cell: Any) -> int:
+    """The longest line of a cell, in terminal cells."""
+    plain = _plain(cell)
+    if plain.isascii() and plain.isprintable():
+        return len(plain)
+    from rich.cells import cell_len
+
+    return max(cell_len(x) for x in plain.split("\n"))
 
 
 def fit(table: "Table", width: int) -> Any:
@@ -104,19 +116,16 @@ def fit(table: "Table", width: int) -> Any:
     mins: List[int] = []
     maxs: List[int] = []
     for c in cols:
-        cells = list(c.cells) + ([c.header] if table.show_header else [])
-        ext = [_extent(x) for x in cells] or [(0, 0)]
-        longest_line = max(e[1] for e in ext)
-        longest_word = max(e[0] for e in ext)
-        if c.no_wrap:
-            head_w, _ = _extent(c.header) if table.show_header else (0, 0)
-            body = max([_extent(x)[1] for x in c.cells] or [0])
-            mn = max(body, head_w, c.min_width or 0)
-            mx = max(longest_line, mn)
+        head = _extent(c.header) if table.show_header else (0, 0)
+        if c.no_wrap:  # (its cells' words do not matter: only its header may wrap)
+            body = max([_line(x) for x in c.cells] or [0])
+            mn = max(body, head[0], c.min_width or 0)
+            mx = max(body, head[1], mn)
             c.no_wrap = bool(mx <= mn)  # the header may wrap at its spaces
         else:
-            mn = max(longest_word, c.min_width or 0)
-            mx = max(longest_line, mn)
+            ext = [_extent(x) for x in c.cells] + [head]
+            mn = max(max(e[0] for e in ext), c.min_width or 0)
+            mx = max(max(e[1] for e in ext), mn)
         mins.append(mn)
         maxs.append(mx)
     if sum(maxs) <= budget:
@@ -213,4 +222,12 @@ class Fitted:
         self.table = table
 
     def __rich_console__(self, console: "Console", options: Any) -> Any:
-        yield fit(self.table, options.max_width)
+        table = fit(self.table, options.max_width)
+        if table is self.table:  # not drawn as records: as Rich would draw it, faster
+            from .grid import segments
+
+            drawn = segments(table, console, options)
+            if drawn is not None:
+                yield from drawn
+                return
+        yield table

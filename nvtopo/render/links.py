@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from rich.console import Console
 from rich.table import Table
-from rich.text import Text
+from rich.text import Span, Text
 
 from ..errors import NvtopoError
 from ..model import Topology, pci_bdf
@@ -152,13 +152,23 @@ def _remote(r: Dict[str, Any]) -> str:
 
 
 def _errors(errs: Dict[str, Any]) -> Text:
-    out = Text()
+    """``0/0/–/0/0``: the counters, ``/`` dim, a nonzero one bold red (built as one Text with
+    its spans, as appending each part would build it)."""
+    parts: List[str] = []
+    spans: List[Span] = []
+    at = 0
     for n, k in enumerate(ERROR_NAMES):
         if n:
-            out.append("/", style="dim")
+            spans.append(Span(at, at + 1, "dim"))
+            parts.append("/")
+            at += 1
         v = errs.get(k)
-        out.append("–" if v is None else printable(v), style="bold red" if v else "")
-    return out
+        shown = "–" if v is None else printable(v)
+        if v and shown:
+            spans.append(Span(at, at + len(shown), "bold red"))
+        parts.append(shown)
+        at += len(shown)
+    return Text("".join(parts), spans=spans)
 
 
 #: Version of the ``nvtopo links --format json`` document (docs/json.md).

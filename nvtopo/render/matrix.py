@@ -19,6 +19,7 @@ from ..model import (P2P_STATUS, PATH_DESCRIPTIONS, Matrix, Topology, int_runs,
 from ..model.pcie import PciPlacement
 from ..safe import is_ascii_digits
 from .cells import UNKNOWN_STYLE, c2c_state, cell_style, printable, text
+from .grid import Grid, Lines
 from .layout import Fitted
 
 MISSING = "?"
@@ -147,7 +148,7 @@ def _block_lines(m: Matrix, names: Sequence[str], rows: Sequence[int], chunk: Se
             if k < last:
                 line.append(" ")
         lines.append(line)
-    return Group(*lines)
+    return Lines(lines)
 
 
 def matrix_tables(m: Matrix, width: int, p2p: bool = False) -> List[RenderableType]:
@@ -509,7 +510,7 @@ def render(topo: Topology, width: int) -> RenderableType:
     if c2c is not None:
         parts += [Text(""), c2c]
     if m is not None:
-        parts += [Text(""), legend(topo)]
+        parts += [Text(""), Grid(legend(topo))]
     note_text = notes(topo)
     if note_text is not None:
         parts += [Text(""), note_text]

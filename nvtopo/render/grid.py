@@ -1,0 +1,355 @@
+"""A borderless Rich ``Table`` drawn cell by cell as segments, without a renderable per cell.
+
+Rich draws each cell of a table through a ``Padding``, a ``render_lines``, a measurement
+and line splitting and cropping: the eight 18-link tables of ``nvtopo links`` took about
+0.1 s of a 0.3 s start-up.  :func:`segments` yields the very segments Rich's table would
+yield (the same text, the same styles, split at the same places, so the same bytes in
+colour and without), for the tables the renderers build: no box, no footer, no row styles,
+one-line padding.  The columns are as wide as Rich makes them (measured here where the
+table fits the width it is drawn at, by Rich where its columns must shrink); a cell that
+does not fit on one line of its column (a wrapped or cut cell, a cell of several lines) is
+drawn by Rich itself, as the table would; a table outside that shape is left to Rich whole
+(``None``).  Where styles print nothing (no colour system, as when standard output is not
+a terminal, and no recording) a line is one segment of its text: the same bytes, a tenth of
+the segments.  ``tests/test_grid.py`` holds the two to the same output.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+
+from rich.cells import cell_len, set_cell_size
+from rich.padding import Padding
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Span, Text
+
+if TYPE_CHECKING:
+    from rich.console import Console, ConsoleOptions
+    from rich.table import Table
+
+_JUSTIFY = ("left", "center", "right")
+_NULL = Style.null()
+
+
+def segments(table: "Table", console: "Console",
+             options: "ConsoleOptions") -> Optional[List[Segment]]:
+    """The segments Rich would render ``table`` as, or None where the table is not of the
+    shape drawn here (Rich then draws it)."""
+    if not _plain_shape(table):
+        return None
+    cols = table.columns
+    rows = list(zip(*[[c.header] + list(c.cells) if table.show_header else list(c.cells)
+                      for c in cols]))
+    if not rows:
+        return None
+    pads = [_padding(table, i) for i in range(len(cols))]
+    texts = [[_as_text(x) for x in row] for row in rows]
+    cells = [[x for x in row if x is not None] for row in texts]
+    if any(len(row) != len(cols) for row in cells):
+        return None
+    widths = _widths(table, options.max_width, cells, pads)
+    if widths is None:  # columns shrunk to fit (their cells wrapped): Rich's widths
+        widths = table._calculate_column_widths(
+            console, options.update_width(options.max_width - table._extra_width))
+    out: List[Segment] = []
+    if table.title:
+        out.extend(_title(table, console, options, sum(widths)))
+    draw = _Draw(console, options, fits=sum(widths) <= options.max_width)
+    styles = [console.get_style(c.style or "") for c in cols]
+    head = ([console.get_style(table.header_style or "") + console.get_style(c.header_style)
+             for c in cols] if table.show_header else [])
+    for n, row in enumerate(cells):
+        header = table.show_header and n == 0
+        line = draw.row(row, cols, widths, pads, head if header else styles,
+                        [x for x in rows[n]], header)
+        out.extend(line)
+    return out
+
+
+class Grid:
+    """``table`` drawn by :func:`segments` where it can be, else by Rich: for a table printed
+    at its natural width (``layout.Fitted`` draws fitted tables so)."""
+
+    def __init__(self, table: "Table") -> None:
+        self.table = table
+
+    def __rich_console__(self, console: "Console", options: "ConsoleOptions") -> Any:
+        drawn = segments(self.table, console, options)
+        if drawn is None:
+            yield self.table
+        else:
+            yield from drawn
+
+
+class Lines:
+    """Lines of Text printed as a ``Group`` of them prints them; where styles print nothing
+    (as :class:`_Draw` ``plain``), a line of printable text that fits the width, not
+    justified, is one segment of its text (Rich would wrap, justify and render it to the
+    same bytes)."""
+
+    def __init__(self, lines: Sequence[Text]) -> None:
+        self.lines = lines
+
+    def __rich_console__(self, console: "Console", options: "ConsoleOptions") -> Any:
+        if console.color_system is not None or console.record \
+                or (options.justify or "default") != "default":
+            yield from self.lines
+            return
+        for line in self.lines:
+            size = _size(line.plain)
+            if size is None or size > options.max_width or line.end != "\n" \
+                    or (line.justify or "default") != "default":
+                yield line
+                continue
+            yield Segment(line.plain)
+            yield Segment("\n")
+
+
+def _plain_shape(table: "Table") -> bool:
+    """No box (so no border style), no footer or caption, no row styles, no fixed or
+    minimum table width, no vertical padding, no highlighting: the tables the renderers
+    build."""
+    top, _, bottom, _ = table.padding
+    return bool(table.columns) and table.box is None and not table.show_footer \
+        and not table.caption and not table.row_styles and table.width is None \
+        and table.min_width is None and not table.expand and top == 0 and bottom == 0 \
+        and not table.highlight \
+        and all(r.style is None for r in table.rows) \
+        and not any(c.highlight for c in table.columns)
+
+
+def _padding(table: "Table", i: int) -> Tuple[int, int]:
+    """(left, right) padding of column ``i``'s cells, as ``Table._get_cells`` gives them."""
+    _, right, _, left = table.padding
+    if table.collapse_padding and i != 0:
+        left = max(0, left - right)
+    if not table.pad_edge:
+        if i == 0:
+            left = 0
+        if i == len(table.columns) - 1:
+            right = 0
+    return left, right
+
+
+def _as_text(cell: Any) -> Optional[Text]:
+    """A cell as the Text Rich renders: a Text as it is; a str with nothing markup or emoji
+    codes could change, as plain text; anything else None (left to Rich)."""
+    if isinstance(cell, Text):
+        return cell
+    if isinstance(cell, str) and "[" not in cell and ":" not in cell:
+        return Text(cell)
+    return None
+
+
+def _widths(table: "Table", max_width: int, cells: Sequence[Sequence[Text]],
+            pads: Sequence[Tuple[int, int]]) -> Optional[List[int]]:
+    """Each column's width as ``Table._calculate_column_widths`` gives it where nothing is
+    collapsed: its widest cell (and padding), within its minimum and maximum width."""
+    if max_width < 1:
+        return None
+    widths: List[int] = []
+    for i, col in enumerate(table.columns):
+        left, right = pads[i]
+        pad = table._get_padding_width(i)
+        if max_width - left - right < 1:
+            return None
+        if col.width is not None:
+            w = min(col.width + pad, max_width)
+        else:
+            w = 0
+            for row in cells:
+                plain = row[i].plain
+                size = _size(plain)
+                if size is None:
+                    lines = plain.splitlines()
+                    size = max(cell_len(x) for x in lines) if lines else 0
+                w = max(w, min(min(size, max_width) + left + right, max_width))
+            if col.min_width is not None:
+                w = max(w, col.min_width + pad)
+            if col.max_width is not None:
+                w = min(w, col.max_width + pad)
+        widths.append(w or 1)
+    return widths if sum(widths) <= max_width else None
+
+
+def _title(table: "Table", console: "Console", options: "ConsoleOptions",
+           width: int) -> List[Segment]:
+    """The title, as ``Table.__rich_console__`` renders it."""
+    title: Any = table.title
+    if isinstance(title, str):
+        title = console.render_str(title, style=Style.pick_first(table.title_style,
+                                                                 "table.title"),
+                                   highlight=False)
+    opts = options.update(width=width, highlight=table.highlight, height=None)
+    return list(console.render(title, options=opts.update(justify=table.title_justify)))
+
+
+class _Draw:
+    """Rows of cells as segments; styles looked up and added once each."""
+
+    def __init__(self, console: "Console", options: "ConsoleOptions", fits: bool) -> None:
+        self.console = console
+        self.options = options
+        #: no colour system (not a terminal, TERM=dumb) and not recording: a style prints
+        #: nothing (``Style.render``), so a line is one segment of its text; not where the
+        #: table is wider than the width (the console cuts its lines segment by segment)
+        self.plain = console.color_system is None and not console.record and fits
+        self.styles: Dict[Any, Style] = {}
+        self.sums: Dict[Tuple[Style, Style], Style] = {}
+        #: a cell's line by what decides it (column, base style, the Text's text, style,
+        #: spans, justify, overflow, end): a table repeats its cells (``active``, ``0/0/0``)
+        self.lines: Dict[Tuple[Any, ...], Optional[List[Segment]]] = {}
+
+    def style(self, name: Any) -> Style:
+        got = self.styles.get(name)
+        if got is None:
+            got = self.styles[name] = self.console.get_style(name, default=_NULL)
+        return got
+
+    def add(self, base: Style, style: Style) -> Style:
+        key = (base, style)
+        got = self.sums.get(key)
+        if got is None:
+            got = self.sums[key] = base + style
+        return got
+
+    def row(self, row: Sequence[Text], cols: Sequence[Any], widths: Sequence[int],
+            pads: Sequence[Tuple[int, int]], styles: Sequence[Style], raw: Sequence[Any],
+            header: bool) -> List[Segment]:
+        """One table row: its cells side by side, line by line, then a new line each."""
+        cells: List[List[List[Segment]]] = []
+        lines = self.lines
+        for t, col, w, (left, right), style, cell in zip(row, cols, widths, pads, styles,
+                                                          raw):
+            # (where styles print nothing, the line is its text: styles and spans aside)
+            key = (id(col), t.plain, t.justify, t.overflow, t.end) if self.plain else (
+                id(col), style, t.plain, t.style, tuple(t.spans), t.justify, t.overflow, t.end)
+            if key in lines:
+                one = lines[key]
+            else:
+                one = lines[key] = self.one_line(t, col, w - left - right, left, right, style)
+            if one is not None:
+                cells.append([one])
+                continue
+            wrapped = self.wrapped(t, col, w - left - right, left, right) if self.plain \
+                else None
+            cells.append(wrapped if wrapped is not None
+                         else self.by_rich(cell, col, w, left, right, style))
+        tallest = max(len(c) for c in cells)
+        height = max(1, tallest)
+        if any(len(c) != height for c in cells):
+            cells = [Segment.set_shape(_aligned(c, raw[i], cols[i], widths[i], tallest,
+                                                styles[i], header), widths[i], height)
+                     for i, c in enumerate(cells)]
+        out: List[Segment] = []
+        for n in range(height):
+            if self.plain:
+                out.append(Segment("".join([x.text for c in cells for x in c[n]])))
+            else:
+                for c in cells:
+                    out.extend(c[n])
+            out.append(Segment("\n"))
+        return out
+
+    def by_rich(self, cell: Any, col: Any, width: int, left: int, right: int,
+                style: Style) -> List[List[Segment]]:
+        """A cell Rich renders itself, exactly as ``Table._render`` does."""
+        opts = self.options.update(width=width, justify=col.justify, no_wrap=col.no_wrap,
+                                   overflow=col.overflow, height=None, highlight=col.highlight)
+        return self.console.render_lines(Padding(cell, (0, right, 0, left)), opts,
+                                         style=style)
+
+    def wrapped(self, t: Text, col: Any, width: int, left: int,
+                right: int) -> Optional[List[List[Segment]]]:
+        """Where styles print nothing: a cell's lines as Rich wraps them (``Text.wrap`` with
+        what ``Text.__rich_console__`` gives it), each padded (or cut) to the column's width
+        as ``render_lines`` pads it, then the cell's padding; None where Rich is needed."""
+        if width < 1 or t.end != "\n" or not t.plain.replace("\n", "").isprintable():
+            return None  # (a control character: Rich strips some where it cuts the text)
+        tab = self.console.tab_size if t.tab_size is None else t.tab_size
+        lines = t.wrap(self.console, width, justify=t.justify or col.justify or "default",
+                       overflow=t.overflow or col.overflow or "fold", tab_size=tab or 8,
+                       no_wrap=bool(col.no_wrap if t.no_wrap is None else t.no_wrap))
+        out: List[List[Segment]] = []
+        for line in lines:
+            text = line.plain
+            size = cell_len(text)
+            text = text + " " * (width - size) if size <= width else set_cell_size(text, width)
+            out.append([Segment(" " * left + text + " " * right)])
+        return out
+
+    def one_line(self, t: Text, col: Any, width: int, left: int, right: int,
+                 base: Style) -> Optional[List[Segment]]:
+        """A cell that fits one line of its column, as Rich renders it (justified, padded,
+        split where its spans begin and end); None for any other cell."""
+        plain = t.plain
+        size = _size(plain)
+        justify = t.justify or col.justify
+        if size is None or size > width or width < 1 or justify not in _JUSTIFY \
+                or t.end != "\n" \
+                or (t.overflow or col.overflow) == "ignore":
+            return None
+        spans = [] if self.plain else t.spans
+        if spans and any(s.start < 0 or s.end > len(plain) or s.start > s.end for s in spans):
+            return None
+        shift = 0
+        if justify != "left":
+            stripped = plain.rstrip()
+            if stripped != plain:  # (Text.rstrip: spans cut at the new end)
+                cut = len(stripped)
+                spans = [s if s.end < cut else Span(s.start, min(cut, s.end), s.style)
+                         for s in spans if s.start < cut]
+                plain = stripped
+                size = cell_len(plain)
+            shift = width - size if justify == "right" else (width - size) // 2
+        body = " " * shift + plain + " " * (width - size - shift) if size < width else plain
+        if self.plain:
+            return [Segment(" " * left + body + " " * right)]
+        out = [Segment(" " * left, base)] if left else []
+        if spans:
+            out.extend(self.spans(body, t.style, spans, shift, base))
+        else:
+            out.append(Segment(body, self.add(base, self.style(t.style)) if t.style else base))
+        if right:
+            out.append(Segment(" " * right, base))
+        return out
+
+    def spans(self, body: str, style: Any, spans: Sequence[Span], shift: int,
+              base: Style) -> List[Segment]:
+        """``Text.render`` of ``body`` (the justified line, as ``Text.join`` leaves it: the
+        Text's own style a span over all of it), each segment's style added to ``base``."""
+        n = len(body)
+        marks: List[Tuple[int, int, Style]] = []  # (start, end, style), in span order
+        if style:
+            marks.append((0, n, self.style(style)))
+        marks.extend((s.start + shift, s.end + shift, self.style(s.style)) for s in spans)
+        cuts = sorted({0, n} | {m[0] for m in marks} | {m[1] for m in marks})
+        out: List[Segment] = []
+        for a, b in zip(cuts, cuts[1:]):
+            current = _NULL
+            for start, end, s in marks:
+                if start <= a < end:
+                    current = current + s
+            out.append(Segment(body[a:b], self.add(base, current)))
+        return out
+
+
+def _size(plain: str) -> Optional[int]:
+    """The terminal cells of a one-line cell; None where it holds a control character or
+    a line break (Rich would strip or split it: left to Rich)."""
+    if plain.isascii():
+        return len(plain) if plain.isprintable() else None
+    return cell_len(plain) if plain.isprintable() else None
+
+
+def _aligned(lines: List[List[Segment]], raw: Any, col: Any, width: int, height: int,
+             style: Style, header: bool) -> List[List[Segment]]:
+    """A cell's lines aligned in a row of ``height`` lines, as ``Table._render`` aligns them
+    (a header at the bottom, else the cell's or column's vertical alignment)."""
+    vertical = "bottom" if header else (getattr(raw, "vertical", None) or col.vertical)
+    if vertical == "top":
+        return Segment.align_top(lines, width, height, style)
+    if vertical == "middle":
+        return Segment.align_middle(lines, width, height, style)
+    return Segment.align_bottom(lines, width, height, style)

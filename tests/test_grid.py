@@ -1,0 +1,222 @@
+"""render/grid.py draws a borderless table as Rich draws it: the same bytes, in colour and
+without, at every width (random tables against Rich's own rendering, and the tables of
+``links`` and ``show`` themselves)."""
+
+from __future__ import annotations
+
+import io
+from functools import lru_cache
+from typing import Any, List, Tuple
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from nvtopo import layouts
+from nvtopo.render import grid, links, matrix
+from nvtopo.render.layout import Fitted
+from nvtopo.simulate import simulate
+
+
+class _Drawn:
+    """A table through render/grid.py (Rich's own table where grid declines it)."""
+
+    def __init__(self, table: Table, seen: List[bool]) -> None:
+        self.table, self.seen = table, seen
+
+    def __rich_console__(self, console: Console, options: Any) -> Any:
+        drawn = grid.segments(self.table, console, options)
+        self.seen.append(drawn is not None)
+        if drawn is None:
+            yield self.table
+        else:
+            yield from drawn
+
+
+def _console(width: int, colour: bool) -> Console:
+    return Console(file=io.StringIO(), width=width, force_terminal=colour,
+                   color_system="truecolor" if colour else None, highlight=False,
+                   markup=False, emoji=False, no_color=not colour)
+
+
+def _both(make: Any, width: int, colour: bool) -> Any:
+    """(what grid prints, what Rich prints, whether grid drew it), each from a fresh table
+    (the renderers' tables are built for one print)."""
+    seen: List[bool] = []
+    mine, theirs = _console(width, colour), _console(width, colour)
+    mine.print(_Drawn(make(), seen))
+    theirs.print(make())
+    return mine.file.getvalue(), theirs.file.getvalue(), any(seen)
+
+
+_STYLES = st.sampled_from(["", "bold", "dim", "green", "bold red", "italic underline",
+                           "yellow on blue", "table.title", "bold bright_cyan"])
+_WORDS = st.text(alphabet=st.sampled_from(list("ab  Z0/-·é漢\n\t\x1b")),
+                 max_size=14)
+
+
+@st.composite
+def _texts(draw: Any) -> Any:
+    plain = draw(_WORDS)
+    t = Text(plain, style=draw(_STYLES), justify=draw(st.sampled_from(
+        [None, None, "left", "right", "center"])))
+    for _ in range(draw(st.integers(0, 3))):
+        a = draw(st.integers(0, len(plain)))
+        t.stylize(draw(_STYLES), a, draw(st.integers(a, len(plain))))
+    if draw(st.booleans()):  # appended parts, as links' error counters are built
+        t.append(draw(_WORDS), style=draw(_STYLES))
+    return t
+
+
+@st.composite
+def _tables(draw: Any) -> Any:
+    ncols = draw(st.integers(1, 4))
+    nrows = draw(st.integers(0, 4))
+    spec = dict(
+        title=draw(st.one_of(st.none(), _texts(), st.sampled_from(["GPUs", "a long title"]))),
+        title_justify=draw(st.sampled_from(["left", "center", "right"])),
+        show_header=draw(st.booleans()), pad_edge=draw(st.booleans()),
+        padding=draw(st.sampled_from([(0, 1), (0, 2, 0, 0), (0, 1, 0, 0), 0, (0, 0, 0, 2)])),
+        collapse_padding=draw(st.booleans()),
+        header_style=draw(_STYLES), show_edge=False, box=None)
+    cols = [dict(header=draw(st.one_of(_texts(), st.sampled_from(["Link", "GB/s", "a b"]))),
+                 justify=draw(st.sampled_from(["left", "right", "center"])),
+                 no_wrap=draw(st.booleans()), style=draw(_STYLES),
+                 overflow=draw(st.sampled_from(["fold", "ellipsis", "crop"])),
+                 min_width=draw(st.one_of(st.none(), st.integers(0, 6))),
+                 max_width=draw(st.one_of(st.none(), st.integers(1, 9))),
+                 width=draw(st.one_of(st.none(), st.none(), st.integers(1, 8))),
+                 vertical=draw(st.sampled_from(["top", "middle", "bottom"])))
+            for _ in range(ncols)]
+    rows = [[draw(st.one_of(_texts(), st.sampled_from(["", "x", "12.5", "a [b]"])))
+             for _ in range(ncols)] for _ in range(nrows)]
+    width = draw(st.integers(8, 70))
+
+    def make() -> Table:
+        t = Table(**spec)
+        for c in cols:
+            head = c["header"].copy() if isinstance(c["header"], Text) else c["header"]
+            t.add_column(head, **{k: v for k, v in c.items() if k != "header"})
+        for r in rows:
+            t.add_row(*[x.copy() if isinstance(x, Text) else x for x in r])
+        return t
+
+    return make, width
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_tables(), st.booleans())
+def test_a_random_table_prints_as_rich_prints_it(drawn: Any, colour: bool) -> None:
+    make, width = drawn
+    mine, theirs, _ = _both(make, width, colour)
+    assert mine == theirs
+
+
+FAULTS = ("nvlink-down:GPU3:7", "counters:mlx5_2:symbol_error=100", "pcie-width:GPU5:8")
+
+
+@lru_cache(maxsize=None)
+def _node(faults: Tuple[str, ...]) -> Any:
+    """The model of a simulated DGX H100 (``FAULTS``: a link down, a port's counters, a GPU
+    at x8), made once per test run (drawing reads it, never changes it)."""
+    from nvtopo import snapshot
+
+    doc = simulate(layouts.load("dgx-h100"), list(faults), seed=3, hostname="dgx-node-0001")
+    return snapshot.load_text(snapshot.dumps(doc), "node.json")
+
+
+def _fitted(make: Any, width: int, colour: bool, monkeypatch: Any) -> Any:
+    """``Fitted(table)`` as the renderers print it: (with grid, without grid, drawn)."""
+    seen: List[bool] = []
+    real = grid.segments
+
+    def spy(*a: Any) -> Any:
+        out = real(*a)
+        seen.append(out is not None)
+        return out
+
+    mine, theirs = _console(width, colour), _console(width, colour)
+    monkeypatch.setattr(grid, "segments", spy)
+    mine.print(Fitted(make()))
+    monkeypatch.setattr(grid, "segments", lambda *a: None)
+    theirs.print(Fitted(make()))
+    monkeypatch.setattr(grid, "segments", real)
+    return mine.file.getvalue(), theirs.file.getvalue(), any(seen)
+
+
+@pytest.mark.parametrize("width", [52, 80, 200])
+@pytest.mark.parametrize("colour", [False, True])
+def test_the_links_tables_are_drawn_here_byte_for_byte(width: int, colour: bool,
+                                                       monkeypatch: Any) -> None:
+    doc = links.links_doc(_node(FAULTS))
+    for g in doc["gpus"][2:4]:  # GPU3 has a link down (red, its reason) beside healthy GPU2
+        mine, theirs, drawn = _fitted(lambda g=g: links.gpu_table(g), width, colour,
+                                      monkeypatch)
+        assert mine == theirs
+        assert drawn is (width >= 80)  # (at 52 columns the rows are records)
+        assert ("\x1b[" in mine) is colour
+
+
+@pytest.mark.parametrize("width", [60, 80, 200])
+@pytest.mark.parametrize("colour", [False, True])
+def test_shows_tables_are_drawn_here_byte_for_byte(width: int, colour: bool,
+                                                   monkeypatch: Any) -> None:
+    """A healthy node's GPU table at 80 columns is fitted: its wrapped cells are Rich's to
+    draw; the faulty node's (a longer PCIe cell) is records, as at 60 columns."""
+    for topo in (_node(()), _node(FAULTS)):
+        for make in (lambda: matrix.gpu_table(topo), lambda: matrix.nic_table(topo)):
+            mine, theirs, drawn = _fitted(make, width, colour, monkeypatch)
+            assert mine == theirs
+            assert drawn or width == 60 or topo.gpu(5).sysfs.link.width_below_max
+    seen: List[bool] = []
+    mine, theirs = _console(width, colour), _console(width, colour)
+    mine.print(_Drawn(matrix.legend(topo), seen))
+    theirs.print(matrix.legend(topo))
+    assert seen == [True] and mine.file.getvalue() == theirs.file.getvalue()  # (wrapped ≤ 80)
+
+
+def test_a_table_of_another_shape_is_left_to_rich() -> None:
+    con = _console(80, False)
+    boxed = Table(box=box.SIMPLE)
+    boxed.add_column("a")
+    boxed.add_row("1")
+    assert grid.segments(boxed, con, con.options) is None
+    nested = Table(box=None)
+    nested.add_column("a")
+    nested.add_row(Table())  # a renderable in a cell: Rich's to draw
+    assert grid.segments(nested, con, con.options) is None
+    plain = Table(box=None, show_edge=False)
+    plain.add_column("a")
+    plain.add_row("1")
+    assert grid.segments(plain, con, con.options) is not None
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_texts(), max_size=5), st.integers(4, 30), st.booleans())
+def test_lines_print_as_a_group_of_them_prints(lines: List[Text], width: int,
+                                                colour: bool) -> None:
+    from rich.console import Group
+
+    mine, theirs = _console(width, colour), _console(width, colour)
+    mine.print(grid.Lines([t.copy() for t in lines]))
+    theirs.print(Group(*[t.copy() for t in lines]))
+    assert mine.file.getvalue() == theirs.file.getvalue()
+
+
+@pytest.mark.parametrize("width", [40, 80, 200])
+def test_shows_matrix_prints_as_before(width: int) -> None:
+    """The matrix blocks (render/matrix.py ``_block_lines``) as a Group of their lines."""
+    from rich.console import Group
+
+    topo = _node(FAULTS)
+    for colour in (False, True):
+        mine, theirs = _console(width, colour), _console(width, colour)
+        for part in matrix.matrix_tables(topo.matrix, width):
+            mine.print(part)
+            theirs.print(Group(*part.lines) if isinstance(part, grid.Lines) else part)
+        assert mine.file.getvalue() == theirs.file.getvalue()
+        assert "NV18" in mine.file.getvalue()

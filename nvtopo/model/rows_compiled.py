@@ -33,6 +33,16 @@ _INLINE = {
         "{v} is not None and (type({v}) is not int or not -L <= {v} <= L)",
     frozenset({_NoneType}): "{v} is not None",
 }
+#: The inline test of every value ``{v}`` of a container against a type set ``{t}``: one
+#: C-level pass over their types, one over the numbers' magnitudes (others: a call).
+_EVERY = {
+    frozenset({int}): "not {t}.issuperset(map(type, {v})) "
+                      "or max(map(abs, {v}), default=0) > L",
+    frozenset({int, _NoneType}): "not {t}.issuperset(map(type, {v})) "
+                                 "or max(map(abs, filter(None, {v})), default=0) > L",
+    frozenset({str}): "not {t}.issuperset(map(type, {v}))",
+    frozenset({str, _NoneType}): "not {t}.issuperset(map(type, {v}))",
+}
 _FAIL = "        raise _Bad('', None)"
 
 
@@ -90,9 +100,14 @@ def _field_source(i: int, spec: Tuple[Any, ...], env: Dict[str, Any], rows: Any
     size = f" or len({v}) != {spec[3]}" if len(spec) > 3 and spec[3] is not None else ""
     lines = [f"    if {null}(type({v}) is not {want}{size}):", _FAIL]
     if item[0] == "leaf":
-        env[t] = _all_ok(item[1])
         values = v if want == "list" else f"{v}.values()"
-        lines += [f"    if {null}not {t}({values}):", _FAIL]
+        test = _EVERY.get(item[1])
+        if test is None:
+            env[t] = _all_ok(item[1])
+            test = f"not {t}({{v}})"
+        else:
+            env[t] = item[1]
+        lines += [f"    if {null}({test.format(v=values, t=t)}):", _FAIL]
     elif item[0] != "any":
         env[t] = _lazy(env, t, item[1]) if item[0] == "rec" and not item[2] \
             else rows._value_decoder(item)

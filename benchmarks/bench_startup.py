@@ -58,6 +58,12 @@ def cpu(cmd: List[str], env: Dict[str, str]) -> float:
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+WRITE_SNAPSHOT = ("import sys; from nvtopo import layouts, snapshot; "
+                  "from nvtopo.simulate import simulate; "
+                  "open(sys.argv[1], 'w').write(snapshot.dumps("
+                  "simulate(layouts.load('dgx-h100'), [], seed=1)))")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=11)
@@ -72,13 +78,21 @@ def main() -> None:
     try:
         snap = os.path.join(tmp, "node.json")
         Path(snap).write_text(snapshot.dumps(simulate(layouts.load("dgx-h100"), [], seed=1)))
-        env = installed_env(os.path.join(tmp, "pycache"))
+        # run from the temporary directory, each checkout named by PYTHONPATH: from a
+        # checkout's own directory, `python -m nvtopo` would import that one whatever it says
+        os.chdir(tmp)
+        env = dict(installed_env(os.path.join(tmp, "pycache")), PYTHONPATH=str(REPO))
         envs = {"": env}
+        snaps = {"": snap}
         if args.repo:
             envs["other "] = dict(installed_env(os.path.join(tmp, "pycache-other")),
                                   PYTHONPATH=str(Path(args.repo).resolve()))
+            # the other checkout reads a snapshot it sealed itself (else it re-derives)
+            snaps["other "] = os.path.join(tmp, "node-other.json")
+            subprocess.run([sys.executable, "-c", WRITE_SNAPSHOT, snaps["other "]],
+                           env=envs["other "], check=True)
         py = sys.executable
-        cmds = {(tag, n): [py, "-m", "nvtopo"] + [snap if a == "SNAP" else a
+        cmds = {(tag, n): [py, "-m", "nvtopo"] + [snaps[tag] if a == "SNAP" else a
                                                   for a in COMMANDS[n][0]]
                 for n in names for tag in envs}
         for (tag, _), cmd in [(("", ""), [py] + FLOOR)] + list(cmds.items()):  # .pyc, cache

@@ -207,11 +207,7 @@ def main() -> None:
             runs[jobs].append(run_child(nvtopo + ["audit", str(sample), "--format", "json",
                                                   "--jobs", str(jobs)]))
         if args.repo:  # the other checkout, on its own files and their floor, same round
-            out = subprocess.run([sys.executable, "-c", BASELINE, str(other_sample)],
-                                 capture_output=True, text=True, check=True, env=ENV)
-            other_base.append(float(out.stdout.split()[2]))
-            other.append(run_child(nvtopo + ["audit", str(other_sample), "--format", "json",
-                                             "--jobs", "1"], cwd=args.repo))
+            _other_round(args, other_sample, other_base, other, nvtopo)
     speeds = {}
     b = statistics.median(base) if base else 0.0
     if base:
@@ -240,6 +236,15 @@ def main() -> None:
         _other_cost(args, other, base_cpu, other_base)
     if not args.skip_memory:
         _memory(args, d, nvtopo)
+
+
+def _other_round(args, sample, base_cpu, runs, nvtopo) -> None:
+    """One round of the other checkout (``--repo``): its files' floor, then its audit."""
+    out = subprocess.run([sys.executable, "-c", BASELINE, str(sample)], capture_output=True,
+                         text=True, check=True, env=ENV)
+    base_cpu.append(float(out.stdout.split()[2]))
+    runs.append(run_child(nvtopo + ["audit", str(sample), "--format", "json", "--jobs", "1"],
+                          cwd=args.repo))
 
 
 def _other_cost(args, other, base_cpu, other_base) -> None:

@@ -16,10 +16,12 @@ fresh processes:
     python benchmarks/bench_audit.py [--files 10000] [--sample 1000] [--runs 3] [--dir DIR]
                                      [--repo PATH]
 
-``--repo PATH`` times another checkout's ``audit --jobs 1`` on the same files too, in the
-same rounds (floor, this checkout, the other), so a before/after pair shares its load.  Its
-files are sealed by this checkout's derivation code: where the other derives differently it
-re-derives them (its ``rederived`` count is printed).
+``--repo PATH`` times another checkout's ``audit --jobs 1`` too, in the same rounds (floor,
+this checkout, the other's floor, the other), so a before/after pair shares its load.  The
+other's fleet is the same simulations written by the other checkout itself (sealed by its
+own derivation code, in ``DIR-<its code digest>``), so each reads caches it wrote; each is
+compared with the floor of its own files (a cache format that shrinks the files lowers the
+floor too).
 """
 
 from __future__ import annotations
@@ -131,6 +133,27 @@ print(time.perf_counter() - t, n, time.process_time() - c)
 ENV = installed_env(os.path.join(tempfile.gettempdir(), "nvtopo-bench-pycache"))
 
 
+def digest_of(repo) -> str:
+    """The derivation code digest of a checkout (its sealed caches carry it)."""
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); "
+            "from nvtopo.snapshot import cache; print(cache.code_digest())")
+    return subprocess.run([sys.executable, "-c", code, str(repo)], capture_output=True,
+                          text=True, check=True).stdout.strip()
+
+
+def other_fleet(args) -> Path:
+    """The fleet as ``--repo`` writes it (sealed by its own derivation code, in a directory
+    of its own), so the other checkout reads its caches, as it would in use, rather than
+    re-deriving files sealed by this one."""
+    d = Path(f"{args.dir}-{digest_of(args.repo)[:12]}")
+    subprocess.run([sys.executable, str(Path(args.repo) / "benchmarks" / "bench_audit.py"),
+                    "--files", str(args.files), "--distinct", str(args.distinct),
+                    "--sample", str(args.sample), "--dir", str(d), "--skip-throughput",
+                    "--skip-memory"],
+                   cwd=args.repo, check=True, capture_output=True, env=ENV)
+    return d
+
+
 def run_child(cmd, cwd=None):
     out = subprocess.run([sys.executable, "-c", RUNNER, *cmd], capture_output=True, text=True,
                          check=True, env=ENV, cwd=cwd).stdout.split()
@@ -169,7 +192,8 @@ def main() -> None:
           f"{'evidence only' if args.no_cache else 'with the sealed model cache'}), "
           f"throughput on the first {args.sample}, medians of {args.runs} runs")
 
-    base, base_cpu = [], []
+    other_sample = list_files(other_fleet(args), args.sample) if args.repo else None
+    base, base_cpu, other_base = [], [], []
     jobs_list = [] if args.skip_throughput else [int(x) for x in args.jobs_list.split(",")]
     runs: dict = {jobs: [] for jobs in jobs_list}
     other: list = []
@@ -182,9 +206,8 @@ def main() -> None:
         for jobs in jobs_list:
             runs[jobs].append(run_child(nvtopo + ["audit", str(sample), "--format", "json",
                                                   "--jobs", str(jobs)]))
-        if args.repo:  # the other checkout, in the same round
-            other.append(run_child(nvtopo + ["audit", str(sample), "--format", "json",
-                                             "--jobs", "1"], cwd=args.repo))
+        if args.repo:  # the other checkout, on its own files and their floor, same round
+            _other_round(args, other_sample, other_base, other, nvtopo)
     speeds = {}
     b = statistics.median(base) if base else 0.0
     if base:
@@ -210,17 +233,29 @@ def main() -> None:
               f"target <= 1.3x   {'OK' if cost <= 1.3 else 'OVER'}   "
               f"(load {os.getloadavg()[0]:.1f})")
     if other:
-        _other_cost(args, other, base_cpu)
+        _other_cost(args, other, base_cpu, other_base)
     if not args.skip_memory:
         _memory(args, d, nvtopo)
 
 
-def _other_cost(args, other, base_cpu) -> None:
-    """The other checkout's audit --jobs 1 (``--repo``), against the same floor."""
+def _other_round(args, sample, base_cpu, runs, nvtopo) -> None:
+    """One round of the other checkout (``--repo``): its files' floor, then its audit."""
+    out = subprocess.run([sys.executable, "-c", BASELINE, str(sample)], capture_output=True,
+                         text=True, check=True, env=ENV)
+    base_cpu.append(float(out.stdout.split()[2]))
+    runs.append(run_child(nvtopo + ["audit", str(sample), "--format", "json", "--jobs", "1"],
+                          cwd=args.repo))
+
+
+def _other_cost(args, other, base_cpu, other_base) -> None:
+    """The other checkout's audit --jobs 1 (``--repo``) on the files it writes, against
+    their floor and against this checkout's files' floor."""
     cpu = statistics.median(r[3] for r in other)
-    cost = cpu / statistics.median(base_cpu)
-    print(f"  --repo {args.repo}: audit --jobs 1 CPU {cpu:.2f} s = "
-          f"{cpu / args.sample * 1000:.1f} ms/file; / (read + json.loads) = {cost:.2f}x")
+    floor = statistics.median(other_base)
+    print(f"  --repo {args.repo}: its files' read + json.loads {floor:.2f} s CPU "
+          f"({floor / args.sample * 1000:.2f} ms/file); its audit --jobs 1 CPU {cpu:.2f} s = "
+          f"{cpu / args.sample * 1000:.1f} ms/file; / its floor = {cpu / floor:.2f}x; "
+          f"/ this checkout's files' floor = {cpu / statistics.median(base_cpu):.2f}x")
 
 
 def _memory(args, d, nvtopo) -> None:

@@ -37,8 +37,6 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from _machine import installed_env, machine  # noqa: E402
 
 FLOOR = ["-c", "import typer, rich.console, rich.table"]
-#: Which nvtopo a run imports (checked before timing: a run must time the checkout named).
-WHERE = [sys.executable, "-c", "import nvtopo; print(nvtopo.__file__)"]
 #: name -> (arguments after ``python -m nvtopo``, SNAP standing for the snapshot; target)
 COMMANDS = {
     "help": (["--help"], 1.3),
@@ -51,15 +49,23 @@ COMMANDS = {
 }
 
 
-def cpu(cmd: List[str], env: Dict[str, str], cwd: str = str(REPO)) -> float:
-    """CPU seconds (user + system) of one fresh run of ``cmd`` in ``cwd`` (``python -m``
-    puts its working directory first on ``sys.path``: a run in one checkout imports that
-    checkout's nvtopo whatever ``PYTHONPATH`` says)."""
+#: Which nvtopo a run imports (checked before timing: a run must time the checkout named).
+WHERE = [sys.executable, "-c", "import nvtopo; print(nvtopo.__file__)"]
+
+
+def cpu(cmd: List[str], env: Dict[str, str]) -> float:
+    """CPU seconds (user + system) of one fresh run of ``cmd``."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False,
-                   env=env, cwd=cwd)
+                   env=env)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+WRITE_SNAPSHOT = ("import sys; from nvtopo import layouts, snapshot; "
+                  "from nvtopo.simulate import simulate; "
+                  "open(sys.argv[1], 'w').write(snapshot.dumps("
+                  "simulate(layouts.load('dgx-h100'), [], seed=1)))")
 
 
 def main() -> None:
@@ -76,30 +82,37 @@ def main() -> None:
     try:
         snap = os.path.join(tmp, "node.json")
         Path(snap).write_text(snapshot.dumps(simulate(layouts.load("dgx-h100"), [], seed=1)))
-        env = installed_env(os.path.join(tmp, "pycache"))
+        # run from the temporary directory, each checkout named by PYTHONPATH: from a
+        # checkout's own directory, `python -m nvtopo` would import that one whatever it says
+        os.chdir(tmp)
+        env = dict(installed_env(os.path.join(tmp, "pycache")), PYTHONPATH=str(REPO))
         envs = {"": env}
-        cwds = {"": str(REPO)}
+        snaps = {"": snap}
         if args.repo:
-            other = str(Path(args.repo).resolve())
             envs["other "] = dict(installed_env(os.path.join(tmp, "pycache-other")),
-                                  PYTHONPATH=other)
-            cwds["other "] = other
-        for tag, where in cwds.items():  # each run imports the checkout it is named for
+                                  PYTHONPATH=str(Path(args.repo).resolve()))
+            # the other checkout reads a snapshot it sealed itself (else it re-derives)
+            snaps["other "] = os.path.join(tmp, "node-other.json")
+            subprocess.run([sys.executable, "-c", WRITE_SNAPSHOT, snaps["other "]],
+                           env=envs["other "], check=True)
+        named = {"": REPO, "other ": Path(args.repo).resolve() if args.repo else REPO}
+        for tag in envs:  # each run imports the checkout it is named for
             found = subprocess.run(WHERE, capture_output=True, text=True, env=envs[tag],
-                                   cwd=where, check=True).stdout.strip()
-            assert Path(found).resolve().is_relative_to(Path(where)), (tag, found)
+                                   check=True).stdout.strip()
+            assert Path(found).resolve().is_relative_to(Path(named[tag]).resolve()), \
+                (tag, found)
         py = sys.executable
-        cmds = {(tag, n): [py, "-m", "nvtopo"] + [snap if a == "SNAP" else a
+        cmds = {(tag, n): [py, "-m", "nvtopo"] + [snaps[tag] if a == "SNAP" else a
                                                   for a in COMMANDS[n][0]]
                 for n in names for tag in envs}
         for (tag, _), cmd in [(("", ""), [py] + FLOOR)] + list(cmds.items()):  # .pyc, cache
-            cpu(cmd, envs[tag], cwds[tag]), cpu(cmd, envs[tag], cwds[tag])
+            cpu(cmd, envs[tag]), cpu(cmd, envs[tag])
         floor: List[float] = []
         runs: Dict[tuple, List[float]] = {k: [] for k in cmds}
         for _ in range(args.runs):  # interleaved: the floor before every command
             for (tag, n), cmd in cmds.items():
                 floor.append(cpu([py] + FLOOR, env))
-                runs[(tag, n)].append(cpu(cmd, envs[tag], cwds[tag]))
+                runs[(tag, n)].append(cpu(cmd, envs[tag]))
         base = statistics.median(floor)
         print(f"machine: {machine()}")
         print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "

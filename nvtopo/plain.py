@@ -92,8 +92,28 @@ def _make_init(qual: str, flds: Tuple[Field, ...],
     later = tuple(f for f in flds if not f.init and (f.default is not _MISSING
                                                        or f.default_factory is not _MISSING))
     setter = object.__setattr__
+    # the common call (keywords only, every field without a default given): the instance
+    # dict filled in field order from a template, no call per field
+    names = frozenset(f.name for f in takes)
+    required = frozenset(f.name for f in takes
+                         if f.default is _MISSING and f.default_factory is _MISSING)
+    template = {f.name: (f.default if f.default is not _MISSING else None)
+                for f in flds if f.init or f in later}
+    made = tuple((f.name, f.default_factory) for f in flds
+                 if (f.init or f in later) and f.default_factory is not _MISSING)
 
     def __init__(self: Any, *args: Any, **kw: Any) -> None:
+        if not args and names.issuperset(kw) and required.issubset(kw):
+            d = getattr(self, "__dict__", None)
+            if d is not None:
+                d.update(template)
+                for name, factory in made:
+                    if name not in kw:
+                        d[name] = factory()
+                d.update(kw)
+                if post is not None:
+                    post(self)
+                return
         if len(args) > len(takes):
             raise TypeError(f"{qual}() takes {len(takes)} positional arguments, "
                             f"{len(args)} given")

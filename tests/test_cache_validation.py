@@ -41,6 +41,8 @@ from nvtopo import checks, fakesys, layouts, snapshot
 from nvtopo.snapshot import cache as snapshot_cache
 from nvtopo.snapshot import document as snapshot_document
 from nvtopo.errors import NvtopoError
+from nvtopo.model import Topology
+from nvtopo.model import rows as model_rows
 from nvtopo.probes import ProbeOptions
 from nvtopo.render import check as render_check
 from nvtopo.render import ib as render_ib
@@ -426,6 +428,21 @@ def _reseal(text: str, cache: Dict[str, Any]) -> str:
     return (raw[:at] + seal + raw[at + 64:]).decode("utf-8")
 
 
+def _model_of(cache: Dict[str, Any]) -> Dict[str, Any]:
+    """The JSON form of a cache's model (its ``rows``, nvtopo/model/rows.py), as the corpus
+    models are written: without ``origin``."""
+    body = Topology.from_rows(json.loads(json.dumps(cache["rows"]))).to_dict()
+    body.pop("origin")
+    return body
+
+
+def _with_rows(cache: Dict[str, Any], model: Any) -> Dict[str, Any]:
+    """The cache holding the rows that the JSON form ``model`` stands for, no type checked
+    (``Topology.rows_from_dict``: a wrong type stays where it is; a missing or unknown key
+    makes a row of the wrong length), so each mutation of the JSON form is one of the rows."""
+    return dict(cache, rows=Topology.rows_from_dict(model))
+
+
 _DOCS: Dict[str, Dict[str, Any]] = {}
 
 
@@ -453,10 +470,10 @@ def test_every_mistyped_key_path_of_a_resealed_cache_is_rederived(name, corpus):
 
     doc = json.loads(text)
     cache, host, version = doc["derived"], doc.get("host"), doc.get("nvtopo_version")
-    model = cache["model"]
+    model = _model_of(cache)
 
-    def load() -> Any:  # what a sealed read does once the seal holds
-        return snapshot_cache._from_cache(cache, host, version, str(path))
+    def load() -> Any:  # what a sealed read does once the seal holds (of these rows)
+        return snapshot_cache._from_cache(_with_rows(cache, model), host, version, str(path))
 
     targets = _targets(model)
     assert len(targets) > 30
@@ -484,7 +501,7 @@ def test_every_mistyped_key_path_of_a_resealed_cache_is_rederived(name, corpus):
             elif _kind(new) not in seen.types.get(path_s, set()):
                 wrong.append(f"{what}: accepted, but derive never gives a {_kind(new)} "
                              f"here ({sorted(seen.types.get(path_s, ()))})")
-    assert _same(model, json.loads(text)["derived"]["model"]), "the mutations were not undone"
+    assert _same(model, _model_of(json.loads(text)["derived"])), "the mutations were not undone"
     assert not wrong, f"{len(wrong)} of {tried} mutations ({len(accepted)} accepted):\n" + \
         "\n".join(wrong[:40])
 
@@ -511,7 +528,7 @@ def test_every_mistyped_key_path_of_a_resealed_cache_is_rederived(name, corpus):
                     wrong.append(f"{_what(path_s, new)}: accepted, and a command crashed: "
                                  f"{crash}")
     assert not wrong, "\n".join(wrong[:40])
-    assert _same(model, json.loads(text)["derived"]["model"]), "the mutations were not undone"
+    assert _same(model, _model_of(json.loads(text)["derived"])), "the mutations were not undone"
 
     # A sample through real files: sealed anew, read as the commands read them, re-derived
     # to the very model (and so the very output) of the unmutated file.
@@ -520,7 +537,7 @@ def test_every_mistyped_key_path_of_a_resealed_cache_is_rederived(name, corpus):
         container[key] = new
         try:
             forged = tmp / f"{name}-forged.json"
-            forged.write_text(_reseal(text, cache), encoding="utf-8")
+            forged.write_text(_reseal(text, _with_rows(cache, model)), encoding="utf-8")
         finally:
             container[key] = original
         assert snapshot_cache._sealed(forged.read_bytes()) is not None, "the forgery is not sealed"
@@ -540,7 +557,7 @@ def test_a_resealed_cache_of_the_wrong_shape_gives_the_cli_the_unmutated_answer(
     path, text = _sealed_case("dgx-h100-faults", tmp)
     doc = json.loads(text)
     cache = doc["derived"]
-    model = cache["model"]
+    model = _model_of(cache)
     forgeries = {
         "extra-not-a-dict": lambda m: m.__setitem__("extra", "nvml"),
         "gpu-nvml-none": lambda m: m["gpus"][0]["extra"].__setitem__("nvml", None),
@@ -573,7 +590,7 @@ def test_a_resealed_cache_of_the_wrong_shape_gives_the_cli_the_unmutated_answer(
         mutated = json.loads(json.dumps(model))
         change(mutated)
         forged = tmp / f"forged-{label}.json"
-        forged.write_text(_reseal(text, dict(cache, model=mutated)), encoding="utf-8")
+        forged.write_text(_reseal(text, _with_rows(cache, mutated)), encoding="utf-8")
         assert snapshot_cache._sealed(forged.read_bytes()) is not None
         assert run_all(forged) == want, label
 
@@ -583,8 +600,16 @@ def test_the_types_accept_every_model_the_corpus_derives(corpus):
     inputs nvtopo records (else their caches would never be used)."""
     _tmp, _seen, models = corpus
     assert len(models) > 60
-    for body in models:
-        assert snapshot_cache.typed_model(body) is not None, (body["host"], body["sources"])
+    for tier in (10 ** 9, 1):  # the generic row decoders, then the compiled ones
+        model_rows.COMPILE_FROM = tier
+        try:
+            for body in models:
+                topo = snapshot_cache.typed_model(body)
+                assert topo is not None, (body["host"], body["sources"])
+                rows = json.loads(json.dumps(Topology.rows_from_dict(body)))
+                assert snapshot_cache.typed_rows(rows) == topo, (body["host"], tier)
+        finally:
+            model_rows.COMPILE_FROM = 3
 
 
 def _pcie(**kw: Any) -> Dict[str, Any]:
@@ -611,6 +636,20 @@ def test_a_number_out_of_range_or_of_another_type_is_no_cached_counter(value):
         GpuPcie.from_dict(_pcie(replay_counter=value))
     with pytest.raises(ValueError, match=r"^\$\.gbps: expected int or float or null"):
         PortRate.from_dict(_port_rate(gbps=value))
+    for tier in (10 ** 9, 1):  # as rows: the generic decoders, then the compiled ones
+        model_rows.COMPILE_FROM = tier
+        try:
+            row = model_rows.rows_from_json(GpuPcie, _pcie(replay_counter=value))
+            with pytest.raises(ValueError, match=r"^\$\.replay_counter: expected int or nu"):
+                model_rows.decode_rows(GpuPcie, row)
+            row = model_rows.rows_from_json(PortRate, _port_rate(gbps=value))
+            with pytest.raises(ValueError, match=r"^\$\.gbps: expected int or float or null"):
+                model_rows.decode_rows(PortRate, row)
+            for ok in (5, None, 2 ** 72, -(2 ** 72)):
+                row = model_rows.rows_from_json(GpuPcie, _pcie(replay_counter=ok))
+                assert model_rows.decode_rows(GpuPcie, row).replay_counter == ok
+        finally:
+            model_rows.COMPILE_FROM = 3
 
 
 def test_a_value_nested_deeper_than_the_types_is_walked_no_deeper():
@@ -625,6 +664,105 @@ def test_a_value_nested_deeper_than_the_types_is_walked_no_deeper():
         Topology.from_dict(body)
     assert snapshot_cache.typed_model(body) is None
     assert snapshot_cache.typed_model(deep) is None
+    assert snapshot_cache.typed_rows(Topology.rows_from_dict(body)) is None
+    assert snapshot_cache.typed_rows(deep) is None
     body["extra"] = {"a-later-source": deep}  # kept by from_dict (an open map), unwalked ...
     assert Topology.from_dict(body).extra == {"a-later-source": deep}
     assert snapshot_cache.typed_model(body) is None  # ... but no cache holds what no probe derives
+
+
+# --- the rows themselves (the cache's form: nvtopo/model/rows.py) ------------------------------
+
+
+def _row_targets(rows: Any) -> List[Tuple[str, type, List[Any], int]]:
+    """One place for every distinct field of a record in the rows (items of lists and
+    objects collapsed: ``$.gpus[].extra.nvml``): its path, its record class, its row, its
+    position.  Records kept in their JSON form inside rows (host, origin) are the tests
+    above's."""
+    from nvtopo.model.codec import fields_of
+
+    seen: Set[str] = set()
+    out: List[Tuple[str, type, List[Any], int]] = []
+    stack: List[Tuple[Any, Tuple[Any, ...], str]] = [(rows, ("rec", Topology, False), "$")]
+    while stack:
+        v, spec, path = stack.pop()
+        if spec[0] == "rec" and type(v) is list and not model_rows._json_form(spec[1]):
+            for i, (f, x) in enumerate(zip(fields_of(spec[1]), v)):
+                p = f"{path}.{f.key}"
+                if p not in seen:
+                    seen.add(p)
+                    out.append((p, spec[1], v, i))
+                stack.append((x, model_rows._row_spec(f), p))
+        elif spec[0] == "list" and type(v) is list:
+            stack.extend((x, spec[1], path + "[]") for x in v)
+        elif spec[0] == "dict" and type(v) is dict:
+            stack.extend((x, spec[1], path + "{}") for x in v.values())
+    return out
+
+
+_ROW_MUTATIONS = [None, True, 0, 2 ** 80, 1.5, float("nan"), "x", "\ud800", [], {}]
+
+
+@pytest.mark.parametrize("tier", ["generic", "compiled"])
+@pytest.mark.parametrize("name", ["dgx-h100-faults", "nvml-dgx-a100-mig", "sysfs-roce-bond"])
+def test_every_mistyped_value_of_the_rows_is_refused_or_means_what_the_json_form_does(
+        name, tier, corpus):
+    """Each field of each record in the cache's rows set to every other JSON type, and each
+    row made one value shorter and one longer: the record's row decoder (generic, or
+    compiled) refuses it, or gives a record the JSON form's strict decoder accepts and that
+    writes back to these very rows.  So the rows accept nothing the JSON form refuses (the
+    tests above prove, through the JSON form, that what it accepts is what derive
+    produces); the whole model is read through rows alike (``typed_rows``)."""
+    from nvtopo.model.codec import decode
+    from nvtopo.model.rows_compiled import compiled_decoder
+
+    tmp = corpus[0]
+    _path, text = _sealed_case(name, tmp)
+    rows = json.loads(text)["derived"]["rows"]
+    assert snapshot_cache.typed_rows(json.loads(json.dumps(rows))) is not None
+    def read(cls: type) -> Any:
+        return compiled_decoder(cls, model_rows) if tier == "compiled" \
+            else model_rows.row_decoder(cls)
+
+    def outcome(cls: type, row: List[Any]) -> str:
+        written = json.dumps(row)
+        whole = cls is Topology  # the model: its header and host facts are checked too
+        try:
+            got = Topology.from_rows(json.loads(written)) if whole \
+                else read(cls)(json.loads(written))
+        except Exception as exc:  # noqa: BLE001 - the codec's mismatch, whatever its class
+            assert type(exc).__name__ in ("_Bad", "ValueError"), exc
+            return "refused"
+        body = got.to_dict()
+        if whole:
+            Topology.from_dict(json.loads(json.dumps(body)))  # (raises where it refuses)
+            again = Topology.rows_from_dict(body)
+        else:
+            decode(cls, json.loads(json.dumps(body)))
+            again = model_rows.rows_from_json(cls, body)
+        assert json.dumps(again) == written, "the row means another record than its JSON form"
+        return "accepted"
+
+    counts = {"refused": 0, "accepted": 0}
+    targets = _row_targets(rows)
+    assert len(targets) > 60
+    rows_seen = []
+    for path, cls, row, i in targets:
+        original = row[i]
+        if i == 0:
+            rows_seen.append((path, cls, row))
+        for new in _ROW_MUTATIONS:
+            if type(new) is type(original) and new == original:
+                continue
+            row[i] = new
+            try:
+                counts[outcome(cls, row)] += 1
+            except (AssertionError, ValueError) as exc:
+                raise AssertionError(f"{path} := {new!r}: {exc}") from None
+            finally:
+                row[i] = original
+    for path, cls, row in rows_seen:  # each record's row, one value short and one too many
+        assert outcome(cls, row[:-1]) == "refused", f"{path}: a row one value short"
+        assert outcome(cls, row + [None]) == "refused", f"{path}: a row one value long"
+    assert json.loads(text)["derived"]["rows"] == rows, "the mutations were not undone"
+    assert counts["refused"] > 3 * counts["accepted"] > 0, counts

@@ -99,3 +99,31 @@ def test_subclass_fields_follow_the_base():
     assert [f.name for f in fields(Sub)] == ["a", "b", "c"]
     s = Sub(1, c=4)
     assert (s.a, s.b, s.c) == (1, 2, 4)
+
+
+@pytest.mark.parametrize("frozen", [False, True])
+def test_keyword_construction_fills_the_instance_as_the_field_by_field_path(frozen):
+    """Keywords only (the fast path: the instance dict from a template) and positional
+    arguments (field by field) give the same instance, its dict in field order, fresh
+    factory values, __post_init__ run; a missing or unknown keyword still raises."""
+    seen = []
+
+    @plain(frozen=frozen)
+    class C:
+        kind: str
+        n: int = 0
+        tags: List[str] = field(default_factory=list)
+        label: Optional[str] = field(default=None, compare=False)
+        later: Dict[str, int] = field(default_factory=dict, init=False)
+
+        def __post_init__(self) -> None:
+            seen.append(self.kind)
+
+    a, b = C(kind="a", label="L"), C("a", 0, [], "L")
+    assert vars(a) == vars(b) and list(vars(a)) == ["kind", "n", "tags", "label", "later"]
+    assert a.tags is not C(kind="a").tags and a.later == {} and a.label == "L"
+    assert C(kind="x", tags=["t"]).tags == ["t"] and seen[-1] == "x"
+    with pytest.raises(TypeError, match="missing argument 'kind'"):
+        C(n=1)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'later'"):
+        C(kind="a", later={})

@@ -22,7 +22,8 @@ import pytest
 import nvtopo
 from nvtopo import checks, fakesys, layouts, snapshot
 from nvtopo.snapshot import cache as snapshot_cache
-from nvtopo.model import Origin
+from nvtopo.model import Origin, Topology
+from nvtopo.model.codec import fields_of
 from nvtopo.snapshot import document as snapshot_document
 from nvtopo.probes import ProbeOptions
 from nvtopo.simulate import simulate
@@ -127,15 +128,20 @@ def test_an_edit_to_the_evidence_is_rederived(sealed, tmp_path):
     assert snapshot.load(str(edited)).host.hostname == "n2"
 
 
+#: Where the GPUs are in the cache's row of the model (``"rows"``: nvtopo/model/rows.py).
+GPUS = [f.name for f in fields_of(Topology)].index("gpus")
+
+
 def test_an_edit_to_the_cached_model_is_ignored(sealed, tmp_path):
     path, text = sealed
     doc = json.loads(text)
-    doc["derived"]["model"]["gpus"] = []  # the seal still reads the old value
+    assert len(doc["derived"]["rows"][GPUS]) == 8
+    doc["derived"]["rows"][GPUS] = []  # the seal still reads the old value
     forged = tmp_path / "forged.json"
     # keep the same layout and the same seal: only the model changed
-    forged.write_text(text.replace(json.dumps(json.loads(text)["derived"]["model"],
+    forged.write_text(text.replace(json.dumps(json.loads(text)["derived"]["rows"],
                                               separators=(",", ":")),
-                                   json.dumps(doc["derived"]["model"], separators=(",", ":"))),
+                                   json.dumps(doc["derived"]["rows"], separators=(",", ":"))),
                       encoding="utf-8")
     assert forged.read_text() != text
     assert len(snapshot.load(str(forged)).gpus) == 8
@@ -188,9 +194,9 @@ def test_evidence_that_does_not_derive_is_written_without_a_cache():
 def test_a_cache_in_the_input_is_replaced_not_kept(sealed):
     _path, text = sealed
     doc = json.loads(text)
-    doc["derived"]["model"]["gpus"] = []
+    doc["derived"]["rows"][GPUS] = []
     again = json.loads(snapshot.dumps(doc))
-    assert len(again["derived"]["model"]["gpus"]) == 8
+    assert len(again["derived"]["rows"][GPUS]) == 8
 
 
 def test_the_evidence_stays_readable_and_the_seal_is_the_last_value(sealed):
@@ -271,9 +277,13 @@ def _reseal(text: str) -> str:
 
 
 def _forge(text: str, change) -> str:
+    """The file with its cached model changed in its JSON form (``change``), written back
+    as rows (unchecked: nvtopo.model.rows.rows_from_json) and sealed anew."""
     head, cache = text.split(',\n  "derived": ')
     body = json.loads(cache[:-len("\n}\n")])
-    change(body["model"])
+    model = Topology.from_rows(body["rows"]).to_dict()
+    change(model)
+    body["rows"] = Topology.rows_from_dict(model)
     return _reseal(head + ',\n  "derived": ' + json.dumps(body, separators=(",", ":")) + "\n}\n")
 
 

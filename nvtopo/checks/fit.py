@@ -174,7 +174,18 @@ def remap(layout: layouts_pkg.Layout, mapping: Dict[int, int]) -> layouts_pkg.La
 def gpu_names(topo: Topology) -> Tuple[List[str], str]:
     """The GPUs' model names, and ``""``; without any name (sysfs alone), the names the
     table of NVIDIA PCI device ids gives (``layouts/device_ids.json``) and the ids, where
-    every GPU's id is in it."""
+    every GPU's id is in it.  Kept in the shared view's memo while views are shared
+    (selection asks it for every layout it scores)."""
+    if not F.sharing():
+        return _gpu_names(topo)
+    memo = F.view(topo).memo
+    hit = memo.get("gpu_names")
+    if hit is None:
+        hit = memo["gpu_names"] = _gpu_names(topo)
+    return list(hit[0]), hit[1]
+
+
+def _gpu_names(topo: Topology) -> Tuple[List[str], str]:
     names = sorted({g.name for g in topo.gpus if g.name})
     if names or not topo.gpus:
         return names, ""

@@ -278,6 +278,35 @@ class Topology(Record):
             raise ValueError(f"{root}.{bad[0]}")
         return topo
 
+    @classmethod
+    def from_rows(cls, row: Any, root: str = "$") -> "Topology":
+        """The model from its rows (:mod:`.rows`: the sealed cache's form, of this schema
+        and nvtopo version), as strictly as :meth:`from_dict` reads the JSON form."""
+        from .rows import decode_rows
+
+        topo = decode_rows(cls, row, root)
+        bad = host_problems(topo.host.to_dict())
+        if bad:
+            raise ValueError(f"{root}: {bad[0]}")
+        return topo
+
+    @classmethod
+    def rows_from_dict(cls, d: Any) -> Any:
+        """The rows a model's JSON form stands for, no type checked (tools and tests: see
+        :func:`.rows.rows_from_json`); a header :meth:`from_dict` refuses gives a row of
+        the wrong length."""
+        from .rows import rows_from_json
+
+        if not isinstance(d, dict):
+            return d
+        row = rows_from_json(cls, {k: v for k, v in d.items()
+                                   if k not in ("schema_version", "nvtopo_version")})
+        version = d.get("schema_version")
+        if type(version) is not int or version > SCHEMA_VERSION \
+                or type(d.get("nvtopo_version")) is not str:
+            row.append("(a header from_dict refuses)")
+        return row
+
 
 # --- how a source's fragment merges into the model (Topology.merge) ---------------------
 #

@@ -13,6 +13,7 @@ host facts are not the evidence's is not used either.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import os
@@ -21,7 +22,8 @@ from typing import Any, Dict, Optional
 
 from .. import __version__
 from ..errors import NvtopoError
-from ..model import Topology
+from ..model import Origin, Topology
+from ..model.rows import encode_rows
 from . import document
 
 def dumps(doc: Dict[str, Any]) -> str:
@@ -39,13 +41,12 @@ def dumps(doc: Dict[str, Any]) -> str:
         model = document.derive(doc)
     except Exception:  # noqa: BLE001 - the evidence is what matters: never lose it to the cache
         return text + "\n"
-    body = model.to_dict()
-    body.pop("origin", None)  # where the file is read from is set when it is read
+    model.origin = Origin()  # where the file is read from is set when it is read
     cache = {
         "about": CACHE_ABOUT,
         "nvtopo_version": __version__,
         "code_sha256": code_digest(),
-        "model": body,
+        "rows": encode_rows(model),
         "file_sha256": _ZERO_DIGEST,
     }
     # The evidence stays indented for people; the cache, which is for nvtopo, is compact.
@@ -74,7 +75,7 @@ _SEAL_RE = re.compile(rb'"file_sha256"\s*:\s*"([0-9a-f]{64})"')
 DERIVATION_MODULES = ("__init__.py", "errors.py", "model/__init__.py", "model/codec.py",
                       "model/core.py", "model/host.py", "model/node.py",
                       "model/net.py", "model/nvlink.py", "model/nvml.py", "model/pcie.py",
-                      "model/rdma.py", "model/nccl.py",
+                      "model/rdma.py", "model/nccl.py", "model/rows.py", "model/rows_compiled.py",
                       "model/spec.py", "model/storage.py", "model/topology.py", "model/vocab.py",
                       "model/votes.py",
                       "snapshot/__init__.py", "snapshot/cache.py", "snapshot/document.py",
@@ -208,22 +209,42 @@ def _from_cache(cache: Dict[str, Any], evidence_host: Any, doc_version: Any,
         return None
     # The seal catches accidental edits, not a tool that edits a file and seals it anew:
     # a model the types do not accept, or host facts that are not the evidence's, is not used.
-    topo = typed_model(cache.get("model"))
+    topo = typed_rows(cache.get("rows"))
     if topo is None or not _host_agrees(topo.host.to_dict(), evidence_host):
         return None
     topo.origin = document.snapshot_origin(doc_version, where)
     return topo
 
 
+def typed_rows(rows: Any) -> Optional[Topology]:
+    """The cached model (its rows, :mod:`nvtopo.model.rows`), if the model's types accept
+    it (:meth:`Topology.from_rows`, as strict as :meth:`Topology.from_dict`: every value
+    and JSON type, square matrices) and it holds nothing the probes do not derive (see
+    :func:`typed_model`).  ``None`` otherwise (the evidence is re-derived)."""
+    enabled = gc.isenabled()
+    gc.disable()  # hundreds of records and no cycle among them: no collection is due
+    try:
+        return _derivable(Topology.from_rows(rows))
+    except (ValueError, RecursionError):
+        return None
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def typed_model(body: Any) -> Optional[Topology]:
-    """The cached model, if the model's types accept it (:meth:`Topology.from_dict`, strict:
-    every key and JSON type, square matrices) and it holds nothing the probes do not
-    derive: no key under an ``extra`` this nvtopo does not know, no host fact other than
-    the ones it derives.  ``None`` otherwise (the evidence is re-derived)."""
+    """A model in its JSON form, if the model's types accept it (:meth:`Topology.from_dict`,
+    strict: every key and JSON type, square matrices) and it holds nothing the probes do
+    not derive: no key under an ``extra`` this nvtopo does not know, no host fact other
+    than the ones it derives.  ``None`` otherwise."""
     try:
         topo = Topology.from_dict(body)
     except (ValueError, RecursionError):
         return None
+    return _derivable(topo)
+
+
+def _derivable(topo: Topology) -> Optional[Topology]:
     if topo.extra or any(g.extra for g in topo.gpus) or any(n.extra for n in topo.nics) \
             or topo.host.others \
             or not all("label" in n.sources and "name" in n.sources for n in topo.nics):

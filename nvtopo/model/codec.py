@@ -516,32 +516,37 @@ def _record_decoder(cls: type) -> Callable[[Any], Any]:
 # --- encoding ------------------------------------------------------------------------------
 
 
-def _value_encoder(spec: Tuple[Any, ...]) -> Optional[Callable[[Any], Any]]:
-    """How a value of this spec is written: ``None`` for "as it is" (leaves and Any)."""
+def container_encoder(spec: Tuple[Any, ...], cache: Dict[Any, Callable[[Any], Any]],
+                      rec: Callable[[type], Callable[[Any], Any]]
+                      ) -> Optional[Callable[[Any], Any]]:
+    """How a value of this spec is written: ``None`` for "as it is" (leaves and Any); a
+    record by ``rec`` (its encoder: to a JSON object here, to a row in ``rows``), lists and
+    maps item by item; built once per spec in ``cache``."""
     kind = spec[0]
     if kind in ("leaf", "any"):
         return None
-    hit = _ENCODERS.get(spec)
+    hit = cache.get(spec)
     if hit is not None:
         return hit
     if kind == "rec":
-        fn: Callable[[Any], Any] = encoder(spec[1])
+        fn: Callable[[Any], Any] = rec(spec[1])
     else:
-        item = _value_encoder(spec[1])
-        if kind == "list":
-            if item is None:
-                fn = list
-            else:
-                def fn(v: Any, _i: Any = item) -> Any:
-                    return [None if x is None else _i(x) for x in v]
+        item = container_encoder(spec[1], cache, rec)
+        if item is None:
+            fn = list if kind == "list" else dict
+        elif kind == "list":
+            def fn(v: Any, _i: Any = item) -> Any:
+                return [None if x is None else _i(x) for x in v]
         else:
-            if item is None:
-                fn = dict
-            else:
-                def fn(v: Any, _i: Any = item) -> Any:
-                    return {k: None if x is None else _i(x) for k, x in v.items()}
-    _ENCODERS[spec] = fn
+            def fn(v: Any, _i: Any = item) -> Any:
+                return {k: None if x is None else _i(x) for k, x in v.items()}
+    cache[spec] = fn
     return fn
+
+
+def _value_encoder(spec: Tuple[Any, ...]) -> Optional[Callable[[Any], Any]]:
+    """How a value of this spec is written as JSON: ``None`` for "as it is"."""
+    return container_encoder(spec, _ENCODERS, encoder)
 
 
 def encoder(cls: type) -> Callable[[Any], Dict[str, Any]]:

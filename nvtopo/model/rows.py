@@ -33,6 +33,7 @@ from math import isfinite
 from operator import itemgetter
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from .codec import container_encoder
 from .codec import decoder as json_decoder
 from .codec import encoder as json_encoder
 from .codec import fields_of
@@ -282,26 +283,7 @@ def _record_decoder(cls: type) -> Callable[[Any], Any]:
 # --- encoding ------------------------------------------------------------------------------
 
 def _value_encoder(spec: Tuple[Any, ...]) -> Optional[Callable[[Any], Any]]:
-    kind = spec[0]
-    if kind in ("leaf", "any"):
-        return None
-    hit = _ENCODERS.get(spec)
-    if hit is not None:
-        return hit
-    if kind == "rec":
-        fn: Callable[[Any], Any] = row_encoder(spec[1])
-    else:
-        item = _value_encoder(spec[1])
-        if item is None:
-            fn = list if kind == "list" else dict
-        elif kind == "list":
-            def fn(v: Any, _i: Any = item) -> Any:
-                return [None if x is None else _i(x) for x in v]
-        else:
-            def fn(v: Any, _i: Any = item) -> Any:
-                return {k: None if x is None else _i(x) for k, x in v.items()}
-    _ENCODERS[spec] = fn
-    return fn
+    return container_encoder(spec, _ENCODERS, row_encoder)
 
 
 def row_encoder(cls: type) -> Callable[[Any], Any]:

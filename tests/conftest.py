@@ -11,9 +11,17 @@ submission; every failure they find becomes a named test.
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
 from hypothesis import settings
+
+# A shell without job control (a CI script's `cmd &`) starts its background commands with
+# SIGINT ignored, and an ignored signal stays ignored in every program they start: the tests
+# that interrupt an nvtopo process with SIGINT would then see nvtopo keep it ignored (as it
+# must, for `nohup`).  Tests start their processes as a terminal would: SIGINT at its default.
+if hasattr(signal, "SIGINT") and signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 settings.register_profile("ci", derandomize=True, print_blob=True)
 settings.register_profile("dev", print_blob=True)

@@ -170,3 +170,16 @@ def test_mutated_pastes_round_trip_or_are_refused(tmp_path, text):
     src = tmp_path / "paste.txt"
     src.write_bytes(text.encode("utf-8", errors="surrogatepass"))
     _round_trip(str(src), tmp_path)
+
+
+def test_a_header_without_gpu0_round_trips_in_index_order(tmp_path):
+    """A paste whose header lacks GPU0 (its row is there): the GPUs are listed in index
+    order, as the snapshot of it lists them (hypothesis found them in header order)."""
+    head = "\tGPU1\tGPU2\tCPU Affinity\tNUMA Affinity\n"
+    rows = "".join(f"GPU{i}\t" + "\t".join(" X " if j == i else "NV12" for j in range(3))
+                   + "\t0-7\t0\n" for i in range(3))
+    src = tmp_path / "paste.txt"
+    src.write_text(head + rows)
+    model = _model(["--from", str(src)])
+    assert [g["label"] for g in model["gpus"]] == ["GPU0", "GPU1", "GPU2"]
+    _round_trip(str(src), tmp_path)

@@ -310,6 +310,9 @@ def _add_devices(topo: Topology, devices: List[str], rows: _Rows,
             if lab in rows.nic_aff:
                 nic.affinity = rows.nic_aff[lab]
             topo.nics.append(nic)
+    # GPUs in index order, as every other source lists them (a row whose GPU the header
+    # lacks comes after the header's devices: a snapshot of the paste lists them in order)
+    topo.gpus.sort(key=lambda g: g.index)
 
 
 def _gpu(index: int, lab: str, values: Dict[str, Optional[str]],

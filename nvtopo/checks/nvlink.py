@@ -387,6 +387,8 @@ def _counter_findings(v: Any, layout: Optional[Any], present: List[int]) -> List
         if gl is None:
             continue
         for rec in gl.links:
+            if not any(rec.errors.values()):  # all zero or unknown (most links): none above 0
+                continue
             errs = {k: val for k, val in rec.errors.items()
                     if isinstance(val, int) and val > 0}
             if not errs:

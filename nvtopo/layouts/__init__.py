@@ -64,7 +64,12 @@ def name_matches(pattern: str, name: str) -> bool:
     search of the name's first :data:`NAME_SEARCH_LIMIT` characters).  A plain ASCII
     pattern (``A100-SXM4``) in an ASCII name is a case-insensitive substring, found without
     compiling a pattern (auto selection asks every layout once per start)."""
-    text = name[:NAME_SEARCH_LIMIT]
+    return _matches(pattern, name[:NAME_SEARCH_LIMIT])
+
+
+@lru_cache(maxsize=1024)
+def _matches(pattern: str, text: str) -> bool:
+    """(kept: auto selection asks every layout of every node of a fleet alike)"""
     if pattern.isascii() and text.isascii() and _REGEX_SYNTAX.isdisjoint(pattern):
         return pattern.lower() in text.lower()
     return _name_rx(pattern).search(text) is not None

@@ -47,6 +47,7 @@ _NV_RE = re.compile(r"^NV([0-9]{1,4})$")  # ASCII digits: \d also takes "٣"
 
 
 @lru_cache(maxsize=512)
+@lru_cache(maxsize=512)
 def path_kind(token: Optional[str]) -> Optional[str]:
     """Normalise a printed path token to its kind.
 
@@ -61,6 +62,7 @@ def path_kind(token: Optional[str]) -> Optional[str]:
     return token if token in PATH_ORDER else None
 
 
+@lru_cache(maxsize=512)
 def nvlink_count(token: Optional[str]) -> Optional[int]:
     """Number of bonded NVLinks in an ``NV#`` token, else ``None``."""
     if token is None:

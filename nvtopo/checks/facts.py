@@ -116,6 +116,28 @@ def nic_path(topo: Topology, gpu: int, name: str) -> Tuple[Optional[str], str]:
     return hit
 
 
+_MISS = object()
+
+
+def per_nic(fn: Any) -> Any:
+    """``fn(topo, name)``, a fact of one NIC, kept in the shared view's memo while views are
+    shared (the model does not change during a check run; selection resolves the NIC roles
+    for each layout it scores, then the checks again); a set is kept frozen."""
+    key = fn.__name__
+
+    def cached(topo: Topology, name: str) -> Any:
+        if _SHARED is None:
+            return fn(topo, name)
+        memo = view(topo).memo
+        hit = memo.get((key, name), _MISS)
+        if hit is _MISS:
+            hit = fn(topo, name)
+            memo[(key, name)] = hit = frozenset(hit) if isinstance(hit, set) else hit
+        return hit
+    cached.__doc__, cached.__name__, cached.__wrapped__ = fn.__doc__, key, fn  # type: ignore[attr-defined]
+    return cached
+
+
 def view(topo: Topology) -> View:
     if _SHARED is not None:
         hit = _SHARED.get(id(topo))

@@ -104,29 +104,7 @@ def _hca(topo: Topology, name: str) -> Any:
     return nic.sysfs if nic is not None else None
 
 
-_MISS = object()
-
-
-def _per_nic(fn: Any) -> Any:
-    """A fact of one NIC kept in the shared view's memo while views are shared (the model
-    does not change during a check run; selection resolves the roles for every layout it
-    scores, then the checks again); a frozen set where the fact is a set."""
-    key = fn.__name__
-
-    def cached(topo: Topology, name: str) -> Any:
-        if not F.sharing():
-            return fn(topo, name)
-        memo = F.view(topo).memo
-        hit = memo.get((key, name), _MISS)
-        if hit is _MISS:
-            hit = fn(topo, name)
-            memo[(key, name)] = hit = frozenset(hit) if isinstance(hit, set) else hit
-        return hit
-    cached.__doc__, cached.__name__, cached.__wrapped__ = fn.__doc__, key, fn  # type: ignore[attr-defined]
-    return cached
-
-
-@_per_nic
+@F.per_nic
 def card(topo: Topology, name: str) -> Optional[str]:
     """The card model: ``hca_type`` (read even without PCI), else the PCI device id."""
     h = _hca(topo, name)
@@ -136,7 +114,7 @@ def card(topo: Topology, name: str) -> Optional[str]:
     return str(h.hca_type or dev or "") or None
 
 
-@_per_nic
+@F.per_nic
 def layers(topo: Topology, name: str) -> Set[str]:
     h = _hca(topo, name)
     return {str(p.link_layer) for p in (h.ports if h is not None else []) if p.link_layer}
@@ -147,7 +125,7 @@ def _rate(p: Any) -> Optional[float]:
     return float(r) if isinstance(r, (int, float)) and not isinstance(r, bool) else None
 
 
-@_per_nic
+@F.per_nic
 def rates(topo: Topology, name: str) -> Set[float]:
     """Rates of the NIC's active ports (a port that is not up has no meaningful rate)."""
     h = _hca(topo, name)
@@ -155,7 +133,7 @@ def rates(topo: Topology, name: str) -> Set[float]:
             if p.state == "ACTIVE" for r in [_rate(p)] if r is not None}
 
 
-@_per_nic
+@F.per_nic
 def sm_lids(topo: Topology, name: str) -> Set[int]:
     """SM LIDs of the NIC's InfiniBand ports (0: no subnet manager answered)."""
     h = _hca(topo, name)
@@ -163,7 +141,7 @@ def sm_lids(topo: Topology, name: str) -> Set[int]:
             if p.link_layer == "InfiniBand" and isinstance(p.sm_lid, int) and p.sm_lid > 0}
 
 
-@_per_nic
+@F.per_nic
 def single_function(topo: Topology, name: str) -> Optional[bool]:
     """No other RDMA device on the same card (PCI function; in a paste with no PCI address,
     the system image GUID the functions of one card share); None where neither is known.

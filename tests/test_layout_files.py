@@ -26,6 +26,33 @@ def test_bundled_layouts_are_valid_and_named_after_their_file(name):
                 f"{name}: section {sec} without evidence"
 
 
+@pytest.mark.parametrize("name", layouts.names())
+def test_a_bundled_layouts_head_is_what_its_whole_document_says(name):
+    """A bundled layout is decoded whole only when a section past ``selection`` and ``gpus``
+    is read (auto selection reads those two of every layout): what it answers before is
+    what the whole document says, and reading the rest decodes it."""
+    text = (Path(layouts.__file__).parent / f"{name}.json").read_text(encoding="utf-8")
+    whole = layouts.parse(text, where=name)
+    lazy = layouts._load_bundled.__wrapped__(name)  # a fresh one, not the process's
+    assert lazy._doc is None and lazy._head is not None
+    assert (lazy.choice, lazy.gpus, lazy.title, lazy.priority, lazy.family) == (
+        whole.doc.selection, whole.doc.gpus, whole.title, whole.priority, whole.family)
+    assert lazy.nvlink == whole.nvlink and lazy._doc is not None
+    assert lazy.doc == whole.doc
+
+
+def test_a_bundled_layout_that_is_not_a_plain_document_is_decoded_whole():
+    """(the head is decoded only from an object whose name is the file's; anything else
+    goes through the whole decode, whose error names the layout)"""
+    assert layouts._head('{"name": "other", "schema": 1}', "dgx-h100") is None
+    assert layouts._head('{"name": "x", "schema": 1, "gpus": []}', "x") is None
+    assert layouts._head('[1]', "x") is None
+    assert layouts._head('{"name": "x", "schema": 1, "gpus": {"count": "8"}}', "x") is None
+    with pytest.raises(NvtopoError, match="layout x"):  # what _load_bundled then does
+        layouts.parse('{"name": "x", "schema": 1, "gpus": {"count": "8"}}', where="layout x",
+                      bounds=False)
+
+
 def test_dgx1_v100_cube_mesh_as_printed():
     pairs = layouts.load("dgx-1-v100").nvlink.pairs
     nv2 = sorted(k for k, v in pairs.items() if v == 2)

@@ -80,17 +80,32 @@ class Layout:
     from, and the document as read (``data``: what ``nvtopo layouts show`` prints; nothing
     reads expectations from it)."""
 
-    __slots__ = ("name", "doc", "_data", "_text", "origin", "title")
+    __slots__ = ("name", "_doc", "_data", "_text", "origin", "title", "_head")
 
-    def __init__(self, name: str, doc: LayoutDoc, data: Optional[Dict[str, Any]] = None,
-                 origin: str = "bundled", title: str = "", text: Optional[str] = None) -> None:
+    def __init__(self, name: str, doc: Optional[LayoutDoc],
+                 data: Optional[Dict[str, Any]] = None, origin: str = "bundled",
+                 title: str = "", text: Optional[str] = None,
+                 head: Optional[Tuple[Choice, Gpus]] = None) -> None:
         self.name = name
-        self.doc = doc
+        #: the typed document; None: a bundled layout not yet decoded whole (its ``head``,
+        #: the sections selection reads of every layout, is)
+        self._doc = doc
+        self._head = head
         self._data = data
         self._text = text  # (the document as read, parsed again only when shown)
         #: Where it came from: ``bundled`` or the user's file path.
         self.origin = origin
         self.title = title
+
+    @property
+    def doc(self) -> LayoutDoc:
+        """The typed document (a bundled layout's decoded whole on first use)."""
+        doc = self._doc
+        if doc is None:
+            assert self._text is not None
+            doc = self._doc = decode_doc(json.loads(self._text), f"layout {self.name}",
+                                         bounds=False)
+        return doc
 
     @property
     def data(self) -> Dict[str, Any]:
@@ -112,7 +127,7 @@ class Layout:
 
     @property
     def gpus(self) -> Gpus:
-        return self.doc.gpus
+        return self.doc.gpus if self._head is None else self._head[1]
 
     @property
     def nvlink(self) -> Nvlink:
@@ -146,17 +161,17 @@ class Layout:
     @property
     def choice(self) -> Choice:
         """How ``--layout auto`` treats it (the document's ``selection`` section)."""
-        return self.doc.selection
+        return self.doc.selection if self._head is None else self._head[0]
 
     @property
     def priority(self) -> int:
         """Tie-break for automatic selection: the more common system has the higher number."""
-        return self.doc.selection.priority or 0
+        return self.choice.priority or 0
 
     @property
     def family(self) -> str:
         """Systems that share a board and wiring (``h100-8``: DGX H100, HGX H100, ...)."""
-        return self.doc.selection.family or self.name
+        return self.choice.family or self.name
 
     def summary(self) -> Dict[str, Any]:
         """Name, title, GPUs, NV# and compute NICs, for ``nvtopo layouts``."""
@@ -219,8 +234,33 @@ def _load_bundled(name: str) -> Layout:
     # Bundled layouts are data shipped with the code and checked by its test suite
     # (tests/test_layout_files.py): decoded as strictly as a user's file, but their hardware
     # bounds are not checked again on every start (those read the probes' limits)
+    # Auto selection reads two sections of every layout (``selection`` and ``gpus``) and the
+    # rest of the few whose GPU name and count fit: the rest is decoded on first use
     text = (_bundle() / f"{name}.json").read_text(encoding="utf-8")
-    return parse(text, where=f"layout {name}", origin="bundled", bounds=False)
+    head = _head(text, name)
+    if head is None:  # not a plain document: decoded whole (an error names the layout)
+        return parse(text, where=f"layout {name}", origin="bundled", bounds=False)
+    return Layout(name=name, doc=None, origin="bundled", title=head[2], text=text,
+                  head=(head[0], head[1]))
+
+
+def _head(text: str, name: str) -> Optional[Tuple[Choice, Gpus, str]]:
+    """A bundled layout's ``selection`` and ``gpus`` sections and its title, decoded as
+    :class:`LayoutDoc` decodes them; None where the document is not one whose name is the
+    file's, with those sections objects (or absent)."""
+    try:
+        data = json.loads(text)
+        if not isinstance(data, dict) or data.get("name") != name:
+            return None
+        sel, gpus, title = data.get("selection"), data.get("gpus"), data.get("title")
+        if not (sel is None or isinstance(sel, dict)) \
+                or not (gpus is None or isinstance(gpus, dict)) \
+                or not (title is None or isinstance(title, str)):
+            return None
+        return (Choice() if sel is None else Choice.from_dict(sel),
+                Gpus() if gpus is None else Gpus.from_dict(gpus), title or name)
+    except ValueError:
+        return None
 
 
 #: The largest layout file read (the bundled ones are under 10 kB).

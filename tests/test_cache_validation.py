@@ -766,3 +766,20 @@ def test_every_mistyped_value_of_the_rows_is_refused_or_means_what_the_json_form
         assert outcome(cls, row + [None]) == "refused", f"{path}: a row one value long"
     assert json.loads(text)["derived"]["rows"] == rows, "the mutations were not undone"
     assert counts["refused"] > 3 * counts["accepted"] > 0, counts
+
+
+def test_every_gpu_nic_path_at_once_is_each_one_asked_alone(corpus):
+    """``Topology.gpu_nic_paths`` (every GPU to every NIC, the NICs looked up once: what
+    the checks read through ``facts.nic_path``) answers what ``gpu_nic_path`` answers for
+    each pair, over every model the corpus derives (matrix cells, mirrored cells, NICs
+    under labels and names, sysfs's PCI paths, neither)."""
+    _tmp, _seen, models = corpus
+    pairs = 0
+    for body in models:
+        topo = Topology.from_dict(json.loads(json.dumps(body)))
+        gpus = sorted({g.index for g in topo.gpus}) + [999]
+        bulk = topo.gpu_nic_paths(gpus)
+        want = {(g, n.name): topo.gpu_nic_path(g, n.name) for n in topo.nics for g in gpus}
+        assert bulk == want, body["host"]
+        pairs += sum(1 for tok, _ in want.values() if tok is not None)
+    assert pairs > 500  # (the corpus has NICs with known paths to compare)

@@ -321,3 +321,18 @@ def test_origin_tells_a_missing_key_from_a_null_one():
     assert unnamed.to_dict() == {"kind": "snapshot", "file": None} and unnamed.file is None
     assert Origin().to_dict() == {} and Origin().kind is None
     assert Origin.from_dict({"kind": "example", "file": "x"}) == Origin(kind="example", file="x")
+
+
+def test_every_gpu_nic_path_at_once_is_each_one_asked_alone_on_a_simulated_node():
+    """(the corpus-wide twin is in test_cache_validation, slow tier)"""
+    from nvtopo import layouts
+    from nvtopo.simulate import simulate
+    from nvtopo.snapshot import derive
+
+    for name, faults in (("dgx-h100", ["ib-port-down:mlx5_4"]), ("gb200-nvl72-tray", []),
+                         ("dgx-a100", ["gpu-missing:GPU7"])):
+        topo = derive(simulate(layouts.load(name), faults, seed=1))
+        gpus = sorted({g.index for g in topo.gpus}) + [99]
+        want = {(g, n.name): topo.gpu_nic_path(g, n.name) for n in topo.nics for g in gpus}
+        assert topo.gpu_nic_paths(gpus) == want
+        assert sum(1 for tok, _ in want.values() if tok is not None) >= 8, name

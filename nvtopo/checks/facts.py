@@ -108,8 +108,8 @@ def nic_path(topo: Topology, gpu: int, name: str) -> Tuple[Optional[str], str]:
         return topo.gpu_nic_path(gpu, name)
     memo = view(topo).memo
     paths = memo.get("nic_paths")
-    if paths is None:
-        paths = memo["nic_paths"] = {}
+    if paths is None:  # every GPU's path to every NIC at once (selection asks them all)
+        paths = memo["nic_paths"] = topo.gpu_nic_paths(sorted({g.index for g in topo.gpus}))
     hit = paths.get((gpu, name))
     if hit is None:
         hit = paths[(gpu, name)] = topo.gpu_nic_path(gpu, name)

@@ -13,7 +13,7 @@ schema version, and reads back strictly (:meth:`Topology.from_dict`).
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from .codec import Record, decode, encoder, fld, record
 from ..safe import ascii_int, is_ascii_digits
@@ -201,6 +201,36 @@ class Topology(Record):
             if t is not None:
                 return t, "sysfs"
         return None, ""
+
+    def gpu_nic_paths(self, gpus: Sequence[int]) -> Dict[Tuple[int, str], Tuple[Optional[str], str]]:
+        """:meth:`gpu_nic_path` of each of ``gpus`` and each NIC's name, all at once (the
+        NIC looked up once a name, not once a pair)."""
+        out: Dict[Tuple[int, str], Tuple[Optional[str], str]] = {}
+        m = self.matrix
+        get = m.get if m is not None else None
+        labels = [(g, f"GPU{g}") for g in gpus]
+        for n in self.nics:
+            name = n.name
+            nic = self.nic(name)
+            if nic is None:  # (a NIC finds itself by name)
+                continue
+            keys = (nic.label,) if nic.label == nic.name else (nic.label, nic.name)
+            gp = nic.sysfs.gpu_paths if nic.sysfs is not None else None
+            for g, label in labels:
+                tok = None
+                if get is not None:
+                    for k in keys:  # as path(): the cell, else its mirror, by label then name
+                        tok = get(label, k)
+                        if tok is None:
+                            tok = get(k, label)
+                        if tok is not None:
+                            break
+                if tok is not None and path_kind(tok) is not None:
+                    out[(g, name)] = (tok, m.source if m is not None else "")
+                    continue
+                t = gp.get(label) if gp is not None else None
+                out[(g, name)] = (t, "sysfs") if t is not None else (None, "")
+        return out
 
     def nearest_nics(self, gpu: int, names: Optional[List[str]] = None
                      ) -> Tuple[List[str], Optional[str]]:

@@ -101,14 +101,22 @@ def _make_init(qual: str, flds: Tuple[Field, ...],
                 for f in flds if f.init or f in later}
     made = tuple((f.name, f.default_factory) for f in flds
                  if (f.init or f in later) and f.default_factory is not _MISSING)
+    # positional too: the fields the first n arguments give, and those still required
+    order = tuple(f.name for f in takes)
+    given = tuple(frozenset(order[:n]) for n in range(len(order) + 1))
+    still = tuple(required - given[n] for n in range(len(order) + 1))
 
     def __init__(self: Any, *args: Any, **kw: Any) -> None:
-        if not args and names.issuperset(kw) and required.issubset(kw):
+        n = len(args)
+        if n < len(given) and names.issuperset(kw) and still[n].issubset(kw) \
+                and given[n].isdisjoint(kw):
             d = getattr(self, "__dict__", None)
             if d is not None:
                 d.update(template)
+                if n:
+                    d.update(zip(order, args))
                 for name, factory in made:
-                    if name not in kw:
+                    if name not in kw and name not in given[n]:
                         d[name] = factory()
                 d.update(kw)
                 if post is not None:

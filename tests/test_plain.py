@@ -127,3 +127,33 @@ def test_keyword_construction_fills_the_instance_as_the_field_by_field_path(froz
         C(n=1)
     with pytest.raises(TypeError, match="unexpected keyword argument 'later'"):
         C(kind="a", later={})
+
+
+def test_positional_construction_takes_the_template_path_alike():
+    """Positional arguments, alone or with keywords, fill the instance as keywords do: the
+    fields in order, a factory called only for a field no argument gives, __post_init__
+    run; a field given twice, too many arguments or a missing one still raise."""
+    made = []
+
+    def factory() -> List[str]:
+        made.append(1)
+        return []
+
+    @plain
+    class C:
+        kind: str
+        n: int = 0
+        tags: List[str] = field(default_factory=factory)
+        label: Optional[str] = None
+
+    assert vars(C("a", 2, ["t"])) == {"kind": "a", "n": 2, "tags": ["t"], "label": None}
+    assert made == []  # (given: no factory call)
+    c = C("a", label="L")
+    assert list(vars(c)) == ["kind", "n", "tags", "label"] and c.label == "L" and made == [1]
+    assert vars(C("a", 1, tags=["x"])) == vars(C(kind="a", n=1, tags=["x"])) and made == [1]
+    with pytest.raises(TypeError, match="multiple values for 'n'"):
+        C("a", 1, n=2)
+    with pytest.raises(TypeError, match="takes 4 positional arguments"):
+        C("a", 1, [], None, 5)
+    with pytest.raises(TypeError, match="missing argument 'kind'"):
+        C(n=1)

@@ -75,6 +75,16 @@ def fold(findings: List[Finding]) -> List[Finding]:
     return out
 
 
+_MODULES: List[Any] = []
+
+
+def _families() -> List[Any]:
+    """The families' modules, in :data:`FAMILIES` order (imported on the first run)."""
+    if not _MODULES:
+        _MODULES.extend(importlib.import_module(f"{__name__}.{fam}") for fam in FAMILIES)
+    return _MODULES
+
+
 def run(model: Any, chosen: Any, thresholds: Optional[Any] = None) -> Report:
     """Every family's findings against what selection decided (a
     :class:`~nvtopo.checks.select.Selection`; a layout or None is taken as given, None
@@ -91,9 +101,8 @@ def run(model: Any, chosen: Any, thresholds: Optional[Any] = None) -> Report:
     overrides = thresholds.for_class(layout.name if layout is not None else None) \
         if thresholds is not None else None
     with shared_views(), using_thresholds(overrides):
-        for fam in FAMILIES:
-            mod = importlib.import_module(f"{__name__}.{fam}")
-            found.extend(mod.check(model, sel))
+        for fam in _families():
+            found.extend(fam.check(model, sel))
     found = fold(found)
     order = {s: i for i, s in enumerate(SEVERITIES)}
     fam_order = {f: i for i, f in enumerate(FAMILIES)}

@@ -35,8 +35,11 @@ def test_a_bundled_layouts_head_is_what_its_whole_document_says(name):
     whole = layouts.parse(text, where=name)
     lazy = layouts._load_bundled.__wrapped__(name)  # a fresh one, not the process's
     assert lazy._doc is None and lazy._head is not None
-    assert (lazy.choice, lazy.gpus, lazy.title, lazy.priority, lazy.family) == (
-        whole.doc.selection, whole.doc.gpus, whole.title, whole.priority, whole.family)
+    assert (lazy.choice, lazy.gpus, lazy.title, lazy.priority, lazy.family,
+            lazy.compute_nic_names) == (
+        whole.doc.selection, whole.doc.gpus, whole.title, whole.priority, whole.family,
+        whole.doc.nics.compute.names)
+    assert lazy._doc is None  # (none of these decoded it whole)
     assert lazy.nvlink == whole.nvlink and lazy._doc is not None
     assert lazy.doc == whole.doc
 
@@ -47,6 +50,7 @@ def test_a_bundled_layout_that_is_not_a_plain_document_is_decoded_whole():
     assert layouts._head('{"name": "other", "schema": 1}', "dgx-h100") is None
     assert layouts._head('{"name": "x", "schema": 1, "gpus": []}', "x") is None
     assert layouts._head('[1]', "x") is None
+    assert layouts._head('{"name": "x", "nics": {"compute": {"names": [1]}}}', "x") is None
     assert layouts._head('{"name": "x", "schema": 1, "gpus": {"count": "8"}}', "x") is None
     with pytest.raises(NvtopoError, match="layout x"):  # what _load_bundled then does
         layouts.parse('{"name": "x", "schema": 1, "gpus": {"count": "8"}}', where="layout x",

@@ -202,7 +202,7 @@ def _auto_candidate(topo: Topology, layout: Any) -> bool:
                 and all(layouts_pkg.name_matches(pattern, nm) for nm in names)):
             return False
     if layout.choice.requires_nic_names:
-        names = layout.nics.compute.names or []
+        names = layout.compute_nic_names or []
         return any(topo.nic(n) is not None for n in names)
     return True
 

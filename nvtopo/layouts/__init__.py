@@ -85,10 +85,11 @@ class Layout:
     def __init__(self, name: str, doc: Optional[LayoutDoc],
                  data: Optional[Dict[str, Any]] = None, origin: str = "bundled",
                  title: str = "", text: Optional[str] = None,
-                 head: Optional[Tuple[Choice, Gpus]] = None) -> None:
+                 head: Optional[Tuple[Choice, Gpus, Optional[List[str]]]] = None) -> None:
         self.name = name
         #: the typed document; None: a bundled layout not yet decoded whole (its ``head``,
-        #: the sections selection reads of every layout, is)
+        #: what selection reads of every layout, is: ``selection``, ``gpus`` and the
+        #: compute NICs' names)
         self._doc = doc
         self._head = head
         self._data = data
@@ -124,6 +125,12 @@ class Layout:
         """The same layout with another document (renumbered, a section left out); ``data``
         stays the document as read."""
         return Layout(self.name, doc, self._data, self.origin, self.title, self._text)
+
+    @property
+    def compute_nic_names(self) -> Optional[List[str]]:
+        """``nics.compute.names`` (read without decoding the rest: auto selection asks it
+        of the layouts that require their NICs' names)."""
+        return self.doc.nics.compute.names if self._head is None else self._head[2]
 
     @property
     def gpus(self) -> Gpus:
@@ -240,14 +247,16 @@ def _load_bundled(name: str) -> Layout:
     head = _head(text, name)
     if head is None:  # not a plain document: decoded whole (an error names the layout)
         return parse(text, where=f"layout {name}", origin="bundled", bounds=False)
-    return Layout(name=name, doc=None, origin="bundled", title=head[2], text=text,
-                  head=(head[0], head[1]))
+    return Layout(name=name, doc=None, origin="bundled", title=head[3], text=text,
+                  head=head[:3])
 
 
-def _head(text: str, name: str) -> Optional[Tuple[Choice, Gpus, str]]:
-    """A bundled layout's ``selection`` and ``gpus`` sections and its title, decoded as
-    :class:`LayoutDoc` decodes them; None where the document is not one whose name is the
-    file's, with those sections objects (or absent)."""
+def _head(text: str, name: str
+          ) -> Optional[Tuple[Choice, Gpus, Optional[List[str]], str]]:
+    """A bundled layout's ``selection`` and ``gpus`` sections, ``nics.compute.names`` and
+    its title, decoded as :class:`LayoutDoc` decodes them; None where the document is not
+    one whose name is the file's, with those sections objects (or absent) and the names a
+    list of texts (or absent)."""
     try:
         data = json.loads(text)
         if not isinstance(data, dict) or data.get("name") != name:
@@ -257,8 +266,14 @@ def _head(text: str, name: str) -> Optional[Tuple[Choice, Gpus, str]]:
                 or not (gpus is None or isinstance(gpus, dict)) \
                 or not (title is None or isinstance(title, str)):
             return None
+        nics = data.get("nics")
+        comp = nics.get("compute") if isinstance(nics, dict) else None
+        names = comp.get("names") if isinstance(comp, dict) else None
+        if names is not None and not (isinstance(names, list)
+                                      and all(isinstance(x, str) for x in names)):
+            return None
         return (Choice() if sel is None else Choice.from_dict(sel),
-                Gpus() if gpus is None else Gpus.from_dict(gpus), title or name)
+                Gpus() if gpus is None else Gpus.from_dict(gpus), names, title or name)
     except ValueError:
         return None
 

@@ -15,7 +15,7 @@ import re
 from contextlib import contextmanager
 from ..plain import field, plain
 from functools import lru_cache
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
 
 from ..model import Topology, nvlink_count, path_kind, path_rank
 from ..model.nvlink import Fabric, NvmlLink
@@ -117,6 +117,18 @@ def nic_path(topo: Topology, gpu: int, name: str) -> Tuple[Optional[str], str]:
 
 
 _MISS = object()
+
+
+def nic_keys(topo: Topology) -> FrozenSet[str]:
+    """Every NIC's label and name: ``x in nic_keys(topo)`` is ``topo.nic(x) is not None``
+    (kept in the shared view's memo while views are shared)."""
+    if _SHARED is None:
+        return frozenset(k for n in topo.nics for k in (n.label, n.name))
+    memo = view(topo).memo
+    hit = memo.get("nic_keys")
+    if hit is None:
+        hit = memo["nic_keys"] = frozenset(k for n in topo.nics for k in (n.label, n.name))
+    return hit
 
 
 def per_nic(fn: Any) -> Any:

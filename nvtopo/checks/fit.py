@@ -236,7 +236,7 @@ class _Scoring:
         names, by_id = gpu_names(self.topo)
         pattern = layout.gpus.name_pattern
         if names and pattern:
-            if all(layouts_pkg.name_matches(pattern, nm) for nm in names):
+            if layouts_pkg.names_match(pattern, tuple(names)):
                 self.name_ok = c.by_name = True
                 c.score += 50
                 c.why.append(f"GPU name {names[0]!r} matches" if not by_id else

@@ -198,12 +198,11 @@ def _auto_candidate(topo: Topology, layout: Any) -> bool:
     if layout.choice.requires_gpu_name:
         names, _ = gpu_names(topo)
         pattern = layout.gpus.name_pattern
-        if not (names and pattern
-                and all(layouts_pkg.name_matches(pattern, nm) for nm in names)):
+        if not (names and pattern and layouts_pkg.names_match(pattern, tuple(names))):
             return False
     if layout.choice.requires_nic_names:
         names = layout.compute_nic_names or []
-        return any(topo.nic(n) is not None for n in names)
+        return any(n in F.nic_keys(topo) for n in names)
     return True
 
 

@@ -68,6 +68,13 @@ def name_matches(pattern: str, name: str) -> bool:
 
 
 @lru_cache(maxsize=1024)
+def names_match(pattern: str, names: Tuple[str, ...]) -> bool:
+    """Every one of ``names`` matches ``pattern`` (:func:`name_matches`; kept: auto selection
+    asks every layout of every node of a fleet alike)."""
+    return all(name_matches(pattern, nm) for nm in names)
+
+
+@lru_cache(maxsize=1024)
 def _matches(pattern: str, text: str) -> bool:
     """(kept: auto selection asks every layout of every node of a fleet alike)"""
     if pattern.isascii() and text.isascii() and _REGEX_SYNTAX.isdisjoint(pattern):

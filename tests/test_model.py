@@ -336,3 +336,18 @@ def test_every_gpu_nic_path_at_once_is_each_one_asked_alone_on_a_simulated_node(
         want = {(g, n.name): topo.gpu_nic_path(g, n.name) for n in topo.nics for g in gpus}
         assert topo.gpu_nic_paths(gpus) == want
         assert sum(1 for tok, _ in want.values() if tok is not None) >= 8, name
+
+
+def test_a_matrix_cell_getter_answers_as_get_and_sees_a_label_changed_in_place():
+    from nvtopo.model import Matrix
+
+    m = Matrix(devices=["GPU0", "GPU1", "mlx5_0", "GPU0"],
+               cells=[["X", "NV18", "PIX", None], ["NV18", "X", None, "SYS"],
+                      ["PIX", "SYS", "X", None], [None, None, None, "X"]])
+    get = m.cell_getter()
+    labels = ["GPU0", "GPU1", "mlx5_0", "nope"]
+    assert all(get(a, b) == m.get(a, b) for a in labels for b in labels)
+    m.devices[1] = "GPU9"  # changed in place: the index is stale; the getter is get itself
+    get = m.cell_getter()
+    labels = ["GPU0", "GPU1", "GPU9", "mlx5_0"]
+    assert get == m.get and all(get(a, b) == m.get(a, b) for a in labels for b in labels)

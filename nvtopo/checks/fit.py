@@ -294,8 +294,9 @@ class _Scoring:
         self.by_nic = by_nic
         if expected and observed:
             gn_map = layout.numa.gpu_node
-            numa_of = {i: (topo.gpu(i).numa_node if topo.gpu(i) is not None else None)  # type: ignore[union-attr]  # (gpu(i) is checked first)
-                       for i in v.present}
+            numa_of = {} if gn_map is None else {  # (read only against a NUMA map)
+                i: (topo.gpu(i).numa_node if topo.gpu(i) is not None else None)  # type: ignore[union-attr]  # (gpu(i) is checked first)
+                for i in v.present}
 
             def numa_misses(m: Dict[int, int]) -> int:
                 if gn_map is None:

@@ -11,7 +11,7 @@ object's ``extra`` in JSON; ``extra`` itself keeps only keys this nvtopo does no
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
 from .codec import Record, fld, record
 from .nvml import NvmlGpu, TextGpu
@@ -144,6 +144,22 @@ class Matrix(Record):
             if i is None or j is None:
                 return None
         return self.cells[i][j]
+
+    def cell_getter(self) -> Callable[[str, str], Optional[str]]:
+        """:meth:`get` for many lookups while the matrix does not change (its label index
+        read once)."""
+        devices, cells = self.devices, self.cells
+        memo = self.__dict__.get("_pos")
+        if memo is None or memo[0] is not devices or memo[1] != len(devices):
+            memo = self._index()
+        pos = memo[2]
+        if any(devices[k] != lab for lab, k in pos.items()):  # a label changed in place
+            return self.get
+
+        def get(a: str, b: str) -> Optional[str]:
+            i, j = pos.get(a), pos.get(b)
+            return None if i is None or j is None else cells[i][j]
+        return get
 
     def _index(self) -> Tuple[List[str], int, Dict[str, int]]:
         """Each label's row, the first occurrence as ``list.index`` finds it; kept beside the

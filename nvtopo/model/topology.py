@@ -207,7 +207,7 @@ class Topology(Record):
         NIC looked up once a name, not once a pair)."""
         out: Dict[Tuple[int, str], Tuple[Optional[str], str]] = {}
         m = self.matrix
-        get = m.get if m is not None else None
+        get = m.cell_getter() if m is not None else None
         labels = [(g, f"GPU{g}") for g in gpus]
         for n in self.nics:
             name = n.name

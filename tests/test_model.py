@@ -351,3 +351,18 @@ def test_a_matrix_cell_getter_answers_as_get_and_sees_a_label_changed_in_place()
     get = m.cell_getter()
     labels = ["GPU0", "GPU1", "GPU9", "mlx5_0"]
     assert get == m.get and all(get(a, b) == m.get(a, b) for a in labels for b in labels)
+
+
+def test_path_tokens_are_classified_as_before_and_long_text_is_kept_out_of_the_caches():
+    from nvtopo.model import vocab
+
+    longest = max([*vocab.PATH_ORDER, *vocab.PATH_ALIASES, "NV9999"], key=len)
+    assert len(longest) <= vocab.TOKEN_MAX
+    assert (vocab.path_kind("NV9999"), vocab.nvlink_count("NV9999"),
+            vocab.path_rank("NV9999")) == ("NV", 9999, 1)
+    assert (vocab.path_kind("SOC"), vocab.path_rank("SOC")) == ("SYS", 6)
+    before = vocab._path_kind.cache_info().currsize
+    huge = "NV1" + "8" * 1_000_000
+    assert vocab.path_kind(huge) is None and vocab.nvlink_count(huge) is None \
+        and vocab.path_rank(huge) is None and vocab.path_kind("NV12345") is None
+    assert vocab._path_kind.cache_info().currsize == before  # (nothing long was kept)

@@ -11,7 +11,7 @@ import json
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import NvtopoError
 from ..safe import json_loads, printable
@@ -67,11 +67,16 @@ def name_matches(pattern: str, name: str) -> bool:
     return _matches(pattern, name[:NAME_SEARCH_LIMIT])
 
 
+def names_match(pattern: str, names: Sequence[str]) -> bool:
+    """Every one of ``names`` matches ``pattern`` (:func:`name_matches`; kept, by the part
+    of each name a pattern searches: auto selection asks every layout of every node of a
+    fleet alike)."""
+    return _all_match(pattern, tuple(nm[:NAME_SEARCH_LIMIT] for nm in names))
+
+
 @lru_cache(maxsize=1024)
-def names_match(pattern: str, names: Tuple[str, ...]) -> bool:
-    """Every one of ``names`` matches ``pattern`` (:func:`name_matches`; kept: auto selection
-    asks every layout of every node of a fleet alike)."""
-    return all(name_matches(pattern, nm) for nm in names)
+def _all_match(pattern: str, texts: Tuple[str, ...]) -> bool:
+    return all(_matches(pattern, t) for t in texts)
 
 
 @lru_cache(maxsize=1024)

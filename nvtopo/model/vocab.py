@@ -46,27 +46,39 @@ PATH_DESCRIPTIONS = {
 _NV_RE = re.compile(r"^NV([0-9]{1,4})$")  # ASCII digits: \d also takes "٣"
 
 
-@lru_cache(maxsize=512)
-@lru_cache(maxsize=512)
+#: No path token is longer (``NV9999``, ``NODE``): a longer text is none, answered without
+#: being kept in the caches below (text read from a file can be megabytes long).
+TOKEN_MAX = 6
+
+
 def path_kind(token: Optional[str]) -> Optional[str]:
     """Normalise a printed path token to its kind.
 
     ``NV18`` -> ``NV``, ``SOC`` -> ``SYS``, ``PIX`` -> ``PIX``; ``None`` for
     unknown or unrecognised tokens.
     """
-    if token is None:
+    if token is None or len(token) > TOKEN_MAX:
         return None
+    return _path_kind(token)
+
+
+@lru_cache(maxsize=512)
+def _path_kind(token: str) -> Optional[str]:
     token = PATH_ALIASES.get(token, token)
     if _NV_RE.match(token):
         return "NV"
     return token if token in PATH_ORDER else None
 
 
-@lru_cache(maxsize=512)
 def nvlink_count(token: Optional[str]) -> Optional[int]:
     """Number of bonded NVLinks in an ``NV#`` token, else ``None``."""
-    if token is None:
+    if token is None or len(token) > TOKEN_MAX:
         return None
+    return _nvlink_count(token)
+
+
+@lru_cache(maxsize=512)
+def _nvlink_count(token: str) -> Optional[int]:
     m = _NV_RE.match(token)
     return int(m.group(1)) if m else None
 
@@ -76,9 +88,15 @@ def nvlink_count(token: Optional[str]) -> Optional[int]:
 def path_rank(token: Literal["X", "NV", "PIX", "PXB", "PHB", "NODE", "SYS", "SOC"]) -> int: ...
 @overload
 def path_rank(token: Optional[str]) -> Optional[int]: ...
-@lru_cache(maxsize=512)
 def path_rank(token: Optional[str]) -> Optional[int]:
     """Rank of a path token, 0 (self) … 6 (SYS); lower is closer."""
+    if token is None or len(token) > TOKEN_MAX:
+        return None
+    return _path_rank(token)
+
+
+@lru_cache(maxsize=512)
+def _path_rank(token: str) -> Optional[int]:
     kind = path_kind(token)
     return PATH_ORDER.index(kind) if kind else None
 

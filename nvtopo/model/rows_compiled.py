@@ -35,6 +35,12 @@ _INLINE = {
     frozenset({int, _NoneType}):
         "{v} is not None and (type({v}) is not int or not -L <= {v} <= L)",
     frozenset({_NoneType}): "{v} is not None",
+    frozenset({float}): "type({v}) is not float or not -L <= {v} <= L",
+    frozenset({float, _NoneType}):
+        "{v} is not None and (type({v}) is not float or not -L <= {v} <= L)",
+    frozenset({int, float, _NoneType}):
+        "{v} is not None and (type({v}) is not int and type({v}) is not float "
+        "or not -L <= {v} <= L)",
 }
 #: The inline test of every value ``{v}`` of a container against a type set ``{t}``: one
 #: C-level pass over their types, one over the numbers' magnitudes (others: a call).

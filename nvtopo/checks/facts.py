@@ -100,16 +100,38 @@ def sharing() -> bool:
     return _SHARED is not None
 
 
+def _path_memo(topo: Topology) -> Dict[Tuple[int, str], Tuple[Optional[str], str]]:
+    """The shared view's GPU-NIC paths: every GPU's path to every NIC, read at once on the
+    first ask (selection asks them all)."""
+    memo = view(topo).memo
+    paths = memo.get("nic_paths")
+    if paths is None:
+        paths = memo["nic_paths"] = topo.gpu_nic_paths(sorted({g.index for g in topo.gpus}))
+    return paths
+
+
+def nic_paths(topo: Topology) -> Any:
+    """:func:`nic_path` for many asks: a function of (GPU, NIC name) reading the shared
+    view's paths directly (outside a shared view, :func:`nic_path` itself)."""
+    if _SHARED is None:
+        return lambda gpu, name: topo.gpu_nic_path(gpu, name)
+    paths = _path_memo(topo)
+
+    def lookup(gpu: int, name: str) -> Tuple[Optional[str], str]:
+        hit = paths.get((gpu, name))
+        if hit is None:
+            hit = paths[(gpu, name)] = topo.gpu_nic_path(gpu, name)
+        return hit
+    return lookup
+
+
 def nic_path(topo: Topology, gpu: int, name: str) -> Tuple[Optional[str], str]:
     """:meth:`Topology.gpu_nic_path`, kept in the shared view's memo while views are shared
     (the model does not change during a check run, and selection asks the same GPU-NIC
     paths for every layout it scores through the NIC roles, then the checks again)."""
     if _SHARED is None:
         return topo.gpu_nic_path(gpu, name)
-    memo = view(topo).memo
-    paths = memo.get("nic_paths")
-    if paths is None:  # every GPU's path to every NIC at once (selection asks them all)
-        paths = memo["nic_paths"] = topo.gpu_nic_paths(sorted({g.index for g in topo.gpus}))
+    paths = _path_memo(topo)
     hit = paths.get((gpu, name))
     if hit is None:
         hit = paths[(gpu, name)] = topo.gpu_nic_path(gpu, name)
@@ -403,12 +425,13 @@ def _near_nics(topo: Topology, present: Tuple[int, ...], limit: int
     if hit is not None:
         return hit
     near: Dict[int, Tuple[List[str], str]] = {}
+    path = nic_paths(topo)
     for g in present:
         best: List[str] = []
         best_tok: Optional[str] = None
         best_rank: Optional[int] = None
         for n in topo.nics:
-            tok, _ = nic_path(topo, g, n.name)
+            tok, _ = path(g, n.name)
             r = path_rank(tok)
             if r is None or r == 0 or r > limit:
                 continue

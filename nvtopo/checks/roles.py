@@ -202,12 +202,14 @@ def _down(topo: Topology, name: str) -> bool:
     return bool(ports) and all(p.state is not None and p.state != "ACTIVE" for p in ports)
 
 
-def _best_path(topo: Topology, name: str, present: Sequence[int]
+def _best_path(topo: Topology, name: str, present: Sequence[int], path: Any = None
                ) -> Optional[Tuple[int, str, int]]:
-    """(rank, token, GPU) of the NIC's shortest path to a present GPU; None if none known."""
+    """(rank, token, GPU) of the NIC's shortest path to a present GPU; None if none known
+    (``path``: :func:`facts.nic_paths` of the node, where the caller has it)."""
     best = None
+    path = path or F.nic_paths(topo)
     for g in present:
-        tok, _ = F.nic_path(topo, g, name)
+        tok, _ = path(g, name)
         r = path_rank(tok)
         if r is not None and tok is not None and (best is None or r < best[0]):
             best = (r, tok, g)
@@ -222,7 +224,8 @@ def _best_paths(topo: Topology, names: List[str], present: Sequence[int]
     key = ("best_paths", tuple(names), tuple(present))
     hit = memo.get(key) if memo is not None else None
     if hit is None:
-        hit = {x: _best_path(topo, x, present) for x in names}
+        path = F.nic_paths(topo)
+        hit = {x: _best_path(topo, x, present, path) for x in names}
         if memo is not None:
             memo[key] = hit
     return hit

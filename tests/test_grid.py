@@ -18,7 +18,7 @@ from rich.text import Text
 
 from nvtopo import layouts
 from nvtopo.render import grid, links, matrix
-from nvtopo.render.layout import Fitted
+from nvtopo.render.layout import Fitted, Sheet
 from nvtopo.simulate import simulate
 
 
@@ -129,23 +129,35 @@ def _node(faults: Tuple[str, ...]) -> Any:
     return snapshot.load_text(snapshot.dumps(doc), "node.json")
 
 
-def _fitted(make: Any, width: int, colour: bool, monkeypatch: Any) -> Any:
+#: grid's ways of drawing a table itself (each declines with None, leaving it to Rich)
+_DRAWERS = ("segments", "table_lines", "lines")
+
+
+def _printed(renderable: Any, width: int, colour: bool, by_grid: bool) -> Tuple[str, List[str]]:
+    """What ``renderable`` prints: with grid (and which of its drawers drew), or with every
+    drawer of grid declining (Rich's own table)."""
+    seen: List[str] = []
+    con = _console(width, colour)
+    with pytest.MonkeyPatch.context() as patch:
+        for name in _DRAWERS:
+            real = getattr(grid, name)
+
+            def spy(*a: Any, _real: Any = real, _name: str = name) -> Any:
+                out = _real(*a)
+                if out is not None:
+                    seen.append(_name)
+                return out
+
+            patch.setattr(grid, name, spy if by_grid else lambda *a: None)
+        con.print(renderable)
+    return con.file.getvalue(), seen
+
+
+def _fitted(make: Any, width: int, colour: bool) -> Any:
     """``Fitted(table)`` as the renderers print it: (with grid, without grid, drawn)."""
-    seen: List[bool] = []
-    real = grid.segments
-
-    def spy(*a: Any) -> Any:
-        out = real(*a)
-        seen.append(out is not None)
-        return out
-
-    mine, theirs = _console(width, colour), _console(width, colour)
-    monkeypatch.setattr(grid, "segments", spy)
-    mine.print(Fitted(make()))
-    monkeypatch.setattr(grid, "segments", lambda *a: None)
-    theirs.print(Fitted(make()))
-    monkeypatch.setattr(grid, "segments", real)
-    return mine.file.getvalue(), theirs.file.getvalue(), any(seen)
+    mine, seen = _printed(Fitted(make()), width, colour, True)
+    theirs, _ = _printed(Fitted(make()), width, colour, False)
+    return mine, theirs, bool(seen)
 
 
 @pytest.mark.parametrize("width", [52, 80, 200])
@@ -154,8 +166,7 @@ def test_the_links_tables_are_drawn_here_byte_for_byte(width: int, colour: bool,
                                                        monkeypatch: Any) -> None:
     doc = links.links_doc(_node(FAULTS))
     for g in doc["gpus"][2:4]:  # GPU3 has a link down (red, its reason) beside healthy GPU2
-        mine, theirs, drawn = _fitted(lambda g=g: links.gpu_table(g), width, colour,
-                                      monkeypatch)
+        mine, theirs, drawn = _fitted(lambda g=g: links.gpu_table(g), width, colour)
         assert mine == theirs
         assert drawn is (width >= 80)  # (at 52 columns the rows are records)
         assert ("\x1b[" in mine) is colour
@@ -169,7 +180,7 @@ def test_shows_tables_are_drawn_here_byte_for_byte(width: int, colour: bool,
     draw; the faulty node's (a longer PCIe cell) is records, as at 60 columns."""
     for topo in (_node(()), _node(FAULTS)):
         for make in (lambda: matrix.gpu_table(topo), lambda: matrix.nic_table(topo)):
-            mine, theirs, drawn = _fitted(make, width, colour, monkeypatch)
+            mine, theirs, drawn = _fitted(make, width, colour)
             assert mine == theirs
             assert drawn or width == 60 or topo.gpu(5).sysfs.link.width_below_max
     seen: List[bool] = []
@@ -220,3 +231,118 @@ def test_shows_matrix_prints_as_before(width: int) -> None:
             theirs.print(Group(*part.lines) if isinstance(part, grid.Lines) else part)
         assert mine.file.getvalue() == theirs.file.getvalue()
         assert "NV18" in mine.file.getvalue()
+
+
+# --- tables drawn from their cells' text (grid.lines, layout.Sheet, Fitted's plain path) --
+
+#: cells as renderers meet them, and worse: wide and combining characters, markup and emoji
+#: codes (a str cell is parsed, a Text is not), controls, breaks, blanks at either end, an
+#: identifier longer than any column
+_ODD = st.sampled_from([
+    "", "x", "GPU0", "12.5", "–", "·", "漢字", "a漢b", "e\u0301", "\u200b", "[bold]x[/bold]",
+    "[link=http://e]y", ":smile:", "a\x1bb", "\x9b31m", "tab\there", "nl\nline", "  lead",
+    "trail  ", "0000:07:00.0-a-very-long-identifier-that-wraps-at-any-width",
+    "word word word word word word word"])
+_CELL = st.one_of(_ODD, st.text(alphabet=st.sampled_from(list("ab  Z0/-·é漢[]:")), max_size=12))
+
+
+@st.composite
+def _sheets(draw: Any) -> Any:
+    """(frame, rows of cell text, make, width): a borderless table as the renderers build
+    one, its cells' text, and the same table with its rows (each cell a Text, or a str)."""
+    ncols = draw(st.integers(1, 5))
+    rows = draw(st.lists(st.lists(_CELL, min_size=ncols, max_size=ncols), max_size=5))
+    as_str = draw(st.booleans())  # (str cells: Rich parses them, grid must decline some)
+    spec = dict(
+        title=draw(st.one_of(st.none(), _CELL, _CELL.map(lambda x: Text(x, style="bold")))),
+        title_justify=draw(st.sampled_from(["left", "center", "right"])),
+        show_header=draw(st.booleans()), pad_edge=draw(st.booleans()),
+        padding=draw(st.sampled_from([(0, 1), (0, 2, 0, 0), (0, 1, 0, 0), 0])),
+        collapse_padding=draw(st.booleans()), header_style=draw(_STYLES), show_edge=False,
+        box=None)
+    cols = [dict(header=draw(st.one_of(_CELL, _CELL.map(Text))),
+                 justify=draw(st.sampled_from(["left", "right", "center"])),
+                 no_wrap=draw(st.booleans()), style=draw(_STYLES),
+                 overflow=draw(st.sampled_from(["fold", "ellipsis", "crop"])),
+                 min_width=draw(st.one_of(st.none(), st.integers(0, 6))),
+                 max_width=draw(st.one_of(st.none(), st.none(), st.integers(1, 9))),
+                 width=draw(st.one_of(st.none(), st.none(), st.none(), st.integers(1, 8))))
+            for _ in range(ncols)]
+    styles = [draw(_STYLES) for _ in range(ncols)]
+    width = draw(st.one_of(st.integers(8, 60), st.integers(60, 200)))
+
+    def frame() -> Table:
+        t = Table(**spec)
+        for c in cols:
+            head = c["header"].copy() if isinstance(c["header"], Text) else c["header"]
+            t.add_column(head, **{k: v for k, v in c.items() if k != "header"})
+        return t
+
+    def make() -> Table:
+        t = frame()
+        for r in rows:
+            t.add_row(*[x if as_str else Text(x, style=s) for x, s in zip(r, styles)])
+        return t
+
+    return frame, rows, make, width, as_str
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_sheets(), st.booleans())
+def test_a_fitted_table_prints_as_rich_prints_it(drawn: Any, colour: bool) -> None:
+    """``Fitted(table)`` with grid (its cells' text as lines where styles print nothing,
+    else its segments) against ``Fitted`` with every drawer of grid declining: Rich's own
+    table (or the records) of ``layout.fit(table)``."""
+    _, _, make, width, _ = drawn
+    mine, seen = _printed(Fitted(make()), width, colour, True)
+    theirs, _ = _printed(Fitted(make()), width, colour, False)
+    assert mine == theirs
+    assert "table_lines" not in seen or not colour
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_sheets(), st.booleans())
+def test_a_sheet_prints_as_its_table_prints(drawn: Any, colour: bool) -> None:
+    """``Sheet(frame, rows, make)`` (drawn from the rows' text alone where it can be) prints
+    what Rich prints for ``Fitted(make())``, the table with its rows."""
+    frame, rows, make, width, as_str = drawn
+    if as_str:  # (a Sheet's cells are Text: a str cell's text is not its source)
+        return
+    mine, seen = _printed(Sheet(frame(), rows, make), width, colour, True)
+    theirs, _ = _printed(Fitted(make()), width, colour, False)
+    assert mine == theirs
+    assert "lines" not in seen or not colour
+
+
+@pytest.mark.parametrize("width", [52, 80, 200])
+@pytest.mark.parametrize("colour", [False, True])
+def test_links_sheets_print_as_their_tables(width: int, colour: bool) -> None:
+    """Each GPU's ``links`` table from its cells' text (styles printing nothing, at its
+    natural width) or as ``Fitted(gpu_table)``: the bytes of Rich's own table or records."""
+    doc = links.links_doc(_node(FAULTS))
+    for g in doc["gpus"]:
+        mine, seen = _printed(links.gpu_sheet(g), width, colour, True)
+        theirs, _ = _printed(Fitted(links.gpu_table(g)), width, colour, False)
+        assert mine == theirs
+        assert seen == (["lines"] if not colour and width >= 80 else
+                        ["segments"] if width >= 80 else [])
+        assert ("\x1b[" in mine) is colour
+
+
+def test_lines_decline_what_they_cannot_draw() -> None:
+    """A cell that is not one printable line, a table too wide for the width (fit narrows
+    it), a title longer than the table: None (Rich's); else the lines, title first."""
+    def frame(title: Any = "GPUs") -> Table:
+        t = Table(title=title, title_justify="left", box=None, pad_edge=False,
+                  padding=(0, 2, 0, 0), show_edge=False)
+        t.add_column("GPU", no_wrap=True)
+        t.add_column("NUMA", justify="right")
+        return t
+
+    got = grid.lines(frame(), [("GPU0", "0"), ("GPU1", "1")], 80)
+    assert got == ["GPUs      ", "GPU   NUMA", "GPU0     0", "GPU1     1"]
+    assert grid.lines(frame(), [("GPU0", "a\nb")], 80) is None
+    assert grid.lines(frame(), [("GPU0", "a\x1bb")], 80) is None
+    assert grid.lines(frame(), [("GPU0", "x" * 80)], 80) is None
+    assert grid.lines(frame("a title longer than the table"), [("GPU0", "0")], 80) is None
+    assert grid.lines(frame(), [("GPU0",)], 80) is None

@@ -26,8 +26,11 @@ def printable(value: Any, *, keep_newlines: bool = False) -> str:
     code point), so such a string holds none, and the escaping pattern is neither compiled
     (0.7 ms) nor searched for a table's ``·`` or ``–``.  (Here, not in nvtopo/safe.py: that
     is derivation code, whose source the snapshot caches are sealed with.)"""
-    if not keep_newlines and isinstance(value, str) and value.isprintable():
-        return value
+    if isinstance(value, str):
+        if not keep_newlines and value.isprintable():
+            return value
+    elif type(value) is int:  # (not a bool: its digits, as str() and safe.printable write it)
+        return str(value)
     return _printable(value, keep_newlines=keep_newlines)
 
 

@@ -48,7 +48,8 @@ def segments(table: "Table", console: "Console",
     cells = [[x for x in row if x is not None] for row in texts]
     if any(len(row) != len(cols) for row in cells):
         return None
-    widths = _widths(table, options.max_width, cells, pads)
+    longest = [max(_longest_line(row[i].plain) for row in cells) for i in range(len(cols))]
+    widths = _widths(table, options.max_width, longest, pads)
     if widths is None:  # columns shrunk to fit (their cells wrapped): Rich's widths
         widths = table._calculate_column_widths(
             console, options.update_width(options.max_width - table._extra_width))
@@ -106,6 +107,143 @@ class Lines:
             yield Segment("\n")
 
 
+def prints_plain(console: "Console") -> bool:
+    """Whether a style prints nothing on ``console`` (no colour system, as where standard
+    output is not a terminal, and not recording)."""
+    return console.color_system is None and not console.record
+
+
+def table_lines(table: "Table", width: int) -> Optional[List[str]]:
+    """:func:`lines` of ``table``'s own cells: a table ``layout.Fitted`` draws."""
+    cols: List[List[str]] = []
+    for c in table.columns:
+        col = [_cell_text(x) for x in c.cells]
+        if None in col:
+            return None
+        cols.append(col)  # type: ignore[arg-type]
+    if len({len(c) for c in cols}) > 1:
+        return None
+    return lines(table, list(zip(*cols)), width)
+
+
+def lines(table: "Table", rows: Sequence[Sequence[str]], width: int) -> Optional[List[str]]:
+    """Where styles print nothing (:func:`prints_plain`): the lines ``layout.Fitted(table)``
+    prints at ``width`` were ``rows`` its rows (each cell its text), made from that text
+    alone, a column at a time; None unless the table stays at its natural width
+    (``layout.fit`` leaves it as it is) and every cell, header and the title is one
+    printable line (the caller then draws the table itself).  ``table``'s own rows are
+    not read."""
+    cols = table.columns
+    if not _plain_shape(table) or any(len(row) != len(cols) for row in rows):
+        return None
+    columns: List[List[str]] = [list(x) for x in zip(*rows)] if rows else [[] for _ in cols]
+    if table.show_header:
+        for column, c in zip(columns, cols):
+            head = _cell_text(c.header)
+            if head is None:
+                return None
+            column.insert(0, head)
+    if not columns[0]:
+        return None
+    sizes = [_column_sizes(column) for column in columns]
+    longest = [max(x) if x is not None else -1 for x in sizes]
+    # layout.fit leaves a table as it is where every column's widest cell fits
+    need = sum(max(n, c.min_width or 0) for n, c in zip(longest, cols))
+    if min(longest) < 0 or need > width - table._extra_width - sum(
+            table._get_padding_width(i) for i in range(len(cols))):
+        return None
+    pads = [_padding(table, i) for i in range(len(cols))]
+    widths = _widths(table, width, longest, pads)
+    if widths is None:
+        return None
+    drawn: List[List[str]] = []
+    for column, size, n, c, w, (left, right) in zip(columns, sizes, longest, cols, widths,
+                                                     pads):
+        inner = w - left - right
+        if inner < 1 or n > inner or c.justify not in _JUSTIFY or c.overflow == "ignore":
+            return None
+        drawn.append(_column(column, size, inner, c.justify, " " * left, " " * right))
+    out: List[str] = []
+    if table.title:
+        title = _title_line(table, sum(widths))
+        if title is None:
+            return None
+        out.append(title)
+    out.extend("".join(parts) for parts in zip(*drawn))
+    return out
+
+
+def _column_sizes(column: Sequence[str]) -> Optional[List[int]]:
+    """Each cell's terminal cells; None where a cell is not one printable line."""
+    joined = "".join(column)
+    if joined.isascii():
+        return list(map(len, column)) if joined.isprintable() else None
+    got = [_size(x) for x in column]
+    return None if None in got else got  # type: ignore[return-value]
+
+
+def _column(column: Sequence[str], sizes: Sequence[int], width: int, justify: str,
+            left: str, right: str) -> List[str]:
+    """A column's cells justified in ``width`` (each fits), between its padding."""
+    if "".join(column).isascii():  # (a character a cell: str's own justification)
+        if justify == "left":
+            return [left + x.ljust(width) + right for x in column]
+        if justify == "right":
+            return [left + x.rstrip().rjust(width) + right for x in column]
+    return [left + _justified(x, n, width, justify) + right for x, n in zip(column, sizes)]
+
+
+def plain_segments(drawn: Sequence[str]) -> List[Segment]:
+    """Lines of :func:`lines` as the segments printed: each line one segment, then a new
+    line."""
+    out: List[Segment] = []
+    for line in drawn:
+        out.append(Segment(line))
+        out.append(Segment("\n"))
+    return out
+
+
+def _cell_text(cell: Any) -> Optional[str]:
+    """A cell's text where Rich draws it at its column's justify, one line of that text
+    (a Text of no justify of its own, a str no markup or emoji code could change)."""
+    if isinstance(cell, Text):
+        if cell.justify is not None or cell.end != "\n" or cell.overflow == "ignore":
+            return None
+        return cell.plain
+    if isinstance(cell, str) and "[" not in cell and ":" not in cell:
+        return cell
+    return None
+
+
+def _justified(text: str, size: int, width: int, justify: str) -> str:
+    """``text`` (``size`` cells, at most ``width``) justified in ``width`` as
+    ``_Draw.one_line`` (a cell) and ``Lines.justify`` (a title that fits) do it."""
+    shift = 0
+    if justify != "left":
+        stripped = text.rstrip()
+        if stripped != text:
+            text, size = stripped, cell_len(stripped)
+        shift = width - size if justify == "right" else (width - size) // 2
+    return " " * shift + text + " " * (width - size - shift)
+
+
+def _title_line(table: "Table", width: int) -> Optional[str]:
+    """The title as ``_title`` renders it, where it is one printable line that fits."""
+    title: Any = table.title
+    if isinstance(title, Text):
+        if title.end != "\n" or title.overflow == "ignore":
+            return None
+        text, justify = title.plain, title.justify or table.title_justify
+    elif isinstance(title, str) and "[" not in title and ":" not in title:
+        text, justify = title, table.title_justify
+    else:
+        return None
+    size = _size(text)
+    if size is None or size > width or justify not in _JUSTIFY:
+        return None
+    return _justified(text, size, width, justify)
+
+
 def _plain_shape(table: "Table") -> bool:
     """No box (so no border style), no footer or caption, no row styles, no fixed or
     minimum table width, no vertical padding, no highlighting: the tables the renderers
@@ -142,10 +280,20 @@ def _as_text(cell: Any) -> Optional[Text]:
     return None
 
 
-def _widths(table: "Table", max_width: int, cells: Sequence[Sequence[Text]],
+def _longest_line(plain: str) -> int:
+    """The terminal cells of a cell's longest line."""
+    size = _size(plain)
+    if size is None:
+        lines = plain.splitlines()
+        size = max(cell_len(x) for x in lines) if lines else 0
+    return size
+
+
+def _widths(table: "Table", max_width: int, longest: Sequence[int],
             pads: Sequence[Tuple[int, int]]) -> Optional[List[int]]:
     """Each column's width as ``Table._calculate_column_widths`` gives it where nothing is
-    collapsed: its widest cell (and padding), within its minimum and maximum width."""
+    collapsed: its widest cell (``longest``: its longest line, in terminal cells; and
+    padding), within its minimum and maximum width."""
     if max_width < 1:
         return None
     widths: List[int] = []
@@ -157,14 +305,7 @@ def _widths(table: "Table", max_width: int, cells: Sequence[Sequence[Text]],
         if col.width is not None:
             w = min(col.width + pad, max_width)
         else:
-            w = 0
-            for row in cells:
-                plain = row[i].plain
-                size = _size(plain)
-                if size is None:
-                    lines = plain.splitlines()
-                    size = max(cell_len(x) for x in lines) if lines else 0
-                w = max(w, min(min(size, max_width) + left + right, max_width))
+            w = min(min(longest[i], max_width) + left + right, max_width)
             if col.min_width is not None:
                 w = max(w, col.min_width + pad)
             if col.max_width is not None:

@@ -7,6 +7,7 @@ model: NVML facts (``GPU.nvml``), else pasted nvidia-smi text (``GPU.nvml_text``
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Dict, List, Optional, Tuple
 
 from rich.console import Console
@@ -16,7 +17,7 @@ from rich.text import Span, Text
 from ..errors import NvtopoError
 from ..model import Topology, pci_bdf
 from .cells import c2c_state, printable, text, title
-from .layout import Fitted, print_wrapped
+from .layout import Sheet, print_wrapped
 
 #: Where link facts live in the model, in order of preference.
 LINK_SOURCES = ("nvml", "nvml-text")
@@ -141,13 +142,21 @@ def short_bus_id(bus_id: Optional[str]) -> str:
     return (f"{dom:04x}:" if dom else "") + f"{bus:02x}:{dev:02x}.{fn}"
 
 
+@lru_cache(maxsize=1024)
+def _short(bus_id: str) -> str:
+    """:func:`short_bus_id`, once per id (a node's links name its few NVSwitches)."""
+    return short_bus_id(bus_id)
+
+
 def _remote(r: Dict[str, Any]) -> str:
     kind = r.get("type") or "unknown"
     port = f" #{r['link']}" if r.get("link") is not None else ""
     if kind == "gpu" and r.get("gpu_index") is not None:
         return f"GPU{r['gpu_index']}{port}"
     label = {"gpu": "GPU", "nvswitch": "NVSwitch", "npu": "IBM NPU"}.get(kind, "?")
-    bus = f" {short_bus_id(r['pci_bus_id'])}" if r.get("pci_bus_id") else ""
+    bus_id = r.get("pci_bus_id")
+    bus = f" {_short(bus_id) if isinstance(bus_id, str) else short_bus_id(bus_id)}" \
+        if bus_id else ""
     return f"{label}{bus}{port}" if (bus or port or kind != "unknown") else "–"
 
 
@@ -175,7 +184,8 @@ def _errors(errs: Dict[str, Any]) -> Text:
 LINKS_SCHEMA_VERSION = 1
 
 
-def gpu_table(g: Dict[str, Any]) -> Table:
+def _frame(g: Dict[str, Any]) -> Table:
+    """A GPU's table without its rows: its title (the GPU, its state) and columns."""
     bw = g.get("bandwidth_gbps_per_direction")
     unknown = sum(1 for lk in g["links"] if lk["state"] == "unknown")
     if g["links"] and unknown == len(g["links"]):
@@ -196,13 +206,33 @@ def gpu_table(g: Dict[str, Any]) -> Table:
     table.add_column("GB/s", justify="right", no_wrap=True)
     table.add_column("Remote (#link)", no_wrap=True)
     table.add_column("Errors rpl/rcv/crcF/crcD/ecc", no_wrap=True)
-    for lk in g["links"]:
-        speed = lk.get("speed_mbps")
-        table.add_row(
-            text(lk["link"]), text(lk["state"], style=STATE_STYLES.get(lk["state"], "")),
-            text(lk.get("version") or "–"), text(f"{speed / 1000:g}" if speed else "–"),
-            text(_remote(lk["remote"])), _errors(lk["errors"]))
     return table
+
+
+def _row(lk: Dict[str, Any]) -> Tuple[str, str, str, str, str, str]:
+    """A link's cells, as text: link, state, version, GB/s, remote end, error counters."""
+    speed = lk.get("speed_mbps")
+    errs = lk["errors"]
+    return (printable(lk["link"]), printable(lk["state"]), printable(lk.get("version") or "–"),
+            f"{speed / 1000:g}" if speed else "–", printable(_remote(lk["remote"])),
+            "/".join("–" if errs.get(k) is None else printable(errs.get(k))
+                     for k in ERROR_NAMES))
+
+
+def gpu_table(g: Dict[str, Any]) -> Table:
+    """A GPU's table: a row per link (:func:`_row`'s text, styled)."""
+    table = _frame(g)
+    for lk in g["links"]:
+        link, state, ver, speed, remote, _ = _row(lk)
+        table.add_row(Text(link), Text(state, style=STATE_STYLES.get(lk["state"], "")),
+                      Text(ver), Text(speed), Text(remote), _errors(lk["errors"]))
+    return table
+
+
+def gpu_sheet(g: Dict[str, Any]) -> Sheet:
+    """A GPU's table as ``print_links`` prints it: where styles print nothing, drawn from
+    its cells' text alone (no Text per cell: 8 GPUs of 18 links are 864 cells)."""
+    return Sheet(_frame(g), [_row(lk) for lk in g["links"]], lambda: gpu_table(g))
 
 
 def _fabric_bad(f: Any) -> bool:
@@ -364,7 +394,7 @@ def _print_gpu(g: Dict[str, Any], console: Console, shared: bool, same_c2c: bool
                            style="dim" if g["nvlink"] == "not_supported" else "yellow"))
         console.print()
         return
-    console.print(Fitted(gpu_table(g)))
+    console.print(gpu_sheet(g))
     reasons: Dict[str, List[int]] = {}
     for lk in g["links"]:
         if lk["state"] != "active" and lk.get("reason"):

@@ -84,12 +84,12 @@ class Grid:
 
 
 class Lines:
-    """Lines of Text printed as a ``Group`` of them prints them; where styles print nothing
-    (as :class:`_Draw` ``plain``), a line of printable text that fits the width, not
-    justified, is one segment of its text (Rich would wrap, justify and render it to the
-    same bytes)."""
+    """Lines of Text (or other renderables among them) printed as a ``Group`` of them prints
+    them; where styles print nothing (as :class:`_Draw` ``plain``), a line of printable
+    text that fits the width, not justified, is one segment of its text (Rich would wrap,
+    justify and render it to the same bytes); anything else is Rich's."""
 
-    def __init__(self, lines: Sequence[Text]) -> None:
+    def __init__(self, lines: Sequence[Any]) -> None:
         self.lines = lines
 
     def __rich_console__(self, console: "Console", options: "ConsoleOptions") -> Any:
@@ -98,6 +98,9 @@ class Lines:
             yield from self.lines
             return
         for line in self.lines:
+            if not isinstance(line, Text):
+                yield line
+                continue
             size = _size(line.plain)
             if size is None or size > options.max_width or line.end != "\n" \
                     or (line.justify or "default") != "default":

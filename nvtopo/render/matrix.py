@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
-from rich.console import Console, Group, RenderableType
+from rich.console import Console, RenderableType
 from rich.table import Table
-from rich.text import Text
+from rich.text import Span, Text
 
 from ..model import (P2P_STATUS, PATH_DESCRIPTIONS, Matrix, Topology, int_runs,
                      path_kind, path_rank)
@@ -118,37 +118,48 @@ def _block_lines(m: Matrix, names: Sequence[str], rows: Sequence[int], chunk: Se
                  short: Set[str]) -> RenderableType:
     """One chunk as lines of text, laid out exactly as the borderless table would lay it out
     (columns centred, one space between), without a table cell per matrix cell: a 144-device
-    matrix has 20,000 cells, which a Rich table renders in seconds."""
+    matrix has 20,000 cells, which a Rich table renders in seconds.  Each line is one Text
+    of its parts (:func:`_assembled`)."""
     last = len(chunk) - 1
-    head = Text(no_wrap=True)
-    head.append(" " * label_w, style="bold")
-    head.append(" ", style="bold")
+    head: List[Tuple[str, str]] = [(" " * label_w, "bold"), (" ", "bold")]
     for k, c in enumerate(chunk):
         name, w = names[c], widths[c]
         left = (w - len(name)) // 2
-        head.append(" " * left + name + " " * (w - len(name) - left), style="bold")
+        head.append((" " * left + name + " " * (w - len(name) - left), "bold"))
         if k < last:
-            head.append(" ", style="bold")
-    lines: List[Text] = [head]
-    styles: Dict[Optional[str], str] = {}
-    shown_of: Dict[Optional[str], str] = {}
+            head.append((" ", "bold"))
+    lines: List[Text] = [_assembled(head)]
+    cells: Dict[Tuple[Optional[str], int], Tuple[str, str]] = {}
     for r in rows:
-        line = Text(no_wrap=True)
-        line.append(names[r].ljust(label_w), style="bold")
-        line.append(" ", style="bold")
+        parts: List[Tuple[str, str]] = [(names[r].ljust(label_w), "bold"), (" ", "bold")]
         for k, c in enumerate(chunk):
-            tok = m.cells[r][c]
-            if tok not in styles:
-                styles[tok] = _style(tok, p2p, short)
-                shown_of[tok] = _shown(tok)
-            shown = shown_of[tok]
-            w = widths[c]
-            left = (w - len(shown)) // 2
-            line.append(" " * left + shown + " " * (w - len(shown) - left), style=styles[tok])
+            tok, w = m.cells[r][c], widths[c]
+            cell = cells.get((tok, w))
+            if cell is None:
+                shown = _shown(tok)
+                left = (w - len(shown)) // 2
+                cell = cells[(tok, w)] = (" " * left + shown + " " * (w - len(shown) - left),
+                                          _style(tok, p2p, short))
+            parts.append(cell)
             if k < last:
-                line.append(" ")
-        lines.append(line)
+                parts.append((" ", ""))
+        lines.append(_assembled(parts))
     return Lines(lines)
+
+
+def _assembled(parts: Sequence[Tuple[str, str]]) -> Text:
+    """``Text(no_wrap=True)`` with ``parts`` appended in order (an empty part adds nothing,
+    a part of no style no span), made at once: the same text and spans."""
+    plain: List[str] = []
+    spans: List[Span] = []
+    at = 0
+    for part, style in parts:
+        if part:
+            if style:
+                spans.append(Span(at, at + len(part), style))
+            plain.append(part)
+            at += len(part)
+    return Text("".join(plain), no_wrap=True, spans=spans)
 
 
 def matrix_tables(m: Matrix, width: int, p2p: bool = False) -> List[RenderableType]:
@@ -518,7 +529,7 @@ def render(topo: Topology, width: int) -> RenderableType:
     elsewhere = _read_better_by(topo)
     if elsewhere is not None:
         parts.append(elsewhere)
-    return Group(*parts)
+    return Lines(parts)  # (a Group of them: its lines of text at once where they can be)
 
 
 def _read_better_by(topo: Topology) -> Optional[Text]:

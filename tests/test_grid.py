@@ -18,6 +18,7 @@ from rich.text import Text
 
 from nvtopo import layouts
 from nvtopo.render import grid, links, matrix
+from nvtopo.render.cells import printable
 from nvtopo.render.layout import Fitted, Sheet
 from nvtopo.simulate import simulate
 
@@ -346,3 +347,21 @@ def test_lines_decline_what_they_cannot_draw() -> None:
     assert grid.lines(frame(), [("GPU0", "x" * 80)], 80) is None
     assert grid.lines(frame("a title longer than the table"), [("GPU0", "0")], 80) is None
     assert grid.lines(frame(), [("GPU0",)], 80) is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(_CELL.map(printable), st.sampled_from(["", "bold", "dim", "yellow"])),
+                max_size=8))
+def test_a_matrix_line_is_its_parts_appended(parts: List[Tuple[str, str]]) -> None:
+    """render/matrix.py makes a matrix line at once (``_assembled``) from printable parts
+    (device names and tokens, made printable): the Text that appending its parts one by
+    one makes (text, spans, the bytes it prints in colour)."""
+    appended = Text(no_wrap=True)
+    for part, style in parts:
+        appended.append(part, style=style)
+    made = matrix._assembled(parts)
+    assert (made.plain, made.spans, made.no_wrap) == (appended.plain, appended.spans, True)
+    mine, theirs = _console(200, True), _console(200, True)
+    mine.print(made)
+    theirs.print(appended)
+    assert mine.file.getvalue() == theirs.file.getvalue()

@@ -353,15 +353,21 @@ def test_lines_decline_what_they_cannot_draw() -> None:
 @given(st.lists(st.tuples(_CELL.map(printable), st.sampled_from(["", "bold", "dim", "yellow"])),
                 max_size=8))
 def test_a_matrix_line_is_its_parts_appended(parts: List[Tuple[str, str]]) -> None:
-    """render/matrix.py makes a matrix line at once (``_assembled``) from printable parts
+    """render/matrix.py makes a matrix line at once (``grid.Parts``) from printable parts
     (device names and tokens, made printable): the Text that appending its parts one by
-    one makes (text, spans, the bytes it prints in colour)."""
+    one makes (text, spans, the bytes it prints in colour and plain, in ``grid.Lines`` or
+    alone, at any width)."""
+    from rich.console import Group
+
     appended = Text(no_wrap=True)
     for part, style in parts:
         appended.append(part, style=style)
-    made = matrix._assembled(parts)
+    made = grid.Parts(parts).text()
     assert (made.plain, made.spans, made.no_wrap) == (appended.plain, appended.spans, True)
-    mine, theirs = _console(200, True), _console(200, True)
-    mine.print(made)
-    theirs.print(appended)
-    assert mine.file.getvalue() == theirs.file.getvalue()
+    for width, colour in ((200, True), (200, False), (6, False), (6, True)):
+        mine, alone, theirs = (_console(width, colour) for _ in range(3))
+        mine.print(grid.Lines([grid.Parts(parts), Text("after")]))
+        alone.print(grid.Parts(parts))
+        theirs.print(Group(appended, Text("after")))
+        assert mine.file.getvalue() == theirs.file.getvalue()
+        assert alone.file.getvalue() + "after\n" == theirs.file.getvalue()

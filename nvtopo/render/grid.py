@@ -98,16 +98,55 @@ class Lines:
             yield from self.lines
             return
         for line in self.lines:
-            if not isinstance(line, Text):
+            if isinstance(line, Parts):
+                plain = line.plain
+                size = _size(plain)
+                if size is None or size > options.max_width:
+                    yield line.text()
+                    continue
+            elif isinstance(line, Text):
+                plain = line.plain
+                size = _size(plain)
+                if size is None or size > options.max_width or line.end != "\n" \
+                        or (line.justify or "default") != "default":
+                    yield line
+                    continue
+            else:
                 yield line
                 continue
-            size = _size(line.plain)
-            if size is None or size > options.max_width or line.end != "\n" \
-                    or (line.justify or "default") != "default":
-                yield line
-                continue
-            yield Segment(line.plain)
+            yield Segment(plain)
             yield Segment("\n")
+
+
+class Parts:
+    """A line of ``(text, style)`` parts (printable text): the Text that appending them in
+    order to ``Text(no_wrap=True)`` makes (:meth:`text`, made at once: the same text and
+    spans), or in :class:`Lines` where styles print nothing, just its text."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: Sequence[Tuple[str, str]]) -> None:
+        self.parts = parts
+
+    @property
+    def plain(self) -> str:
+        return "".join([part for part, _ in self.parts])
+
+    def text(self) -> Text:
+        """An empty part adds nothing, a part of no style no span, as ``Text.append``."""
+        plain: List[str] = []
+        spans: List[Span] = []
+        at = 0
+        for part, style in self.parts:
+            if part:
+                if style:
+                    spans.append(Span(at, at + len(part), style))
+                plain.append(part)
+                at += len(part)
+        return Text("".join(plain), no_wrap=True, spans=spans)
+
+    def __rich_console__(self, console: "Console", options: "ConsoleOptions") -> Any:
+        yield self.text()
 
 
 def prints_plain(console: "Console") -> bool:

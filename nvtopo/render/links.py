@@ -394,17 +394,22 @@ def _print_gpu(g: Dict[str, Any], console: Console, shared: bool, same_c2c: bool
                            style="dim" if g["nvlink"] == "not_supported" else "yellow"))
         console.print()
         return
-    console.print(gpu_sheet(g))
     reasons: Dict[str, List[int]] = {}
     for lk in g["links"]:
         if lk["state"] != "active" and lk.get("reason"):
             reasons.setdefault(f"{lk['state']}: {lk['reason']}", []).append(lk["link"])
+    bad = [(lk["link"], k, v) for lk in g["links"] for k, v in lk["errors"].items() if v]
+    if not reasons and not bad:  # the table and the blank line after it in one print
+        from .grid import Lines  # (not for the JSON document: --format json)
+
+        console.print(Lines([gpu_sheet(g), Text("")]))
+        return
+    console.print(gpu_sheet(g))
     for why, ids in reasons.items():
         style = "bold red" if why.startswith("down") else "yellow"
         word = "link" if len(ids) == 1 else "links"
         print_wrapped(console, text(f"{word} {', '.join(map(str, ids))} {why}",
                                     style=style), 2, 2)
-    bad = [(lk["link"], k, v) for lk in g["links"] for k, v in lk["errors"].items() if v]
     if bad:
         print_wrapped(console, text("nonzero error counters: " + ", ".join(
             f"link {i} {k}={v}" for i, k, v in bad), style="bold red"), 2, 2)

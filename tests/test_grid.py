@@ -371,3 +371,22 @@ def test_a_matrix_line_is_its_parts_appended(parts: List[Tuple[str, str]]) -> No
         theirs.print(Group(appended, Text("after")))
         assert mine.file.getvalue() == theirs.file.getvalue()
         assert alone.file.getvalue() + "after\n" == theirs.file.getvalue()
+
+
+@settings(max_examples=150, deadline=None)
+@given(_texts(), st.integers(0, 6), st.integers(0, 4), st.integers(4, 90), st.booleans())
+def test_a_wrapped_line_prints_as_a_print_of_each_of_its_lines(
+        line: Text, indent: int, hang: int, width: int, colour: bool) -> None:
+    """``layout.print_wrapped`` prints its lines in one print (``grid.Lines``, soft-wrapped):
+    the bytes a soft-wrapped print of each line gives, also where a line is wider than a
+    narrow console (the width wrapped to is at least 20)."""
+    from nvtopo.render.layout import print_wrapped
+
+    mine, theirs = _console(width, colour), _console(width, colour)
+    print_wrapped(mine, line.copy(), indent, hang)
+    for i, part in enumerate(line.copy().wrap(theirs, max(width - indent - hang, 20),
+                                              overflow="fold")):
+        part.rstrip()
+        theirs.print(Text.assemble(" " * (indent if i == 0 else indent + hang), part),
+                     soft_wrap=True)
+    assert mine.file.getvalue() == theirs.file.getvalue()

@@ -19,10 +19,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from rich.cells import cell_len, set_cell_size
-from rich.padding import Padding
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Span, Text
+
+from .lines import Lines, Parts, _size
+
+__all__ = ["Grid", "Lines", "Parts", "lines", "plain_segments", "prints_plain", "segments",
+           "table_lines"]
 
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions
@@ -81,72 +85,6 @@ class Grid:
             yield self.table
         else:
             yield from drawn
-
-
-class Lines:
-    """Lines of Text (or other renderables among them) printed as a ``Group`` of them prints
-    them; where styles print nothing (as :class:`_Draw` ``plain``), a line of printable
-    text that fits the width, not justified, is one segment of its text (Rich would wrap,
-    justify and render it to the same bytes); anything else is Rich's."""
-
-    def __init__(self, lines: Sequence[Any]) -> None:
-        self.lines = lines
-
-    def __rich_console__(self, console: "Console", options: "ConsoleOptions") -> Any:
-        if console.color_system is not None or console.record \
-                or (options.justify or "default") != "default":
-            yield from self.lines
-            return
-        for line in self.lines:
-            if isinstance(line, Parts):
-                plain = line.plain
-                size = _size(plain)
-                if size is None or size > options.max_width:
-                    yield line.text()
-                    continue
-            elif isinstance(line, Text):
-                plain = line.plain
-                size = _size(plain)
-                if size is None or size > options.max_width or line.end != "\n" \
-                        or (line.justify or "default") != "default":
-                    yield line
-                    continue
-            else:
-                yield line
-                continue
-            yield Segment(plain)
-            yield Segment("\n")
-
-
-class Parts:
-    """A line of ``(text, style)`` parts (printable text): the Text that appending them in
-    order to ``Text(no_wrap=True)`` makes (:meth:`text`, made at once: the same text and
-    spans), or in :class:`Lines` where styles print nothing, just its text."""
-
-    __slots__ = ("parts",)
-
-    def __init__(self, parts: Sequence[Tuple[str, str]]) -> None:
-        self.parts = parts
-
-    @property
-    def plain(self) -> str:
-        return "".join([part for part, _ in self.parts])
-
-    def text(self) -> Text:
-        """An empty part adds nothing, a part of no style no span, as ``Text.append``."""
-        plain: List[str] = []
-        spans: List[Span] = []
-        at = 0
-        for part, style in self.parts:
-            if part:
-                if style:
-                    spans.append(Span(at, at + len(part), style))
-                plain.append(part)
-                at += len(part)
-        return Text("".join(plain), no_wrap=True, spans=spans)
-
-    def __rich_console__(self, console: "Console", options: "ConsoleOptions") -> Any:
-        yield self.text()
 
 
 def prints_plain(console: "Console") -> bool:
@@ -440,6 +378,8 @@ class _Draw:
         """A cell Rich renders itself, exactly as ``Table._render`` does."""
         opts = self.options.update(width=width, justify=col.justify, no_wrap=col.no_wrap,
                                    overflow=col.overflow, height=None, highlight=col.highlight)
+        from rich.padding import Padding  # (only here: not for a table drawn from its text)
+
         return self.console.render_lines(Padding(cell, (0, right, 0, left)), opts,
                                          style=style)
 
@@ -516,14 +456,6 @@ class _Draw:
                     current = current + s
             out.append(Segment(body[a:b], self.add(base, current)))
         return out
-
-
-def _size(plain: str) -> Optional[int]:
-    """The terminal cells of a one-line cell; None where it holds a control character or
-    a line break (Rich would strip or split it: left to Rich)."""
-    if plain.isascii():
-        return len(plain) if plain.isprintable() else None
-    return cell_len(plain) if plain.isprintable() else None
 
 
 def _aligned(lines: List[List[Segment]], raw: Any, col: Any, width: int, height: int,

@@ -58,14 +58,18 @@ def print_wrapped(console: "Console", line: Any, indent: int = 0, hang: int = 0)
     broken only where it is longer than the whole width (a hostile value)."""
     from rich.text import Text
 
-    from .grid import Lines
-
     width = max(console.width - indent - hang, 20)
     lines = []
     for i, part in enumerate(line.wrap(console, width, overflow="fold")):
         part.rstrip()
         pad = indent if i == 0 else indent + hang
         lines.append(Text.assemble(" " * pad, part))
+    if len(lines) < 2:
+        for one in lines:
+            console.print(one, soft_wrap=True)
+        return
+    from .lines import Lines
+
     # one print of them all, soft-wrapped (each line whole, uncut) as a print of each
     console.print(Lines(lines), soft_wrap=True)
 

@@ -426,7 +426,7 @@ def _flush(console: Console, batch: List[Any]) -> None:
     """The tables (and blank lines) of ``batch`` in one print, as printing each prints
     them (``grid.Lines``: a Group of them); ``batch`` emptied."""
     if batch:
-        from .grid import Lines  # (not for the JSON document: --format json)
+        from .lines import Lines  # (not for the JSON document: --format json)
 
         console.print(Lines(list(batch)))
         batch.clear()

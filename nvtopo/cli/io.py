@@ -70,6 +70,8 @@ def print_json(data: Any) -> None:
 def check_output(output: Optional[str]) -> None:
     """An ``-o`` value that cannot be written (empty, a directory, a file in a directory
     that does not exist) fails before any probing."""
+    if output is None:  # (no -o: nothing to check, and nvtopo.output is not imported)
+        return
     from .. import output as output_mod
 
     output_mod.check(output)

@@ -90,7 +90,7 @@ def interactive() -> bool:
     """Whether standard output is a terminal a person reads (``TTY_COMPATIBLE`` decides
     where set): the screens that differ for a person (audit's failing nodes, links' folded
     healthy GPUs, layouts show's table).  Forced colour (``FORCE_COLOR``) is not enough."""
-    from ..render.messages import is_terminal
+    from ..render.tty import is_terminal
 
     return is_terminal(sys.stdout)
 

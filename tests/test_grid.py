@@ -131,7 +131,7 @@ def _node(faults: Tuple[str, ...]) -> Any:
 
 
 #: grid's ways of drawing a table itself (each declines with None, leaving it to Rich)
-_DRAWERS = ("segments", "table_lines", "lines")
+_DRAWERS = ("segments", "table_lines", "fitted_lines", "lines")
 
 
 def _printed(renderable: Any, width: int, colour: bool, by_grid: bool) -> Tuple[str, List[str]]:
@@ -390,3 +390,63 @@ def test_a_wrapped_line_prints_as_a_print_of_each_of_its_lines(
         theirs.print(Text.assemble(" " * (indent if i == 0 else indent + hang), part),
                      soft_wrap=True)
     assert mine.file.getvalue() == theirs.file.getvalue()
+
+
+_WORDY = st.one_of(
+    st.lists(st.sampled_from(["Gen5", "x16", "0-55,112-167", "PIX", "NIC0", "(mlx5_0)", "漢字",
+                              "é", "a-b/c", "NODE", "0000:07:00.0"]), min_size=1,
+             max_size=5).map(" ".join),
+    st.text(alphabet=st.sampled_from(list("abcd  -/0漢é")), max_size=28))
+
+
+@st.composite
+def _narrowed(draw: Any) -> Any:
+    """A borderless table of printable words, as show's GPU table is, at widths where
+    ``layout.fit`` narrows it (its columns given widths, long cells wrapped)."""
+    ncols = draw(st.integers(2, 5))
+    rows = draw(st.lists(st.lists(_WORDY, min_size=ncols, max_size=ncols), min_size=1,
+                         max_size=5))
+    spec = dict(title=draw(st.sampled_from([None, "GPUs", "NVMe drives"])),
+                title_justify="left", show_header=draw(st.booleans()),
+                padding=draw(st.sampled_from([(0, 2, 0, 0), (0, 1)])), pad_edge=False,
+                box=None, show_edge=False)
+    cols = [dict(header=draw(st.sampled_from(["GPU", "CPU affinity", "PCIe link", "a b c"])),
+                 justify=draw(st.sampled_from(["left", "right", "center"])),
+                 no_wrap=draw(st.booleans()),
+                 vertical=draw(st.sampled_from(["top", "middle", "bottom"])),
+                 overflow=draw(st.sampled_from(["fold", "ellipsis"])))
+            for _ in range(ncols)]
+    width = draw(st.integers(24, 110))
+
+    def make() -> Table:
+        t = Table(**spec)
+        for c in cols:
+            t.add_column(c["header"], **{k: v for k, v in c.items() if k != "header"})
+        for r in rows:
+            t.add_row(*[Text(x) for x in r])
+        return t
+
+    return make, width
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_narrowed(), st.booleans())
+def test_a_narrowed_table_prints_as_rich_prints_it(drawn: Any, colour: bool) -> None:
+    """``Fitted`` of a table ``layout.fit`` narrows: drawn from its cells' text where styles
+    print nothing (``grid.fitted_lines``, long cells wrapped), the bytes of Rich's own
+    table of the narrowed columns."""
+    make, width = drawn
+    mine, seen = _printed(Fitted(make()), width, colour, True)
+    theirs, _ = _printed(Fitted(make()), width, colour, False)
+    assert mine == theirs
+    assert "fitted_lines" not in seen or not colour
+
+
+@pytest.mark.parametrize("width", [80, 90])
+def test_shows_gpu_table_at_80_columns_is_drawn_from_its_text(width: int) -> None:
+    """show's GPU table at 80 columns is narrowed (its PCIe link and nearest NIC cells
+    wrap): where styles print nothing it is drawn from its cells' text."""
+    mine, seen = _printed(Fitted(matrix.gpu_table(_node(()))), width, False, True)
+    theirs, _ = _printed(Fitted(matrix.gpu_table(_node(()))), width, False, False)
+    assert mine == theirs and seen == ["fitted_lines"]
+    assert "Gen5" in mine and "x16" in mine

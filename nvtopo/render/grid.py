@@ -25,8 +25,8 @@ from rich.text import Span, Text
 
 from .lines import Lines, Parts, _size
 
-__all__ = ["Grid", "Lines", "Parts", "lines", "plain_segments", "prints_plain", "segments",
-           "table_lines"]
+__all__ = ["Grid", "Lines", "Parts", "fitted_lines", "lines", "plain_segments", "prints_plain",
+           "segments", "table_lines"]
 
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions
@@ -95,15 +95,101 @@ def prints_plain(console: "Console") -> bool:
 
 def table_lines(table: "Table", width: int) -> Optional[List[str]]:
     """:func:`lines` of ``table``'s own cells: a table ``layout.Fitted`` draws."""
+    rows = _own_rows(table)
+    return None if rows is None else lines(table, rows, width)
+
+
+def _own_rows(table: "Table", bare: bool = False) -> Optional[List[Sequence[str]]]:
+    """``table``'s rows, each cell its text (:func:`_cell_text`; with ``bare``, a Text cell
+    only where it has no overflow or wrapping of its own either); None where a cell is not
+    such a text or the columns hold different numbers of cells."""
     cols: List[List[str]] = []
     for c in table.columns:
         col = [_cell_text(x) for x in c.cells]
-        if None in col:
+        if None in col or (bare and any(isinstance(x, Text) and (
+                x.overflow is not None or x.no_wrap is not None) for x in c.cells)):
             return None
         cols.append(col)  # type: ignore[arg-type]
     if len({len(c) for c in cols}) > 1:
         return None
-    return lines(table, list(zip(*cols)), width)
+    return list(zip(*cols))
+
+
+def fitted_lines(table: "Table", console: "Console", width: int) -> Optional[List[str]]:
+    """Where styles print nothing (:func:`prints_plain`): the lines :func:`segments` gives
+    ``table`` as ``layout.fit`` narrowed it (every column given its width), made from its
+    cells' text: a cell longer than its column wrapped by Rich's ``Text.wrap`` as
+    ``_Draw.wrapped`` wraps it, the cells of a row aligned as ``_aligned`` aligns them;
+    None where that is not the table's shape (the caller draws it as before)."""
+    cols = table.columns
+    rows = _own_rows(table, bare=True)
+    if rows is None or not _plain_shape(table) or any(c.width is None for c in cols):
+        return None
+    body: List[Sequence[str]] = list(rows)
+    if table.show_header:
+        heads = [_cell_text(c.header) for c in cols]
+        if None in heads or any(isinstance(c.header, Text) and (
+                c.header.overflow is not None or c.header.no_wrap is not None) for c in cols):
+            return None
+        body.insert(0, heads)  # type: ignore[arg-type]
+    pads = [_padding(table, i) for i in range(len(cols))]
+    widths = _widths(table, width, [0] * len(cols), pads)  # (each column's own width)
+    if not body or widths is None or any(
+            w - left - right < 1 or c.justify not in _JUSTIFY or c.overflow == "ignore"
+            for c, w, (left, right) in zip(cols, widths, pads)):
+        return None
+    out: List[str] = []
+    if table.title:
+        title = _title_line(table, sum(widths))
+        if title is None:
+            return None
+        out.append(title)
+    for n, row in enumerate(body):
+        cells: List[List[str]] = []
+        for x, c, w, (left, right) in zip(row, cols, widths, pads):
+            one = _cell_lines(console, x, c, w, left, right)
+            if one is None:
+                return None
+            cells.append(one)
+        height = max(len(x) for x in cells)
+        header = table.show_header and n == 0
+        stacked = [_stacked(x, " " * w, height, "bottom" if header else c.vertical)
+                   for x, c, w in zip(cells, cols, widths)]
+        out.extend("".join(parts) for parts in zip(*stacked))
+    return out
+
+
+def _cell_lines(console: "Console", text: str, col: Any, width: int, left: int,
+                right: int) -> Optional[List[str]]:
+    """A cell's lines in its column: one justified line where it fits, else its text
+    wrapped as ``_Draw.wrapped`` wraps a cell (a Text of no style, justify, overflow or
+    wrapping of its own); each between its padding.  None where not one printable line."""
+    size = _size(text)
+    if size is None:
+        return None
+    inner = width - left - right
+    if size <= inner:
+        return [" " * left + _justified(text, size, inner, col.justify) + " " * right]
+    wrapped = Text(text).wrap(console, inner, justify=col.justify or "default",
+                              overflow=col.overflow or "fold", tab_size=8,
+                              no_wrap=bool(col.no_wrap))
+    out = []
+    for line in wrapped:
+        plain = line.plain
+        n = cell_len(plain)
+        plain = plain + " " * (inner - n) if n <= inner else set_cell_size(plain, inner)
+        out.append(" " * left + plain + " " * right)
+    return out
+
+
+def _stacked(lines: List[str], blank: str, height: int, vertical: str) -> List[str]:
+    """A cell's lines in a row of ``height`` lines, blank lines above or below them as
+    ``Segment.align_top``/``align_middle``/``align_bottom`` put them."""
+    extra = height - len(lines)
+    if not extra:
+        return lines
+    above = 0 if vertical == "top" else extra if vertical == "bottom" else extra // 2
+    return [blank] * above + lines + [blank] * (extra - above)
 
 
 def lines(table: "Table", rows: Sequence[Sequence[str]], width: int) -> Optional[List[str]]:

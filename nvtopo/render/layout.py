@@ -240,6 +240,11 @@ class Fitted:
                 return
         table = fit(self.table, options.max_width)
         if table is self.table:  # not drawn as records: as Rich would draw it, faster
+            if grid.prints_plain(console) and options.overflow != "ignore":
+                lines = grid.fitted_lines(table, console, options.max_width)
+                if lines is not None:  # narrowed: its cells' text, some of it wrapped
+                    yield from grid.plain_segments(lines)
+                    return
             drawn = grid.segments(table, console, options)
             if drawn is not None:
                 yield from drawn

@@ -450,3 +450,18 @@ def test_shows_gpu_table_at_80_columns_is_drawn_from_its_text(width: int) -> Non
     theirs, _ = _printed(Fitted(matrix.gpu_table(_node(()))), width, False, False)
     assert mine == theirs and seen == ["fitted_lines"]
     assert "Gen5" in mine and "x16" in mine
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(_WORDY, _CELL.map(printable).map(lambda x: x.replace("\t", " "))),
+       st.integers(1, 30), st.sampled_from(["left", "center", "right"]),
+       st.sampled_from(["fold", "crop", "ellipsis"]), st.booleans())
+def test_wrapped_text_is_rich_s_wrap(text: str, width: int, justify: str, overflow: str,
+                                     no_wrap: bool) -> None:
+    """grid.wrapped_text (a narrowed table's long cell, wrapped without a Text): the lines
+    Rich's ``Text.wrap`` gives, for any printable line, width, justify and overflow."""
+    con = _console(80, False)
+    theirs = [line.plain for line in Text(text).wrap(con, width, justify=justify,
+                                                      overflow=overflow, tab_size=8,
+                                                      no_wrap=no_wrap)]
+    assert grid.wrapped_text(text, width, justify, overflow, no_wrap) == theirs

@@ -22,7 +22,8 @@ class Lines:
     """Lines of Text (or other renderables among them) printed as a ``Group`` of them prints
     them; where styles print nothing (``grid._Draw``'s ``plain``), a line of printable
     text that fits the width, not justified, is one segment of its text (Rich would wrap,
-    justify and render it to the same bytes); anything else is Rich's."""
+    justify and render it to the same bytes), and so is a Text of several such lines;
+    anything else is Rich's."""
 
     def __init__(self, lines: Sequence[Any]) -> None:
         self.lines = lines
@@ -41,7 +42,7 @@ class Lines:
                     continue
             elif isinstance(line, Text):
                 plain = line.plain
-                size = _size(plain)
+                size = _block_size(plain)
                 if size is None or size > options.max_width or line.end != "\n" \
                         or (line.justify or "default") != "default":
                     yield line
@@ -82,6 +83,17 @@ class Parts:
 
     def __rich_console__(self, console: "Console", options: "ConsoleOptions") -> Any:
         yield self.text()
+
+
+def _block_size(plain: str) -> Optional[int]:
+    """The terminal cells of the longest line of a text of printable lines (not ending in
+    a line break: Rich keeps a last, blank line there), else None."""
+    if "\n" not in plain:
+        return _size(plain)
+    if plain.endswith("\n"):
+        return None
+    sizes = [_size(x) for x in plain.split("\n")]
+    return None if None in sizes else max(sizes)  # type: ignore[type-var]
 
 
 def _size(plain: str) -> Optional[int]:

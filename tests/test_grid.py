@@ -465,3 +465,21 @@ def test_wrapped_text_is_rich_s_wrap(text: str, width: int, justify: str, overfl
                                                       overflow=overflow, tab_size=8,
                                                       no_wrap=no_wrap)]
     assert grid.wrapped_text(text, width, justify, overflow, no_wrap) == theirs
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(_sheets(), _narrowed()), st.integers(-2, 200))
+def test_collapsed_widths_are_rich_s(drawn: Any, width: int) -> None:
+    """grid._collapsed (the widths of a table too wide for the width, as show's legend is):
+    ``Table._calculate_column_widths``'s, wherever it gives any."""
+    table = drawn[2]() if len(drawn) > 2 else drawn[0]()
+    rows = [[c.header] + list(c.cells) if table.show_header else list(c.cells)
+            for c in table.columns]
+    texts = [[grid._cell_text(x) for x in row] for row in zip(*rows)]
+    if any(None in row for row in texts):
+        return
+    pads = [grid._padding(table, i) for i in range(len(table.columns))]
+    mine = grid._collapsed(table, texts, pads, width)  # type: ignore[arg-type]
+    con = _console(max(width, 1), False)
+    if mine is not None:
+        assert mine == table._calculate_column_widths(con, con.options.update_width(width))

@@ -56,6 +56,9 @@ def segments(table: "Table", console: "Console",
     longest = [max(_longest_line(row[i].plain) for row in cells) for i in range(len(cols))]
     widths = _widths(table, options.max_width, longest, pads)
     if widths is None:  # columns shrunk to fit (their cells wrapped): Rich's widths
+        widths = _collapsed(table, [[t.plain for t in row] for row in cells], pads,
+                            options.max_width - table._extra_width)
+    if widths is None:
         widths = table._calculate_column_widths(
             console, options.update_width(options.max_width - table._extra_width))
     out: List[Segment] = []
@@ -417,6 +420,49 @@ def _widths(table: "Table", max_width: int, longest: Sequence[int],
                 w = min(w, col.max_width + pad)
         widths.append(w or 1)
     return widths if sum(widths) <= max_width else None
+
+
+def _collapsed(table: "Table", cells: Sequence[Sequence[str]], pads: Sequence[Tuple[int, int]],
+               max_width: int) -> Optional[List[int]]:
+    """``Table._calculate_column_widths`` at ``max_width`` for a table of one-line printable
+    cells (``cells``: its rows' text, the header first where shown), not expanded, of no
+    minimum width, its columns of no width, minimum or maximum of their own: each cell
+    measured here as ``Measurement.get`` measures its padded Text, the widths collapsed by
+    Rich's own ``_collapse_widths`` and ``ratio_reduce``; None for any other table."""
+    from rich._ratio import ratio_reduce
+
+    cols = table.columns
+    if table.expand or table.min_width is not None or any(
+            c.width is not None or c.min_width is not None or c.max_width is not None
+            for c in cols):
+        return None
+    longest: List[int] = []
+    for i in range(len(cols)):
+        sizes = [_size(row[i]) for row in cells]
+        if not sizes or None in sizes:
+            return None
+        longest.append(max(sizes))  # type: ignore[type-var, arg-type]
+    widths = [_measured(n, pads[i], max_width) or 1 for i, n in enumerate(longest)]
+    if sum(widths) > max_width:
+        widths = table._collapse_widths(
+            widths, [c.width is None and not c.no_wrap for c in cols], max_width)
+        if sum(widths) > max_width:
+            widths = ratio_reduce(sum(widths) - max_width, [1] * len(widths), widths, widths)
+        widths = [_measured(n, pads[i], w) for i, (n, w) in enumerate(zip(longest, widths))]
+    return widths
+
+
+def _measured(longest: int, pad: Tuple[int, int], width: int) -> int:
+    """The maximum of ``Table._measure_column`` at ``width`` for a column of text cells
+    whose longest is ``longest`` cells (its cells padded by ``pad``)."""
+    extra = pad[0] + pad[1]
+    if width < 1:
+        return 0
+    if width - extra < 1:  # (Padding.__rich_measure__: no room inside)
+        return width
+    inner = min(longest, width - extra)
+    cell = min((inner if inner >= 1 else 0) + extra, width)
+    return cell if cell >= 1 else 0
 
 
 def _title(table: "Table", console: "Console", options: "ConsoleOptions",

@@ -561,13 +561,19 @@ class _Draw:
         as ``render_lines`` pads it, then the cell's padding; None where Rich is needed."""
         if width < 1 or t.end != "\n" or not t.plain.replace("\n", "").isprintable():
             return None  # (a control character: Rich strips some where it cuts the text)
-        tab = self.console.tab_size if t.tab_size is None else t.tab_size
-        lines = t.wrap(self.console, width, justify=t.justify or col.justify or "default",
-                       overflow=t.overflow or col.overflow or "fold", tab_size=tab or 8,
-                       no_wrap=bool(col.no_wrap if t.no_wrap is None else t.no_wrap))
+        justify = t.justify or col.justify or "default"
+        overflow = t.overflow or col.overflow or "fold"
+        no_wrap = bool(col.no_wrap if t.no_wrap is None else t.no_wrap)
+        plain = t.plain
+        if justify in _JUSTIFY and overflow != "ignore" and plain.isprintable():
+            texts = wrapped_text(plain, width, justify, overflow, no_wrap)  # (one line)
+        else:
+            tab = self.console.tab_size if t.tab_size is None else t.tab_size
+            texts = [line.plain for line in t.wrap(self.console, width, justify=justify,
+                                                   overflow=overflow, tab_size=tab or 8,
+                                                   no_wrap=no_wrap)]
         out: List[List[Segment]] = []
-        for line in lines:
-            text = line.plain
+        for text in texts:
             size = cell_len(text)
             text = text + " " * (width - size) if size <= width else set_cell_size(text, width)
             out.append([Segment(" " * left + text + " " * right)])

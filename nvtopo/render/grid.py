@@ -18,13 +18,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
-from rich._wrap import divide_line
 from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Span, Text
 
-from .lines import Lines, Parts, _size
+from .lines import Lines, Parts, _size, wrapped_text
 
 __all__ = ["Grid", "Lines", "Parts", "fitted_lines", "lines", "plain_segments", "prints_plain",
            "segments", "table_lines", "wrapped_text"]
@@ -181,47 +180,6 @@ def _cell_lines(console: "Console", text: str, col: Any, width: int, left: int,
         plain = plain + " " * (inner - n) if n <= inner else set_cell_size(plain, inner)
         out.append(" " * left + plain + " " * right)
     return out
-
-
-def wrapped_text(text: str, width: int, justify: str, overflow: str,
-                 no_wrap: bool) -> List[str]:
-    """The lines of ``Text(text).wrap(console, width, justify=, overflow=, no_wrap=)`` as
-    text, for one printable line (no tab, no break) and ``justify`` left, center or right,
-    ``overflow`` fold, crop or ellipsis, without a Text: Rich's own ``divide_line``, then
-    what ``Text.rstrip_end``, ``Lines.justify`` and ``Text.truncate`` do to a line's text
-    (``tests/test_grid.py`` holds it to ``Text.wrap``)."""
-    if no_wrap:
-        pieces = [text]
-    else:
-        bounds = [0, *divide_line(text, width, fold=overflow == "fold"), len(text)]
-        pieces = []
-        for a, b in zip(bounds, bounds[1:]):
-            piece = text[a:b]
-            if len(piece) > width:  # rstrip_end: blanks beyond the width (in characters)
-                blank = len(piece) - len(piece.rstrip())
-                piece = piece[:len(piece) - min(blank, len(piece) - width)]
-            pieces.append(piece)
-    out = []
-    for piece in pieces:
-        if justify == "left":
-            n = cell_len(piece)
-            piece = _truncated(piece, width, overflow) + " " * (width - n)
-        else:
-            piece = _truncated(piece.rstrip(), width, overflow)
-            spare = width - cell_len(piece)
-            left = spare // 2 if justify == "center" else spare
-            piece = " " * left + piece + " " * (spare - left)
-        out.append(_truncated(piece, width, overflow))
-    return out
-
-
-def _truncated(text: str, width: int, overflow: str) -> str:
-    """``Text.truncate`` of a line's text (no padding)."""
-    if cell_len(text) <= width:
-        return text
-    if overflow == "ellipsis":
-        return set_cell_size(text, width - 1) + "…"
-    return set_cell_size(text, width)
 
 
 def _stacked(lines: List[str], blank: str, height: int, vertical: str) -> List[str]:

@@ -1,8 +1,9 @@
 """Lines of text printed as a ``Group`` of them prints them, cheaper where styles print
 nothing: :class:`Lines` (any renderables, a Text among them printed as its text where it
 can be) and :class:`Parts` (a line of ``(text, style)`` parts, made a Text only where styles
-print).  Small on purpose: ``layout.print_wrapped`` (every command's findings and notes)
-imports it without the table machinery of :mod:`.grid`.  ``tests/test_grid.py`` holds both
+print), and :func:`wrapped_text` (a line wrapped as Rich's ``Text.wrap`` wraps it, without a
+Text).  Small on purpose: ``layout.print_wrapped`` (every command's findings and notes)
+imports it without the table machinery of :mod:`.grid`.  ``tests/test_grid.py`` holds them
 to Rich's output.
 """
 
@@ -10,7 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple
 
-from rich.cells import cell_len
+from rich._wrap import divide_line
+from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.text import Span, Text
 
@@ -104,4 +106,45 @@ def _size(plain: str) -> Optional[int]:
     return cell_len(plain) if plain.isprintable() else None
 
 
-__all__ = ["Lines", "Parts"]
+def wrapped_text(text: str, width: int, justify: str, overflow: str,
+                 no_wrap: bool) -> List[str]:
+    """The lines of ``Text(text).wrap(console, width, justify=, overflow=, no_wrap=)`` as
+    text, for one printable line (no tab, no break) and ``justify`` left, center or right,
+    ``overflow`` fold, crop or ellipsis, without a Text: Rich's own ``divide_line``, then
+    what ``Text.rstrip_end``, ``Lines.justify`` and ``Text.truncate`` do to a line's text
+    (``tests/test_grid.py`` holds it to ``Text.wrap``)."""
+    if no_wrap:
+        pieces = [text]
+    else:
+        bounds = [0, *divide_line(text, width, fold=overflow == "fold"), len(text)]
+        pieces = []
+        for a, b in zip(bounds, bounds[1:]):
+            piece = text[a:b]
+            if len(piece) > width:  # rstrip_end: blanks beyond the width (in characters)
+                blank = len(piece) - len(piece.rstrip())
+                piece = piece[:len(piece) - min(blank, len(piece) - width)]
+            pieces.append(piece)
+    out = []
+    for piece in pieces:
+        if justify == "left":
+            n = cell_len(piece)
+            piece = _truncated(piece, width, overflow) + " " * (width - n)
+        else:
+            piece = _truncated(piece.rstrip(), width, overflow)
+            spare = width - cell_len(piece)
+            left = spare // 2 if justify == "center" else spare
+            piece = " " * left + piece + " " * (spare - left)
+        out.append(_truncated(piece, width, overflow))
+    return out
+
+
+def _truncated(text: str, width: int, overflow: str) -> str:
+    """``Text.truncate`` of a line's text (no padding)."""
+    if cell_len(text) <= width:
+        return text
+    if overflow == "ellipsis":
+        return set_cell_size(text, width - 1) + "…"
+    return set_cell_size(text, width)
+
+
+__all__ = ["Lines", "Parts", "wrapped_text"]

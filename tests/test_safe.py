@@ -1,6 +1,7 @@
 """The one number parser and the one escaper (nvtopo/safe.py)."""
 
 import xml.dom.minidom
+from functools import lru_cache
 
 import pytest
 from hypothesis import given, settings
@@ -80,6 +81,27 @@ def test_printable_keeps_ordinary_text():
     assert safe.printable("a\nb", keep_newlines=True) == "a\nb"
     assert safe.printable("a\x1bb", keep_newlines=True) == "a\\x1bb"
     assert safe.printable("\u202e") == "\\u202e"
+
+
+@lru_cache(maxsize=1)
+def _every_code_point() -> str:
+    return "".join(map(chr, range(0x110000)))
+
+
+@pytest.mark.parametrize("keep_newlines", [False, True])
+def test_printable_text_holds_no_unsafe_character(keep_newlines):
+    """``render.cells.printable`` returns text ``str.isprintable`` accepts as it is, without
+    the pattern: that holds because no unsafe character, of every code point, is printable."""
+    unsafe = safe._unsafe_re(keep_newlines).findall(_every_code_point())
+    assert len(unsafe) > 2000  # (C0, C1, the surrogates...: the search found them)
+    assert [ch for ch in unsafe if ch.isprintable()] == []
+    assert ("\n" in unsafe) is not keep_newlines  # (a kept line feed is never escaped)
+    from nvtopo.render.cells import printable
+
+    for text in ("é·–漢 ok", "é\u2028", "a\x1b[31m", "\u202e", 7, None, "ok\nnext"):
+        assert printable(text) == safe.printable(text)
+        assert printable(text, keep_newlines=True) == safe.printable(text, keep_newlines=True)
+    assert printable("é\u2028") == "é\\u2028"  # (not printable: the pattern escapes it)
 
 
 @pytest.mark.parametrize("text", INJECTIONS)

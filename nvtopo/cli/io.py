@@ -70,6 +70,8 @@ def print_json(data: Any) -> None:
 def check_output(output: Optional[str]) -> None:
     """An ``-o`` value that cannot be written (empty, a directory, a file in a directory
     that does not exist) fails before any probing."""
+    if output is None:  # (no -o: nothing to check, and nvtopo.output is not imported)
+        return
     from .. import output as output_mod
 
     output_mod.check(output)
@@ -88,7 +90,7 @@ def interactive() -> bool:
     """Whether standard output is a terminal a person reads (``TTY_COMPATIBLE`` decides
     where set): the screens that differ for a person (audit's failing nodes, links' folded
     healthy GPUs, layouts show's table).  Forced colour (``FORCE_COLOR``) is not enough."""
-    from ..render.messages import is_terminal
+    from ..render.tty import is_terminal
 
     return is_terminal(sys.stdout)
 

@@ -15,9 +15,24 @@ from rich.style import StyleType
 from rich.text import Text
 
 from ..model.vocab import P2P_STATUS, path_kind
-from ..safe import printable
+from ..safe import printable as _printable
 
 __all__ = ["printable", "text", "title", "cell_style"]
+
+def printable(value: Any, *, keep_newlines: bool = False) -> str:
+    """:func:`nvtopo.safe.printable`, a string ``str.isprintable`` accepts returned as it is
+    at once: every character it escapes is one ``isprintable`` refuses (a control, a format
+    character, a separator, a surrogate, a non-character; tests/test_safe.py checks every
+    code point), so such a string holds none, and the escaping pattern is neither compiled
+    (0.7 ms) nor searched for a table's ``·`` or ``–``.  (Here, not in nvtopo/safe.py: that
+    is derivation code, whose source the snapshot caches are sealed with.)"""
+    if isinstance(value, str):
+        if not keep_newlines and value.isprintable():
+            return value
+    elif type(value) is int:  # (not a bool: its digits, as str() and safe.printable write it)
+        return str(value)
+    return _printable(value, keep_newlines=keep_newlines)
+
 
 #: Path quality on a neutral scale (near: bright, far: grey).  A far path is a fact of the
 #: wiring, not a fault: red is kept for faults (FAIL, a link down) so it stands out.

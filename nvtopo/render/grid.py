@@ -19,10 +19,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from rich.cells import cell_len, set_cell_size
-from rich.padding import Padding
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Span, Text
+
+from .lines import Lines, Parts, _size, wrapped_text
+
+__all__ = ["Grid", "Lines", "Parts", "fitted_lines", "lines", "plain_segments", "prints_plain",
+           "segments", "table_lines", "wrapped_text"]
 
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions
@@ -48,8 +52,12 @@ def segments(table: "Table", console: "Console",
     cells = [[x for x in row if x is not None] for row in texts]
     if any(len(row) != len(cols) for row in cells):
         return None
-    widths = _widths(table, options.max_width, cells, pads)
+    longest = [max(_longest_line(row[i].plain) for row in cells) for i in range(len(cols))]
+    widths = _widths(table, options.max_width, longest, pads)
     if widths is None:  # columns shrunk to fit (their cells wrapped): Rich's widths
+        widths = _collapsed(table, [[t.plain for t in row] for row in cells], pads,
+                            options.max_width - table._extra_width)
+    if widths is None:
         widths = table._calculate_column_widths(
             console, options.update_width(options.max_width - table._extra_width))
     out: List[Segment] = []
@@ -82,28 +90,224 @@ class Grid:
             yield from drawn
 
 
-class Lines:
-    """Lines of Text printed as a ``Group`` of them prints them; where styles print nothing
-    (as :class:`_Draw` ``plain``), a line of printable text that fits the width, not
-    justified, is one segment of its text (Rich would wrap, justify and render it to the
-    same bytes)."""
+def prints_plain(console: "Console") -> bool:
+    """Whether a style prints nothing on ``console`` (no colour system, as where standard
+    output is not a terminal, and not recording)."""
+    return console.color_system is None and not console.record
 
-    def __init__(self, lines: Sequence[Text]) -> None:
-        self.lines = lines
 
-    def __rich_console__(self, console: "Console", options: "ConsoleOptions") -> Any:
-        if console.color_system is not None or console.record \
-                or (options.justify or "default") != "default":
-            yield from self.lines
-            return
-        for line in self.lines:
-            size = _size(line.plain)
-            if size is None or size > options.max_width or line.end != "\n" \
-                    or (line.justify or "default") != "default":
-                yield line
-                continue
-            yield Segment(line.plain)
-            yield Segment("\n")
+def table_lines(table: "Table", width: int) -> Optional[List[str]]:
+    """:func:`lines` of ``table``'s own cells: a table ``layout.Fitted`` draws."""
+    rows = _own_rows(table)
+    return None if rows is None else lines(table, rows, width)
+
+
+def _own_rows(table: "Table", bare: bool = False) -> Optional[List[Sequence[str]]]:
+    """``table``'s rows, each cell its text (:func:`_cell_text`; with ``bare``, a Text cell
+    only where it has no overflow or wrapping of its own either); None where a cell is not
+    such a text or the columns hold different numbers of cells."""
+    cols: List[List[str]] = []
+    for c in table.columns:
+        col = [_cell_text(x) for x in c.cells]
+        if None in col or (bare and any(isinstance(x, Text) and (
+                x.overflow is not None or x.no_wrap is not None) for x in c.cells)):
+            return None
+        cols.append(col)  # type: ignore[arg-type]
+    if len({len(c) for c in cols}) > 1:
+        return None
+    return list(zip(*cols))
+
+
+def fitted_lines(table: "Table", console: "Console", width: int) -> Optional[List[str]]:
+    """Where styles print nothing (:func:`prints_plain`): the lines :func:`segments` gives
+    ``table`` as ``layout.fit`` narrowed it (every column given its width), made from its
+    cells' text: a cell longer than its column wrapped by Rich's ``Text.wrap`` as
+    ``_Draw.wrapped`` wraps it, the cells of a row aligned as ``_aligned`` aligns them;
+    None where that is not the table's shape (the caller draws it as before)."""
+    cols = table.columns
+    rows = _own_rows(table, bare=True)
+    if rows is None or not _plain_shape(table) or any(c.width is None for c in cols):
+        return None
+    body: List[Sequence[str]] = list(rows)
+    if table.show_header:
+        heads = [_cell_text(c.header) for c in cols]
+        if None in heads or any(isinstance(c.header, Text) and (
+                c.header.overflow is not None or c.header.no_wrap is not None) for c in cols):
+            return None
+        body.insert(0, heads)  # type: ignore[arg-type]
+    pads = [_padding(table, i) for i in range(len(cols))]
+    widths = _widths(table, width, [0] * len(cols), pads)  # (each column's own width)
+    if not body or widths is None or any(
+            w - left - right < 1 or c.justify not in _JUSTIFY or c.overflow == "ignore"
+            for c, w, (left, right) in zip(cols, widths, pads)):
+        return None
+    out: List[str] = []
+    if table.title:
+        title = _title_line(table, sum(widths))
+        if title is None:
+            return None
+        out.append(title)
+    for n, row in enumerate(body):
+        cells: List[List[str]] = []
+        for x, c, w, (left, right) in zip(row, cols, widths, pads):
+            one = _cell_lines(console, x, c, w, left, right)
+            if one is None:
+                return None
+            cells.append(one)
+        height = max(len(x) for x in cells)
+        header = table.show_header and n == 0
+        stacked = [_stacked(x, " " * w, height, "bottom" if header else c.vertical)
+                   for x, c, w in zip(cells, cols, widths)]
+        out.extend("".join(parts) for parts in zip(*stacked))
+    return out
+
+
+def _cell_lines(console: "Console", text: str, col: Any, width: int, left: int,
+                right: int) -> Optional[List[str]]:
+    """A cell's lines in its column: one justified line where it fits, else its text
+    wrapped as ``_Draw.wrapped`` wraps a cell (a Text of no style, justify, overflow or
+    wrapping of its own); each between its padding.  None where not one printable line."""
+    size = _size(text)
+    if size is None:
+        return None
+    inner = width - left - right
+    if size <= inner:
+        return [" " * left + _justified(text, size, inner, col.justify) + " " * right]
+    out = []
+    for plain in wrapped_text(text, inner, col.justify, col.overflow or "fold",
+                              bool(col.no_wrap)):
+        n = cell_len(plain)
+        plain = plain + " " * (inner - n) if n <= inner else set_cell_size(plain, inner)
+        out.append(" " * left + plain + " " * right)
+    return out
+
+
+def _stacked(lines: List[str], blank: str, height: int, vertical: str) -> List[str]:
+    """A cell's lines in a row of ``height`` lines, blank lines above or below them as
+    ``Segment.align_top``/``align_middle``/``align_bottom`` put them."""
+    extra = height - len(lines)
+    if not extra:
+        return lines
+    above = 0 if vertical == "top" else extra if vertical == "bottom" else extra // 2
+    return [blank] * above + lines + [blank] * (extra - above)
+
+
+def lines(table: "Table", rows: Sequence[Sequence[str]], width: int) -> Optional[List[str]]:
+    """Where styles print nothing (:func:`prints_plain`): the lines ``layout.Fitted(table)``
+    prints at ``width`` were ``rows`` its rows (each cell its text), made from that text
+    alone, a column at a time; None unless the table stays at its natural width
+    (``layout.fit`` leaves it as it is) and every cell, header and the title is one
+    printable line (the caller then draws the table itself).  ``table``'s own rows are
+    not read."""
+    cols = table.columns
+    if not _plain_shape(table) or any(len(row) != len(cols) for row in rows):
+        return None
+    columns: List[List[str]] = [list(x) for x in zip(*rows)] if rows else [[] for _ in cols]
+    if table.show_header:
+        for column, c in zip(columns, cols):
+            head = _cell_text(c.header)
+            if head is None:
+                return None
+            column.insert(0, head)
+    if not columns[0]:
+        return None
+    sizes = [_column_sizes(column) for column in columns]
+    longest = [max(x) if x is not None else -1 for x in sizes]
+    # layout.fit leaves a table as it is where every column's widest cell fits
+    need = sum(max(n, c.min_width or 0) for n, c in zip(longest, cols))
+    if min(longest) < 0 or need > width - table._extra_width - sum(
+            table._get_padding_width(i) for i in range(len(cols))):
+        return None
+    pads = [_padding(table, i) for i in range(len(cols))]
+    widths = _widths(table, width, longest, pads)
+    if widths is None:
+        return None
+    drawn: List[List[str]] = []
+    for column, size, n, c, w, (left, right) in zip(columns, sizes, longest, cols, widths,
+                                                     pads):
+        inner = w - left - right
+        if inner < 1 or n > inner or c.justify not in _JUSTIFY or c.overflow == "ignore":
+            return None
+        drawn.append(_column(column, size, inner, c.justify, " " * left, " " * right))
+    out: List[str] = []
+    if table.title:
+        title = _title_line(table, sum(widths))
+        if title is None:
+            return None
+        out.append(title)
+    out.extend("".join(parts) for parts in zip(*drawn))
+    return out
+
+
+def _column_sizes(column: Sequence[str]) -> Optional[List[int]]:
+    """Each cell's terminal cells; None where a cell is not one printable line."""
+    joined = "".join(column)
+    if joined.isascii():
+        return list(map(len, column)) if joined.isprintable() else None
+    got = [_size(x) for x in column]
+    return None if None in got else got  # type: ignore[return-value]
+
+
+def _column(column: Sequence[str], sizes: Sequence[int], width: int, justify: str,
+            left: str, right: str) -> List[str]:
+    """A column's cells justified in ``width`` (each fits), between its padding."""
+    if "".join(column).isascii():  # (a character a cell: str's own justification)
+        if justify == "left":
+            return [left + x.ljust(width) + right for x in column]
+        if justify == "right":
+            return [left + x.rstrip().rjust(width) + right for x in column]
+    return [left + _justified(x, n, width, justify) + right for x, n in zip(column, sizes)]
+
+
+def plain_segments(drawn: Sequence[str]) -> List[Segment]:
+    """Lines of :func:`lines` as the segments printed: each line one segment, then a new
+    line."""
+    out: List[Segment] = []
+    for line in drawn:
+        out.append(Segment(line))
+        out.append(Segment("\n"))
+    return out
+
+
+def _cell_text(cell: Any) -> Optional[str]:
+    """A cell's text where Rich draws it at its column's justify, one line of that text
+    (a Text of no justify of its own, a str no markup or emoji code could change)."""
+    if isinstance(cell, Text):
+        if cell.justify is not None or cell.end != "\n" or cell.overflow == "ignore":
+            return None
+        return cell.plain
+    if isinstance(cell, str) and "[" not in cell and ":" not in cell:
+        return cell
+    return None
+
+
+def _justified(text: str, size: int, width: int, justify: str) -> str:
+    """``text`` (``size`` cells, at most ``width``) justified in ``width`` as
+    ``_Draw.one_line`` (a cell) and ``Lines.justify`` (a title that fits) do it."""
+    shift = 0
+    if justify != "left":
+        stripped = text.rstrip()
+        if stripped != text:
+            text, size = stripped, cell_len(stripped)
+        shift = width - size if justify == "right" else (width - size) // 2
+    return " " * shift + text + " " * (width - size - shift)
+
+
+def _title_line(table: "Table", width: int) -> Optional[str]:
+    """The title as ``_title`` renders it, where it is one printable line that fits."""
+    title: Any = table.title
+    if isinstance(title, Text):
+        if title.end != "\n" or title.overflow == "ignore":
+            return None
+        text, justify = title.plain, title.justify or table.title_justify
+    elif isinstance(title, str) and "[" not in title and ":" not in title:
+        text, justify = title, table.title_justify
+    else:
+        return None
+    size = _size(text)
+    if size is None or size > width or justify not in _JUSTIFY:
+        return None
+    return _justified(text, size, width, justify)
 
 
 def _plain_shape(table: "Table") -> bool:
@@ -142,10 +346,20 @@ def _as_text(cell: Any) -> Optional[Text]:
     return None
 
 
-def _widths(table: "Table", max_width: int, cells: Sequence[Sequence[Text]],
+def _longest_line(plain: str) -> int:
+    """The terminal cells of a cell's longest line."""
+    size = _size(plain)
+    if size is None:
+        lines = plain.splitlines()
+        size = max(cell_len(x) for x in lines) if lines else 0
+    return size
+
+
+def _widths(table: "Table", max_width: int, longest: Sequence[int],
             pads: Sequence[Tuple[int, int]]) -> Optional[List[int]]:
     """Each column's width as ``Table._calculate_column_widths`` gives it where nothing is
-    collapsed: its widest cell (and padding), within its minimum and maximum width."""
+    collapsed: its widest cell (``longest``: its longest line, in terminal cells; and
+    padding), within its minimum and maximum width."""
     if max_width < 1:
         return None
     widths: List[int] = []
@@ -157,20 +371,56 @@ def _widths(table: "Table", max_width: int, cells: Sequence[Sequence[Text]],
         if col.width is not None:
             w = min(col.width + pad, max_width)
         else:
-            w = 0
-            for row in cells:
-                plain = row[i].plain
-                size = _size(plain)
-                if size is None:
-                    lines = plain.splitlines()
-                    size = max(cell_len(x) for x in lines) if lines else 0
-                w = max(w, min(min(size, max_width) + left + right, max_width))
+            w = min(min(longest[i], max_width) + left + right, max_width)
             if col.min_width is not None:
                 w = max(w, col.min_width + pad)
             if col.max_width is not None:
                 w = min(w, col.max_width + pad)
         widths.append(w or 1)
     return widths if sum(widths) <= max_width else None
+
+
+def _collapsed(table: "Table", cells: Sequence[Sequence[str]], pads: Sequence[Tuple[int, int]],
+               max_width: int) -> Optional[List[int]]:
+    """``Table._calculate_column_widths`` at ``max_width`` for a table of one-line printable
+    cells (``cells``: its rows' text, the header first where shown), not expanded, of no
+    minimum width, its columns of no width, minimum or maximum of their own: each cell
+    measured here as ``Measurement.get`` measures its padded Text, the widths collapsed by
+    Rich's own ``_collapse_widths`` and ``ratio_reduce``; None for any other table."""
+    from rich._ratio import ratio_reduce
+
+    cols = table.columns
+    if table.expand or table.min_width is not None or any(
+            c.width is not None or c.min_width is not None or c.max_width is not None
+            for c in cols):
+        return None
+    longest: List[int] = []
+    for i in range(len(cols)):
+        sizes = [_size(row[i]) for row in cells]
+        if not sizes or None in sizes:
+            return None
+        longest.append(max(sizes))  # type: ignore[type-var, arg-type]
+    widths = [_measured(n, pads[i], max_width) or 1 for i, n in enumerate(longest)]
+    if sum(widths) > max_width:
+        widths = table._collapse_widths(
+            widths, [c.width is None and not c.no_wrap for c in cols], max_width)
+        if sum(widths) > max_width:
+            widths = ratio_reduce(sum(widths) - max_width, [1] * len(widths), widths, widths)
+        widths = [_measured(n, pads[i], w) for i, (n, w) in enumerate(zip(longest, widths))]
+    return widths
+
+
+def _measured(longest: int, pad: Tuple[int, int], width: int) -> int:
+    """The maximum of ``Table._measure_column`` at ``width`` for a column of text cells
+    whose longest is ``longest`` cells (its cells padded by ``pad``)."""
+    extra = pad[0] + pad[1]
+    if width < 1:
+        return 0
+    if width - extra < 1:  # (Padding.__rich_measure__: no room inside)
+        return width
+    inner = min(longest, width - extra)
+    cell = min((inner if inner >= 1 else 0) + extra, width)
+    return cell if cell >= 1 else 0
 
 
 def _title(table: "Table", console: "Console", options: "ConsoleOptions",
@@ -257,6 +507,8 @@ class _Draw:
         """A cell Rich renders itself, exactly as ``Table._render`` does."""
         opts = self.options.update(width=width, justify=col.justify, no_wrap=col.no_wrap,
                                    overflow=col.overflow, height=None, highlight=col.highlight)
+        from rich.padding import Padding  # (only here: not for a table drawn from its text)
+
         return self.console.render_lines(Padding(cell, (0, right, 0, left)), opts,
                                          style=style)
 
@@ -267,13 +519,19 @@ class _Draw:
         as ``render_lines`` pads it, then the cell's padding; None where Rich is needed."""
         if width < 1 or t.end != "\n" or not t.plain.replace("\n", "").isprintable():
             return None  # (a control character: Rich strips some where it cuts the text)
-        tab = self.console.tab_size if t.tab_size is None else t.tab_size
-        lines = t.wrap(self.console, width, justify=t.justify or col.justify or "default",
-                       overflow=t.overflow or col.overflow or "fold", tab_size=tab or 8,
-                       no_wrap=bool(col.no_wrap if t.no_wrap is None else t.no_wrap))
+        justify = t.justify or col.justify or "default"
+        overflow = t.overflow or col.overflow or "fold"
+        no_wrap = bool(col.no_wrap if t.no_wrap is None else t.no_wrap)
+        plain = t.plain
+        if justify in _JUSTIFY and overflow != "ignore" and plain.isprintable():
+            texts = wrapped_text(plain, width, justify, overflow, no_wrap)  # (one line)
+        else:
+            tab = self.console.tab_size if t.tab_size is None else t.tab_size
+            texts = [line.plain for line in t.wrap(self.console, width, justify=justify,
+                                                   overflow=overflow, tab_size=tab or 8,
+                                                   no_wrap=no_wrap)]
         out: List[List[Segment]] = []
-        for line in lines:
-            text = line.plain
+        for text in texts:
             size = cell_len(text)
             text = text + " " * (width - size) if size <= width else set_cell_size(text, width)
             out.append([Segment(" " * left + text + " " * right)])
@@ -333,14 +591,6 @@ class _Draw:
                     current = current + s
             out.append(Segment(body[a:b], self.add(base, current)))
         return out
-
-
-def _size(plain: str) -> Optional[int]:
-    """The terminal cells of a one-line cell; None where it holds a control character or
-    a line break (Rich would strip or split it: left to Rich)."""
-    if plain.isascii():
-        return len(plain) if plain.isprintable() else None
-    return cell_len(plain) if plain.isprintable() else None
 
 
 def _aligned(lines: List[List[Segment]], raw: Any, col: Any, width: int, height: int,

@@ -16,7 +16,7 @@ Every value drawn here comes from the model or evidence and goes through
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, List
+from typing import TYPE_CHECKING, Any, Callable, List, Sequence
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -59,10 +59,19 @@ def print_wrapped(console: "Console", line: Any, indent: int = 0, hang: int = 0)
     from rich.text import Text
 
     width = max(console.width - indent - hang, 20)
+    lines = []
     for i, part in enumerate(line.wrap(console, width, overflow="fold")):
         part.rstrip()
         pad = indent if i == 0 else indent + hang
-        console.print(Text.assemble(" " * pad, part), soft_wrap=True)
+        lines.append(Text.assemble(" " * pad, part))
+    if len(lines) < 2:
+        for one in lines:
+            console.print(one, soft_wrap=True)
+        return
+    from .lines import Lines
+
+    # one print of them all, soft-wrapped (each line whole, uncut) as a print of each
+    console.print(Lines(lines), soft_wrap=True)
 
 
 # --- tables that fit the width ----------------------------------------------------------
@@ -222,12 +231,44 @@ class Fitted:
         self.table = table
 
     def __rich_console__(self, console: "Console", options: Any) -> Any:
+        from . import grid
+
+        if grid.prints_plain(console) and options.overflow != "ignore":
+            lines = grid.table_lines(self.table, options.max_width)
+            if lines is not None:  # at its natural width: its cells' text, as lines
+                yield from grid.plain_segments(lines)
+                return
         table = fit(self.table, options.max_width)
         if table is self.table:  # not drawn as records: as Rich would draw it, faster
-            from .grid import segments
-
-            drawn = segments(table, console, options)
+            if grid.prints_plain(console) and options.overflow != "ignore":
+                lines = grid.fitted_lines(table, console, options.max_width)
+                if lines is not None:  # narrowed: its cells' text, some of it wrapped
+                    yield from grid.plain_segments(lines)
+                    return
+            drawn = grid.segments(table, console, options)
             if drawn is not None:
                 yield from drawn
                 return
         yield table
+
+
+class Sheet:
+    """A table known by its cells' text: ``frame`` (its title and columns, no rows) and
+    ``rows`` (each cell's text, as the Text ``make`` puts in that cell would have it).
+    Where styles print nothing it is drawn from that text alone (``grid.lines``: no Text
+    per cell, no rows added); else, or where the table would not stay at its natural
+    width, as ``Fitted(make())``: the same bytes either way (``tests/test_grid.py``)."""
+
+    def __init__(self, frame: "Table", rows: Sequence[Sequence[str]],
+                 make: Callable[[], "Table"]) -> None:
+        self.frame, self.rows, self.make = frame, rows, make
+
+    def __rich_console__(self, console: "Console", options: Any) -> Any:
+        from . import grid
+
+        if grid.prints_plain(console) and options.overflow != "ignore":
+            lines = grid.lines(self.frame, self.rows, options.max_width)
+            if lines is not None:
+                yield from grid.plain_segments(lines)
+                return
+        yield Fitted(self.make())

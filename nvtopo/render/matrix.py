@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
-from rich.console import Console, Group, RenderableType
+from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -19,7 +19,7 @@ from ..model import (P2P_STATUS, PATH_DESCRIPTIONS, Matrix, Topology, int_runs,
 from ..model.pcie import PciPlacement
 from ..safe import is_ascii_digits
 from .cells import UNKNOWN_STYLE, c2c_state, cell_style, printable, text
-from .grid import Grid, Lines
+from .grid import Grid, Lines, Parts
 from .layout import Fitted
 
 MISSING = "?"
@@ -73,14 +73,33 @@ def _symmetric(m: Matrix) -> bool:
                for i in range(n) for j in range(i + 1, n))
 
 
-def _block(m: Matrix, rows: Sequence[int], cols: Sequence[int], title: str, p2p: bool,
+class _View:
+    """What every block of one matrix shares: the devices' names, each cell's printed
+    width, the NV# tokens drawn as degraded."""
+
+    def __init__(self, m: Matrix, p2p: bool) -> None:
+        self.m, self.p2p = m, p2p
+        self.names = [printable(d) for d in m.devices]
+        known: Dict[Optional[str], int] = {}
+        for row in m.cells:
+            for tok in row:
+                if tok not in known:
+                    known[tok] = len(_shown(tok))
+        self.lens = [[known[tok] for tok in row] for row in m.cells]
+        self.short = set() if p2p else _degraded(m)
+
+    def width(self, c: int, rows: Sequence[int]) -> int:
+        """Column ``c``'s width over ``rows``: its name or its widest cell."""
+        lens = self.lens
+        return max([len(self.names[c])] + [lens[r][c] for r in rows])
+
+
+def _block(view: _View, rows: Sequence[int], cols: Sequence[int], title: str,
            width: int) -> List[RenderableType]:
     """One block of the matrix, split into column chunks that fit ``width``."""
-    names = [printable(d) for d in m.devices]
-    short = set() if p2p else _degraded(m)
+    m, names, p2p, short = view.m, view.names, view.p2p, view.short
     label_w = max([len(names[r]) for r in rows] + [3])
-    widths = {c: max([len(names[c])] + [len(_shown(m.cells[r][c])) for r in rows])
-              for c in cols}
+    widths = {c: view.width(c, rows) for c in cols}
     chunks: List[List[int]] = []
     used = label_w + 4
     for c in cols:
@@ -99,7 +118,7 @@ def _block(m: Matrix, rows: Sequence[int], cols: Sequence[int], title: str, p2p:
             t_title += f" ({first})" if first == last else f" ({first}…{last})"
         tables.append(Text(t_title, style="bold", no_wrap=True, overflow="ellipsis"))
         if label_w + sum(widths[c] + 1 for c in chunk) <= width:
-            tables.append(_block_lines(m, names, rows, chunk, label_w, widths, p2p, short))
+            tables.append(_block_lines(view, rows, chunk, label_w, widths))
             continue
         table = Table(box=None, pad_edge=False, padding=(0, 1, 0, 0), show_edge=False)
         table.add_column("", style="bold", no_wrap=True, min_width=label_w)
@@ -113,41 +132,38 @@ def _block(m: Matrix, rows: Sequence[int], cols: Sequence[int], title: str, p2p:
     return tables
 
 
-def _block_lines(m: Matrix, names: Sequence[str], rows: Sequence[int], chunk: Sequence[int],
-                 label_w: int, widths: Dict[int, int], p2p: bool,
-                 short: Set[str]) -> RenderableType:
+def _block_lines(view: _View, rows: Sequence[int], chunk: Sequence[int], label_w: int,
+                 widths: Dict[int, int]) -> RenderableType:
     """One chunk as lines of text, laid out exactly as the borderless table would lay it out
     (columns centred, one space between), without a table cell per matrix cell: a 144-device
-    matrix has 20,000 cells, which a Rich table renders in seconds."""
+    matrix has 20,000 cells, which a Rich table renders in seconds.  Each line is its parts
+    (``grid.Parts``: where styles print nothing, no Text is made)."""
+    m, names = view.m, view.names
     last = len(chunk) - 1
-    head = Text(no_wrap=True)
-    head.append(" " * label_w, style="bold")
-    head.append(" ", style="bold")
+    head: List[Tuple[str, str]] = [(" " * label_w, "bold"), (" ", "bold")]
     for k, c in enumerate(chunk):
         name, w = names[c], widths[c]
         left = (w - len(name)) // 2
-        head.append(" " * left + name + " " * (w - len(name) - left), style="bold")
+        head.append((" " * left + name + " " * (w - len(name) - left), "bold"))
         if k < last:
-            head.append(" ", style="bold")
-    lines: List[Text] = [head]
-    styles: Dict[Optional[str], str] = {}
-    shown_of: Dict[Optional[str], str] = {}
+            head.append((" ", "bold"))
+    lines: List[Parts] = [Parts(head)]
+    cells: Dict[Tuple[Optional[str], int], Tuple[str, str]] = {}
+    gap = (" ", "")
     for r in rows:
-        line = Text(no_wrap=True)
-        line.append(names[r].ljust(label_w), style="bold")
-        line.append(" ", style="bold")
+        parts: List[Tuple[str, str]] = [(names[r].ljust(label_w), "bold"), (" ", "bold")]
         for k, c in enumerate(chunk):
-            tok = m.cells[r][c]
-            if tok not in styles:
-                styles[tok] = _style(tok, p2p, short)
-                shown_of[tok] = _shown(tok)
-            shown = shown_of[tok]
-            w = widths[c]
-            left = (w - len(shown)) // 2
-            line.append(" " * left + shown + " " * (w - len(shown) - left), style=styles[tok])
+            tok, w = m.cells[r][c], widths[c]
+            cell = cells.get((tok, w))
+            if cell is None:
+                shown = _shown(tok)
+                left = (w - len(shown)) // 2
+                cell = cells[(tok, w)] = (" " * left + shown + " " * (w - len(shown) - left),
+                                          _style(tok, view.p2p, view.short))
+            parts.append(cell)
             if k < last:
-                line.append(" ")
-        lines.append(line)
+                parts.append(gap)
+        lines.append(Parts(parts))
     return Lines(lines)
 
 
@@ -155,20 +171,19 @@ def matrix_tables(m: Matrix, width: int, p2p: bool = False) -> List[RenderableTy
     """The matrix as one table when it fits, else as blocks and chunks."""
     n = len(m.devices)
     everything = list(range(n))
-    names = [printable(d) for d in m.devices]
-    full_w = max(len(d) for d in names) + 4 + sum(
-        max([len(names[c])] + [len(_shown(m.cells[r][c])) for r in everything]) + 1
-        for c in everything)
+    view = _View(m, p2p)
+    full_w = max(len(d) for d in view.names) + 4 + sum(
+        view.width(c, everything) + 1 for c in everything)
     title = "P2P status" if p2p else "Topology matrix"
     if full_w <= width:
-        return _block(m, everything, everything, title, p2p, width)
+        return _block(view, everything, everything, title, width)
     gpus = [i for i, d in enumerate(m.devices) if _is_gpu(d)]
     others = [i for i, d in enumerate(m.devices) if not _is_gpu(d)]
     if not gpus or not others or not _symmetric(m):
-        return _block(m, everything, everything, title, p2p, width)
-    out = _block(m, gpus, gpus, "GPU ↔ GPU", p2p, width)
-    out += _block(m, gpus, others, "GPU ↔ NIC", p2p, width)
-    out += _block(m, others, others, "NIC ↔ NIC", p2p, width)
+        return _block(view, everything, everything, title, width)
+    out = _block(view, gpus, gpus, "GPU ↔ GPU", width)
+    out += _block(view, gpus, others, "GPU ↔ NIC", width)
+    out += _block(view, others, others, "NIC ↔ NIC", width)
     return out
 
 
@@ -518,7 +533,7 @@ def render(topo: Topology, width: int) -> RenderableType:
     elsewhere = _read_better_by(topo)
     if elsewhere is not None:
         parts.append(elsewhere)
-    return Group(*parts)
+    return Lines(parts)  # (a Group of them: its lines of text at once where they can be)
 
 
 def _read_better_by(topo: Topology) -> Optional[Text]:

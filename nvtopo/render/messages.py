@@ -1,12 +1,12 @@
 """The one writer of messages on standard error: errors, warnings, notes, usage errors.
 
 Every ``nvtopo: …`` line goes through :func:`say` (the CLI's ``io.say``/``io.err`` call it,
-and so may any command: it imports nothing but :mod:`nvtopo.safe`).  The rule is the
-tables' (``render.layout``): a message is wrapped at the terminal's width, at spaces only,
-so no name, path, host, PCI address or option is ever cut in two; a word longer than the
-whole width stays whole on a line of its own, and a span in backquotes (a command to type)
-is kept whole where it fits.  Continuation lines are indented by :data:`HANG` so the
-message reads as one.
+and so may any command: it imports nothing but :mod:`nvtopo.safe` and :mod:`.tty`).  The
+rule is the tables' (``render.layout``): a message is wrapped at the terminal's width, at
+spaces only, so no name, path, host, PCI address or option is ever cut in two; a word
+longer than the whole width stays whole on a line of its own, and a span in backquotes (a
+command to type) is kept whole where it fits.  Continuation lines are indented by
+:data:`HANG` so the message reads as one.
 
 When standard error is not a terminal (a pipe, a file, a test runner), a message stays one
 line, as before: scripts and logs grep whole messages.  ``TTY_COMPATIBLE=1`` (the variable
@@ -21,6 +21,7 @@ import sys
 from typing import Any, Callable, List, Optional
 
 from ..safe import printable
+from .tty import is_terminal
 
 #: Indentation of a message's continuation lines.
 HANG = 2
@@ -29,18 +30,6 @@ MIN_WIDTH = 20
 
 # a `span in backquotes` (kept whole), or a run of non-spaces; linear: no nested quantifier
 _WORDS = re.compile(r"`[^`]*`[^ `]*|[^ ]+")
-
-
-def is_terminal(stream: Any = None) -> bool:
-    """Whether ``stream`` (standard error by default) is a terminal a person reads."""
-    forced = os.environ.get("TTY_COMPATIBLE", "")
-    if forced in ("0", "1"):
-        return forced == "1"
-    stream = sys.stderr if stream is None else stream
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError, OSError):
-        return False
 
 
 def width(stream: Any = None) -> Optional[int]:

@@ -141,12 +141,9 @@ def fitted_lines(table: "Table", console: "Console", width: int) -> Optional[Lis
             w - left - right < 1 or c.justify not in _JUSTIFY or c.overflow == "ignore"
             for c, w, (left, right) in zip(cols, widths, pads)):
         return None
-    out: List[str] = []
-    if table.title:
-        title = _title_line(table, sum(widths))
-        if title is None:
-            return None
-        out.append(title)
+    out = _titled(table, widths)
+    if out is None:
+        return None
     for n, row in enumerate(body):
         cells: List[List[str]] = []
         for x, c, w, (left, right) in zip(row, cols, widths, pads):
@@ -229,14 +226,20 @@ def lines(table: "Table", rows: Sequence[Sequence[str]], width: int) -> Optional
         if inner < 1 or n > inner or c.justify not in _JUSTIFY or c.overflow == "ignore":
             return None
         drawn.append(_column(column, size, inner, c.justify, " " * left, " " * right))
-    out: List[str] = []
-    if table.title:
-        title = _title_line(table, sum(widths))
-        if title is None:
-            return None
-        out.append(title)
+    out = _titled(table, widths)
+    if out is None:
+        return None
     out.extend("".join(parts) for parts in zip(*drawn))
     return out
+
+
+def _titled(table: "Table", widths: Sequence[int]) -> Optional[List[str]]:
+    """The table's title line, as the first of its lines ([] without a title; None where
+    the title is not drawn here)."""
+    if not table.title:
+        return []
+    title = _title_line(table, sum(widths))
+    return None if title is None else [title]
 
 
 def _column_sizes(column: Sequence[str]) -> Optional[List[int]]:

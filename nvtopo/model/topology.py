@@ -190,47 +190,38 @@ class Topology(Record):
         nic = self.nic(nic_name)
         if nic is None:
             return None, ""
-        label = f"GPU{gpu}"
-        tok = self.path(label, nic.label)
-        if tok is None and nic.label != nic.name:
-            tok = self.path(label, nic.name)
-        if tok is not None and path_kind(tok) is not None:
-            return tok, self.matrix.source if self.matrix else ""
-        if nic.sysfs is not None:
-            t = nic.sysfs.gpu_paths.get(label)
-            if t is not None:
-                return t, "sysfs"
-        return None, ""
+        return self._nic_path(f"GPU{gpu}", nic, self.matrix.get if self.matrix else None)
 
     def gpu_nic_paths(self, gpus: Sequence[int]) -> Dict[Tuple[int, str], Tuple[Optional[str], str]]:
         """:meth:`gpu_nic_path` of each of ``gpus`` and each NIC's name, all at once (the
-        NIC looked up once a name, not once a pair)."""
+        NIC looked up once a name, the matrix's label index read once)."""
         out: Dict[Tuple[int, str], Tuple[Optional[str], str]] = {}
-        m = self.matrix
-        get = m.cell_getter() if m is not None else None
+        get = self.matrix.cell_getter() if self.matrix is not None else None
         labels = [(g, f"GPU{g}") for g in gpus]
         for n in self.nics:
-            name = n.name
-            nic = self.nic(name)
+            nic = self.nic(n.name)
             if nic is None:  # (a NIC finds itself by name)
                 continue
-            keys = (nic.label,) if nic.label == nic.name else (nic.label, nic.name)
-            gp = nic.sysfs.gpu_paths if nic.sysfs is not None else None
             for g, label in labels:
-                tok = None
-                if get is not None:
-                    for k in keys:  # as path(): the cell, else its mirror, by label then name
-                        tok = get(label, k)
-                        if tok is None:
-                            tok = get(k, label)
-                        if tok is not None:
-                            break
-                if tok is not None and path_kind(tok) is not None:
-                    out[(g, name)] = (tok, m.source if m is not None else "")
-                    continue
-                t = gp.get(label) if gp is not None else None
-                out[(g, name)] = (t, "sysfs") if t is not None else (None, "")
+                out[(g, n.name)] = self._nic_path(label, nic, get)
         return out
+
+    def _nic_path(self, label: str, nic: NIC, get: Any) -> Tuple[Optional[str], str]:
+        """:meth:`gpu_nic_path` of the GPU labelled ``label`` and ``nic`` (``get``: the
+        matrix's cell lookup, or None without a matrix): the cell, else its mirror, by the
+        NIC's label then its name, else sysfs's PCI path."""
+        tok = None
+        if get is not None:
+            for k in (nic.label,) if nic.label == nic.name else (nic.label, nic.name):
+                tok = get(label, k)
+                if tok is None:
+                    tok = get(k, label)
+                if tok is not None:
+                    break
+        if tok is not None and path_kind(tok) is not None:
+            return tok, self.matrix.source if self.matrix is not None else ""
+        t = nic.sysfs.gpu_paths.get(label) if nic.sysfs is not None else None
+        return (t, "sysfs") if t is not None else (None, "")
 
     def nearest_nics(self, gpu: int, names: Optional[List[str]] = None
                      ) -> Tuple[List[str], Optional[str]]:

@@ -100,29 +100,44 @@ def sharing() -> bool:
     return _SHARED is not None
 
 
-def _path_memo(topo: Topology) -> Dict[Tuple[int, str], Tuple[Optional[str], str]]:
-    """The shared view's GPU-NIC paths: every GPU's path to every NIC, read at once on the
-    first ask (selection asks them all)."""
+_MISS = object()
+
+
+def kept(topo: Topology, key: Any, make: Any) -> Any:
+    """``make()``, kept in the shared view's memo under ``key`` while views are shared (the
+    model does not change during a check run; selection asks the same of every layout it
+    scores, then the checks again); outside a shared view, made each time."""
+    if _SHARED is None:
+        return make()
     memo = view(topo).memo
-    paths = memo.get("nic_paths")
-    if paths is None:
-        paths = memo["nic_paths"] = topo.gpu_nic_paths(sorted({g.index for g in topo.gpus}))
-    return paths
+    hit = memo.get(key, _MISS)
+    if hit is _MISS:
+        hit = memo[key] = make()
+    return hit
+
+
+def _path_memo(topo: Topology) -> Dict[Tuple[int, str], Tuple[Optional[str], str]]:
+    """Every GPU's path to every NIC, read at once on the first ask (selection asks them
+    all); pairs asked past those are added as they are asked."""
+    return kept(topo, "nic_paths",
+                lambda: topo.gpu_nic_paths(sorted({g.index for g in topo.gpus})))
+
+
+def _path_in(topo: Topology, paths: Dict[Tuple[int, str], Tuple[Optional[str], str]],
+             gpu: int, name: str) -> Tuple[Optional[str], str]:
+    hit = paths.get((gpu, name))
+    if hit is None:
+        hit = paths[(gpu, name)] = topo.gpu_nic_path(gpu, name)
+    return hit
 
 
 def nic_paths(topo: Topology) -> Any:
     """:func:`nic_path` for many asks: a function of (GPU, NIC name) reading the shared
-    view's paths directly (outside a shared view, :func:`nic_path` itself)."""
+    view's paths directly (outside a shared view, :meth:`Topology.gpu_nic_path`)."""
     if _SHARED is None:
-        return lambda gpu, name: topo.gpu_nic_path(gpu, name)
+        return topo.gpu_nic_path
     paths = _path_memo(topo)
-
-    def lookup(gpu: int, name: str) -> Tuple[Optional[str], str]:
-        hit = paths.get((gpu, name))
-        if hit is None:
-            hit = paths[(gpu, name)] = topo.gpu_nic_path(gpu, name)
-        return hit
-    return lookup
+    return lambda gpu, name: _path_in(topo, paths, gpu, name)
 
 
 def nic_path(topo: Topology, gpu: int, name: str) -> Tuple[Optional[str], str]:
@@ -131,43 +146,29 @@ def nic_path(topo: Topology, gpu: int, name: str) -> Tuple[Optional[str], str]:
     paths for every layout it scores through the NIC roles, then the checks again)."""
     if _SHARED is None:
         return topo.gpu_nic_path(gpu, name)
-    paths = _path_memo(topo)
-    hit = paths.get((gpu, name))
-    if hit is None:
-        hit = paths[(gpu, name)] = topo.gpu_nic_path(gpu, name)
-    return hit
-
-
-_MISS = object()
+    return _path_in(topo, _path_memo(topo), gpu, name)
 
 
 def nic_keys(topo: Topology) -> FrozenSet[str]:
     """Every NIC's label and name: ``x in nic_keys(topo)`` is ``topo.nic(x) is not None``
     (kept in the shared view's memo while views are shared)."""
-    if _SHARED is None:
-        return frozenset(k for n in topo.nics for k in (n.label, n.name))
-    memo = view(topo).memo
-    hit = memo.get("nic_keys")
-    if hit is None:
-        hit = memo["nic_keys"] = frozenset(k for n in topo.nics for k in (n.label, n.name))
-    return hit
+    return kept(topo, "nic_keys",
+                lambda: frozenset(k for n in topo.nics for k in (n.label, n.name)))
 
 
 def per_nic(fn: Any) -> Any:
-    """``fn(topo, name)``, a fact of one NIC, kept in the shared view's memo while views are
-    shared (the model does not change during a check run; selection resolves the NIC roles
-    for each layout it scores, then the checks again); a set is kept frozen."""
+    """``fn(topo, name)``, a fact of one NIC, :func:`kept` while views are shared; a set is
+    kept frozen."""
     key = fn.__name__
+
+    def made(topo: Topology, name: str) -> Any:
+        hit = fn(topo, name)
+        return frozenset(hit) if isinstance(hit, set) else hit
 
     def cached(topo: Topology, name: str) -> Any:
         if _SHARED is None:
             return fn(topo, name)
-        memo = view(topo).memo
-        hit = memo.get((key, name), _MISS)
-        if hit is _MISS:
-            hit = fn(topo, name)
-            memo[(key, name)] = hit = frozenset(hit) if isinstance(hit, set) else hit
-        return hit
+        return kept(topo, (key, name), lambda: made(topo, name))
     cached.__doc__, cached.__name__, cached.__wrapped__ = fn.__doc__, key, fn  # type: ignore[attr-defined]
     return cached
 

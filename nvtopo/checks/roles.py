@@ -202,12 +202,11 @@ def _down(topo: Topology, name: str) -> bool:
     return bool(ports) and all(p.state is not None and p.state != "ACTIVE" for p in ports)
 
 
-def _best_path(topo: Topology, name: str, present: Sequence[int], path: Any = None
+def _best_path(name: str, present: Sequence[int], path: Any
                ) -> Optional[Tuple[int, str, int]]:
     """(rank, token, GPU) of the NIC's shortest path to a present GPU; None if none known
-    (``path``: :func:`facts.nic_paths` of the node, where the caller has it)."""
+    (``path``: :func:`facts.nic_paths` of the node)."""
     best = None
-    path = path or F.nic_paths(topo)
     for g in present:
         tok, _ = path(g, name)
         r = path_rank(tok)
@@ -225,7 +224,7 @@ def _best_paths(topo: Topology, names: List[str], present: Sequence[int]
     hit = memo.get(key) if memo is not None else None
     if hit is None:
         path = F.nic_paths(topo)
-        hit = {x: _best_path(topo, x, present, path) for x in names}
+        hit = {x: _best_path(x, present, path) for x in names}
         if memo is not None:
             memo[key] = hit
     return hit

@@ -40,6 +40,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import pynvml
 
 from nvtopo.probes.nvml import ERROR_CODES, call_key, field_key
+from nvtopo.simulate import nvml_record
 from nvtopo.simulate.nvml_table import LEVELS, P2P, compile_machine
 
 _HANDLE_BASE = 0x1000
@@ -414,7 +415,8 @@ class FakeNvmlLib:
         if known.get(getattr(obj, "version", None)) is not type(obj):
             return ERROR_CODES["ArgumentVersionMismatch"]
         v = rec["value"]
-        serial = (str(v.get("chassisSerialNumber", "")).encode() + bytes(16))[:16]
+        # a description's serial is text; a real recording's, the array's bytes as hex
+        serial = bytes.fromhex(nvml_record.bytes16_hex(v.get("chassisSerialNumber", "")))
         guid = (bytes.fromhex(v.get("ibGuid", "")) + bytes(16))[:16]
         base = ctypes.addressof(obj)
         v2 = type(obj) is pynvml.c_nvmlPlatformInfo_v2_t

@@ -66,6 +66,19 @@ def test_platform_info_recorded_the_same_through_pynvml_and_decoded():
     assert p.ib_guid == "a088c2000000000000000000000000ff"
 
 
+def test_a_recording_with_a_platform_serial_is_served_back_as_recorded():
+    """The fake library serves a recording (a real node's, as the live probe wrote it: the
+    serial's 16 bytes as hex) byte for byte: a serial read back as the hex's own ASCII
+    digits was the fake's bug, found by the H100's all-zero serial (fixtures/real)."""
+    recorded = nvml_record.record(copy.deepcopy(_tray_desc()))
+    key = "nvmlDeviceGetPlatformInfo(gpu2)"
+    assert recorded["calls"][key]["value"]["chassisSerialNumber"] == \
+        b"1821325190148".hex() + "00" * 3
+    again = fake_nvml_lib.record({}, calls=recorded["calls"])
+    assert again["calls"] == recorded["calls"]
+    assert _gpus(again)[2].nvml.platform.chassis_serial == "1821325190148"
+
+
 def test_a_library_without_the_function_leaves_no_trace():
     """No platform info in the description: the driver lacks the function; neither the
     simulator nor the live capture records the call, and the fact is absent, not noted."""

@@ -81,8 +81,16 @@ def _fabric(v: Dict[str, Any]) -> Dict[str, Any]:
 PLATFORM_STRUCT = "c_nvmlPlatformInfo_v2_t"
 
 
-def _bytes16(text: Any) -> str:
-    """A 16-byte ``unsigned char`` array holding ``text`` (NUL-padded, cut), as hex."""
+def bytes16_hex(text: Any) -> str:
+    """A 16-byte ``unsigned char`` array holding ``text`` (NUL-padded, cut), as hex.
+
+    Text already in the recorded form (32 hex digits: the live probe records the array's
+    bytes as hex, and a real recording is served as it is) is those bytes; a description's
+    text cannot be mistaken for it, since 16 bytes of text are at most 16 characters.
+    """
+    if isinstance(text, str) and len(text) == 32 and \
+            all(c in "0123456789abcdefABCDEF" for c in text):
+        return text.lower()
     return (str(text).encode("utf-8", errors="replace") + bytes(16))[:16].hex()
 
 
@@ -91,7 +99,7 @@ def _platform(v: Dict[str, Any]) -> Dict[str, Any]:
     numbers); the table holds the serial as text and the IB GUID as hex."""
     out: Dict[str, Any] = {"struct": PLATFORM_STRUCT,
                            "ibGuid": (bytes.fromhex(v.get("ibGuid", "")) + bytes(16))[:16].hex(),
-                           "chassisSerialNumber": _bytes16(v.get("chassisSerialNumber", ""))}
+                           "chassisSerialNumber": bytes16_hex(v.get("chassisSerialNumber", ""))}
     for k in ("slotNumber", "trayIndex", "hostId", "peerType", "moduleId"):
         out[k] = int(v.get(k, 0)) & 0xFF
     return out

@@ -16,7 +16,13 @@ It writes, under ``$OUT``:
 * ``timing.json``: ``nvidia-smi topo -m`` against the live probes, and the NVML probe's calls
   by function (count, total and slowest seconds);
 * ``cli/USER-COMMAND[-json][-timeout].txt``: ``show``, ``links``, ``ib``, ``check`` live as
-  root and unprivileged, table and JSON, with and without ``--timeout``.
+  root and unprivileged, table and JSON, with and without ``--timeout``;
+* ``startup.json``: the live commands' CPU time (the process and its children, nvidia-smi
+  among them) against ``python -c "import typer, rich.console, rich.table"``, interleaved,
+  medians, as an installed nvtopo runs (compiled bytecode, in a private pycache).
+
+``NVTOPO_LIVE_STEPS`` (comma-separated: env, smi, snapshots, timing, loop, commands,
+startup) runs only the steps named.
 
 Every step is bounded; the whole run stops starting new steps after ``BUDGET_S`` seconds.
 Nothing here is needed by nvtopo itself: it is how ``fixtures/real/`` was made.
@@ -39,6 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = Path(os.environ.get("OUT") or "/tmp/nvtopo-live")
 BUDGET_S = float(os.environ.get("NVTOPO_LIVE_BUDGET_S", "420"))
 LOOPS = int(os.environ.get("NVTOPO_LIVE_LOOPS", "30"))
+STEPS = [x for x in os.environ.get("NVTOPO_LIVE_STEPS", "").split(",") if x]
 START = time.monotonic()
 
 #: nvidia-smi texts nvtopo reads (file name, arguments).
@@ -281,20 +288,67 @@ def commands(prefix: Optional[List[str]]) -> None:
         shutil.copy("/tmp/nvtopo-short.json", OUT / "snapshot-timeout-0.2.json")
 
 
+def startup(runs: int = 11) -> None:
+    """Each live command's CPU time against the import floor, interleaved, medians."""
+    import resource
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(PYTHONPYCACHEPREFIX="/tmp/nvtopo-live-pycache", NO_COLOR="1", COLUMNS="120",
+               PYTHONPATH=str(ROOT))
+    snap = "/tmp/nvtopo-startup.json"
+    cmds = {"floor": [sys.executable, "-c", "import typer, rich.console, rich.table"]}
+    for name, args in (("snapshot", ["snapshot", "-o", snap]), ("check", ["check"]),
+                       ("check-json", ["check", "--format", "json"]), ("show", ["show"]),
+                       ("links", ["links"]), ("ib", ["ib"]),
+                       ("check-from", ["check", "--from", snap])):
+        cmds[name] = [sys.executable, "-m", "nvtopo", *args]
+
+    def cpu(argv: List[str]) -> float:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run(argv, capture_output=True, env=env, timeout=120, cwd="/tmp")
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+    for argv in cmds.values():  # compiled bytecode, the snapshot for check --from
+        cpu(argv), cpu(argv)
+    times: Dict[str, List[float]] = {k: [] for k in cmds}
+    for _ in range(runs):
+        if left() < 10:
+            break
+        for k, argv in cmds.items():
+            times[k].append(round(cpu(argv), 4))
+    floor = statistics.median(times["floor"])
+    out = {"about": "CPU time (user + system, the command's process and its children), "
+                    f"{len(times['floor'])} interleaved runs, medians; compiled bytecode",
+           "floor": "python -c 'import typer, rich.console, rich.table'",
+           "load_average": os.getloadavg(),
+           "median_s": {k: statistics.median(v) for k, v in times.items() if v},
+           "ratio": {k: round(statistics.median(v) / floor, 2) for k, v in times.items() if v},
+           "runs_s": times}
+    (OUT / "startup.json").write_text(json.dumps(out, indent=1))
+    log(f"startup: {out['ratio']}")
+
+
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     os.chmod(ROOT, 0o755)
     prefix = nobody_prefix()
-    for step in (environment, smi_texts):
+    for name, step in (("env", environment), ("smi", smi_texts)):
+        if STEPS and name not in STEPS:
+            continue
         try:
             step()
         except Exception as exc:  # noqa: BLE001
             log(f"{step.__name__} failed: {exc!r}")
-    for step2 in (single_snapshots, lambda p: timing(), loop, commands):
+    for name, step2 in (("snapshots", single_snapshots), ("timing", lambda p: timing()),
+                        ("loop", loop), ("commands", commands),
+                        ("startup", lambda p: startup())):
+        if STEPS and name not in STEPS:
+            continue
         try:
             step2(prefix)
         except Exception as exc:  # noqa: BLE001
-            log(f"{getattr(step2, '__name__', 'step')} failed: {exc!r}")
+            log(f"{name} failed: {exc!r}")
     log("done")
 
 

@@ -220,10 +220,11 @@ def cases() -> List[Case]:
         key = f"gds-text/{f}"
         out += _table_json(f"gds-text/{Path(f).stem}/check", ["check", "--from", key], [key])
 
-    # pasted nvidia-imex-ctl output: check (the IMEX domain only, docs/imex.md)
+    # pasted nvidia-imex-ctl output: check and show (the IMEX domain only, docs/imex.md)
     for f in _fixture_names("imex-text", "*.txt") + _fixture_names("imex-text", "*.json"):
         key = f"imex-text/{f}"
         out += _table_json(f"imex-text/{Path(f).stem}/check", ["check", "--from", key], [key])
+        out += _table_json(f"imex-text/{Path(f).stem}/show", ["show", "--from", key], [key])
 
     # sysfs fixture trees: ib, show, check with --sysfs-root
     for f in _fixture_names("sysfs", "*.sysfs"):

@@ -524,6 +524,11 @@ def render(topo: Topology, width: int) -> RenderableType:
     c2c = c2c_lines(topo)
     if c2c is not None:
         parts += [Text(""), c2c]
+    from .imex import imex_lines  # the IMEX domain (docs/imex.md); None without one
+
+    imex = imex_lines(topo)
+    if imex is not None:
+        parts += [Text(""), imex]
     if m is not None:
         parts += [Text(""), Grid(legend(topo))]
     note_text = notes(topo)

@@ -116,7 +116,8 @@ class Opened(namedtuple("Opened", ("model", "document", "where", "cached", "warn
             return  # a pasted gdscheck -p: GPUDirect Storage facts, no GPU (docs/storage.md)
         if need == "check" and topo.kernel_log is not None:
             return  # a pasted kernel log: events, no GPU (docs/events.md)
-        if need == "check" and topo.imex is not None and topo.imex.source == "imex-text":
+        if need in ("check", "show") and topo.imex is not None \
+                and topo.imex.source == "imex-text":
             return  # pasted nvidia-imex-ctl output: the IMEX domain, no GPU (docs/imex.md)
         if not topo.gpus and topo.matrix is None and topo.p2p is None \
                 and not any(n.sysfs is not None for n in topo.nics) \

@@ -453,14 +453,15 @@ def run(paths: Sequence[str], *, layout: Any = "auto", layout_file: Optional[str
     """
     jobs = jobs or os.cpu_count() or 1
     items = named(expand(paths))
+    from .pool import fleet_collections, workers
+
     if jobs <= 1:
-        for batch in _batches(items, batch_size):
-            yield from _work(batch, layout, layout_file, with_findings, thresholds)
+        with fleet_collections():
+            for batch in _batches(items, batch_size):
+                yield from _work(batch, layout, layout_file, with_findings, thresholds)
         return
     import collections
     import concurrent.futures as cf
-
-    from .pool import workers
 
     window = 4 * jobs
     # the pool ends with this process, whatever ends it (SIGTERM, SIGHUP, Ctrl-C: nvtopo/pool.py)
@@ -476,7 +477,11 @@ def run(paths: Sequence[str], *, layout: Any = "auto", layout_file: Optional[str
 
 
 def _warm() -> None:
-    """Worker start: import what checking needs once, not per file."""
+    """Worker start: import what checking needs once, not per file; the collector's
+    threshold of a process that only reads files (:func:`nvtopo.pool.fleet_worker`)."""
+    from .pool import fleet_worker
+
+    fleet_worker()
     from . import checks, snapshot  # noqa: F401
     from .checks import select  # noqa: F401
     from .probes import nvml, sysfs, topo  # noqa: F401

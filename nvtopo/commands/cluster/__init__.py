@@ -90,15 +90,17 @@ def read(paths: Sequence[str], jobs: Optional[int] = None, batch_size: int = 16
     """Every input's :class:`NodeFacts`, in input order (``jobs`` worker processes; 1: here)."""
     jobs = jobs or os.cpu_count() or 1
     items = inputs(paths)
+    from ...pool import fleet_collections, workers
+
     if jobs <= 1:
-        for batch in _batches(items, batch_size):
-            yield from _work(batch)
+        with fleet_collections():
+            for batch in _batches(items, batch_size):
+                yield from _work(batch)
         return
     import collections
     import concurrent.futures as cf
 
     from ...audit import _warm
-    from ...pool import workers
 
     # the pool ends with this process, whatever ends it (SIGTERM, SIGHUP, Ctrl-C: nvtopo/pool.py)
     with workers(jobs, _warm) as pool:

@@ -138,7 +138,7 @@ def _gpus(topo: Topology, pci: Dict[str, Dict[str, Any]]
         g.sysfs = facts
         topo.gpus.append(g)
     note_gpu_drivers(topo, gpus, gpu_labels)
-    if gpus:
+    if len(gpus) > 1:  # (one GPU is GPU0 in every order)
         topo.note("sysfs.gpu_order", "sysfs numbers GPUs in PCI bus order (GPU0 = lowest bus "
                   "id), as nvidia-smi does by default; other enumerations (CUDA_DEVICE_ORDER, "
                   "CUDA_VISIBLE_DEVICES) may differ", source=SOURCE)

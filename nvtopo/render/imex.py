@@ -4,10 +4,11 @@
 What it says, and nothing more: the domain state, the members configured and how many are
 ready, this node's entry (where it is known) and how many of its connections are up, then
 one line per member that is not ready and per connection that is not connected (this
-node's own, where its entry is known; else every one between two ready members).  Whether that is a fault is ``check``'s answer (``imex.*`` findings): a GB200
-tray whose IMEX is not active is not an error under Kubernetes, so ``show`` only colours
-what the tool itself calls down (DOWN, DEGRADED, a member not READY, a connection not
-CONNECTED).  IMEX not installed (the probe's ``absent``) or not read: no block.
+node's own, where its entry is known; else every one between two ready members).  Whether
+that is a fault is ``check``'s answer (``imex.*`` findings): a GB200 tray whose IMEX is not
+active is not an error under Kubernetes, so ``show`` only colours what the tool itself
+calls down (DOWN, DEGRADED, a member not READY, a connection not CONNECTED).  IMEX not
+installed (the probe's ``absent``), or no IMEX evidence in the input: no block.
 """
 
 from __future__ import annotations

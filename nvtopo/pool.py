@@ -146,7 +146,7 @@ def fleet_collections() -> Iterator[None]:
     """The collector's first threshold raised to :data:`FLEET_GEN0` while a fleet command
     reads its files in this process; as it was afterwards."""
     before = gc.get_threshold()
-    gc.set_threshold(max(before[0], FLEET_GEN0), *before[1:])
+    fleet_worker()
     try:
         yield
     finally:
@@ -156,8 +156,8 @@ def fleet_collections() -> Iterator[None]:
 def fleet_worker() -> None:
     """In a worker process, which only reads files: the threshold of
     :func:`fleet_collections` for good."""
-    before = gc.get_threshold()
-    gc.set_threshold(max(before[0], FLEET_GEN0), *before[1:])
+    gen0, *older = gc.get_threshold()
+    gc.set_threshold(max(gen0, FLEET_GEN0), *older)
 
 
 @contextlib.contextmanager

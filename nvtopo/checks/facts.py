@@ -256,18 +256,13 @@ def _pairs(topo: Topology, present: List[int]) -> Dict[Tuple[int, int], Tuple[in
 
     mx = topo.matrix
     if mx is not None:
-        # the matrix's GPU pairs, as Matrix.pairs gives them (above the diagonal, a missing
-        # cell read from its mirror), without walking the NICs' rows and columns
-        cells, src = mx.cells, mx.source
-        rows = [(i, ix) for i, ix in enumerate(map(gpu_index, mx.devices)) if ix is not None]
-        for k, (i, ia) in enumerate(rows):
-            for j, ib in rows[k + 1:]:
-                tok = cells[i][j]
-                if tok is None:
-                    tok = cells[j][i]
-                if tok is None or path_kind(tok) is None:
-                    continue
-                add(ia, ib, nvlink_count(tok) or 0, src)
+        # the GPUs' rows only: not every NIC pair of the matrix
+        index = [gpu_index(d) for d in mx.devices]
+        for a, b, tok in mx.pairs([i for i, ix in enumerate(index) if ix is not None]):
+            ia, ib = gpu_index(a), gpu_index(b)
+            if ia is None or ib is None or tok is None or path_kind(tok) is None:
+                continue
+            add(ia, ib, nvlink_count(tok) or 0, mx.source)
     for p in topo.nvlinks:
         add(p.a, p.b, p.count, p.source)
     for d in topo.disagreements:  # the other source's count, kept by merge as a disagreement

@@ -23,7 +23,6 @@ from .catalog import severity
 from .select import Selection
 from ..model import Topology
 from ..model.imex import LETTER_OF, MEANING, ImexMember, ImexNode
-from ..safe import ascii_int
 
 HINT_DAEMON = ("systemctl status nvidia-imex; journalctl -u nvidia-imex; check "
                "/etc/nvidia-imex/nodes_config.cfg lists every tray of the rack; "
@@ -152,19 +151,7 @@ Cell = Tuple[ImexMember, ImexMember, str]
 def _cells(node: ImexNode) -> List[Cell]:
     """Connections between two READY members that are not CONNECTED (with this node an end,
     where it is known); a letter nvtopo does not know is not judged (unknown, never bad)."""
-    members = node.members or []
-    ready: Dict[int, ImexMember] = {m.index: m for m in members if m.status == "READY"}
-    out: List[Cell] = []
-    for a in ready.values():
-        row = [(ascii_int(k), v) for k, v in (a.connections or {}).items()]
-        for to, state in sorted((k, v) for k, v in row if k is not None):
-            b = ready.get(to)
-            if b is None or b.index == a.index or state in ("CONNECTED", "UNKNOWN"):
-                continue
-            if node.self_index is not None and node.self_index not in (a.index, b.index):
-                continue
-            out.append((a, b, state))
-    return out
+    return [c for c in node.connections() if c[2] != "CONNECTED"]
 
 
 def _links(node: ImexNode, cells: List[Cell], sure: str) -> List[Finding]:

@@ -11,7 +11,7 @@ object's ``extra`` in JSON; ``extra`` itself keeps only keys this nvtopo does no
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from .codec import Record, fld, record
 from .nvml import NvmlGpu, TextGpu
@@ -171,15 +171,18 @@ class Matrix(Record):
         memo = self.__dict__["_pos"] = (self.devices, len(self.devices), pos)
         return memo
 
-    def pairs(self) -> Iterator[Tuple[str, str, Optional[str]]]:
-        """Every unordered pair ``(a, b, token)`` above the diagonal."""
-        n = len(self.devices)
-        for i in range(n):
-            for j in range(i + 1, n):
-                tok = self.cells[i][j]
+    def pairs(self, rows: Optional[Sequence[int]] = None
+              ) -> Iterator[Tuple[str, str, Optional[str]]]:
+        """Every unordered pair ``(a, b, token)`` above the diagonal (a missing cell read from
+        its mirror); ``rows``: of those rows only (ascending), not every device's."""
+        rows = range(len(self.devices)) if rows is None else rows
+        devices, cells = self.devices, self.cells
+        for k, i in enumerate(rows):
+            for j in rows[k + 1:]:
+                tok = cells[i][j]
                 if tok is None:
-                    tok = self.cells[j][i]
-                yield self.devices[i], self.devices[j], tok
+                    tok = cells[j][i]
+                yield devices[i], devices[j], tok
 
 
 @record

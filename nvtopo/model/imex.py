@@ -15,8 +15,9 @@ empty list none configured.
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
+from ..safe import ascii_int
 from .codec import Record, fld, record
 
 #: Domain states ``nvidia-imex-ctl -N`` reports (``Domain State:``; JSON ``status``).
@@ -87,6 +88,25 @@ class ImexNode(Record):
             if m.index == index:
                 return m
         return None
+
+    def connections(self) -> List[Tuple[ImexMember, ImexMember, str]]:
+        """The connections nvtopo judges, each ``(from, to, state)`` in index order: those
+        between two READY members (with this node an end, where its entry is known); a
+        state nvtopo does not know (``UNKNOWN``) is not judged.  ``check`` finds the ones
+        not CONNECTED; ``show`` counts and lists them."""
+        members = self.members or []
+        ready: Dict[int, ImexMember] = {m.index: m for m in members if m.status == "READY"}
+        out: List[Tuple[ImexMember, ImexMember, str]] = []
+        for a in ready.values():
+            row = [(ascii_int(k), v) for k, v in (a.connections or {}).items()]
+            for to, state in sorted((k, v) for k, v in row if k is not None):
+                b = ready.get(to)
+                if b is None or b.index == a.index or state == "UNKNOWN":
+                    continue
+                if self.self_index is not None and self.self_index not in (a.index, b.index):
+                    continue
+                out.append((a, b, state))
+        return out
 
 
 __all__ = ["DOMAIN_STATES", "LETTERS", "LETTER_OF", "MEANING", "STATUSES", "ImexMember",

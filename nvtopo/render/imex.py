@@ -3,8 +3,9 @@
 
 What it says, and nothing more: the domain state, the members configured and how many are
 ready, this node's entry (where it is known) and how many of its connections are up, then
-one line per member that is not ready and per connection that is not connected (this
-node's own, where its entry is known; else every one between two ready members).  Whether
+one line per member that is not ready and per connection that is not connected (between
+two ready members, with this node an end where its entry is known: the connections
+``check`` judges, :meth:`ImexNode.connections`).  Whether
 that is a fault is ``check``'s answer (``imex.*`` findings): a GB200 tray whose IMEX is not
 active is not an error under Kubernetes, so ``show`` only colours what the tool itself
 calls down (DOWN, DEGRADED, a member not READY, a connection not CONNECTED).  IMEX not
@@ -13,13 +14,12 @@ installed (the probe's ``absent``), or no IMEX evidence in the input: no block.
 
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import Optional
 
 from rich.text import Text
 
 from ..model import Topology
-from ..model.imex import ImexMember, ImexNode
-from ..safe import ascii_int
+from ..model.imex import ImexMember
 from .cells import printable
 
 #: How a probe status other than ``ok`` is said (``absent`` shows no block).
@@ -38,27 +38,6 @@ def _who(m: ImexMember) -> str:
 MAX_LINKS = 24
 
 
-def _broken(node: ImexNode) -> Tuple[Optional[ImexMember], int, List[Tuple[int, int, str]]]:
-    """This node's member (None: not known), how many connections are judged, and those not
-    connected as (from, to, state): this node's own row where its entry is known, else every
-    row's connections between two READY members (as ``check`` judges them; a member that
-    is not READY is its own line)."""
-    me = node.member(node.self_index) if node.self_index is not None else None
-    members = node.members or []
-    ready = {m.index for m in members if m.status in (None, "READY")}
-    rows = [me] if me is not None else [m for m in members if m.index in ready]
-    judged, out = 0, []
-    for m in rows:
-        for k, state in sorted((m.connections or {}).items()):
-            i = ascii_int(k)
-            if i is None or i == m.index or (me is None and i not in ready):
-                continue
-            judged += 1
-            if state not in ("CONNECTED", "UNKNOWN"):
-                out.append((m.index, i, state))
-    return me, judged, sorted(out)
-
-
 def imex_lines(topo: Topology) -> Optional[Text]:
     """The IMEX block, or ``None`` where there is none to show."""
     node = topo.imex
@@ -75,16 +54,20 @@ def imex_lines(topo: Topology) -> Optional[Text]:
         return out
     members = node.members or []
     not_ready = [m for m in members if m.status is not None and m.status != "READY"]
-    me, judged, down = _broken(node)
+    me = node.member(node.self_index) if node.self_index is not None else None
+    judged = node.connections()  # (between READY members; this node an end, where known)
+    down = [(a.index, b.index, link) for a, b, link in judged if link != "CONNECTED"]
     state = node.domain_state
     head = [state or "domain state not read"]
     if node.members is not None:
         ready = sum(1 for m in members if m.status == "READY")
         head.append(f"{len(members)} member{'s' if len(members) != 1 else ''}, {ready} ready")
-    if me is not None:
-        head.append(f"this node {_who(me)}: {judged - len(down)}/{judged} connected")
+    if me is not None:  # its own row: how many of its connections are up
+        mine = [link for a, _, link in judged if a.index == me.index]
+        up = sum(1 for link in mine if link == "CONNECTED")
+        head.append(f"this node {_who(me)}: {up}/{len(mine)} connected")
     elif judged:
-        head.append(f"{judged - len(down)}/{judged} connections up")
+        head.append(f"{len(judged) - len(down)}/{len(judged)} connections up")
     if node.ready:
         head.append(f"this node's daemon {node.ready} (-q)")
     bad = state in ("DOWN", "DEGRADED") or bool(not_ready) or bool(down)

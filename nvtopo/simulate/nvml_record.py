@@ -27,7 +27,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 from ..probes.deadline import Deadline
 from ..probes.nvml import ERROR_CODES, ERROR_NAMES, U32, U64, Answer, Gpu, call_key, field_key
 from ..probes.nvml.record import Recorder, new_evidence, record as run_record
-from ..probes.nvml.source import OPTIONAL_CALLS
+from ..probes.nvml.source import OPTIONAL_CALLS, hex_bytes
 from .nvml_table import compile_machine
 
 #: Seconds the simulated probe may take (it takes milliseconds); recorded as ``timeout_s``.
@@ -81,6 +81,10 @@ def _fabric(v: Dict[str, Any]) -> Dict[str, Any]:
 PLATFORM_STRUCT = "c_nvmlPlatformInfo_v2_t"
 
 
+#: The recorded form of a 16-byte array (32 hex digits), as the probe's checks read it.
+_RECORDED16 = hex_bytes(16)
+
+
 def bytes16_hex(text: Any) -> str:
     """A 16-byte ``unsigned char`` array holding ``text`` (NUL-padded, cut), as hex.
 
@@ -88,9 +92,8 @@ def bytes16_hex(text: Any) -> str:
     bytes as hex, and a real recording is served as it is) is those bytes; a description's
     text cannot be mistaken for it, since 16 bytes of text are at most 16 characters.
     """
-    if isinstance(text, str) and len(text) == 32 and \
-            all(c in "0123456789abcdefABCDEF" for c in text):
-        return text.lower()
+    if _RECORDED16(text) is None:
+        return str(text).lower()
     return (str(text).encode("utf-8", errors="replace") + bytes(16))[:16].hex()
 
 

@@ -302,3 +302,55 @@ def test_a_compute_card_running_slow_keeps_its_role_and_its_rate_fault(tmp_path)
               for f in json.loads(r.stdout)["findings"] if f["severity"] == "error"}
     assert ("ib.rate_low", "mlx5_3") in errors, errors
     assert ("gpu.missing", "GPU3") in errors, errors
+
+
+def _structural_inputs():
+    """Every bundled layout simulated healthy, and a third of them with a NIC moved off its
+    GPU's switch (its GPU there or gone); every pasted ibstat/ibv_devinfo/ibstatus; every sysfs fixture tree."""
+    from nvtopo.simulate import simulate
+    from nvtopo.snapshot import Input, open_input
+    import sysfs_trees
+    from nvtopo.probes import ProbeOptions, sysfs as sysfs_probe
+
+    for i, name in enumerate(layouts.names()):
+        lay = layouts.load(name)
+        m = build(lay, seed=1)
+        nics = [n.name for n in m.nics]
+        specs = [[]]
+        if nics and (i % 3 == 0 or name in ("dgx-h100", "gb200-nvl72-tray")):
+            # (a compute card off its switch, with and without its GPU gone)
+            specs += [[f"nic-far:{nics[0]}"], ["gpu-missing:GPU0", f"nic-far:{nics[0]}"]]
+        for spec in specs:
+            doc = simulate(lay, spec, seed=1)
+            yield f"{name}{spec}", snapshot.derive(json.loads(json.dumps(doc)), "sim.json")
+    for path in sorted((sysfs_trees.FIXTURES.parent / "ib-text").glob("*.txt")):
+        yield path.name, open_input(Input(path=str(path))).model
+    for tree in sorted(p.stem for p in sysfs_trees.FIXTURES.glob("*.sysfs")):
+        root, faults = sysfs_trees.tree(tree)
+        ev = json.loads(json.dumps(sysfs_probe.capture(ProbeOptions(sysfs_root=root),
+                                                       faults=faults)))
+        doc = {"kind": "nvtopo-snapshot", "schema_version": 1, "host": {},
+               "probes": {"sysfs": ev}}
+        yield tree, snapshot.derive(doc, "node.json")
+
+
+def test_the_structural_compute_nics_are_the_layout_free_resolvers():
+    """Selection tests a layout's compute link layer against the compute NICs the structure
+    alone tells (``roles.structural_compute``), which skips the resolver where placement
+    decides: on every input it answers as the whole resolver with no layout, in a shared
+    view (the resolver's answer kept or not) and outside one."""
+    from nvtopo.checks import facts as F, roles
+
+    seen = placed = 0
+    for label, topo in _structural_inputs():
+        present = F.view(topo).present
+        want = roles.resolve(topo, None, present).compute
+        assert roles.structural_compute(topo, present) == want, label
+        with F.shared_views():
+            assert roles.structural_compute(topo, present) == want, label
+            roles.resolve(topo, None, present)  # kept: the same answer from the memo
+            assert roles.structural_compute(topo, present) == want, label
+        seen += 1
+        placed += bool(want) and roles.resolve(topo, None, present).how == "placement"
+    # (the inputs reach both branches: placement decides, and the whole resolver runs)
+    assert seen > 60 and 20 < placed < seen

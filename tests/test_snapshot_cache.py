@@ -443,3 +443,68 @@ def test_evidence_too_deep_to_read_back_gets_no_cache(tmp_path):
         assert outcomes[0] == outcomes[1], depth  # the quick and the full read agree
         written += 1
     assert written >= 4
+
+
+def _sources_copy(tmp_path):
+    """A copy of the derivation sources, their modification times kept."""
+    import shutil
+
+    base = snapshot_cache._package_dir()
+    root = tmp_path / "pkg"
+    for name in snapshot_cache.DERIVATION_MODULES:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(os.path.join(base, name), root / name)
+    return root
+
+
+def test_the_code_digest_is_kept_beside_the_bytecode_and_read_while_the_sources_stand(
+        monkeypatch, tmp_path):
+    """The digest is kept under the sources' sizes and modification times (as Python keeps
+    its bytecode): read back while they stand, made again from the sources when one is
+    edited or touched, a kept file that is not one ignored; never written where bytecode
+    may not be (PYTHONDONTWRITEBYTECODE)."""
+    root = _sources_copy(tmp_path)
+    kept = tmp_path / "pycache" / "nvtopo-code-digest.json"
+    kept.parent.mkdir()
+    monkeypatch.setattr(snapshot_cache, "_package_dir", lambda: str(root))
+    monkeypatch.setattr(snapshot_cache, "_kept_path", lambda: str(kept))
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    made = []
+    real = snapshot_cache._digest
+
+    def digest(base):
+        made.append(base)
+        return real(base)
+
+    monkeypatch.setattr(snapshot_cache, "_digest", digest)
+
+    def fresh():
+        monkeypatch.setattr(snapshot_cache, "_code_digest", None)
+        return snapshot.code_digest()
+
+    first = fresh()
+    assert first == real(snapshot_cache._package_dir()) and made == [str(root)]
+    assert json.loads(kept.read_text())["digest"] == first
+    assert fresh() == first and len(made) == 1  # read back, not made again
+    # a source edited (same size, a new modification time): made again from the sources
+    src = root / "probes/topo/matrix.py"
+    text = src.read_text()
+    src.write_text(text.replace("a", "b", 1) if "a" in text else text + " ")
+    os.utime(src, ns=(src.stat().st_atime_ns, src.stat().st_mtime_ns + 10**9))
+    second = fresh()
+    assert second != first and len(made) == 2 and fresh() == second and len(made) == 2
+    # a kept file that is not one (cut, or another digest's form): made again
+    for bad in ('{"stamp": "', json.dumps({"stamp": 1, "digest": first}), "[]",
+                json.dumps({"stamp": json.loads(kept.read_text())["stamp"],
+                            "digest": "X" * 64})):
+        kept.write_text(bad)
+        assert fresh() == second
+    assert len(made) == 6
+    # not written where bytecode may not be
+    kept.unlink()
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    assert fresh() == second and not kept.exists()
+    # a source that cannot be looked at: made (no file carries it) and not kept
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    src.unlink()
+    assert fresh() != second and not kept.exists()

@@ -166,9 +166,17 @@ def per_nic(fn: Any) -> Any:
         return frozenset(hit) if isinstance(hit, set) else hit
 
     def cached(topo: Topology, name: str) -> Any:
-        if _SHARED is None:
+        shared = _SHARED
+        if shared is None:
             return fn(topo, name)
-        return kept(topo, (key, name), lambda: made(topo, name))
+        # (kept(), inlined: the roles ask these for every NIC of every layout scored)
+        at = shared.get(id(topo))
+        memo = at[1].memo if at is not None and at[0] is topo else view(topo).memo
+        k = (key, name)
+        hit = memo.get(k, _MISS)
+        if hit is _MISS:
+            hit = memo[k] = made(topo, name)
+        return hit
     cached.__doc__, cached.__name__, cached.__wrapped__ = fn.__doc__, key, fn  # type: ignore[attr-defined]
     return cached
 

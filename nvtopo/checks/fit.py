@@ -390,7 +390,7 @@ class _Scoring:
             self._port_map(gpu_nic, want_path)
         want_layer = layout.nics.compute.link_layer
         if want_layer and c.nic_contradiction is None:
-            comp = roles.resolve(topo, None, v.present).compute
+            comp = roles.structural_compute(topo, v.present)
             layers = set()
             for name in comp:
                 nic = topo.nic(name)

@@ -277,6 +277,34 @@ def resolve(topo: Topology, layout: Any = None, present: Optional[Sequence[int]]
     return out
 
 
+def structural_compute(topo: Topology, present: Sequence[int]) -> List[str]:
+    """``resolve(topo, None, present).compute``: the compute NICs the structure alone
+    tells, with no layout to say more (selection asks it of every node, to test a layout's
+    compute link layer).  Where a NIC sits behind a present GPU's switch these are exactly
+    the NICs there, in NIC order: with no layout there is no compute count to fill and no
+    port map name, so nothing off a GPU's switch can be compute (``tests/test_roles.py``
+    holds the two answers equal over every model in ``fixtures/``); else the whole
+    resolver (a pasted ``ibstat`` decides by its own evidence)."""
+    pres = tuple(present)
+    v = F.view(topo)
+    memo = v.memo if F.sharing() else None
+    key = ("roles", id(None), pres, ())
+    hit = memo.get(key) if memo is not None else None
+    if hit is not None:
+        return list(hit[1].compute)
+    names = [n.name for n in topo.nics]
+    placed = _placed(names, _best_paths(topo, names, pres))
+    if placed:
+        return placed
+    return list(resolve(topo, None, pres, ()).compute)
+
+
+def _placed(names: List[str], best: Dict[str, Optional[Tuple[int, str, int]]]) -> List[str]:
+    """The NICs behind a GPU's PCIe switch (PIX or PXB to a present GPU), in NIC order."""
+    pxb = path_rank("PXB")
+    return [x for x in names if best[x] is not None and best[x][0] <= pxb]  # type: ignore[index]
+
+
 def compute_nics(topo: Topology, layout: Any = None, present: Optional[Sequence[int]] = None,
                  missing: Optional[Sequence[int]] = None) -> Tuple[List[str], str]:
     """The compute NICs and how they were told apart (the resolver's answer)."""
@@ -321,8 +349,7 @@ class _Resolver:
         there on another link layer is storage)."""
         topo, best, decided, named = self.topo, self.best, self.decided, self.named
         want_layer, count = self.want_layer, self.count
-        pxb = path_rank("PXB")
-        cands = [x for x in self.names if best[x] is not None and best[x][0] <= pxb]  # type: ignore
+        cands = _placed(self.names, best)
         if want_layer and count is not None:
             same = [x for x in cands if want_layer in layers(topo, x)]
             other = [x for x in cands if layers(topo, x) and want_layer not in layers(topo, x)]
@@ -640,4 +667,4 @@ def _g(x: float) -> str:
 
 __all__ = ["COMPUTE", "EVIDENCE", "MANAGEMENT", "ROLES", "Role", "Roles", "STORAGE",
            "UNKNOWN", "VF_CARDS", "card", "compute_nics", "held_lids", "layers", "port_map_names", "rates", "resolve",
-           "single_function", "sm_lids"]
+           "single_function", "sm_lids", "structural_compute"]

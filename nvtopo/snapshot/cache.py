@@ -110,22 +110,102 @@ def code_digest() -> str:
 
     Any change to how evidence is derived changes it, so a cache written by a
     different build, even one with the same version number, is not trusted.
-    An unreadable source gives a digest no file carries.
+    An unreadable source gives a digest no file carries.  Reading the sources costs a
+    start-up about 2 ms, so the digest is kept beside the bytecode (:func:`_kept_path`)
+    under the sources' sizes and modification times, the test Python itself trusts its
+    bytecode by: a source edited, added or removed is read again.
     """
     global _code_digest
     if _code_digest is None:
-        h = hashlib.sha256()
-        base = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # the package
-        for name in DERIVATION_MODULES:
-            h.update(name.encode("ascii") + b"\0")
-            try:
-                with open(os.path.join(base, name), "rb") as f:
-                    h.update(f.read())
-            except OSError:
-                h.update(b"unreadable:" + os.urandom(16))
-            h.update(b"\0")
-        _code_digest = h.hexdigest()
+        base = _package_dir()
+        stamp = _stamp(base)
+        digest = _kept(stamp) if stamp is not None else None
+        if digest is None:
+            digest = _digest(base)
+            if stamp is not None:
+                _keep(stamp, digest)
+        _code_digest = digest
     return _code_digest
+
+
+def _package_dir() -> str:
+    return os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+
+
+def _digest(base: str) -> str:
+    h = hashlib.sha256()
+    for name in DERIVATION_MODULES:
+        h.update(name.encode("ascii") + b"\0")
+        try:
+            with open(os.path.join(base, name), "rb") as f:
+                h.update(f.read())
+        except OSError:
+            h.update(b"unreadable:" + os.urandom(16))
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def _stamp(base: str) -> Optional[str]:
+    """What the digest is kept under: the package's place and each source's name, size and
+    modification time (nanoseconds); ``None`` where a source cannot be looked at."""
+    parts = [base]
+    for name in DERIVATION_MODULES:
+        try:
+            st = os.stat(os.path.join(base, name))
+        except OSError:
+            return None
+        parts.append(f"{name}\0{st.st_size}\0{st.st_mtime_ns}")
+    return hashlib.sha256("\n".join(parts).encode("utf-8", "surrogateescape")).hexdigest()
+
+
+_KEPT_FILE = "nvtopo-code-digest.json"
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def _kept_path() -> Optional[str]:
+    """The kept digest's file: in this module's bytecode directory (``__pycache__``, or
+    under ``PYTHONPYCACHEPREFIX``), where the interpreter keeps what it compiled."""
+    import importlib.util
+
+    try:
+        return os.path.join(os.path.dirname(importlib.util.cache_from_source(__file__)),
+                            _KEPT_FILE)
+    except (NotImplementedError, ValueError):
+        return None
+
+
+def _kept(stamp: str) -> Optional[str]:
+    """The kept digest, where it was kept under ``stamp``."""
+    path = _kept_path()
+    try:
+        with open(path, "rb") as f:  # type: ignore[arg-type]  # (None: caught below)
+            kept = json.loads(f.read(512))
+    except (OSError, TypeError, ValueError):
+        return None
+    if not isinstance(kept, dict) or kept.get("stamp") != stamp:
+        return None
+    digest = kept.get("digest")
+    return digest if isinstance(digest, str) and _HEX64.match(digest) else None
+
+
+def _keep(stamp: str, digest: str) -> None:
+    """Keep the digest (as the interpreter keeps bytecode: not where it may not write it,
+    ``PYTHONDONTWRITEBYTECODE``; written whole, under a name of its own, then renamed)."""
+    import sys
+
+    path = _kept_path()
+    if path is None or sys.dont_write_bytecode or not os.path.isdir(os.path.dirname(path)):
+        return
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "x", encoding="ascii") as f:
+            f.write(json.dumps({"stamp": stamp, "digest": digest}))
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
 
 
 def _sealed(raw: bytes) -> Optional[str]:

@@ -1,4 +1,5 @@
-"""The one-line description of the machine every benchmark prints with its figures."""
+"""The one-line description of the machine every benchmark prints with its figures, and the
+helpers the benchmarks share."""
 
 from __future__ import annotations
 
@@ -27,3 +28,11 @@ def machine() -> str:
         pass
     return (f"{platform.node()} · {cpu} · {os.cpu_count()} CPUs · "
             f"Python {platform.python_version()} · {platform.system()} {platform.release()}")
+
+
+def round_ratios(costs: list, floors: list) -> list:
+    """Each run's cost over the mean of the floors measured just before and just after it
+    (``floors`` has one more than ``costs``): the ratio within a round, where the machine's
+    speed is nearly the same, and not a ratio of medians taken minutes apart (on a shared
+    VM the same work's CPU time drifts by a fifth within minutes)."""
+    return [c / ((floors[i] + floors[i + 1]) / 2) for i, c in enumerate(costs)]

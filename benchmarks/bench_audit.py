@@ -40,7 +40,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from _machine import installed_env, machine  # noqa: E402
+from _machine import installed_env, machine, round_ratios  # noqa: E402
 
 FAULTS = [["nvlink-down:GPU3:7"], ["ib-port-down:mlx5_4"], ["gpu-missing:GPU7"],
           ["pcie-width:GPU5:8"], ["counters:mlx5_2:symbol_error=1000"],
@@ -208,6 +208,14 @@ def main() -> None:
                                                   "--jobs", str(jobs)]))
         if args.repo:  # the other checkout, on its own files and their floor, same round
             _other_round(args, other_sample, other_base, other, nvtopo)
+    if base:  # a last floor of each: every run between two (see round_ratios)
+        base_cpu.append(float(subprocess.run(
+            [sys.executable, "-c", BASELINE, str(sample)], capture_output=True, text=True,
+            check=True, env=ENV).stdout.split()[2]))
+        if args.repo:
+            other_base.append(float(subprocess.run(
+                [sys.executable, "-c", BASELINE, str(other_sample)], capture_output=True,
+                text=True, check=True, env=ENV).stdout.split()[2]))
     speeds = {}
     b = statistics.median(base) if base else 0.0
     if base:
@@ -228,8 +236,10 @@ def main() -> None:
         print(f"  --jobs 1 / baseline = {ratio:.2f} (speed)")
         # the cost against the floor, in CPU time (load disturbs it far less than wall time):
         # the audit process (its start-up included) against reading + json.loads
-        cost = statistics.median(r[3] for r in runs[1]) / statistics.median(base_cpu)
-        print(f"  CPU cost: audit --jobs 1 / (read + json.loads) = {cost:.2f}x   "
+        ratios = round_ratios([r[3] for r in runs[1]], base_cpu)
+        cost = statistics.median(ratios)
+        print(f"  CPU cost: audit --jobs 1 / (read + json.loads) = {cost:.2f}x (rounds "
+              f"{min(ratios):.2f}-{max(ratios):.2f}; each run over the floors beside it)   "
               f"target <= 1.3x   {'OK' if cost <= 1.3 else 'OVER'}   "
               f"(load {os.getloadavg()[0]:.1f})")
     if other:
@@ -252,9 +262,11 @@ def _other_cost(args, other, base_cpu, other_base) -> None:
     their floor and against this checkout's files' floor."""
     cpu = statistics.median(r[3] for r in other)
     floor = statistics.median(other_base)
+    ratios = round_ratios([r[3] for r in other], other_base)
     print(f"  --repo {args.repo}: its files' read + json.loads {floor:.2f} s CPU "
           f"({floor / args.sample * 1000:.2f} ms/file); its audit --jobs 1 CPU {cpu:.2f} s = "
-          f"{cpu / args.sample * 1000:.1f} ms/file; / its floor = {cpu / floor:.2f}x; "
+          f"{cpu / args.sample * 1000:.1f} ms/file; / its floor = "
+          f"{statistics.median(ratios):.2f}x (rounds {min(ratios):.2f}-{max(ratios):.2f}); "
           f"/ this checkout's files' floor = {cpu / statistics.median(base_cpu):.2f}x")
 
 

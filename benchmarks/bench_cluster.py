@@ -48,7 +48,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from _machine import machine  # noqa: E402
+from _machine import machine, round_ratios  # noqa: E402
 
 LAYOUT = "gb200-nvl72-tray"
 
@@ -279,12 +279,6 @@ def _rounds(a: argparse.Namespace, size: int) -> None:
               f"{max(x['peak_rss_mb'] for x in ms):.0f} MB, {m['findings']} findings "
               f"(load {os.getloadavg()[0]:.1f})")
 
-
-def round_ratios(costs: list, floors: list) -> list:
-    """Each run's cost over the mean of the floors measured just before and just after it
-    (``floors`` has one more than ``costs``): the ratio within a round, where the machine's
-    speed is nearly the same, and not a ratio of medians taken minutes apart."""
-    return [c / ((floors[i] + floors[i + 1]) / 2) for i, c in enumerate(costs)]
 
 if __name__ == "__main__":
     main()

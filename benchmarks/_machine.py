@@ -30,9 +30,11 @@ def machine() -> str:
             f"Python {platform.python_version()} · {platform.system()} {platform.release()}")
 
 
-def round_ratios(costs: list, floors: list) -> list:
+def round_ratios(costs: list, before: list, after: list) -> list:
     """Each run's cost over the mean of the floors measured just before and just after it
-    (``floors`` has one more than ``costs``): the ratio within a round, where the machine's
-    speed is nearly the same, and not a ratio of medians taken minutes apart (on a shared
-    VM the same work's CPU time drifts by a fifth within minutes)."""
-    return [c / ((floors[i] + floors[i + 1]) / 2) for i, c in enumerate(costs)]
+    (``before[i]``, ``after[i]``: adjacent to run ``i``, so a steady drift cancels): the
+    ratio within a round, where the machine's speed is nearly the same, and not a ratio of
+    medians taken minutes apart (on a shared VM the same work's CPU time drifts by a fifth
+    within minutes)."""
+    assert len(costs) == len(before) == len(after), (len(costs), len(before), len(after))
+    return [c / ((b + a) / 2) for c, b, a in zip(costs, before, after)]

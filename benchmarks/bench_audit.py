@@ -194,28 +194,24 @@ def main() -> None:
 
     other_sample = list_files(other_fleet(args), args.sample) if args.repo else None
     base, base_cpu, other_base = [], [], []
+    after_cpu: list = []
+    other_after: list = []
     jobs_list = [] if args.skip_throughput else [int(x) for x in args.jobs_list.split(",")]
     runs: dict = {jobs: [] for jobs in jobs_list}
     other: list = []
     for _ in range(0 if args.skip_throughput else args.runs):
-        # interleaved: load from other processes on the machine hits every variant alike
-        out = subprocess.run([sys.executable, "-c", BASELINE, str(sample)], capture_output=True,
-                             text=True, check=True, env=ENV).stdout.split()
+        # interleaved: load from other processes on the machine hits every variant alike;
+        # --jobs 1 (the cost line) between two floors of its own
+        out = _floor(sample)
         base.append(float(out[0]))
         base_cpu.append(float(out[2]))
-        for jobs in jobs_list:
+        for jobs in sorted(jobs_list, key=lambda j: j != 1):
             runs[jobs].append(run_child(nvtopo + ["audit", str(sample), "--format", "json",
                                                   "--jobs", str(jobs)]))
+            if jobs == 1:
+                after_cpu.append(float(_floor(sample)[2]))
         if args.repo:  # the other checkout, on its own files and their floor, same round
-            _other_round(args, other_sample, other_base, other, nvtopo)
-    if base:  # a last floor of each: every run between two (see round_ratios)
-        base_cpu.append(float(subprocess.run(
-            [sys.executable, "-c", BASELINE, str(sample)], capture_output=True, text=True,
-            check=True, env=ENV).stdout.split()[2]))
-        if args.repo:
-            other_base.append(float(subprocess.run(
-                [sys.executable, "-c", BASELINE, str(other_sample)], capture_output=True,
-                text=True, check=True, env=ENV).stdout.split()[2]))
+            _other_round(args, other_sample, (other_base, other_after), other, nvtopo)
     speeds = {}
     b = statistics.median(base) if base else 0.0
     if base:
@@ -236,33 +232,39 @@ def main() -> None:
         print(f"  --jobs 1 / baseline = {ratio:.2f} (speed)")
         # the cost against the floor, in CPU time (load disturbs it far less than wall time):
         # the audit process (its start-up included) against reading + json.loads
-        ratios = round_ratios([r[3] for r in runs[1]], base_cpu)
+        ratios = round_ratios([r[3] for r in runs[1]], base_cpu, after_cpu)
         cost = statistics.median(ratios)
         print(f"  CPU cost: audit --jobs 1 / (read + json.loads) = {cost:.2f}x (rounds "
               f"{min(ratios):.2f}-{max(ratios):.2f}; each run over the floors beside it)   "
               f"target <= 1.3x   {'OK' if cost <= 1.3 else 'OVER'}   "
               f"(load {os.getloadavg()[0]:.1f})")
     if other:
-        _other_cost(args, other, base_cpu, other_base)
+        _other_cost(args, other, base_cpu, (other_base, other_after))
     if not args.skip_memory:
         _memory(args, d, nvtopo)
 
 
-def _other_round(args, sample, base_cpu, runs, nvtopo) -> None:
-    """One round of the other checkout (``--repo``): its files' floor, then its audit."""
-    out = subprocess.run([sys.executable, "-c", BASELINE, str(sample)], capture_output=True,
-                         text=True, check=True, env=ENV)
-    base_cpu.append(float(out.stdout.split()[2]))
+def _floor(sample) -> list:
+    """One fresh process reading and ``json.loads``-ing the files: its output's fields."""
+    return subprocess.run([sys.executable, "-c", BASELINE, str(sample)], capture_output=True,
+                          text=True, check=True, env=ENV).stdout.split()
+
+
+def _other_round(args, sample, floors, runs, nvtopo) -> None:
+    """One round of the other checkout (``--repo``): its files' floor, its audit, the floor
+    again (``floors``: the lists before and after)."""
+    floors[0].append(float(_floor(sample)[2]))
     runs.append(run_child(nvtopo + ["audit", str(sample), "--format", "json", "--jobs", "1"],
                           cwd=args.repo))
+    floors[1].append(float(_floor(sample)[2]))
 
 
-def _other_cost(args, other, base_cpu, other_base) -> None:
+def _other_cost(args, other, base_cpu, floors) -> None:
     """The other checkout's audit --jobs 1 (``--repo``) on the files it writes, against
     their floor and against this checkout's files' floor."""
     cpu = statistics.median(r[3] for r in other)
-    floor = statistics.median(other_base)
-    ratios = round_ratios([r[3] for r in other], other_base)
+    floor = statistics.median(floors[0] + floors[1])
+    ratios = round_ratios([r[3] for r in other], floors[0], floors[1])
     print(f"  --repo {args.repo}: its files' read + json.loads {floor:.2f} s CPU "
           f"({floor / args.sample * 1000:.2f} ms/file); its audit --jobs 1 CPU {cpu:.2f} s = "
           f"{cpu / args.sample * 1000:.1f} ms/file; / its floor = "

@@ -250,28 +250,28 @@ def fleet_of(a: argparse.Namespace, repo: str) -> str:
 def _rounds(a: argparse.Namespace, size: int) -> None:
     """``--runs`` rounds over the first ``size`` files: for this checkout and, with
     ``--repo``, the other, each on the fleet it writes (sealed by its own code): the floor
-    (read + json.loads), then its cluster; interleaved; a last floor after them; medians,
-    and the ratio of each round (:func:`round_ratios`)."""
+    (read + json.loads), its cluster, the floor again; interleaved; medians, and the ratio
+    of each run to the floors beside it (``round_ratios``)."""
     repos = {"this": str(REPO)}
     if os.path.realpath(a.repo) != os.path.realpath(str(REPO)):
         repos["--repo"] = a.repo
     dirs = {k: fleet_of(a, repo) for k, repo in repos.items()}
     bases: dict = {k: [] for k in repos}
     got: dict = {k: [] for k in repos}
+    after: dict = {k: [] for k in repos}
     for _ in range(a.runs):
-        for k, repo in repos.items():
+        for k, repo in repos.items():  # each run between two floors of its own
             bases[k].append(floor(dirs[k], size))
             got[k].append(measure(dirs[k], size, repo))
-    for k in repos:  # (each run between two floors: the machine's speed drifts by minutes)
-        bases[k].append(floor(dirs[k], size))
+            after[k].append(floor(dirs[k], size))
     for k, ms in got.items():
-        b = statistics.median(bases[k])
+        b = statistics.median(bases[k] + after[k])
         print(f"{k:>7}: read + json.loads of {size} snapshots it wrote: {b:.2f} s CPU "
-              f"({1000 * b / size:.2f} ms/node; median of {len(bases[k])})")
+              f"({1000 * b / size:.2f} ms/node; median of {2 * len(bases[k])})")
         m = ms[-1]
         cpu = statistics.median(x["cpu_s"] for x in ms)
         wall = statistics.median(x["wall_s"] for x in ms)
-        ratios = round_ratios([x["cpu_s"] for x in ms], bases[k])
+        ratios = round_ratios([x["cpu_s"] for x in ms], bases[k], after[k])
         print(f"{k:>7}: cluster over {m['nodes']:6d} snapshots: {wall:7.1f} s wall, "
               f"{cpu:7.1f} s CPU ({1000 * cpu / max(1, m['nodes']):.2f} ms/node), "
               f"CPU / (read + json.loads) = {statistics.median(ratios):.2f}x "

@@ -457,17 +457,15 @@ def _sources_copy(tmp_path):
     return root
 
 
-def test_the_code_digest_is_kept_beside_the_bytecode_and_read_while_the_sources_stand(
-        monkeypatch, tmp_path):
-    """The digest is kept under the sources' sizes and modification times (as Python keeps
-    its bytecode): read back while they stand, made again from the sources when one is
-    edited or touched, a kept file that is not one ignored; never written where bytecode
-    may not be (PYTHONDONTWRITEBYTECODE)."""
+def _kept_digest_setup(monkeypatch, tmp_path):
+    """A copy of the sources and a kept file of the test's own; returns (root, kept path,
+    the digests made from the sources, fresh(): the digest as a new process computes it)."""
     root = _sources_copy(tmp_path)
     kept = tmp_path / "pycache" / "nvtopo-code-digest.json"
     kept.parent.mkdir()
     monkeypatch.setattr(snapshot_cache, "_package_dir", lambda: str(root))
     monkeypatch.setattr(snapshot_cache, "_kept_path", lambda: str(kept))
+    monkeypatch.setattr(snapshot_cache, "_RACY_S", 0.0)  # (the copy was just made)
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
     made = []
     real = snapshot_cache._digest
@@ -482,29 +480,67 @@ def test_the_code_digest_is_kept_beside_the_bytecode_and_read_while_the_sources_
         monkeypatch.setattr(snapshot_cache, "_code_digest", None)
         return snapshot.code_digest()
 
+    return root, kept, made, fresh
+
+
+def test_the_code_digest_is_kept_beside_the_bytecode_and_read_while_the_sources_stand(
+        monkeypatch, tmp_path):
+    """The digest is kept under each source's size, times and inode: read back while they
+    stand; made again from the sources when one is edited, even with its size and its
+    modification time put back (a copy or an archive keeps them; the change time is the
+    copy's); a kept file that is not one is ignored."""
+    root, kept, made, fresh = _kept_digest_setup(monkeypatch, tmp_path)
     first = fresh()
-    assert first == real(snapshot_cache._package_dir()) and made == [str(root)]
+    assert first == snapshot_cache._digest(str(root))[0] and len(made) == 2
     assert json.loads(kept.read_text())["digest"] == first
-    assert fresh() == first and len(made) == 1  # read back, not made again
-    # a source edited (same size, a new modification time): made again from the sources
+    assert fresh() == first and len(made) == 2  # read back, not made again
     src = root / "probes/topo/matrix.py"
+    old = src.stat()
     text = src.read_text()
-    src.write_text(text.replace("a", "b", 1) if "a" in text else text + " ")
-    os.utime(src, ns=(src.stat().st_atime_ns, src.stat().st_mtime_ns + 10**9))
+    edited = text.replace("return", "retUrn", 1)  # (same size)
+    assert edited != text and len(edited) == len(text)
+    src.write_text(edited)
+    os.utime(src, ns=(old.st_atime_ns, old.st_mtime_ns))  # size and mtime as they were
+    assert src.stat().st_size == old.st_size and src.stat().st_mtime_ns == old.st_mtime_ns
     second = fresh()
-    assert second != first and len(made) == 2 and fresh() == second and len(made) == 2
-    # a kept file that is not one (cut, or another digest's form): made again
+    assert second != first and len(made) == 3 and fresh() == second and len(made) == 3
+    stamp = json.loads(kept.read_text())["stamp"]
     for bad in ('{"stamp": "', json.dumps({"stamp": 1, "digest": first}), "[]",
-                json.dumps({"stamp": json.loads(kept.read_text())["stamp"],
-                            "digest": "X" * 64})):
+                json.dumps({"stamp": stamp, "digest": "X" * 64}), "x" * 4096):
         kept.write_text(bad)
         assert fresh() == second
-    assert len(made) == 6
-    # not written where bytecode may not be
-    kept.unlink()
+    assert len(made) == 8
+
+
+def test_a_code_digest_is_not_kept_where_it_may_not_be_or_cannot_be_trusted(
+        monkeypatch, tmp_path):
+    """Not kept under PYTHONDONTWRITEBYTECODE; not for a source that cannot be read (the
+    digest no file carries stays this process's own) or one changed in the last seconds
+    (it may change again within the file system's time granularity); a FIFO in the kept
+    file's place is not waited on; the kept file lies under PYTHONPYCACHEPREFIX when set."""
+    import threading
+
+    root, kept, made, fresh = _kept_digest_setup(monkeypatch, tmp_path)
     monkeypatch.setattr(sys, "dont_write_bytecode", True)
-    assert fresh() == second and not kept.exists()
-    # a source that cannot be looked at: made (no file carries it) and not kept
+    first = fresh()
+    assert not kept.exists()
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    monkeypatch.setattr(snapshot_cache, "_RACY_S", 3600.0)  # every copy "just changed"
+    assert fresh() == first and not kept.exists()
+    monkeypatch.setattr(snapshot_cache, "_RACY_S", 0.0)
+    src = root / "probes/topo/scan.py"
     src.unlink()
-    assert fresh() != second and not kept.exists()
+    src.mkdir()  # looked at, but not read
+    one, two = fresh(), fresh()
+    assert len({one, two, first}) == 3 and not kept.exists()
+    src.rmdir()
+    os.mkfifo(kept)
+    done = []
+    t = threading.Thread(target=lambda: done.append(snapshot_cache._kept("0" * 64)),
+                         daemon=True)
+    t.start()
+    t.join(30)
+    assert done == [None]
+    monkeypatch.undo()
+    monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path / "prefix"))
+    assert snapshot_cache._kept_path().startswith(str(tmp_path / "prefix") + os.sep)

@@ -18,7 +18,7 @@ import hashlib
 import json
 import os
 import re
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 from .. import __version__
 from ..errors import NvtopoError
@@ -112,8 +112,9 @@ def code_digest() -> str:
     different build, even one with the same version number, is not trusted.
     An unreadable source gives a digest no file carries.  Reading the sources costs a
     start-up about 2 ms, so the digest is kept beside the bytecode (:func:`_kept_path`)
-    under the sources' sizes and modification times, the test Python itself trusts its
-    bytecode by: a source edited, added or removed is read again.
+    under each source's size, modification and change times and inode (:func:`_stamp`):
+    a source edited, replaced, added or removed is read again, even one whose modification
+    time a copy or an archive restored (its change time is the copy's).
     """
     global _code_digest
     if _code_digest is None:
@@ -121,8 +122,8 @@ def code_digest() -> str:
         stamp = _stamp(base)
         digest = _kept(stamp) if stamp is not None else None
         if digest is None:
-            digest = _digest(base)
-            if stamp is not None:
+            digest, whole = _digest(base)
+            if stamp is not None and whole:
                 _keep(stamp, digest)
         _code_digest = digest
     return _code_digest
@@ -132,8 +133,11 @@ def _package_dir() -> str:
     return os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 
 
-def _digest(base: str) -> str:
+def _digest(base: str) -> Tuple[str, bool]:
+    """The digest, and whether every source was read (else it is one no file carries, and
+    is never kept)."""
     h = hashlib.sha256()
+    whole = True
     for name in DERIVATION_MODULES:
         h.update(name.encode("ascii") + b"\0")
         try:
@@ -141,20 +145,34 @@ def _digest(base: str) -> str:
                 h.update(f.read())
         except OSError:
             h.update(b"unreadable:" + os.urandom(16))
+            whole = False
         h.update(b"\0")
-    return h.hexdigest()
+    return h.hexdigest(), whole
+
+
+#: A source changed this recently may yet change again within its file system's time
+#: granularity without its times changing: its digest is not kept (git's "racy" rule).
+_RACY_S = 2.0
 
 
 def _stamp(base: str) -> Optional[str]:
-    """What the digest is kept under: the package's place and each source's name, size and
-    modification time (nanoseconds); ``None`` where a source cannot be looked at."""
+    """What the digest is kept under: the package's place and each source's name, size,
+    modification and change times (nanoseconds), device and inode; ``None`` where a source
+    cannot be looked at or changed in the last :data:`_RACY_S` seconds."""
+    import time
+
     parts = [base]
+    newest = 0
     for name in DERIVATION_MODULES:
         try:
             st = os.stat(os.path.join(base, name))
         except OSError:
             return None
-        parts.append(f"{name}\0{st.st_size}\0{st.st_mtime_ns}")
+        parts.append(f"{name}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0"
+                     f"{st.st_dev}\0{st.st_ino}")
+        newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
+    if newest > time.time_ns() - int(_RACY_S * 1e9):
+        return None
     return hashlib.sha256("\n".join(parts).encode("utf-8", "surrogateescape")).hexdigest()
 
 
@@ -175,13 +193,26 @@ def _kept_path() -> Optional[str]:
 
 
 def _kept(stamp: str) -> Optional[str]:
-    """The kept digest, where it was kept under ``stamp``."""
+    """The kept digest, where it was kept under ``stamp`` (a regular file, opened without
+    blocking: a FIFO put there is not waited on; 512 bytes at most)."""
+    import stat
+
     path = _kept_path()
-    try:
-        with open(path, "rb") as f:  # type: ignore[arg-type]  # (None: caught below)
-            kept = json.loads(f.read(512))
-    except (OSError, TypeError, ValueError):
+    if path is None:
         return None
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+                     | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        kept = json.loads(os.read(fd, 512))
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(fd)
     if not isinstance(kept, dict) or kept.get("stamp") != stamp:
         return None
     digest = kept.get("digest")
@@ -190,15 +221,19 @@ def _kept(stamp: str) -> Optional[str]:
 
 def _keep(stamp: str, digest: str) -> None:
     """Keep the digest (as the interpreter keeps bytecode: not where it may not write it,
-    ``PYTHONDONTWRITEBYTECODE``; written whole, under a name of its own, then renamed)."""
+    ``PYTHONDONTWRITEBYTECODE``; written whole under a new name of its own, then renamed)."""
     import sys
+    import tempfile
 
     path = _kept_path()
     if path is None or sys.dont_write_bytecode or not os.path.isdir(os.path.dirname(path)):
         return
-    tmp = f"{path}.{os.getpid()}.tmp"
     try:
-        with open(tmp, "x", encoding="ascii") as f:
+        fd, tmp = tempfile.mkstemp(prefix=_KEPT_FILE + ".", dir=os.path.dirname(path))
+    except OSError:
+        return
+    try:
+        with os.fdopen(fd, "w", encoding="ascii") as f:
             f.write(json.dumps({"stamp": stamp, "digest": digest}))
         os.replace(tmp, path)
     except OSError:

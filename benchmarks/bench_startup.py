@@ -3,8 +3,9 @@
 Each command runs as a fresh process on a sealed DGX H100 snapshot (as ``nvtopo simulate``
 writes one), interleaved with the floor run by run, so load hits both alike; the figure is
 the CPU time (user + system) the child used (``getrusage(RUSAGE_CHILDREN)``), which load
-on a shared machine disturbs far less than wall time.  Medians of ``--runs``; the load
-average is printed with the table.  Targets (issue 29): at most 1.3x the floor, JSON output
+on a shared machine disturbs far less than wall time.  Medians of ``--runs``; each ratio is
+the median of each run's CPU time over the mean of the floors just before and after it
+(``round_ratios``), with their range; the load average is printed with the table.  Targets (issue 29): at most 1.3x the floor, JSON output
 nearer 1.1x.
 
 Both run as an installed package does, with compiled bytecode under a private
@@ -34,7 +35,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from _machine import installed_env, machine  # noqa: E402
+from _machine import installed_env, machine, round_ratios  # noqa: E402
 
 FLOOR = ["-c", "import typer, rich.console, rich.table"]
 #: name -> (arguments after ``python -m nvtopo``, SNAP standing for the snapshot; target)
@@ -109,23 +110,31 @@ def main() -> None:
             cpu(cmd, envs[tag]), cpu(cmd, envs[tag])
         floor: List[float] = []
         runs: Dict[tuple, List[float]] = {k: [] for k in cmds}
-        for _ in range(args.runs):  # interleaved: the floor before every command
+        beside: Dict[tuple, List[float]] = {k: [] for k in cmds}  # the floors around each
+        for _ in range(args.runs):  # interleaved: a floor between every two commands
             for (tag, n), cmd in cmds.items():
                 floor.append(cpu([py] + FLOOR, env))
                 runs[(tag, n)].append(cpu(cmd, envs[tag]))
+                beside[(tag, n)].append(len(floor) - 1)
+        floor.append(cpu([py] + FLOOR, env))
         base = statistics.median(floor)
         print(f"machine: {machine()}")
         print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
-              f"{args.runs} runs each, interleaved with the floor; CPU time, medians")
+              f"{args.runs} runs each, interleaved with the floor; CPU time, medians; each "
+              "ratio the median of each run's over the floors just before and after it")
         print(f"  {'floor: import typer, rich.console, rich.table':<48} {base * 1000:7.1f} ms")
         out = {"floor_ms": round(base * 1000, 1), "commands": {}}
         for (tag, n), times in runs.items():
             m = statistics.median(times)
             target = COMMANDS[n][1]
+            at = beside[(tag, n)]  # each run over the floors just before and after it
+            ratios = round_ratios(times, [floor[i] for i in at], [floor[i + 1] for i in at])
+            r = statistics.median(ratios)
             print(f"  {tag + 'nvtopo ' + ' '.join(COMMANDS[n][0]):<48} {m * 1000:7.1f} ms  "
-                  f"{m / base:5.2f}x  target <= {target}x  "
-                  f"{'OK' if m / base <= target else 'OVER'}")
-            out["commands"][tag + n] = {"ms": round(m * 1000, 1), "ratio": round(m / base, 2)}
+                  f"{r:5.2f}x (runs {min(ratios):.2f}-{max(ratios):.2f})  target <= {target}x  "
+                  f"{'OK' if r <= target else 'OVER'}")
+            out["commands"][tag + n] = {"ms": round(m * 1000, 1), "ratio": round(r, 2),
+                                        "ratios": [round(x, 3) for x in ratios]}
         print(json.dumps(out))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

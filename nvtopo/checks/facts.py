@@ -103,16 +103,16 @@ def sharing() -> bool:
 _MISS = object()
 
 
-def kept(topo: Topology, key: Any, make: Any) -> Any:
-    """``make()``, kept in the shared view's memo under ``key`` while views are shared (the
-    model does not change during a check run; selection asks the same of every layout it
-    scores, then the checks again); outside a shared view, made each time."""
+def kept(topo: Topology, key: Any, make: Any, *args: Any) -> Any:
+    """``make(*args)``, kept in the shared view's memo under ``key`` while views are shared
+    (the model does not change during a check run; selection asks the same of every layout
+    it scores, then the checks again); outside a shared view, made each time."""
     if _SHARED is None:
-        return make()
+        return make(*args)
     memo = view(topo).memo
     hit = memo.get(key, _MISS)
     if hit is _MISS:
-        hit = memo[key] = make()
+        hit = memo[key] = make(*args)
     return hit
 
 
@@ -166,17 +166,9 @@ def per_nic(fn: Any) -> Any:
         return frozenset(hit) if isinstance(hit, set) else hit
 
     def cached(topo: Topology, name: str) -> Any:
-        shared = _SHARED
-        if shared is None:
+        if _SHARED is None:
             return fn(topo, name)
-        # (kept(), inlined: the roles ask these for every NIC of every layout scored)
-        at = shared.get(id(topo))
-        memo = at[1].memo if at is not None and at[0] is topo else view(topo).memo
-        k = (key, name)
-        hit = memo.get(k, _MISS)
-        if hit is _MISS:
-            hit = memo[k] = made(topo, name)
-        return hit
+        return kept(topo, (key, name), made, topo, name)
     cached.__doc__, cached.__name__, cached.__wrapped__ = fn.__doc__, key, fn  # type: ignore[attr-defined]
     return cached
 

@@ -181,18 +181,9 @@ def structural_compute(topo: Topology, present: Sequence[int]) -> List[str]:
     port map name, so nothing off a GPU's switch can be compute (``tests/test_roles.py``
     holds the two answers equal over every model in ``fixtures/``); else the whole
     resolver (a pasted ``ibstat`` decides by its own evidence)."""
-    pres = tuple(present)
-    v = F.view(topo)
-    memo = v.memo if F.sharing() else None
-    key = ("roles", id(None), pres, ())
-    hit = memo.get(key) if memo is not None else None
-    if hit is not None:
-        return list(hit[1].compute)
     names = [n.name for n in topo.nics]
-    placed = _placed(names, _best_paths(topo, names, pres))
-    if placed:
-        return placed
-    return list(resolve(topo, None, pres, ()).compute)
+    placed = _placed(names, _best_paths(topo, names, present))
+    return placed or list(resolve(topo, None, present, ()).compute)
 
 
 def _placed(names: List[str], best: Dict[str, Optional[Tuple[int, str, int]]]) -> List[str]:

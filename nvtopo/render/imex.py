@@ -56,7 +56,7 @@ def imex_lines(topo: Topology) -> Optional[Text]:
     not_ready = [m for m in members if m.status is not None and m.status != "READY"]
     me = node.member(node.self_index) if node.self_index is not None else None
     judged = node.connections()  # (between READY members; this node an end, where known)
-    down = [(a.index, b.index, link) for a, b, link in judged if link != "CONNECTED"]
+    down = [(a, b, link) for a, b, link in judged if link != "CONNECTED"]
     state = node.domain_state
     head = [state or "domain state not read"]
     if node.members is not None:
@@ -77,11 +77,9 @@ def imex_lines(topo: Topology) -> Optional[Text]:
     for m in not_ready:
         out.append("\n")
         out.append(printable(f"    {_who(m)}: {m.status}"), style="bold red")
-    by_index = {m.index: m for m in members}
     for a, b, link in down[:MAX_LINKS]:
-        ends = [_who(by_index[x]) if x in by_index else f"#{x}" for x in (a, b)]
         out.append("\n")
-        out.append(printable(f"    {ends[0]} -> {ends[1]}: {link}"), style="bold red")
+        out.append(printable(f"    {_who(a)} -> {_who(b)}: {link}"), style="bold red")
     if len(down) > MAX_LINKS:
         out.append("\n")
         out.append(f"    and {len(down) - MAX_LINKS} more connections not connected "

@@ -451,3 +451,65 @@ def test_h100_nvl_pairs_match_up_to_renumbering_and_two_cards_are_no_subset():
     sel = S.select(_pcie_box(2, nvl, [(0, 1)]))
     assert sel.layout is None and "subset" not in sel.reason
     assert sel.reason.startswith("no layout fits: 2 GPUs (NVIDIA H100 NVL)")
+
+
+def _picked(sel):
+    """What a selection decided, candidate by candidate (comparable across runs)."""
+    return (sel.name, sel.how, sel.reason, list(sel.ties),
+            [(c.layout.name, c.excluded, c.fits, c.score, list(c.why), c.by_name)
+             for c in sel.candidates])
+
+
+def test_the_layouts_kept_for_auto_selection_never_change_a_pick():
+    """Auto selection keeps, per process, which bundled layouts it weighs for a set of GPU
+    model names and which of them the names exclude (``_auto_layouts``: a fleet's nodes
+    name the same few models).  On every bundled layout simulated healthy, PCIe boxes
+    named and unnamed, pasted ``topo -m`` and ``nvidia-smi -q`` texts, each pick is the
+    same with nothing kept, after every other input, and in the reverse order; and the
+    candidates are exactly the eligible layouts, each scored as ``score`` scores it alone
+    (the rule stated here again: ``selection.auto`` not false, a ``requires_gpu_name``
+    layout only where the names match, a ``requires_nic_names`` one only with a NIC of
+    one of its names)."""
+    from nvtopo.checks import facts as F
+    from nvtopo.checks.fit import gpu_names, score
+    from nvtopo.snapshot import Input, open_input
+
+    inputs = [(name, _simulated(name)) for name in layouts.names()]
+    inputs += [(f"pcie-{gpu}", _pcie_box(8, gpu)) for gpu in
+               (None, "NVIDIA L40S", "NVIDIA L4", "NVIDIA H100 NVL", "NVIDIA L40")]
+    texts = sorted(CORPUS.glob("*.txt"))[::6]
+    texts += sorted((CORPUS.parent / "nvml-text").glob("nvidia_smi_q_*.txt"))[:4]
+    inputs += [(p.name, open_input(Input(path=str(p))).model) for p in texts]
+    assert len(inputs) > 50
+
+    def cold(topo):
+        S._auto_layouts.cache_clear()
+        return _picked(S.select(topo))
+
+    want = [cold(topo) for _, topo in inputs]
+    for order in (range(len(inputs)), reversed(range(len(inputs)))):
+        for i in order:
+            assert _picked(S.select(inputs[i][1])) == want[i], inputs[i][0]
+    assert S._auto_layouts.cache_info().hits > len(inputs)
+
+    excluded = 0
+    for label, topo in inputs:
+        names, _ = gpu_names(topo)
+        eligible = []
+        for lay in map(layouts.load, layouts.names()):
+            c, pattern = lay.choice, lay.gpus.name_pattern
+            if c.auto is False or c.requires_gpu_name and not (
+                    names and pattern and layouts.names_match(pattern, names)):
+                continue
+            if c.requires_nic_names and not any(topo.nic(n) is not None
+                                                for n in lay.compute_nic_names or []):
+                continue
+            eligible.append(lay)
+        got = S.select(topo).candidates
+        assert [c.layout.name for c in got] == [lay.name for lay in eligible], label
+        alone = [score(topo, F.view(topo), lay) for lay in eligible]
+        assert [(c.excluded, c.fits, c.score, c.why) for c in got] == \
+            [(c.excluded, c.fits, c.score, c.why) for c in alone], label
+        excluded += sum(c.excluded is not None and "does not match" in c.excluded
+                        for c in got)
+    assert excluded > 100  # (the names exclude most layouts of most inputs)

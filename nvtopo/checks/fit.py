@@ -176,13 +176,22 @@ def gpu_names(topo: Topology) -> Tuple[List[str], str]:
     table of NVIDIA PCI device ids gives (``layouts/device_ids.json``) and the ids, where
     every GPU's id is in it.  Kept in the shared view's memo while views are shared
     (selection asks it for every layout it scores)."""
+    names, by_id = gpu_names_kept(topo)
+    return list(names), by_id
+
+
+def gpu_names_kept(topo: Topology) -> Tuple[Tuple[str, ...], str]:
+    """:func:`gpu_names`, the names a tuple: the kept one itself, being immutable (kept in
+    the shared view's memo while views are shared)."""
     if not F.sharing():
-        return _gpu_names(topo)
+        names, by_id = _gpu_names(topo)
+        return tuple(names), by_id
     memo = F.view(topo).memo
     hit = memo.get("gpu_names")
     if hit is None:
-        hit = memo["gpu_names"] = _gpu_names(topo)
-    return list(hit[0]), hit[1]
+        names, by_id = _gpu_names(topo)
+        hit = memo["gpu_names"] = (tuple(names), by_id)
+    return hit
 
 
 def _gpu_names(topo: Topology) -> Tuple[List[str], str]:
@@ -203,14 +212,29 @@ def _gpu_names(topo: Topology) -> Tuple[List[str], str]:
 def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
     """How well the node fits ``layout``: its GPU name and count, NVLink pairs (with the
     GPUs renumbered where that fits better), NUMA map and NICs, as a :class:`Candidate`."""
+    names, by_id = gpu_names_kept(topo)
+    excluded = name_exclusion(layout, names)
+    if excluded is not None:  # (weighed before anything else: most layouts end here)
+        return Candidate(layout=layout, excluded=excluded)
     s = _Scoring(topo, v, layout)
-    if s.by_name() and s.by_count():
+    if names and layout.gpus.name_pattern:
+        s.by_name(names[0], by_id)
+    if s.by_count():
         s.by_nvlink()
         s.by_numa()
         if F.has_nic_data(topo, v) and topo.nics:
             s.by_nics()
         s.verdict()
     return s.c
+
+
+def name_exclusion(layout: Any, names: Sequence[str]) -> Optional[str]:
+    """Why the GPU model names ``names`` (:func:`gpu_names`) exclude ``layout``: they do not
+    match its pattern; None where they match or either is unknown."""
+    pattern = layout.gpus.name_pattern
+    if not names or not pattern or layouts_pkg.names_match(pattern, names):
+        return None
+    return f"GPU name {names[0]!r} does not match {pattern!r}"
 
 
 class _Scoring:
@@ -230,21 +254,14 @@ class _Scoring:
         self.observed: Dict[Tuple[int, int], int] = {}
         self.by_nic: Optional[Tuple[Dict[int, int], List[int]]] = None
 
-    def by_name(self) -> bool:
-        """The GPU name against the layout's pattern (False: excluded)."""
-        c, layout = self.c, self.layout
-        names, by_id = gpu_names(self.topo)
-        pattern = layout.gpus.name_pattern
-        if names and pattern:
-            if layouts_pkg.names_match(pattern, tuple(names)):
-                self.name_ok = c.by_name = True
-                c.score += 50
-                c.why.append(f"GPU name {names[0]!r} matches" if not by_id else
-                             f"GPU model {names[0]!r} (PCI device id {by_id}) matches")
-            else:
-                c.excluded = f"GPU name {names[0]!r} does not match {pattern!r}"
-                return False
-        return True
+    def by_name(self, name: str, by_id: str) -> None:
+        """The GPU name ``name`` (the first; by PCI device ids ``by_id``, where not ``""``)
+        matches the layout's pattern (:func:`score` excluded the layout where it does not)."""
+        c = self.c
+        self.name_ok = c.by_name = True
+        c.score += 50
+        c.why.append(f"GPU name {name!r} matches" if not by_id else
+                     f"GPU model {name!r} (PCI device id {by_id}) matches")
 
     def by_count(self) -> bool:
         """The GPU count against the layout's (False: excluded)."""

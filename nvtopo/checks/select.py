@@ -13,13 +13,15 @@ layout's ``selection.priority``).
 from __future__ import annotations
 
 from ..plain import field, plain
+from functools import lru_cache
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import layouts as layouts_pkg
 from ..layouts.doc import Nics, copy_section
 from ..model import Topology
 from . import facts as F
-from .fit import Candidate, best_mapping, gpu_names, remap, score, subset_text
+from .fit import (Candidate, best_mapping, gpu_names, gpu_names_kept, name_exclusion, remap,
+                  score, subset_text)
 
 __all__ = ["HOW", "Candidate", "Selection", "absent_links", "best_mapping", "given",
            "gpu_names", "remap", "score", "select", "subset_text"]
@@ -106,8 +108,12 @@ def select(topo: Topology, choice: Any = "auto", layout_file: Optional[str] = No
         lay = layouts_pkg.load(choice)
         cand = score(topo, v, lay)
         return _chosen(cand, f"--layout {choice}", [cand])
-    cands = [score(topo, v, lay) for lay in (layouts_pkg.load(n) for n in layouts_pkg.names())
-             if _auto_candidate(topo, lay)]
+    cands = []
+    for lay, excluded in _auto_layouts(tuple(layouts_pkg.names()), gpu_names_kept(topo)[0]):
+        if lay.choice.requires_nic_names and not _nics_named(topo, lay):
+            continue
+        cands.append(score(topo, v, lay) if excluded is None
+                     else Candidate(layout=lay, excluded=excluded))
     fit = [c for c in cands if c.fits and c.excluded is None]
     if any(c.subset_of is not None for c in cands) and not v.absent_in and not v.lost:
         # the GPUs fit a larger board as a subset (their pairs say nothing against it): a
@@ -189,21 +195,33 @@ def _ambiguity_text(topo: Topology, fit: List[Candidate], ties: List[Candidate])
     return text + "give --layout NAME to choose"
 
 
-def _auto_candidate(topo: Topology, layout: Any) -> bool:
-    """Layouts that cannot be recognised from inside the node (a cloud SKU without its own
-    device names) are only used when named; ``requires_nic_names`` ones need their names,
-    ``requires_gpu_name`` ones GPU names that match (a PCIe box's shape fits any PCIe box)."""
-    if layout.choice.auto is False:
-        return False
-    if layout.choice.requires_gpu_name:
-        names, _ = gpu_names(topo)
-        pattern = layout.gpus.name_pattern
-        if not (names and pattern and layouts_pkg.names_match(pattern, tuple(names))):
-            return False
-    if layout.choice.requires_nic_names:
-        names = layout.compute_nic_names or []
-        return any(n in F.nic_keys(topo) for n in names)
-    return True
+@lru_cache(maxsize=16)
+def _auto_layouts(layout_names: Tuple[str, ...], names: Tuple[str, ...]
+                  ) -> Tuple[Tuple[Any, Optional[str]], ...]:
+    """The bundled layouts (named ``layout_names``) auto selection weighs for a node whose
+    GPU model names are ``names``, each with why those names exclude it (or None), in
+    order: a layout that cannot be recognised from inside the node (a cloud SKU without
+    its own device names) is only used when named, and a ``requires_gpu_name`` one only
+    where the names match (a PCIe box's shape fits any PCIe box); ``requires_nic_names``
+    ones also need their NICs' names (:func:`_nics_named`, asked of each node).  Kept: a
+    fleet's nodes, read in one process, name the same few GPU models."""
+    out = []
+    for lay in map(layouts_pkg.load, layout_names):
+        choice = lay.choice
+        if choice.auto is False:
+            continue
+        excluded = name_exclusion(lay, names)
+        if choice.requires_gpu_name and (excluded is not None or not names
+                                         or not lay.gpus.name_pattern):
+            continue
+        out.append((lay, excluded))
+    return tuple(out)
+
+
+def _nics_named(topo: Topology, layout: Any) -> bool:
+    """The node has a NIC under one of the layout's compute NIC names."""
+    keys = F.nic_keys(topo)
+    return any(n in keys for n in layout.compute_nic_names or [])
 
 
 def _chosen(cand: Candidate, reason: str, cands: List[Candidate], how: str = "user",

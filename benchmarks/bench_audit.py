@@ -40,7 +40,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from _machine import installed_env, machine, round_ratios  # noqa: E402
+from _machine import installed_env, machine, paired, paired_line, round_ratios  # noqa: E402
 
 FAULTS = [["nvlink-down:GPU3:7"], ["ib-port-down:mlx5_4"], ["gpu-missing:GPU7"],
           ["pcie-width:GPU5:8"], ["counters:mlx5_2:symbol_error=1000"],
@@ -179,9 +179,16 @@ def main() -> None:
     ap.add_argument("--mem-jobs", type=int, default=1,
                     help="--jobs for the memory runs (1: everything in the measured process; "
                          "with more, worker processes are not counted)")
+    ap.add_argument("--paired", action="store_true",
+                    help="per file, in one process: audit's check of it against read + "
+                         "json.loads of it, one right after the other (--runs processes; "
+                         "--repo alike)")
     args = ap.parse_args()
     d = Path(args.dir + ("-evidence-only" if args.no_cache else ""))
     faulty = generate(d, args.files, args.distinct, cache=not args.no_cache)
+    if args.paired:
+        _paired_rounds(args, d)
+        return
     nvtopo = [sys.executable, "-m", "nvtopo"]
     sample = list_files(d, args.sample)
     print(f"machine: {machine()}; load average {os.getloadavg()[0]:.1f} at the start "
@@ -242,6 +249,27 @@ def main() -> None:
         _other_cost(args, other, base_cpu, (other_base, other_after))
     if not args.skip_memory:
         _memory(args, d, nvtopo)
+
+
+def _paired_rounds(args, d: Path) -> None:
+    """``--paired``: ``--runs`` fresh processes per checkout (alternating), each timing every
+    file of the sample for ``audit`` (``check_file``, as ``audit --jobs 1`` checks it) and
+    read + ``json.loads`` of it (:func:`_machine.paired`)."""
+    samples = {"this": (str(REPO), list_files(d, args.sample))}
+    if args.repo:
+        samples["--repo"] = (args.repo, list_files(other_fleet(args), args.sample))
+    print(f"machine: {machine()}; {args.sample} simulated DGX H100 snapshots")
+    got: dict = {k: [] for k in samples}
+    for _ in range(args.runs):
+        for k, (repo, sample) in samples.items():
+            files = [str(sample / f) for f in sorted(os.listdir(sample))]
+            got[k].append(paired(repo, files,
+                                 setup="from nvtopo.audit import check_file\n"
+                                       "from nvtopo.pool import fleet_collections",
+                                 step="check_file(f)", context="fleet_collections()",
+                                 after="sum(r.verdict != 'pass' for r in out)"))
+    for k, runs in got.items():
+        print(paired_line(k, runs, "audit's check") + f"; {runs[-1]['extra']} not passing")
 
 
 def _floor(sample) -> list:

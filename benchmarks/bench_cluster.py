@@ -48,7 +48,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from _machine import machine, round_ratios  # noqa: E402
+from _machine import machine, paired, paired_line, round_ratios  # noqa: E402
 
 LAYOUT = "gb200-nvl72-tray"
 
@@ -212,6 +212,10 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=1,
                     help="rounds of (floor, cluster[, --repo's cluster]); medians")
     ap.add_argument("--timeout", type=float, default=600.0)
+    ap.add_argument("--paired", action="store_true",
+                    help="per file, in one process: cluster's read of it against read + "
+                         "json.loads of it, one right after the other (and the cost paid "
+                         "once, apart)")
     a = ap.parse_args()
     if a.families:
         families(a.repo, a.timeout)
@@ -226,7 +230,7 @@ def main() -> None:
     sizes = [int(x) for x in a.sizes.split(",") if x] or [a.nodes // 10 or 1, a.nodes]
     print(f"machine: {machine()}; load average {os.getloadavg()[0]:.1f}")
     for size in sizes:
-        _rounds(a, size)
+        (_paired_rounds if a.paired else _rounds)(a, size)
 
 
 def digest_of(repo: str) -> str:
@@ -278,6 +282,29 @@ def _rounds(a: argparse.Namespace, size: int) -> None:
               f"(rounds {min(ratios):.2f}-{max(ratios):.2f}), peak RSS "
               f"{max(x['peak_rss_mb'] for x in ms):.0f} MB, {m['findings']} findings "
               f"(load {os.getloadavg()[0]:.1f})")
+
+
+def _paired_rounds(a: argparse.Namespace, size: int) -> None:
+    """``--paired``: ``--runs`` fresh processes per checkout (alternating), each timing
+    every file for ``cluster`` (``node_facts``, as ``cluster --jobs 1`` reads it) and read
+    + ``json.loads`` of it (:func:`_machine.paired`), then the fleet checks over the nodes."""
+    repos = {"this": str(REPO)}
+    if os.path.realpath(a.repo) != os.path.realpath(str(REPO)):
+        repos["--repo"] = a.repo
+    dirs = {k: fleet_of(a, repo) for k, repo in repos.items()}
+    got: dict = {k: [] for k in repos}
+    for _ in range(a.runs):
+        for k, repo in repos.items():
+            files = sorted(os.path.join(dirs[k], f) for f in os.listdir(dirs[k])
+                           if f.endswith(".json"))[:size]
+            got[k].append(paired(
+                repo, files, setup="from nvtopo.commands.cluster import evaluate\n"
+                "from nvtopo.commands.cluster.facts import node_facts\n"
+                "from nvtopo.pool import fleet_collections",
+                step="node_facts(f).compact()", context="fleet_collections()",
+                after="len(evaluate([n for n in out if n.error is None]))"))
+    for k, runs in got.items():
+        print(paired_line(k, runs, "cluster's read") + f"; {runs[-1]['extra']} findings")
 
 
 if __name__ == "__main__":

@@ -477,6 +477,12 @@ def test_the_layouts_kept_for_auto_selection_never_change_a_pick():
     inputs = [(name, _simulated(name)) for name in layouts.names()]
     inputs += [(f"pcie-{gpu}", _pcie_box(8, gpu)) for gpu in
                (None, "NVIDIA L40S", "NVIDIA L4", "NVIDIA H100 NVL", "NVIDIA L40")]
+    for mixed in (["NVIDIA L4"] * 7 + ["NVIDIA L40S"], ["NVIDIA L40S"] * 7 + ["NVIDIA L4"],
+                  ["NVIDIA H100 80GB HBM3"] * 4 + ["NVIDIA L4"] * 4):
+        box = _pcie_box(8)
+        for g, gpu in zip(box.gpus, mixed):
+            g.name = gpu
+        inputs.append((f"mixed-{mixed[0]}-{mixed[-1]}", box))
     texts = sorted(CORPUS.glob("*.txt"))[::6]
     texts += sorted((CORPUS.parent / "nvml-text").glob("nvidia_smi_q_*.txt"))[:4]
     inputs += [(p.name, open_input(Input(path=str(p))).model) for p in texts]
@@ -513,3 +519,27 @@ def test_the_layouts_kept_for_auto_selection_never_change_a_pick():
         excluded += sum(c.excluded is not None and "does not match" in c.excluded
                         for c in got)
     assert excluded > 100  # (the names exclude most layouts of most inputs)
+
+
+def test_the_layouts_kept_for_auto_selection_are_kept_by_the_part_of_a_name_searched():
+    """The kept answer for a GPU model name is kept under the part of it a layout's pattern
+    searches (``layouts.NAME_SEARCH_LIMIT`` characters), never the whole (a name read from
+    a file can be megabytes long), and holds no words about the node: two L40S boxes whose
+    names differ past that part share one kept answer, and each still names its own GPU
+    in full wherever the names exclude a layout."""
+    cut = layouts.NAME_SEARCH_LIMIT
+    S._auto_layouts.cache_clear()
+    long_names = ["NVIDIA L40S " + "x" * cut + tail for tail in ("a" * 100_000, "b" * 100_000)]
+    picks = [S.select(_pcie_box(8, name)) for name in long_names]
+    info = S._auto_layouts.cache_info()
+    assert info.currsize == 1 and info.hits == 1, info
+    for sel, name in zip(picks, long_names):
+        assert sel.name == "pcie-l40s-8", sel.reason
+        words = [c.excluded for c in sel.candidates if c.excluded]
+        assert words and all(repr(name) in w for w in words)
+    # a box of many GPU models is weighed afresh, not kept
+    many = _pcie_box(8)
+    for i, g in enumerate(many.gpus):
+        g.name = f"NVIDIA L4 rev {i}"
+    assert S.select(many).name == "pcie-l4-8"
+    assert S._auto_layouts.cache_info().currsize == 1

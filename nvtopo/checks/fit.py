@@ -228,13 +228,19 @@ def score(topo: Topology, v: F.View, layout: Any) -> Candidate:
     return s.c
 
 
-def name_exclusion(layout: Any, names: Sequence[str]) -> Optional[str]:
-    """Why the GPU model names ``names`` (:func:`gpu_names`) exclude ``layout``: they do not
-    match its pattern; None where they match or either is unknown."""
+def names_exclude(layout: Any, names: Sequence[str]) -> bool:
+    """The GPU model names ``names`` (:func:`gpu_names`) exclude ``layout``: they do not
+    match its pattern (False where they match or either is unknown)."""
     pattern = layout.gpus.name_pattern
-    if not names or not pattern or layouts_pkg.names_match(pattern, names):
+    return bool(names) and bool(pattern) and not layouts_pkg.names_match(pattern, names)
+
+
+def name_exclusion(layout: Any, names: Sequence[str]) -> Optional[str]:
+    """Why the GPU model names ``names`` exclude ``layout`` (:func:`names_exclude`), naming
+    the first in full; None where they do not."""
+    if not names_exclude(layout, names):
         return None
-    return f"GPU name {names[0]!r} does not match {pattern!r}"
+    return f"GPU name {names[0]!r} does not match {layout.gpus.name_pattern!r}"
 
 
 class _Scoring:

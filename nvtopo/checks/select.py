@@ -20,8 +20,8 @@ from .. import layouts as layouts_pkg
 from ..layouts.doc import Nics, copy_section
 from ..model import Topology
 from . import facts as F
-from .fit import (Candidate, best_mapping, gpu_names, gpu_names_kept, name_exclusion, remap,
-                  score, subset_text)
+from .fit import (Candidate, best_mapping, gpu_names, gpu_names_kept, name_exclusion,
+                  names_exclude, remap, score, subset_text)
 
 __all__ = ["HOW", "Candidate", "Selection", "absent_links", "best_mapping", "given",
            "gpu_names", "remap", "score", "select", "subset_text"]
@@ -109,11 +109,12 @@ def select(topo: Topology, choice: Any = "auto", layout_file: Optional[str] = No
         cand = score(topo, v, lay)
         return _chosen(cand, f"--layout {choice}", [cand])
     cands = []
-    for lay, excluded in _auto_layouts(tuple(layouts_pkg.names()), gpu_names_kept(topo)[0]):
+    names = gpu_names_kept(topo)[0]
+    for lay, excluded in _weighed(tuple(layouts_pkg.names()), names):
         if lay.choice.requires_nic_names and not _nics_named(topo, lay):
             continue
-        cands.append(score(topo, v, lay) if excluded is None
-                     else Candidate(layout=lay, excluded=excluded))
+        cands.append(Candidate(layout=lay, excluded=name_exclusion(lay, names)) if excluded
+                     else score(topo, v, lay))
     fit = [c for c in cands if c.fits and c.excluded is None]
     if any(c.subset_of is not None for c in cands) and not v.absent_in and not v.lost:
         # the GPUs fit a larger board as a subset (their pairs say nothing against it): a
@@ -195,24 +196,36 @@ def _ambiguity_text(topo: Topology, fit: List[Candidate], ties: List[Candidate])
     return text + "give --layout NAME to choose"
 
 
+def _weighed(layout_names: Tuple[str, ...], names: Sequence[str]
+             ) -> Tuple[Tuple[Any, bool], ...]:
+    """:func:`_auto_layouts` for GPU model names ``names``, kept by the part of each name a
+    layout's pattern searches (``layouts.NAME_SEARCH_LIMIT``, as ``names_match`` keeps its
+    answers: a name read from a file can be megabytes long); a node of more than a few
+    GPU models (none is) is weighed afresh, not kept."""
+    cut = tuple(n[:layouts_pkg.NAME_SEARCH_LIMIT] for n in names)
+    return _auto_layouts(layout_names, cut) if len(cut) <= 4 \
+        else _auto_layouts.__wrapped__(layout_names, cut)
+
+
 @lru_cache(maxsize=16)
 def _auto_layouts(layout_names: Tuple[str, ...], names: Tuple[str, ...]
-                  ) -> Tuple[Tuple[Any, Optional[str]], ...]:
+                  ) -> Tuple[Tuple[Any, bool], ...]:
     """The bundled layouts (named ``layout_names``) auto selection weighs for a node whose
-    GPU model names are ``names``, each with why those names exclude it (or None), in
-    order: a layout that cannot be recognised from inside the node (a cloud SKU without
-    its own device names) is only used when named, and a ``requires_gpu_name`` one only
-    where the names match (a PCIe box's shape fits any PCIe box); ``requires_nic_names``
-    ones also need their NICs' names (:func:`_nics_named`, asked of each node).  Kept: a
-    fleet's nodes, read in one process, name the same few GPU models."""
+    GPU model names are ``names``, each with whether those names exclude it, in order: a
+    layout that cannot be recognised from inside the node (a cloud SKU without its own
+    device names) is only used when named, and a ``requires_gpu_name`` one only where the
+    names match (a PCIe box's shape fits any PCIe box); ``requires_nic_names`` ones also
+    need their NICs' names (:func:`_nics_named`, asked of each node).  Kept (the layouts
+    and flags only: the words naming a node's GPU are made for each node): a fleet's
+    nodes, read in one process, name the same few GPU models.  The bundled layouts are
+    read once per process (``layouts.load``), so the names of them are their key."""
     out = []
     for lay in map(layouts_pkg.load, layout_names):
         choice = lay.choice
         if choice.auto is False:
             continue
-        excluded = name_exclusion(lay, names)
-        if choice.requires_gpu_name and (excluded is not None or not names
-                                         or not lay.gpus.name_pattern):
+        excluded = names_exclude(lay, names)
+        if choice.requires_gpu_name and (excluded or not names or not lay.gpus.name_pattern):
             continue
         out.append((lay, excluded))
     return tuple(out)

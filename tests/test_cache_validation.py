@@ -783,3 +783,53 @@ def test_every_gpu_nic_path_at_once_is_each_one_asked_alone(corpus):
         assert bulk == want, body["host"]
         pairs += sum(1 for tok, _ in want.values() if tok is not None)
     assert pairs > 500  # (the corpus has NICs with known paths to compare)
+
+
+@pytest.mark.parametrize("layout,faults", [("dgx-h100", ["nvlink-down:GPU3:7"]),
+                                           ("gb200-nvl72-tray", [])])
+def test_every_value_of_a_container_is_tested_alike_by_both_tiers_at_every_size(layout, faults):
+    """The compiled decoders test a container of plain values (a link's error counters, a
+    matrix row) value by value, inline, up to ``_SMALL`` values, and in C-level passes past
+    that: at sizes on both sides, with each kind of wrong value first, in the middle and
+    last (and with none), each such field of each record of a sealed cache is refused or
+    accepted by the compiled decoder exactly as by the generic one, and what is accepted
+    decodes to the same values."""
+    from nvtopo.model.codec import fields_of
+    from nvtopo.model.rows_compiled import _EVERY, _SMALL, compiled_decoder
+    from nvtopo.simulate import simulate
+
+    rows = json.loads(snapshot.dumps(simulate(layouts.load(layout), faults, seed=2)))[
+        "derived"]["rows"]
+    targets = []
+    for path, cls, row, i in _row_targets(rows):
+        spec = model_rows._row_spec(fields_of(cls)[i])
+        if spec[0] in ("list", "dict") and spec[1][0] == "leaf" and spec[1][1] in _EVERY:
+            targets.append((path, cls, row, i, spec))
+    kinds = {spec[0] for *_, spec in targets}
+    assert kinds == {"list", "dict"} and len(targets) >= 4, [t[0] for t in targets]
+    wrong = [True, 1.5, float("nan"), 2 ** 80, -(2 ** 80), "x", None, [], {}]
+    counts = {"refused": 0, "accepted": 0}
+
+    def verdict(decode: Any, row: List[Any], i: int) -> Any:
+        try:
+            return getattr(decode(json.loads(json.dumps(row))), fields_of(cls)[i].name)
+        except model_rows._Bad:
+            return "refused"
+
+    for path, cls, row, i, spec in targets:
+        original = row[i]
+        good = 7 if int in spec[1][1] else "ok"
+        for size in (0, 1, _SMALL - 1, _SMALL, _SMALL + 1, 2 * _SMALL + 3):
+            for bad in wrong + [good]:
+                for at in sorted({0, size // 2, size - 1}) if size else [None]:
+                    values = [good] * size
+                    if at is not None:
+                        values[at] = bad
+                    row[i] = values if spec[0] == "list" else {
+                        f"k{j}": x for j, x in enumerate(values)}
+                    want = verdict(model_rows.row_decoder(cls), row, i)
+                    got = verdict(compiled_decoder(cls, model_rows), row, i)
+                    assert json.dumps(got) == json.dumps(want), (path, size, bad, at)
+                    counts["refused" if want == "refused" else "accepted"] += 1
+        row[i] = original
+    assert counts["refused"] > counts["accepted"] > 0, counts

@@ -43,70 +43,92 @@ def round_ratios(costs: list, before: list, after: list) -> list:
 #: One fresh process timing each file both ways (:func:`paired`).
 _PAIRED = """
 import contextlib, json, os, sys, time
-sys.path.insert(0, sys.argv[1])
-files = json.loads(sys.argv[2])
-warm = int(sys.argv[3])
-SETUP
 clock = time.process_time
+t = clock()
+sys.path.insert(0, sys.argv[1])
+run = int(sys.argv[2])
+warm = int(sys.argv[3])
+files = json.loads(sys.stdin.read())
+SETUP
+imports = clock() - t
 
 def floor(f):
     with open(f, "rb") as fh:
         json.loads(fh.read())
 
-out, fixed, cost, base = [], 0.0, [], []
+out, fixed, fixed_base, cost, base = [], 0.0, 0.0, [], []
 with CONTEXT:
     for i, f in enumerate(files):
-        if i < warm:  # the first files: what a process pays once (imports, decoders)
-            t = clock(); out.append(STEP); fixed += clock() - t
-            floor(f)
-            continue
-        for step in ((0, 1) if i % 2 else (1, 0)):  # either first, alternately
+        for step in ((0, 1) if (i + run) % 2 else (1, 0)):  # either first, alternately
             t = clock()
             if step:
                 out.append(STEP)
             else:
                 floor(f)
-            (cost if step else base).append(clock() - t)
+            dt = clock() - t
+            if i < warm:  # the first files: what a process pays once (decoders, lazy imports)
+                if step:
+                    fixed += dt
+                else:
+                    fixed_base += dt
+            else:
+                (cost if step else base).append(dt)
 t = clock(); extra = AFTER; after = clock() - t
-print(json.dumps({"cost": cost, "base": base, "fixed_s": fixed, "after_s": after,
+print(json.dumps({"cost": cost, "base": base, "imports_s": imports, "fixed_s": fixed,
+                  "fixed_base_s": fixed_base, "warm": warm, "after_s": after,
                   "extra": extra}))
 """
 
 
 def paired(repo: str, files: list, setup: str, step: str, context: str = "contextlib.nullcontext()",
-           after: str = "None", warm: int = 20) -> dict:
+           after: str = "None", warm: int = 20, run: int = 0, env: "dict | None" = None) -> dict:
     """One fresh process running ``repo``'s nvtopo: for each of ``files``, the expression
-    ``step`` (of ``f``, the file; its values kept in ``out``, as a command keeps what it
-    reads) and the floor, read + ``json.loads`` of the same file, one right after the other
-    (either first, alternately), so whatever slows the machine for a moment slows both
-    alike.  ``setup``: the imports; ``context``: the one the steps run in; the first ``warm``
-    files are timed apart (what a process pays once), and ``after`` (an expression of
-    ``out``, e.g. the fleet checks) last.  Returns the per-file CPU times (``cost``,
-    ``base``), ``fixed_s``, ``after_s`` and ``after``'s value (``extra``)."""
+    ``step`` (of ``f``, the file; its values appended to ``out``) and the floor, read +
+    ``json.loads`` of the same file, one right after the other, so whatever slows the
+    machine for a moment slows both alike.  Which of the two goes first alternates file by
+    file, and run by run (``run``: the run's number), so no file is always measured second.
+    ``setup``: the imports (timed); ``context``: the one the steps (and the floor beside
+    them: the same collector settings) run in; the first ``warm`` files (at most a quarter)
+    are timed apart, both ways (what a process pays once shows as their excess); ``after``
+    (an expression of ``out``, e.g. the fleet checks) last.  The file list goes through
+    standard input (a list of 10,000 paths is longer than one argument may be).  Returns the
+    per-file CPU times (``cost``, ``base``), ``imports_s``, ``fixed_s`` and
+    ``fixed_base_s`` (the warm files' two sums), ``after_s`` and ``after``'s value
+    (``extra``)."""
     import json
     import subprocess
     import sys
 
+    warm = min(warm, len(files) // 4)
+    if len(files) - warm < 1:
+        raise ValueError("paired: no file to measure")
     code = _PAIRED.replace("SETUP", setup).replace("CONTEXT", context) \
         .replace("STEP", step).replace("AFTER", after)
-    res = subprocess.run([sys.executable, "-c", code, repo, json.dumps(files), str(warm)],
-                         capture_output=True, text=True, check=True)
+    res = subprocess.run([sys.executable, "-c", code, repo, str(run), str(warm)],
+                         input=json.dumps(files), capture_output=True, text=True, env=env)
+    if res.returncode != 0:
+        raise RuntimeError(f"paired run failed ({res.returncode}): {res.stderr[-2000:]}")
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
-def paired_line(label: str, runs: list, what: str) -> str:
+def paired_line(label: str, runs: list, what: str, after: "str | None" = None) -> str:
     """The figure of :func:`paired` runs: each run's ratio is its files' ``what`` CPU over
     their read + ``json.loads`` CPU; the median ratio with the runs' range, the per-file
-    medians, and what was paid once."""
+    medians (each a median of its own: their quotient is near, not equal to, the ratio), and
+    what was paid once: the imports, and the warm files' excess over the per-file cost;
+    ``after``: what the ``after`` expression timed (None: not shown)."""
     import statistics
 
     n = len(runs[0]["cost"])
     ratios = [sum(r["cost"]) / sum(r["base"]) for r in runs]
     cost = statistics.median(sum(r["cost"]) for r in runs) / n
     base = statistics.median(sum(r["base"]) for r in runs) / n
+    warm = runs[0]["warm"]
+    excess = statistics.median(r["fixed_s"] - warm * sum(r["cost"]) / n for r in runs)
     return (f"{label:>7}: {n} files paired, {len(runs)} runs: read + json.loads "
             f"{1000 * base:.2f} ms/file, {what} {1000 * cost:.2f} ms/file: "
             f"{statistics.median(ratios):.2f}x (runs {min(ratios):.2f}-{max(ratios):.2f}); "
-            f"paid once: {1000 * statistics.median(r['fixed_s'] for r in runs):.0f} ms over "
-            f"the first files, then {1000 * statistics.median(r['after_s'] for r in runs):.0f}"
-            f" ms (load {os.getloadavg()[0]:.1f})")
+            f"paid once: imports {1000 * statistics.median(r['imports_s'] for r in runs):.0f}"
+            f" ms, the first {warm} files {1000 * excess:.0f} ms over their per-file cost"
+            + (f", {after} {1000 * statistics.median(r['after_s'] for r in runs):.0f} ms"
+               if after else "") + f" (load at the end {os.getloadavg()[0]:.1f})")

@@ -260,14 +260,15 @@ def _paired_rounds(args, d: Path) -> None:
         samples["--repo"] = (args.repo, list_files(other_fleet(args), args.sample))
     print(f"machine: {machine()}; {args.sample} simulated DGX H100 snapshots")
     got: dict = {k: [] for k in samples}
-    for _ in range(args.runs):
+    for run in range(args.runs):
         for k, (repo, sample) in samples.items():
             files = [str(sample / f) for f in sorted(os.listdir(sample))]
+            # (audit streams its results: a file's verdict is all that is kept of it here)
             got[k].append(paired(repo, files,
                                  setup="from nvtopo.audit import check_file\n"
                                        "from nvtopo.pool import fleet_collections",
-                                 step="check_file(f)", context="fleet_collections()",
-                                 after="sum(r.verdict != 'pass' for r in out)"))
+                                 step="check_file(f).verdict", context="fleet_collections()",
+                                 after="sum(v != 'pass' for v in out)", run=run, env=ENV))
     for k, runs in got.items():
         print(paired_line(k, runs, "audit's check") + f"; {runs[-1]['extra']} not passing")
 

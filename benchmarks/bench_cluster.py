@@ -293,7 +293,7 @@ def _paired_rounds(a: argparse.Namespace, size: int) -> None:
         repos["--repo"] = a.repo
     dirs = {k: fleet_of(a, repo) for k, repo in repos.items()}
     got: dict = {k: [] for k in repos}
-    for _ in range(a.runs):
+    for run in range(a.runs):
         for k, repo in repos.items():
             files = sorted(os.path.join(dirs[k], f) for f in os.listdir(dirs[k])
                            if f.endswith(".json"))[:size]
@@ -302,9 +302,10 @@ def _paired_rounds(a: argparse.Namespace, size: int) -> None:
                 "from nvtopo.commands.cluster.facts import node_facts\n"
                 "from nvtopo.pool import fleet_collections",
                 step="node_facts(f).compact()", context="fleet_collections()",
-                after="len(evaluate([n for n in out if n.error is None]))"))
+                after="len(evaluate([n for n in out if n.error is None]))", run=run))
     for k, runs in got.items():
-        print(paired_line(k, runs, "cluster's read") + f"; {runs[-1]['extra']} findings")
+        print(paired_line(k, runs, "cluster's read", after="the fleet checks")
+              + f"; {runs[-1]['extra']} findings")
 
 
 if __name__ == "__main__":

@@ -807,7 +807,12 @@ def test_every_value_of_a_container_is_tested_alike_by_both_tiers_at_every_size(
             targets.append((path, cls, row, i, spec))
     kinds = {spec[0] for *_, spec in targets}
     assert kinds == {"list", "dict"} and len(targets) >= 4, [t[0] for t in targets]
-    wrong = [True, 1.5, float("nan"), 2 ** 80, -(2 ** 80), "x", None, [], {}]
+    from nvtopo.model.spec import LIMIT
+
+    # (wrong or right by type or by bound: the bounds themselves and one past, a negative
+    # in range, zero, False beside 0)
+    wrong = [True, False, 1.5, float("nan"), 2 ** 80, -(2 ** 80), LIMIT, -LIMIT, LIMIT + 1,
+             -LIMIT - 1, -1, 0, "x", "", None, [], {}]
     counts = {"refused": 0, "accepted": 0}
 
     def verdict(decode: Any, row: List[Any], i: int) -> Any:
@@ -819,7 +824,10 @@ def test_every_value_of_a_container_is_tested_alike_by_both_tiers_at_every_size(
     for path, cls, row, i, spec in targets:
         original = row[i]
         good = 7 if int in spec[1][1] else "ok"
-        for size in (0, 1, _SMALL - 1, _SMALL, _SMALL + 1, 2 * _SMALL + 3):
+        sizes = {0, 1, _SMALL - 1, _SMALL, _SMALL + 1, 2 * _SMALL + 3}
+        if spec[0] == "dict" and len(spec) > 3 and spec[3] is not None:
+            sizes.add(spec[3])  # (a dict of a fixed size: that size too)
+        for size in sorted(sizes):
             for bad in wrong + [good]:
                 for at in sorted({0, size // 2, size - 1}) if size else [None]:
                     values = [good] * size

@@ -42,8 +42,9 @@ def round_ratios(costs: list, before: list, after: list) -> list:
 
 #: One fresh process timing each file both ways (:func:`paired`).
 _PAIRED = """
-import contextlib, json, os, sys, time
+import contextlib, gc, json, os, random, sys, time
 clock = time.process_time
+PLAIN = gc.get_threshold()  # (Python's own: what a read + json.loads process runs under)
 t = clock()
 sys.path.insert(0, sys.argv[1])
 run = int(sys.argv[2])
@@ -53,13 +54,17 @@ SETUP
 imports = clock() - t
 
 def floor(f):
+    kept = gc.get_threshold()
+    gc.set_threshold(*PLAIN)
     with open(f, "rb") as fh:
         json.loads(fh.read())
+    gc.set_threshold(*kept)
 
 out, fixed, fixed_base, cost, base = [], 0.0, 0.0, [], []
+first = random.Random(run).choices((0, 1), k=len(files))  # (the same draw in each checkout)
 with CONTEXT:
     for i, f in enumerate(files):
-        for step in ((0, 1) if (i + run) % 2 else (1, 0)):  # either first, alternately
+        for step in ((0, 1) if first[i] else (1, 0)):  # either first, drawn file by file
             t = clock()
             if step:
                 out.append(STEP)
@@ -85,10 +90,12 @@ def paired(repo: str, files: list, setup: str, step: str, context: str = "contex
     """One fresh process running ``repo``'s nvtopo: for each of ``files``, the expression
     ``step`` (of ``f``, the file; its values appended to ``out``) and the floor, read +
     ``json.loads`` of the same file, one right after the other, so whatever slows the
-    machine for a moment slows both alike.  Which of the two goes first alternates file by
-    file, and run by run (``run``: the run's number), so no file is always measured second.
-    ``setup``: the imports (timed); ``context``: the one the steps (and the floor beside
-    them: the same collector settings) run in; the first ``warm`` files (at most a quarter)
+    machine for a moment slows both alike.  Which of the two goes first (the second finds the
+    file's bytes in the caches) is drawn file by file, seeded by ``run`` (the run's number):
+    an order that alternates lines up with a fleet's own patterns (every tenth node
+    faulty), which made a run's ratio depend on its parity.
+    ``setup``: the imports (timed); ``context``: the one the steps run in (the floor runs
+    under Python's own collector thresholds, as a process of its own would); the first ``warm`` files (at most a quarter)
     are timed apart, both ways (what a process pays once shows as their excess); ``after``
     (an expression of ``out``, e.g. the fleet checks) last.  The file list goes through
     standard input (a list of 10,000 paths is longer than one argument may be).  Returns the

@@ -16,6 +16,10 @@ fresh processes:
     python benchmarks/bench_audit.py [--files 10000] [--sample 1000] [--runs 3] [--dir DIR]
                                      [--repo PATH]
 
+``--paired [--runs N] [--repo PATH]`` times instead, in one fresh process a run, each file as
+``audit --jobs 1`` checks it (``check_file``) right beside read + ``json.loads`` of it
+(``_machine.paired``; docs/benchmarks.md §1).
+
 ``--repo PATH`` times another checkout's ``audit --jobs 1`` too, in the same rounds (floor,
 this checkout, the other's floor, the other), so a before/after pair shares its load.  The
 other's fleet is the same simulations written by the other checkout itself (sealed by its

@@ -257,15 +257,21 @@ def fleet_of(a: argparse.Namespace, repo: str) -> str:
     return d
 
 
+def _checkouts(a: argparse.Namespace) -> tuple:
+    """The checkouts timed (``this``, and ``--repo`` where it is another) and the fleet
+    each writes itself (:func:`fleet_of`)."""
+    repos = {"this": str(REPO)}
+    if os.path.realpath(a.repo) != os.path.realpath(str(REPO)):
+        repos["--repo"] = a.repo
+    return repos, {k: fleet_of(a, repo) for k, repo in repos.items()}
+
+
 def _rounds(a: argparse.Namespace, size: int) -> None:
     """``--runs`` rounds over the first ``size`` files: for this checkout and, with
     ``--repo``, the other, each on the fleet it writes (sealed by its own code): the floor
     (read + json.loads), its cluster, the floor again; interleaved; medians, and the ratio
     of each run to the floors beside it (``round_ratios``)."""
-    repos = {"this": str(REPO)}
-    if os.path.realpath(a.repo) != os.path.realpath(str(REPO)):
-        repos["--repo"] = a.repo
-    dirs = {k: fleet_of(a, repo) for k, repo in repos.items()}
+    repos, dirs = _checkouts(a)
     bases: dict = {k: [] for k in repos}
     got: dict = {k: [] for k in repos}
     after: dict = {k: [] for k in repos}
@@ -294,10 +300,7 @@ def _paired_rounds(a: argparse.Namespace, size: int) -> None:
     """``--paired``: ``--runs`` fresh processes per checkout (alternating), each timing
     every file for ``cluster`` (``node_facts``, as ``cluster --jobs 1`` reads it) and read
     + ``json.loads`` of it (:func:`_machine.paired`), then the fleet checks over the nodes."""
-    repos = {"this": str(REPO)}
-    if os.path.realpath(a.repo) != os.path.realpath(str(REPO)):
-        repos["--repo"] = a.repo
-    dirs = {k: fleet_of(a, repo) for k, repo in repos.items()}
+    repos, dirs = _checkouts(a)
     got: dict = {k: [] for k in repos}
     for run in range(a.runs):
         for k, repo in repos.items():
